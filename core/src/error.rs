@@ -1,0 +1,100 @@
+//! The crate's single error type.
+//!
+//! Every fallible operation in microrl returns [`Result<T, Error>`](Result).
+//! [`Error`] is a small `Copy` enum so it can be returned from firmware hot paths,
+//! stored in statistics structs and logged with `defmt` (behind the `defmt`
+//! feature) without formatting machinery. Operations that fail leave the state
+//! they were given untouched: parameters are only written once every input has
+//! been checked.
+
+use core::fmt;
+
+/// Why an operation was refused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[non_exhaustive]
+pub enum Error {
+    /// An input (observation, reward, gradient, loaded weight) was NaN or infinite.
+    NonFinite,
+    /// A discrete action index was not smaller than the number of actions.
+    InvalidAction,
+    /// A hyper-parameter is outside its valid range (e.g. a negative learning rate).
+    InvalidConfig,
+    /// The output buffer is smaller than the encoded size.
+    BufferTooSmall,
+    /// The byte slice ends before the header or payload it announces.
+    Truncated,
+    /// The byte slice does not start with microrl's magic number.
+    BadMagic,
+    /// The blob was written by an unsupported format version.
+    UnsupportedVersion,
+    /// The blob's layer dimensions or tensor kinds differ from the destination's.
+    ShapeMismatch,
+    /// The byte slice is longer than the blob its header describes.
+    TrailingBytes,
+    /// The CRC-32 stored in the blob does not match its contents.
+    ChecksumMismatch,
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let msg = match self {
+            Error::NonFinite => "value is NaN or infinite",
+            Error::InvalidAction => "action index out of range",
+            Error::InvalidConfig => "hyper-parameter out of range",
+            Error::BufferTooSmall => "output buffer too small",
+            Error::Truncated => "input ends early (truncated)",
+            Error::BadMagic => "not a microrl parameter blob (bad magic)",
+            Error::UnsupportedVersion => "unsupported parameter format version",
+            Error::ShapeMismatch => "layer dimensions or tensor kinds do not match",
+            Error::TrailingBytes => "bytes after the end of the blob",
+            Error::ChecksumMismatch => "CRC-32 mismatch (corrupted data)",
+        };
+        f.write_str(msg)
+    }
+}
+
+impl core::error::Error for Error {}
+
+/// `Ok(())` when `x` is finite, [`Error::NonFinite`] otherwise.
+#[inline]
+pub fn check_finite(x: f32) -> Result<(), Error> {
+    if x.is_finite() {
+        Ok(())
+    } else {
+        Err(Error::NonFinite)
+    }
+}
+
+/// `Ok(())` when every element of `xs` is finite, [`Error::NonFinite`] otherwise.
+#[inline]
+pub fn check_all_finite(xs: &[f32]) -> Result<(), Error> {
+    if xs.iter().all(|x| x.is_finite()) {
+        Ok(())
+    } else {
+        Err(Error::NonFinite)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finite_checks() {
+        assert_eq!(check_finite(1.0), Ok(()));
+        assert_eq!(check_finite(f32::NAN), Err(Error::NonFinite));
+        assert_eq!(
+            check_all_finite(&[0.0, f32::INFINITY]),
+            Err(Error::NonFinite)
+        );
+        assert_eq!(check_all_finite(&[]), Ok(()));
+    }
+
+    #[test]
+    fn display_is_informative() {
+        extern crate std;
+        use std::string::ToString;
+        assert!(Error::ChecksumMismatch.to_string().contains("CRC-32"));
+    }
+}

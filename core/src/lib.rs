@@ -1,0 +1,53 @@
+//! # microrl
+//!
+//! Reinforcement learning that trains on microcontrollers.
+//!
+//! `microrl` is `#![no_std]`, needs no allocator and contains no `unsafe`. Every
+//! network size is a const generic, every buffer is owned by the caller, and
+//! every random draw comes from a caller-supplied [`rand_core::Rng`], so the
+//! same code trains a policy on the desktop and keeps training it on a
+//! Cortex-M4F — with bit-identical arithmetic on both.
+//!
+//! ## Layout (by concern)
+//! - [`nn`]: dense layers, activations, MLPs; inference and training passes,
+//!   hand-written backpropagation, orthogonal initialisation.
+//! - [`policy`]: action distributions ([`Categorical`](policy::Categorical),
+//!   [`Gaussian`](policy::Gaussian)) and inference-only policies.
+//! - [`optim`]: Adam, SGD, global gradient-norm clipping, schedules, and
+//!   [`TrainState`](optim::TrainState) (parameters + gradients + optimiser).
+//! - [`loss`]: policy-gradient losses (PPO's clipped surrogate, value loss)
+//!   with their gradients.
+//! - [`serialize`]: the checksummed binary format that carries weights from the
+//!   desktop to the firmware.
+//! - [`params`], [`math`], [`rng`]: the plumbing the rest stands on.
+//!
+//! ## Memory
+//! A 4-64-64-2 categorical policy (CartPole) has 4 610 parameters: 18 440
+//! bytes for inference. Training it with Adam adds a gradient and two moment
+//! estimates of the same shape (see [`optim::TrainState`]).
+//!
+//! ## Cargo features
+//! - `std`: allocation helpers for the desktop (`serialize::to_vec`).
+//! - `defmt`: `defmt::Format` on errors and statistics.
+//! - `fast-math`: pure-`f32` approximations of `exp`/`tanh` ([`math::fast`]).
+
+#![no_std]
+#![forbid(unsafe_code)]
+#![deny(missing_docs)]
+
+#[cfg(any(feature = "std", test))]
+extern crate std;
+
+pub mod error;
+pub mod loss;
+pub mod math;
+pub mod nn;
+pub mod optim;
+pub mod params;
+pub mod policy;
+pub mod rng;
+pub mod serialize;
+
+pub use error::Error;
+pub use nalgebra::{SMatrix, SVector};
+pub use params::{Pair, Params, TensorShape};

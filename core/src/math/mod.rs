@@ -1,0 +1,110 @@
+//! Scalar maths with the same bits on every platform.
+//!
+//! A policy trained on the desktop must choose the same actions on a Cortex-M4F.
+//! Rust's `f32::exp` and friends call the platform's libm (glibc on Linux, a
+//! different implementation on the MCU), whose last-bit rounding differs, so
+//! microrl never uses them. Every transcendental function goes through this
+//! module, which calls the pure-Rust [`libm`] crate — the same source compiled
+//! for both targets, pure `f32` arithmetic (no soft-float `f64` on the M4F).
+//!
+//! With the `fast-math` feature, [`exp`] and [`tanh`] switch to the pure-`f32`
+//! approximations in [`fast`], whose maximum errors are stated and tested
+//! there. They are also deterministic across platforms: only `+ − × ÷`,
+//! comparisons and bit manipulation, no fused multiply-add.
+//!
+//! `+ − × ÷` and `sqrt` are correctly rounded by IEEE 754 everywhere; Rust does
+//! not contract `a * b + c` into a fused multiply-add, so plain arithmetic is
+//! already bit-identical between x86-64 and thumbv7em.
+
+pub mod fast;
+
+/// `ln(2π)`, the normalising constant of the Gaussian log-density.
+pub const LN_2PI: f32 = 1.837_877_1;
+
+/// `e^x`. libm's `expf` (≤ 1 ulp), or [`fast::exp`] with `fast-math`.
+#[inline]
+pub fn exp(x: f32) -> f32 {
+    #[cfg(feature = "fast-math")]
+    {
+        fast::exp(x)
+    }
+    #[cfg(not(feature = "fast-math"))]
+    {
+        libm::expf(x)
+    }
+}
+
+/// Hyperbolic tangent. libm's `tanhf`, or [`fast::tanh`] with `fast-math`.
+#[inline]
+pub fn tanh(x: f32) -> f32 {
+    #[cfg(feature = "fast-math")]
+    {
+        fast::tanh(x)
+    }
+    #[cfg(not(feature = "fast-math"))]
+    {
+        libm::tanhf(x)
+    }
+}
+
+/// Natural logarithm (libm's `logf`).
+#[inline]
+pub fn ln(x: f32) -> f32 {
+    libm::logf(x)
+}
+
+/// `ln(1 + x)`, accurate for small `x` (libm's `log1pf`).
+#[inline]
+pub fn ln_1p(x: f32) -> f32 {
+    libm::log1pf(x)
+}
+
+/// Square root (correctly rounded).
+#[inline]
+pub fn sqrt(x: f32) -> f32 {
+    libm::sqrtf(x)
+}
+
+/// `x^y` (libm's `powf`).
+#[inline]
+pub fn powf(x: f32, y: f32) -> f32 {
+    libm::powf(x, y)
+}
+
+/// Cosine (libm's `cosf`).
+#[inline]
+pub fn cos(x: f32) -> f32 {
+    libm::cosf(x)
+}
+
+/// Sine (libm's `sinf`).
+#[inline]
+pub fn sin(x: f32) -> f32 {
+    libm::sinf(x)
+}
+
+/// `softplus(x) = ln(1 + e^x)`, computed without overflow for large `|x|`.
+#[inline]
+pub fn softplus(x: f32) -> f32 {
+    // softplus(x) = max(x, 0) + ln(1 + e^{-|x|}).
+    let pos = if x > 0.0 { x } else { 0.0 };
+    pos + ln_1p(exp(-x.abs()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn softplus_is_stable() {
+        assert_eq!(softplus(1e4), 1e4);
+        assert_eq!(softplus(-1e4), 0.0);
+        assert!((softplus(0.0) - core::f32::consts::LN_2).abs() < 1e-7);
+    }
+
+    #[test]
+    fn ln_2pi_constant() {
+        let reference = (2.0 * core::f64::consts::PI).ln();
+        assert!((LN_2PI as f64 - reference).abs() < 1e-7);
+    }
+}

@@ -1,0 +1,90 @@
+//! Sequential composition of two layers.
+//!
+//! `Chain<A, B>` feeds `A`'s output into `B`; it only type-checks when
+//! `B::Input == A::Output`:
+//!
+//! ```
+//! use microrl::nn::{Chain, Dense, Layer, Tanh};
+//! use microrl::{Params, SVector};
+//! let net = Chain::<Dense<4, 8, Tanh>, Dense<8, 2>>::ZERO;
+//! assert_eq!(net.forward(&SVector::<f32, 4>::zeros()), SVector::<f32, 2>::zeros());
+//! ```
+//!
+//! so a dimension mismatch is a compile error:
+//!
+//! ```compile_fail
+//! use microrl::nn::{Chain, Dense, Layer, Tanh};
+//! use microrl::{Params, SVector};
+//! // 4 → 8 followed by 16 → 2: the inner dimensions disagree.
+//! let net = Chain::<Dense<4, 8, Tanh>, Dense<16, 2>>::ZERO;
+//! let _ = net.forward(&SVector::<f32, 4>::zeros());
+//! ```
+//!
+//! Deeper networks nest chains (see the [`Mlp`](super::Mlp) aliases). The
+//! training cache is the pair of the members' caches and the gradient is
+//! another `Chain`, so backpropagation is the chain rule written once.
+
+use rand_core::Rng;
+
+use super::Layer;
+use crate::impl_params;
+use crate::params::Params;
+
+/// `second ∘ first`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Chain<A, B> {
+    /// The layer applied first.
+    pub first: A,
+    /// The layer applied to `first`'s output.
+    pub second: B,
+}
+
+impl_params!(impl[A: Params, B: Params] Chain<A, B> { first: A, second: B });
+
+impl<A, B> Layer for Chain<A, B>
+where
+    A: Layer,
+    B: Layer<Input = A::Output>,
+{
+    type Input = A::Input;
+    type Output = B::Output;
+    type Cache = (A::Cache, B::Cache);
+    const EMPTY_CACHE: Self::Cache = (A::EMPTY_CACHE, B::EMPTY_CACHE);
+
+    #[inline]
+    fn forward(&self, x: &Self::Input) -> Self::Output {
+        self.second.forward(&self.first.forward(x))
+    }
+
+    #[inline]
+    fn forward_train(&self, x: &Self::Input, cache: &mut Self::Cache) -> Self::Output {
+        let hidden = self.first.forward_train(x, &mut cache.0);
+        self.second.forward_train(&hidden, &mut cache.1)
+    }
+
+    fn backward(
+        &self,
+        cache: &Self::Cache,
+        d_output: &Self::Output,
+        grad: &mut Self,
+    ) -> Self::Input {
+        let d_hidden = self.second.backward(&cache.1, d_output, &mut grad.second);
+        self.first.backward(&cache.0, &d_hidden, &mut grad.first)
+    }
+
+    fn init_orthogonal<R: Rng + ?Sized>(
+        &mut self,
+        rng: &mut R,
+        hidden_gain: f32,
+        output_gain: f32,
+    ) {
+        self.first.init_orthogonal(rng, hidden_gain, hidden_gain);
+        self.second.init_orthogonal(rng, hidden_gain, output_gain);
+    }
+
+    #[cfg(test)]
+    fn reference_forward(theta: &[f64], x: &[f64]) -> std::vec::Vec<f64> {
+        let (theta_a, theta_b) = theta.split_at(A::LEN);
+        B::reference_forward(theta_b, &A::reference_forward(theta_a, x))
+    }
+}

@@ -1,0 +1,255 @@
+//! Fully connected layer `y = f(W x + b)` with a fused activation.
+//!
+//! The weight matrix `W` is `O × I` and column-major (nalgebra's layout), so
+//! column `j` — the weights leaving input `j` — is contiguous. Both the forward
+//! pass (`z += W[:, j] · x_j`) and the weight gradient (`∂W[:, j] += δ · x_j`)
+//! are then `axpy`s over contiguous memory, which the compiler vectorises
+//! without reordering any floating-point sum: results stay bit-identical across
+//! targets. The input gradient `∂x_j = W[:, j] · δ` is a dot product per column.
+//!
+//! The cache keeps the input `x` and the activated output `y`; the activation's
+//! derivative is recovered from `y` (see [`Activation`]).
+
+use core::marker::PhantomData;
+
+use nalgebra::{SMatrix, SVector};
+use rand_core::Rng;
+
+use super::{Activation, Identity, Layer};
+use crate::params::{Params, TensorShape, tag};
+
+/// A dense layer from `I` inputs to `O` outputs with activation `A`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Dense<const I: usize, const O: usize, A = Identity> {
+    /// `W`, `O × I`: `weight[(i, j)]` connects input `j` to output `i`.
+    pub weight: SMatrix<f32, O, I>,
+    /// `b`, length `O`.
+    pub bias: SVector<f32, O>,
+    activation: PhantomData<A>,
+}
+
+/// What [`Dense::forward_train`] records for the backward pass.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DenseCache<const I: usize, const O: usize> {
+    /// The layer's input `x`.
+    pub input: SVector<f32, I>,
+    /// The activated output `y = f(W x + b)`.
+    pub output: SVector<f32, O>,
+}
+
+impl<const I: usize, const O: usize> DenseCache<I, O> {
+    /// An all-zero cache.
+    pub const ZERO: Self = Self {
+        input: <SVector<f32, I> as Params>::ZERO,
+        output: <SVector<f32, O> as Params>::ZERO,
+    };
+}
+
+impl<const I: usize, const O: usize, A: Activation> Dense<I, O, A> {
+    /// A layer with the given weight and bias.
+    pub const fn from_parts(weight: SMatrix<f32, O, I>, bias: SVector<f32, O>) -> Self {
+        Self {
+            weight,
+            bias,
+            activation: PhantomData,
+        }
+    }
+
+    /// Pre-activation `z = W x + b`.
+    #[inline]
+    fn affine(&self, x: &SVector<f32, I>) -> SVector<f32, O> {
+        let mut z = self.bias;
+        let zs = z.as_mut_slice();
+        for (column, &xj) in self.weight.as_slice().chunks_exact(O).zip(x.iter()) {
+            for (zi, &wij) in zs.iter_mut().zip(column) {
+                *zi += wij * xj;
+            }
+        }
+        z
+    }
+}
+
+impl<const I: usize, const O: usize, A: Activation> Params for Dense<I, O, A> {
+    const TENSORS: usize = 2;
+    const LEN: usize = O * I + O;
+    const ZERO: Self = Self::from_parts(
+        <SMatrix<f32, O, I> as Params>::ZERO,
+        <SVector<f32, O> as Params>::ZERO,
+    );
+
+    #[inline]
+    fn tensor(&self, i: usize) -> &[f32] {
+        match i {
+            0 => self.weight.as_slice(),
+            1 => self.bias.as_slice(),
+            _ => &[],
+        }
+    }
+
+    #[inline]
+    fn tensor_mut(&mut self, i: usize) -> &mut [f32] {
+        match i {
+            0 => self.weight.as_mut_slice(),
+            1 => self.bias.as_mut_slice(),
+            _ => &mut [],
+        }
+    }
+
+    fn shape(i: usize) -> TensorShape {
+        let (rows, cols, tag) = match i {
+            0 => (O, I, tag::WEIGHT | A::ID),
+            1 => (O, 1, tag::BIAS),
+            _ => (0, 0, tag::PLAIN),
+        };
+        TensorShape {
+            rows: rows as u32,
+            cols: cols as u32,
+            tag,
+        }
+    }
+}
+
+impl<const I: usize, const O: usize, A: Activation> Layer for Dense<I, O, A> {
+    type Input = SVector<f32, I>;
+    type Output = SVector<f32, O>;
+    type Cache = DenseCache<I, O>;
+    const EMPTY_CACHE: Self::Cache = DenseCache::ZERO;
+
+    #[inline]
+    fn forward(&self, x: &Self::Input) -> Self::Output {
+        self.affine(x).map(A::apply)
+    }
+
+    #[inline]
+    fn forward_train(&self, x: &Self::Input, cache: &mut Self::Cache) -> Self::Output {
+        let y = self.forward(x);
+        cache.input = *x;
+        cache.output = y;
+        y
+    }
+
+    fn backward(
+        &self,
+        cache: &Self::Cache,
+        d_output: &Self::Output,
+        grad: &mut Self,
+    ) -> Self::Input {
+        // δ = ∂L/∂z = ∂L/∂y ⊙ f′(z), with f′ expressed through y.
+        let mut delta = *d_output;
+        for (d, &y) in delta.iter_mut().zip(cache.output.iter()) {
+            *d *= A::derivative_from_output(y);
+        }
+        // ∂L/∂b += δ
+        grad.bias += delta;
+        // ∂L/∂W[:, j] += δ · x_j   and   ∂L/∂x_j = W[:, j] · δ
+        let mut d_input = SVector::<f32, I>::zeros();
+        let columns = self.weight.as_slice().chunks_exact(O);
+        let grad_columns = grad.weight.as_mut_slice().chunks_exact_mut(O);
+        for (((column, grad_column), &xj), dxj) in columns
+            .zip(grad_columns)
+            .zip(cache.input.iter())
+            .zip(d_input.iter_mut())
+        {
+            let mut dot = 0.0;
+            for ((&wij, gij), &di) in column.iter().zip(grad_column.iter_mut()).zip(delta.iter()) {
+                *gij += di * xj;
+                dot += wij * di;
+            }
+            *dxj = dot;
+        }
+        d_input
+    }
+
+    fn init_orthogonal<R: Rng + ?Sized>(
+        &mut self,
+        rng: &mut R,
+        _hidden_gain: f32,
+        output_gain: f32,
+    ) {
+        super::init::orthogonal(&mut self.weight, output_gain, rng);
+        self.bias.fill(0.0);
+    }
+
+    #[cfg(test)]
+    fn reference_forward(theta: &[f64], x: &[f64]) -> std::vec::Vec<f64> {
+        let (weight, bias) = theta.split_at(O * I);
+        (0..O)
+            .map(|i| {
+                let z = bias[i] + (0..I).map(|j| weight[j * O + i] * x[j]).sum::<f64>();
+                A::reference(z)
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::nn::fd;
+    use crate::nn::{Relu, Tanh};
+
+    fn check_layer<A: Activation>() {
+        let mut rng = fd::rng(11 + A::ID as u64);
+        let mut layer = Dense::<5, 3, A>::ZERO;
+        fd::randomise(&mut layer, &mut rng, 0.6);
+        let x = SVector::<f32, 5>::from_fn(|i, _| 0.7 * (i as f32) - 1.3);
+        fd::check_layer(&layer, &x, &mut rng);
+    }
+
+    #[test]
+    fn gradient_identity() {
+        check_layer::<Identity>();
+    }
+
+    #[test]
+    fn gradient_tanh() {
+        check_layer::<Tanh>();
+    }
+
+    #[test]
+    fn gradient_relu() {
+        check_layer::<Relu>();
+    }
+
+    #[test]
+    fn forward_matches_matrix_product() {
+        let mut rng = fd::rng(5);
+        let mut layer = Dense::<4, 6, Identity>::ZERO;
+        fd::randomise(&mut layer, &mut rng, 1.0);
+        let x = SVector::<f32, 4>::new(0.5, -1.0, 2.0, 0.25);
+        let expected = layer.weight * x + layer.bias;
+        assert!((layer.forward(&x) - expected).amax() < 1e-6);
+    }
+
+    #[test]
+    fn backward_accumulates() {
+        let mut rng = fd::rng(6);
+        let mut layer = Dense::<3, 2, Tanh>::ZERO;
+        fd::randomise(&mut layer, &mut rng, 1.0);
+        let x = SVector::<f32, 3>::new(0.1, 0.2, -0.3);
+        let mut cache = Dense::<3, 2, Tanh>::EMPTY_CACHE;
+        layer.forward_train(&x, &mut cache);
+        let d_out = SVector::<f32, 2>::new(1.0, -2.0);
+        let mut once = Dense::<3, 2, Tanh>::ZERO;
+        layer.backward(&cache, &d_out, &mut once);
+        let mut twice = Dense::<3, 2, Tanh>::ZERO;
+        layer.backward(&cache, &d_out, &mut twice);
+        layer.backward(&cache, &d_out, &mut twice);
+        once.scale(2.0);
+        assert_eq!(once, twice);
+    }
+
+    #[test]
+    fn shapes_carry_activation() {
+        assert_eq!(
+            Dense::<3, 2, Tanh>::shape(0),
+            TensorShape {
+                rows: 2,
+                cols: 3,
+                tag: tag::WEIGHT | 1
+            }
+        );
+        assert_ne!(Dense::<3, 2, Tanh>::shape(0), Dense::<3, 2, Relu>::shape(0));
+        assert_eq!(Dense::<3, 2, Tanh>::LEN, 8);
+    }
+}

@@ -1,0 +1,218 @@
+//! Fixed-size neural networks with hand-written backpropagation.
+//!
+//! Design:
+//! - **Sizes are types.** [`Dense<I, O, A>`](Dense) has its dimensions as const
+//!   generics and [`Chain`] composes layers only when the inner dimensions
+//!   agree, so a mismatched network is a compile error, not a run-time panic.
+//! - **Three separate memories, all owned by the caller.** The parameters (a
+//!   [`Layer`]), the per-sample activation cache ([`Layer::Cache`]) and the
+//!   gradient (another value of the same type as the parameters). Inference
+//!   with [`Layer::forward`] touches only the parameters, so a deployed policy
+//!   carries no gradient, cache or optimiser memory.
+//! - **Gradients accumulate.** [`Layer::backward`] *adds* into the gradient, so
+//!   a minibatch is a loop of forward/backward calls over samples
+//!   ([`accumulate_gradients`]) with one cache the size of a single sample.
+//! - **Shallow types.** [`Mlp`], [`Mlp1`] and [`Mlp3`] are aliases for chains
+//!   of dense layers; a custom architecture is another alias.
+//!
+//! Every backward pass is checked against central finite differences of an
+//! independent `f64` forward pass (the tests at the bottom of each file).
+
+mod activation;
+mod chain;
+mod dense;
+pub mod init;
+
+#[cfg(test)]
+pub(crate) mod fd;
+
+pub use activation::{Activation, Identity, Relu, Tanh};
+pub use chain::Chain;
+pub use dense::{Dense, DenseCache};
+pub use init::gain;
+
+use nalgebra::SVector;
+use rand_core::Rng;
+
+use crate::params::Params;
+
+/// A differentiable layer (or network) with its parameters as `Self`.
+pub trait Layer: Params {
+    /// Input vector type, `SVector<f32, IN>`.
+    type Input;
+    /// Output vector type, `SVector<f32, OUT>`.
+    type Output;
+    /// Activations recorded by [`forward_train`](Layer::forward_train) for one sample.
+    type Cache;
+    /// A zeroed cache, usable in `static` initialisers.
+    const EMPTY_CACHE: Self::Cache;
+
+    /// Inference: no cache, no gradient memory.
+    fn forward(&self, x: &Self::Input) -> Self::Output;
+
+    /// Training forward pass: the same output as [`forward`](Layer::forward),
+    /// recording what [`backward`](Layer::backward) needs into `cache`.
+    fn forward_train(&self, x: &Self::Input, cache: &mut Self::Cache) -> Self::Output;
+
+    /// Backpropagates `d_output = ∂L/∂y` for the sample recorded in `cache`:
+    /// **adds** `∂L/∂θ` into `grad` and returns `∂L/∂x`.
+    fn backward(
+        &self,
+        cache: &Self::Cache,
+        d_output: &Self::Output,
+        grad: &mut Self,
+    ) -> Self::Input;
+
+    /// Orthogonal initialisation with zero biases: `hidden_gain` for every
+    /// layer but the last, `output_gain` for the last (see [`gain`]).
+    fn init_orthogonal<R: Rng + ?Sized>(&mut self, rng: &mut R, hidden_gain: f32, output_gain: f32);
+
+    /// `f64` forward pass reading the parameters from the flat vector `theta`
+    /// (serialisation order): the reference that gradient checks differentiate.
+    #[cfg(test)]
+    fn reference_forward(theta: &[f64], x: &[f64]) -> std::vec::Vec<f64>;
+}
+
+/// A [`Layer`] from `SVector<f32, I>` to `SVector<f32, O>`.
+///
+/// Shorthand for generic code: `N: Network<OBS, ACT>` instead of spelling out
+/// the associated types.
+pub trait Network<const I: usize, const O: usize>:
+    Layer<Input = SVector<f32, I>, Output = SVector<f32, O>>
+{
+}
+
+impl<L, const I: usize, const O: usize> Network<I, O> for L where
+    L: Layer<Input = SVector<f32, I>, Output = SVector<f32, O>>
+{
+}
+
+/// Multi-layer perceptron with one hidden layer: `I → H → O`.
+pub type Mlp1<const I: usize, const H: usize, const O: usize, A = Tanh> =
+    Chain<Dense<I, H, A>, Dense<H, O, Identity>>;
+
+/// Multi-layer perceptron with two hidden layers: `I → H → H → O`
+/// (the SB3/CleanRL default architecture, e.g. `Mlp<4, 64, 2>` for CartPole).
+pub type Mlp<const I: usize, const H: usize, const O: usize, A = Tanh> =
+    Chain<Dense<I, H, A>, Chain<Dense<H, H, A>, Dense<H, O, Identity>>>;
+
+/// Multi-layer perceptron with three hidden layers: `I → H → H → H → O`.
+pub type Mlp3<const I: usize, const H: usize, const O: usize, A = Tanh> =
+    Chain<Dense<I, H, A>, Chain<Dense<H, H, A>, Chain<Dense<H, H, A>, Dense<H, O, Identity>>>>;
+
+/// Accumulates the gradient of a loss summed over a minibatch.
+///
+/// For each sample `k`, runs the training forward pass on `inputs[k]`, asks
+/// `d_loss(k, &output)` for `∂L/∂output`, and backpropagates it into `grad`
+/// (which is *not* cleared first). One `cache` serves every sample. Scale
+/// `d_loss` by `1/len` for a mean loss.
+pub fn accumulate_gradients<L: Layer>(
+    net: &L,
+    grad: &mut L,
+    cache: &mut L::Cache,
+    inputs: &[L::Input],
+    mut d_loss: impl FnMut(usize, &L::Output) -> L::Output,
+) {
+    for (k, x) in inputs.iter().enumerate() {
+        let y = net.forward_train(x, cache);
+        let d_y = d_loss(k, &y);
+        net.backward(cache, &d_y, grad);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mlp_parameter_counts() {
+        // 4·64 + 64 + 64·64 + 64 + 64·2 + 2
+        assert_eq!(Mlp::<4, 64, 2>::LEN, 4610);
+        assert_eq!(Mlp::<4, 64, 2>::TENSORS, 6);
+        assert_eq!(Mlp1::<4, 8, 2>::LEN, 4 * 8 + 8 + 8 * 2 + 2);
+        assert_eq!(
+            Mlp3::<3, 5, 1, Relu>::LEN,
+            3 * 5 + 5 + 2 * (5 * 5 + 5) + 5 + 1
+        );
+    }
+
+    #[test]
+    fn gradient_mlp1() {
+        let mut rng = fd::rng(21);
+        let mut net = Mlp1::<3, 7, 2, Relu>::ZERO;
+        net.init_orthogonal(&mut rng, gain::HIDDEN, 1.0);
+        fd::randomise_biases(&mut net, &mut rng);
+        fd::check_layer(&net, &SVector::<f32, 3>::new(0.3, -0.8, 1.1), &mut rng);
+    }
+
+    #[test]
+    fn gradient_mlp() {
+        let mut rng = fd::rng(22);
+        let mut net = Mlp::<4, 16, 3>::ZERO;
+        net.init_orthogonal(&mut rng, gain::HIDDEN, 1.0);
+        fd::randomise_biases(&mut net, &mut rng);
+        fd::check_layer(
+            &net,
+            &SVector::<f32, 4>::new(0.05, -0.3, 0.02, 0.4),
+            &mut rng,
+        );
+    }
+
+    #[test]
+    fn gradient_mlp3() {
+        let mut rng = fd::rng(23);
+        let mut net = Mlp3::<5, 9, 2, Tanh>::ZERO;
+        net.init_orthogonal(&mut rng, gain::HIDDEN, 0.5);
+        fd::randomise_biases(&mut net, &mut rng);
+        let x = SVector::<f32, 5>::new(1.0, -0.5, 0.25, 0.0, -2.0);
+        fd::check_layer(&net, &x, &mut rng);
+    }
+
+    #[test]
+    fn init_uses_sb3_gains() {
+        let mut net = Mlp::<4, 64, 2>::ZERO;
+        net.init_orthogonal(&mut fd::rng(7), gain::HIDDEN, gain::POLICY);
+        // Wide head: rows orthogonal with norm = gain.
+        let head = &net.second.second.weight;
+        for r in 0..2 {
+            assert!((head.row(r).norm() - gain::POLICY).abs() < 1e-6);
+        }
+        // Tall first layer: columns with norm √2.
+        for c in 0..4 {
+            assert!((net.first.weight.column(c).norm() - gain::HIDDEN).abs() < 1e-5);
+        }
+        assert_eq!(net.first.bias.norm(), 0.0);
+    }
+
+    #[test]
+    fn batch_accumulation_sums_per_sample_gradients() {
+        let mut rng = fd::rng(8);
+        let mut net = Mlp1::<2, 4, 1>::ZERO;
+        net.init_orthogonal(&mut rng, gain::HIDDEN, 1.0);
+        let inputs = [
+            SVector::<f32, 2>::new(0.1, 0.2),
+            SVector::<f32, 2>::new(-1.0, 0.5),
+        ];
+        let mut cache = Mlp1::<2, 4, 1>::EMPTY_CACHE;
+        let mut batch = Mlp1::<2, 4, 1>::ZERO;
+        accumulate_gradients(&net, &mut batch, &mut cache, &inputs, |_, _| {
+            SVector::<f32, 1>::new(1.0)
+        });
+        let mut separate = Mlp1::<2, 4, 1>::ZERO;
+        for x in &inputs {
+            net.forward_train(x, &mut cache);
+            net.backward(&cache, &SVector::<f32, 1>::new(1.0), &mut separate);
+        }
+        assert_eq!(batch, separate);
+    }
+
+    #[test]
+    fn forward_and_forward_train_agree() {
+        let mut rng = fd::rng(9);
+        let mut net = Mlp::<4, 8, 2>::ZERO;
+        net.init_orthogonal(&mut rng, gain::HIDDEN, 1.0);
+        let x = SVector::<f32, 4>::new(0.1, -0.2, 0.3, -0.4);
+        let mut cache = Mlp::<4, 8, 2>::EMPTY_CACHE;
+        assert_eq!(net.forward(&x), net.forward_train(&x, &mut cache));
+    }
+}

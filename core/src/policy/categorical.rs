@@ -1,0 +1,226 @@
+//! Categorical distribution over `A` discrete actions, parametrised by logits.
+//!
+//! [`Categorical::from_logits`] computes the log-softmax once with the max
+//! subtracted (`log pᵢ = (lᵢ − m) − ln Σⱼ e^{lⱼ − m}`), so logits of ±10⁴ give
+//! exact zeros and ones, never NaN; everything else (sampling, `log_prob`,
+//! entropy and their gradients with respect to the logits) reads those
+//! log-probabilities.
+//!
+//! Gradients with respect to the logits `l`:
+//! - `∂ log p_a / ∂l = onehot(a) − p`
+//! - `∂H / ∂lⱼ = −pⱼ (log pⱼ + H)` where `H = −Σ pᵢ log pᵢ`.
+
+use nalgebra::SVector;
+use rand_core::Rng;
+
+use crate::error::{Error, check_all_finite};
+use crate::{math, rng};
+
+/// A categorical distribution, stored as its log-probabilities.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Categorical<const A: usize> {
+    log_probs: SVector<f32, A>,
+}
+
+impl<const A: usize> Categorical<A> {
+    /// The distribution `softmax(logits)`.
+    ///
+    /// # Errors
+    /// [`Error::NonFinite`] if a logit is NaN or infinite.
+    pub fn from_logits(logits: &SVector<f32, A>) -> Result<Self, Error> {
+        check_all_finite(logits.as_slice())?;
+        let max = logits.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+        let sum: f32 = logits.iter().map(|&l| math::exp(l - max)).sum();
+        // Subtract the max first: `(l − m)` is exact for nearby logits, whereas
+        // `l − (m + ln Σ)` would lose the small `ln Σ` to rounding when |m| is large.
+        let log_sum = math::ln(sum);
+        Ok(Self {
+            log_probs: logits.map(|l| (l - max) - log_sum),
+        })
+    }
+
+    /// `log pᵢ` for every action.
+    pub fn log_probs(&self) -> &SVector<f32, A> {
+        &self.log_probs
+    }
+
+    /// `pᵢ` for every action (they sum to 1 up to rounding).
+    pub fn probs(&self) -> SVector<f32, A> {
+        self.log_probs.map(math::exp)
+    }
+
+    /// `log p_a`.
+    ///
+    /// # Errors
+    /// [`Error::InvalidAction`] if `action >= A`.
+    pub fn log_prob(&self, action: usize) -> Result<f32, Error> {
+        self.log_probs
+            .get(action)
+            .copied()
+            .ok_or(Error::InvalidAction)
+    }
+
+    /// Entropy `H = −Σ pᵢ log pᵢ` in nats.
+    pub fn entropy(&self) -> f32 {
+        -self
+            .log_probs
+            .iter()
+            .map(|&lp| math::exp(lp) * lp)
+            .sum::<f32>()
+    }
+
+    /// The most probable action (the lowest index among ties): the
+    /// deterministic action used for evaluation and deployment.
+    pub fn mode(&self) -> usize {
+        self.log_probs.argmax().0
+    }
+
+    /// Draws an action by inverting the cumulative distribution with one
+    /// uniform variate. Never returns an action of probability zero.
+    pub fn sample<R: Rng + ?Sized>(&self, rng: &mut R) -> usize {
+        let u = rng::uniform(rng);
+        let mut cumulative = 0.0;
+        let mut last_possible = self.mode();
+        for (i, &lp) in self.log_probs.iter().enumerate() {
+            let p = math::exp(lp);
+            if p > 0.0 {
+                cumulative += p;
+                last_possible = i;
+                if u < cumulative {
+                    return i;
+                }
+            }
+        }
+        // Rounding left the cumulative sum just below u.
+        last_possible
+    }
+
+    /// `∂ log p_a / ∂logits = onehot(a) − p`.
+    ///
+    /// # Errors
+    /// [`Error::InvalidAction`] if `action >= A`.
+    pub fn grad_log_prob(&self, action: usize) -> Result<SVector<f32, A>, Error> {
+        if action >= A {
+            return Err(Error::InvalidAction);
+        }
+        let mut grad = -self.probs();
+        grad[action] += 1.0;
+        Ok(grad)
+    }
+
+    /// `∂H / ∂logits`, with `∂H/∂lⱼ = −pⱼ (log pⱼ + H)`.
+    pub fn grad_entropy(&self) -> SVector<f32, A> {
+        let entropy = self.entropy();
+        self.log_probs.map(|lp| -math::exp(lp) * (lp + entropy))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::nn::fd;
+    extern crate std;
+    use std::vec::Vec;
+
+    fn reference_log_softmax(logits: &[f64]) -> Vec<f64> {
+        let max = logits.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        let lse = max + logits.iter().map(|l| (l - max).exp()).sum::<f64>().ln();
+        logits.iter().map(|l| l - lse).collect()
+    }
+
+    fn logits() -> SVector<f32, 5> {
+        SVector::<f32, 5>::new(0.3, -1.2, 2.0, 0.0, -0.4)
+    }
+
+    fn to64(v: &SVector<f32, 5>) -> Vec<f64> {
+        v.iter().map(|&x| x as f64).collect()
+    }
+
+    #[test]
+    fn grad_log_prob_matches_finite_differences() {
+        let dist = Categorical::from_logits(&logits()).unwrap();
+        for action in 0..5 {
+            let numeric =
+                fd::numerical_gradient(&to64(&logits()), |l| reference_log_softmax(l)[action]);
+            fd::assert_close(
+                "dlogp/dl",
+                &to64(&dist.grad_log_prob(action).unwrap()),
+                &numeric,
+            );
+        }
+    }
+
+    #[test]
+    fn grad_entropy_matches_finite_differences() {
+        let dist = Categorical::from_logits(&logits()).unwrap();
+        let entropy = |l: &[f64]| -> f64 {
+            -reference_log_softmax(l)
+                .iter()
+                .map(|lp| lp.exp() * lp)
+                .sum::<f64>()
+        };
+        let numeric = fd::numerical_gradient(&to64(&logits()), entropy);
+        fd::assert_close("dH/dl", &to64(&dist.grad_entropy()), &numeric);
+        assert!((dist.entropy() as f64 - entropy(&to64(&logits()))).abs() < 1e-6);
+    }
+
+    #[test]
+    fn extreme_logits_are_stable() {
+        for logits in [
+            SVector::<f32, 4>::new(1e4, -1e4, 0.0, 1e4),
+            SVector::<f32, 4>::new(-1e4, -1e4, -1e4, -1e4),
+            SVector::<f32, 4>::new(1e4, 1e4, 1e4, 1e4),
+            SVector::<f32, 4>::new(-1e4, 1e4, -1e4, -1e4),
+        ] {
+            let dist = Categorical::from_logits(&logits).unwrap();
+            let probs = dist.probs();
+            assert!(probs.iter().all(|p| p.is_finite() && *p >= 0.0));
+            assert!((probs.sum() - 1.0).abs() < 1e-6, "{probs:?}");
+            assert!(dist.entropy().is_finite());
+            assert!(dist.grad_entropy().iter().all(|g| g.is_finite()));
+            assert!(dist.grad_log_prob(0).unwrap().iter().all(|g| g.is_finite()));
+            let mut rng = fd::rng(1);
+            for _ in 0..100 {
+                assert!(probs[dist.sample(&mut rng)] > 0.0);
+            }
+        }
+        let dist = Categorical::from_logits(&SVector::<f32, 2>::new(-1e4, 1e4)).unwrap();
+        assert_eq!(dist.mode(), 1);
+        assert_eq!(dist.log_prob(1).unwrap(), 0.0);
+    }
+
+    #[test]
+    fn rejects_bad_inputs() {
+        assert_eq!(
+            Categorical::from_logits(&SVector::<f32, 2>::new(f32::NAN, 0.0)),
+            Err(Error::NonFinite)
+        );
+        let dist = Categorical::from_logits(&SVector::<f32, 2>::zeros()).unwrap();
+        assert_eq!(dist.log_prob(2), Err(Error::InvalidAction));
+        assert_eq!(dist.grad_log_prob(7), Err(Error::InvalidAction));
+    }
+
+    #[test]
+    fn sample_frequencies_match_probabilities() {
+        let dist = Categorical::from_logits(&SVector::<f32, 3>::new(0.0, 1.0, -1.0)).unwrap();
+        let probs = dist.probs();
+        let mut rng = fd::rng(2);
+        let mut counts = [0u32; 3];
+        let n = 100_000;
+        for _ in 0..n {
+            counts[dist.sample(&mut rng)] += 1;
+        }
+        for a in 0..3 {
+            assert!(
+                (counts[a] as f32 / n as f32 - probs[a]).abs() < 0.005,
+                "{counts:?} vs {probs:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn uniform_entropy_is_ln_a() {
+        let dist = Categorical::from_logits(&SVector::<f32, 6>::repeat(3.0)).unwrap();
+        assert!((dist.entropy() - math::ln(6.0)).abs() < 1e-6);
+    }
+}

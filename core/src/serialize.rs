@@ -1,0 +1,416 @@
+//! The binary parameter format: how trained weights travel from the desktop to
+//! the firmware.
+//!
+//! Writing and reading use a byte slice the caller provides (a `static` array,
+//! a flash page, `include_bytes!`), never an allocator. All numbers are
+//! little-endian:
+//!
+//! | offset | size | field |
+//! |---|---|---|
+//! | 0 | 4 | magic `b"MRLP"` |
+//! | 4 | 2 | format version ([`VERSION`]) |
+//! | 6 | 2 | reserved, must be 0 |
+//! | 8 | 4 | number of tensors `T` |
+//! | 12 | 4 | number of scalars `N` |
+//! | 16 | 12·T | per tensor: rows, cols, tag ([`TensorShape`]) |
+//! | 16 + 12·T | 4·N | the scalars as `f32`, tensor by tensor, column-major |
+//! | end − 4 | 4 | CRC-32 (IEEE 802.3) of every preceding byte |
+//!
+//! [`load`] checks, in order: length, magic, version, tensor and scalar counts,
+//! exact total length, checksum, every tensor's shape and kind, and that every
+//! scalar is finite — and writes into the destination only if all pass. The
+//! CRC-32 detects every error burst of up to 32 bits, so any single corrupted
+//! byte is rejected.
+
+use crate::error::Error;
+use crate::params::{Params, TensorShape};
+
+/// Magic number at the start of every blob.
+pub const MAGIC: [u8; 4] = *b"MRLP";
+/// Current format version.
+pub const VERSION: u16 = 1;
+/// Size of the fixed part of the header.
+pub const HEADER_LEN: usize = 16;
+/// Size of one tensor descriptor.
+pub const TENSOR_DESCRIPTOR_LEN: usize = 12;
+
+/// Size in bytes of the blob that stores a `P`. A `const fn`, so a buffer can
+/// be declared as `[u8; encoded_len::<MyPolicy>()]`.
+pub const fn encoded_len<P: Params>() -> usize {
+    HEADER_LEN + TENSOR_DESCRIPTOR_LEN * P::TENSORS + 4 * P::LEN + 4
+}
+
+/// Writes `params` into the start of `out`; returns the number of bytes written.
+///
+/// # Errors
+/// [`Error::BufferTooSmall`] if `out` is shorter than [`encoded_len::<P>()`](encoded_len),
+/// [`Error::NonFinite`] if a parameter is NaN or infinite (such a blob could not
+/// be loaded). Nothing is written on error.
+pub fn save<P: Params>(params: &P, out: &mut [u8]) -> Result<usize, Error> {
+    let len = encoded_len::<P>();
+    if out.len() < len {
+        return Err(Error::BufferTooSmall);
+    }
+    if !params.is_finite() {
+        return Err(Error::NonFinite);
+    }
+    let mut w = Writer { buf: out, pos: 0 };
+    w.bytes(&MAGIC);
+    w.bytes(&VERSION.to_le_bytes());
+    w.bytes(&0u16.to_le_bytes());
+    w.u32(P::TENSORS as u32);
+    w.u32(P::LEN as u32);
+    for i in 0..P::TENSORS {
+        let shape = P::shape(i);
+        w.u32(shape.rows);
+        w.u32(shape.cols);
+        w.u32(shape.tag);
+    }
+    for i in 0..P::TENSORS {
+        for &x in params.tensor(i) {
+            w.bytes(&x.to_le_bytes());
+        }
+    }
+    let crc = crc32(&w.buf[..w.pos]);
+    w.u32(crc);
+    Ok(w.pos)
+}
+
+/// Overwrites `params` with the blob in `bytes`, which must be exactly one blob.
+///
+/// # Errors
+/// [`Error::Truncated`], [`Error::BadMagic`], [`Error::UnsupportedVersion`],
+/// [`Error::ShapeMismatch`] (different layer dimensions, tensor kinds or
+/// activations), [`Error::TrailingBytes`], [`Error::ChecksumMismatch`] or
+/// [`Error::NonFinite`]. On any error `params` is unchanged.
+pub fn load<P: Params>(params: &mut P, bytes: &[u8]) -> Result<(), Error> {
+    let header = read_header(bytes)?;
+    if header.tensors as usize != P::TENSORS || header.scalars as usize != P::LEN {
+        return Err(Error::ShapeMismatch);
+    }
+    let len = encoded_len::<P>();
+    if bytes.len() < len {
+        return Err(Error::Truncated);
+    }
+    if bytes.len() > len {
+        return Err(Error::TrailingBytes);
+    }
+    let (body, crc) = bytes.split_at(len - 4);
+    if crc32(body) != read_u32(crc, 0) {
+        return Err(Error::ChecksumMismatch);
+    }
+    for i in 0..P::TENSORS {
+        if tensor_shape(bytes, i) != P::shape(i) {
+            return Err(Error::ShapeMismatch);
+        }
+    }
+    let payload = &body[HEADER_LEN + TENSOR_DESCRIPTOR_LEN * P::TENSORS..];
+    let scalars = payload
+        .chunks_exact(4)
+        .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]));
+    if scalars.clone().any(|x| !x.is_finite()) {
+        return Err(Error::NonFinite);
+    }
+    // Every check passed: now write.
+    let mut scalars = scalars;
+    for i in 0..P::TENSORS {
+        for (dst, src) in params.tensor_mut(i).iter_mut().zip(&mut scalars) {
+            *dst = src;
+        }
+    }
+    Ok(())
+}
+
+/// The fixed part of a blob's header.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct Header {
+    /// Format version.
+    pub version: u16,
+    /// Number of tensors.
+    pub tensors: u32,
+    /// Number of scalars.
+    pub scalars: u32,
+}
+
+impl Header {
+    /// Total blob length announced by this header.
+    pub fn blob_len(&self) -> usize {
+        HEADER_LEN + TENSOR_DESCRIPTOR_LEN * self.tensors as usize + 4 * self.scalars as usize + 4
+    }
+}
+
+/// Reads and checks the fixed header (magic and version) without knowing the
+/// destination type, e.g. to describe a file.
+///
+/// # Errors
+/// [`Error::Truncated`], [`Error::BadMagic`] or [`Error::UnsupportedVersion`].
+pub fn read_header(bytes: &[u8]) -> Result<Header, Error> {
+    if bytes.len() < HEADER_LEN {
+        return Err(Error::Truncated);
+    }
+    if bytes[..4] != MAGIC {
+        return Err(Error::BadMagic);
+    }
+    let version = u16::from_le_bytes([bytes[4], bytes[5]]);
+    let reserved = u16::from_le_bytes([bytes[6], bytes[7]]);
+    if version != VERSION || reserved != 0 {
+        return Err(Error::UnsupportedVersion);
+    }
+    Ok(Header {
+        version,
+        tensors: read_u32(bytes, 8),
+        scalars: read_u32(bytes, 12),
+    })
+}
+
+/// Checks a complete blob's length and checksum without knowing the
+/// destination type, and returns its header.
+///
+/// # Errors
+/// As [`read_header`], plus [`Error::Truncated`], [`Error::TrailingBytes`] and
+/// [`Error::ChecksumMismatch`].
+pub fn verify(bytes: &[u8]) -> Result<Header, Error> {
+    let header = read_header(bytes)?;
+    let len = header.blob_len();
+    if bytes.len() < len {
+        return Err(Error::Truncated);
+    }
+    if bytes.len() > len {
+        return Err(Error::TrailingBytes);
+    }
+    let (body, crc) = bytes.split_at(len - 4);
+    if crc32(body) != read_u32(crc, 0) {
+        return Err(Error::ChecksumMismatch);
+    }
+    Ok(header)
+}
+
+/// Descriptor of tensor `i` in a blob whose header has been checked to hold
+/// more than `i` tensors and whose length has been checked.
+pub fn tensor_shape(bytes: &[u8], i: usize) -> TensorShape {
+    let at = HEADER_LEN + TENSOR_DESCRIPTOR_LEN * i;
+    TensorShape {
+        rows: read_u32(bytes, at),
+        cols: read_u32(bytes, at + 4),
+        tag: read_u32(bytes, at + 8),
+    }
+}
+
+/// Little-endian `u32` at `at`, or 0 if the slice is too short.
+fn read_u32(bytes: &[u8], at: usize) -> u32 {
+    match bytes.get(at..at + 4) {
+        Some(b) => u32::from_le_bytes([b[0], b[1], b[2], b[3]]),
+        None => 0,
+    }
+}
+
+/// Sequential writer into a slice already checked to be long enough.
+struct Writer<'a> {
+    buf: &'a mut [u8],
+    pos: usize,
+}
+
+impl Writer<'_> {
+    fn bytes(&mut self, data: &[u8]) {
+        if let Some(dst) = self.buf.get_mut(self.pos..self.pos + data.len()) {
+            dst.copy_from_slice(data);
+        }
+        self.pos += data.len();
+    }
+
+    fn u32(&mut self, x: u32) {
+        self.bytes(&x.to_le_bytes());
+    }
+}
+
+/// CRC-32/ISO-HDLC (the zlib/PNG/Ethernet CRC), reflected polynomial
+/// `0xEDB88320`, computed a nibble at a time with a 64-byte table — small
+/// enough for flash-constrained firmware.
+pub fn crc32(data: &[u8]) -> u32 {
+    const fn nibble_table() -> [u32; 16] {
+        let mut table = [0u32; 16];
+        let mut i = 0;
+        while i < 16 {
+            let mut c = i as u32;
+            let mut k = 0;
+            while k < 4 {
+                c = if c & 1 != 0 {
+                    (c >> 1) ^ 0xEDB8_8320
+                } else {
+                    c >> 1
+                };
+                k += 1;
+            }
+            table[i] = c;
+            i += 1;
+        }
+        table
+    }
+    const TABLE: [u32; 16] = nibble_table();
+    let mut crc = !0u32;
+    for &byte in data {
+        crc ^= u32::from(byte);
+        crc = (crc >> 4) ^ TABLE[(crc & 0xF) as usize];
+        crc = (crc >> 4) ^ TABLE[(crc & 0xF) as usize];
+    }
+    !crc
+}
+
+/// Serialises `params` into a new `Vec` (desktop convenience).
+#[cfg(feature = "std")]
+pub fn to_vec<P: Params>(params: &P) -> Result<std::vec::Vec<u8>, Error> {
+    let mut out = std::vec![0u8; encoded_len::<P>()];
+    save(params, &mut out)?;
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::nn::{Layer, Mlp, Relu, fd, gain};
+    use crate::policy::{CategoricalPolicy, Gaussian, GaussianPolicy};
+    extern crate std;
+    use std::vec;
+
+    type Policy = CategoricalPolicy<Mlp<4, 8, 2>>;
+
+    fn trained_like() -> Policy {
+        let mut p = Policy::ZERO;
+        p.net
+            .init_orthogonal(&mut fd::rng(7), gain::HIDDEN, gain::POLICY);
+        fd::randomise_biases(&mut p.net, &mut fd::rng(8));
+        p
+    }
+
+    fn saved(p: &Policy) -> std::vec::Vec<u8> {
+        let mut buf = vec![0u8; encoded_len::<Policy>()];
+        assert_eq!(save(p, &mut buf), Ok(buf.len()));
+        buf
+    }
+
+    #[test]
+    fn crc32_check_value() {
+        assert_eq!(crc32(b"123456789"), 0xCBF4_3926);
+        assert_eq!(crc32(b""), 0);
+    }
+
+    #[test]
+    fn round_trip_is_bit_exact() {
+        let original = trained_like();
+        let blob = saved(&original);
+        let mut loaded = Policy::ZERO;
+        load(&mut loaded, &blob).unwrap();
+        for k in 0..Policy::LEN {
+            assert_eq!(
+                original.get_flat(k).unwrap().to_bits(),
+                loaded.get_flat(k).unwrap().to_bits()
+            );
+        }
+        assert_eq!(verify(&blob).unwrap().scalars as usize, Policy::LEN);
+    }
+
+    #[test]
+    fn every_single_byte_corruption_is_rejected() {
+        let blob = saved(&trained_like());
+        let sentinel = {
+            let mut s = Policy::ZERO;
+            s.net.first.bias.fill(0.125);
+            s
+        };
+        let mut corrupt = blob.clone();
+        for at in 0..blob.len() {
+            for flip in 1..=255u8 {
+                corrupt[at] = blob[at] ^ flip;
+                let mut dst = sentinel.clone();
+                let result = load(&mut dst, &corrupt);
+                assert!(result.is_err(), "byte {at} ^ {flip:#x} accepted");
+                assert!(dst == sentinel, "byte {at}: destination modified on error");
+            }
+            corrupt[at] = blob[at];
+        }
+    }
+
+    #[test]
+    fn truncation_and_trailing_bytes_are_rejected() {
+        let blob = saved(&trained_like());
+        let mut dst = Policy::ZERO;
+        for len in 0..blob.len() {
+            assert!(load(&mut dst, &blob[..len]).is_err(), "truncated to {len}");
+        }
+        assert_eq!(load(&mut dst, &blob[..10]), Err(Error::Truncated));
+        assert_eq!(
+            load(&mut dst, &blob[..blob.len() - 1]),
+            Err(Error::Truncated)
+        );
+        let mut longer = blob.clone();
+        longer.push(0);
+        assert_eq!(load(&mut dst, &longer), Err(Error::TrailingBytes));
+        assert!(dst == Policy::ZERO);
+    }
+
+    #[test]
+    fn wrong_dimensions_and_kinds_are_rejected() {
+        let blob = saved(&trained_like());
+        // Different hidden size: different scalar count.
+        let mut wider = CategoricalPolicy {
+            net: Mlp::<4, 9, 2>::ZERO,
+        };
+        assert_eq!(load(&mut wider, &blob), Err(Error::ShapeMismatch));
+        // Same sizes, different activation.
+        let mut relu = CategoricalPolicy {
+            net: Mlp::<4, 8, 2, Relu>::ZERO,
+        };
+        assert_eq!(load(&mut relu, &blob), Err(Error::ShapeMismatch));
+        // Same scalar count, transposed layout: 4-8-8-2 vs a Gaussian policy is
+        // a different tensor count.
+        let mut gaussian = GaussianPolicy {
+            net: Mlp::<4, 8, 2>::ZERO,
+            head: Gaussian::<2>::ZERO,
+        };
+        assert_eq!(load(&mut gaussian, &blob), Err(Error::ShapeMismatch));
+    }
+
+    #[test]
+    fn bad_magic_version_and_buffer() {
+        let blob = saved(&trained_like());
+        let mut dst = Policy::ZERO;
+        let mut bad = blob.clone();
+        bad[0] = b'X';
+        assert_eq!(load(&mut dst, &bad), Err(Error::BadMagic));
+        let mut bad = blob.clone();
+        bad[4] = 2;
+        assert_eq!(load(&mut dst, &bad), Err(Error::UnsupportedVersion));
+        let mut small = vec![0u8; encoded_len::<Policy>() - 1];
+        assert_eq!(
+            save(&trained_like(), &mut small),
+            Err(Error::BufferTooSmall)
+        );
+        assert!(small.iter().all(|&b| b == 0));
+    }
+
+    #[test]
+    fn non_finite_weights_are_refused_both_ways() {
+        let mut p = trained_like();
+        p.net.first.bias[0] = f32::NAN;
+        let mut buf = vec![0u8; encoded_len::<Policy>()];
+        assert_eq!(save(&p, &mut buf), Err(Error::NonFinite));
+        // A blob with a valid checksum around a NaN weight.
+        let mut blob = saved(&trained_like());
+        let at = HEADER_LEN + TENSOR_DESCRIPTOR_LEN * Policy::TENSORS;
+        blob[at..at + 4].copy_from_slice(&f32::NAN.to_le_bytes());
+        let n = blob.len();
+        let crc = crc32(&blob[..n - 4]);
+        blob[n - 4..].copy_from_slice(&crc.to_le_bytes());
+        let mut dst = Policy::ZERO;
+        assert_eq!(load(&mut dst, &blob), Err(Error::NonFinite));
+        assert!(dst == Policy::ZERO);
+    }
+
+    #[test]
+    fn encoded_len_is_const() {
+        const LEN: usize = encoded_len::<CategoricalPolicy<Mlp<4, 64, 2>>>();
+        let _buffer = [0u8; LEN];
+        assert_eq!(LEN, 16 + 12 * 6 + 4 * 4610 + 4);
+    }
+}
