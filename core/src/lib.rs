@@ -26,6 +26,43 @@
 //! bytes for inference. Training it with Adam adds a gradient and two moment
 //! estimates of the same shape (see [`optim::TrainState`]).
 //!
+//! ## Example
+//!
+//! ```
+//! # fn main() -> Result<(), microrl::Error> {
+//! use microrl::nn::{gain, Layer, Mlp};
+//! use microrl::optim::{AdamConfig, TrainState};
+//! use microrl::policy::{Categorical, CategoricalPolicy};
+//! use microrl::{serialize, Params, SVector};
+//! use rand_core::SeedableRng;
+//!
+//! type Net = Mlp<4, 64, 2>; // 4 → 64 → 64 → 2, tanh
+//! let mut rng = rand_xoshiro::Xoshiro128PlusPlus::seed_from_u64(0);
+//!
+//! // Training memory: parameters, gradients and Adam moments, all const-sized.
+//! let mut state = TrainState::<Net>::new(AdamConfig::default());
+//! state.params.init_orthogonal(&mut rng, gain::HIDDEN, gain::POLICY);
+//!
+//! // One gradient step on −log π(a|s) for a single sample.
+//! let obs = SVector::<f32, 4>::new(0.01, -0.02, 0.03, 0.0);
+//! let mut cache = Net::EMPTY_CACHE;
+//! let logits = state.params.forward_train(&obs, &mut cache);
+//! let d_logits = -Categorical::from_logits(&logits)?.grad_log_prob(1)?;
+//! state.zero_grad();
+//! state.params.backward(&cache, &d_logits, &mut state.grads);
+//! state.apply(3e-4, Some(0.5))?; // clip to norm 0.5, then Adam
+//!
+//! // Deploy: weights only, through the checksummed format.
+//! let mut blob = [0u8; serialize::encoded_len::<Net>()];
+//! serialize::save(&state.params, &mut blob)?;
+//! let mut policy = CategoricalPolicy { net: Net::ZERO };
+//! serialize::load(&mut policy.net, &blob)?;
+//! let action = policy.act(&obs)?; // deterministic action
+//! assert!(action < 2);
+//! # Ok(())
+//! # }
+//! ```
+//!
 //! ## Cargo features
 //! - `std`: allocation helpers for the desktop (`serialize::to_vec`).
 //! - `defmt`: `defmt::Format` on errors and statistics.

@@ -1,0 +1,53 @@
+//! The harness writes policies; the core (as linked into firmware) reads them.
+
+use microrl::nn::Layer;
+use microrl::policy::Categorical;
+use microrl::{Error, Params, SVector, serialize};
+use microrl_harness::Arch;
+use microrl_harness::arch::{CartPolePolicy, PendulumPolicy, act, init_blob};
+
+#[test]
+fn harness_blob_loads_into_core_type_and_acts_identically() {
+    let blob = init_blob(Arch::Cartpole, 17).unwrap();
+    let mut policy = Box::new(CartPolePolicy::ZERO);
+    serialize::load(&mut *policy, &blob).unwrap();
+    for k in 0..20 {
+        let obs = [0.01 * k as f32, -0.3, 0.02 * k as f32 - 0.1, 0.5];
+        let from_harness = act(Arch::Cartpole, &blob, &obs).unwrap();
+        let logits = policy
+            .net
+            .forward(&SVector::<f32, 4>::from_column_slice(&obs));
+        let dist = Categorical::from_logits(&logits).unwrap();
+        assert_eq!(from_harness.discrete, Some(dist.mode()));
+        let probs: Vec<u32> = dist.probs().iter().map(|p| p.to_bits()).collect();
+        let harness_probs: Vec<u32> = from_harness
+            .probs
+            .unwrap()
+            .iter()
+            .map(|p| p.to_bits())
+            .collect();
+        assert_eq!(probs, harness_probs, "bit-identical probabilities");
+    }
+}
+
+#[test]
+fn initialisation_is_seeded() {
+    for arch in Arch::ALL {
+        assert_eq!(init_blob(arch, 5).unwrap(), init_blob(arch, 5).unwrap());
+        assert_ne!(init_blob(arch, 5).unwrap(), init_blob(arch, 6).unwrap());
+    }
+}
+
+#[test]
+fn blobs_do_not_load_into_other_architectures() {
+    let pendulum = init_blob(Arch::Pendulum, 1).unwrap();
+    let mut cartpole = Box::new(CartPolePolicy::ZERO);
+    assert_eq!(
+        serialize::load(&mut *cartpole, &pendulum),
+        Err(Error::ShapeMismatch)
+    );
+    assert!(cartpole.norm_squared() == 0.0, "destination untouched");
+    let mut p = Box::new(PendulumPolicy::ZERO);
+    serialize::load(&mut *p, &pendulum).unwrap();
+    assert_eq!(p.head.log_std[0], 0.0);
+}
