@@ -60,7 +60,7 @@ impl<const I: usize, const O: usize, A: Activation> Dense<I, O, A> {
     fn affine(&self, x: &SVector<f32, I>) -> SVector<f32, O> {
         let mut z = self.bias;
         let zs = z.as_mut_slice();
-        for (column, &xj) in self.weight.as_slice().chunks_exact(O).zip(x.iter()) {
+        for (column, &xj) in self.weight.as_slice().chunks_exact(O).zip(x.as_slice()) {
             for (zi, &wij) in zs.iter_mut().zip(column) {
                 *zi += wij * xj;
             }
@@ -136,7 +136,8 @@ impl<const I: usize, const O: usize, A: Activation> Layer for Dense<I, O, A> {
     ) -> Self::Input {
         // δ = ∂L/∂z = ∂L/∂y ⊙ f′(z), with f′ expressed through y.
         let mut delta = *d_output;
-        for (d, &y) in delta.iter_mut().zip(cache.output.iter()) {
+        // (Slices, not nalgebra's strided iterators: the loops must vectorise.)
+        for (d, &y) in delta.as_mut_slice().iter_mut().zip(cache.output.as_slice()) {
             *d *= A::derivative_from_output(y);
         }
         // ∂L/∂b += δ
@@ -147,15 +148,13 @@ impl<const I: usize, const O: usize, A: Activation> Layer for Dense<I, O, A> {
         let grad_columns = grad.weight.as_mut_slice().chunks_exact_mut(O);
         for (((column, grad_column), &xj), dxj) in columns
             .zip(grad_columns)
-            .zip(cache.input.iter())
-            .zip(d_input.iter_mut())
+            .zip(cache.input.as_slice())
+            .zip(d_input.as_mut_slice())
         {
-            let mut dot = 0.0;
-            for ((&wij, gij), &di) in column.iter().zip(grad_column.iter_mut()).zip(delta.iter()) {
+            for (gij, &di) in grad_column.iter_mut().zip(delta.as_slice()) {
                 *gij += di * xj;
-                dot += wij * di;
             }
-            *dxj = dot;
+            *dxj = dot(column, delta.as_slice());
         }
         d_input
     }
@@ -180,6 +179,36 @@ impl<const I: usize, const O: usize, A: Activation> Layer for Dense<I, O, A> {
             })
             .collect()
     }
+}
+
+/// Number of independent partial sums in [`dot`].
+const LANES: usize = 8;
+
+/// `Σᵢ aᵢ bᵢ` with [`LANES`] partial sums (element `i` goes to sum `i mod LANES`),
+/// combined pairwise in a fixed order.
+///
+/// A single running sum is a chain of dependent additions the compiler may not
+/// reorder; independent lanes let it use SIMD and pipelined FPUs while the
+/// summation order — hence the result — stays the same on every target.
+#[inline]
+fn dot(a: &[f32], b: &[f32]) -> f32 {
+    let mut acc = [0.0f32; LANES];
+    let mut chunks_a = a.chunks_exact(LANES);
+    let mut chunks_b = b.chunks_exact(LANES);
+    for (ca, cb) in (&mut chunks_a).zip(&mut chunks_b) {
+        for l in 0..LANES {
+            acc[l] += ca[l] * cb[l];
+        }
+    }
+    for (l, (&x, &y)) in chunks_a
+        .remainder()
+        .iter()
+        .zip(chunks_b.remainder())
+        .enumerate()
+    {
+        acc[l] += x * y;
+    }
+    ((acc[0] + acc[4]) + (acc[2] + acc[6])) + ((acc[1] + acc[5]) + (acc[3] + acc[7]))
 }
 
 #[cfg(test)]
@@ -237,6 +266,16 @@ mod tests {
         layer.backward(&cache, &d_out, &mut twice);
         once.scale(2.0);
         assert_eq!(once, twice);
+    }
+
+    #[test]
+    fn lane_dot_product_is_exact_on_integers() {
+        for n in [0usize, 1, 7, 8, 9, 64, 67] {
+            let a: std::vec::Vec<f32> = (0..n).map(|i| i as f32).collect();
+            let b: std::vec::Vec<f32> = (0..n).map(|i| (i % 5) as f32 - 2.0).collect();
+            let expected: f32 = a.iter().zip(&b).map(|(x, y)| x * y).sum();
+            assert_eq!(dot(&a, &b), expected, "n = {n}");
+        }
     }
 
     #[test]
