@@ -55,17 +55,29 @@ impl<const I: usize, const O: usize, A: Activation> Dense<I, O, A> {
         }
     }
 
-    /// Pre-activation `z = W x + b`.
+    /// `y = f(W x + b)` for one sample (`x`: `I` values, `y`: `O` values).
+    ///
+    /// The one forward kernel, shared by inference and training so both
+    /// perform the same operations in the same order.
     #[inline]
-    fn affine(&self, x: &SVector<f32, I>) -> SVector<f32, O> {
-        let mut z = self.bias;
-        let zs = z.as_mut_slice();
-        for (column, &xj) in self.weight.as_slice().chunks_exact(O).zip(x.as_slice()) {
-            for (zi, &wij) in zs.iter_mut().zip(column) {
-                *zi += wij * xj;
+    fn forward_into(&self, x: &[f32], y: &mut [f32]) {
+        y.copy_from_slice(self.bias.as_slice());
+        for (column, &xj) in self.weight.as_slice().chunks_exact(O).zip(x) {
+            for (yi, &wij) in y.iter_mut().zip(column) {
+                *yi += wij * xj;
             }
         }
-        z
+        for yi in y.iter_mut() {
+            *yi = A::apply(*yi);
+        }
+    }
+
+    /// `δ = ∂L/∂y ⊙ f′(z)`, with `f′` expressed through `y`.
+    #[inline]
+    fn delta_into(d_output: &[f32], y: &[f32], delta: &mut [f32]) {
+        for ((d, &dy), &yi) in delta.iter_mut().zip(d_output).zip(y) {
+            *d = dy * A::derivative_from_output(yi);
+        }
     }
 }
 
@@ -117,15 +129,16 @@ impl<const I: usize, const O: usize, A: Activation> Layer for Dense<I, O, A> {
 
     #[inline]
     fn forward(&self, x: &Self::Input) -> Self::Output {
-        self.affine(x).map(A::apply)
+        let mut y = SVector::<f32, O>::zeros();
+        self.forward_into(x.as_slice(), y.as_mut_slice());
+        y
     }
 
     #[inline]
     fn forward_train(&self, x: &Self::Input, cache: &mut Self::Cache) -> Self::Output {
-        let y = self.forward(x);
         cache.input = *x;
-        cache.output = y;
-        y
+        self.forward_into(x.as_slice(), cache.output.as_mut_slice());
+        cache.output
     }
 
     fn backward(
@@ -134,15 +147,15 @@ impl<const I: usize, const O: usize, A: Activation> Layer for Dense<I, O, A> {
         d_output: &Self::Output,
         grad: &mut Self,
     ) -> Self::Input {
-        // δ = ∂L/∂z = ∂L/∂y ⊙ f′(z), with f′ expressed through y.
-        let mut delta = *d_output;
         // (Slices, not nalgebra's strided iterators: the loops must vectorise.)
-        for (d, &y) in delta.as_mut_slice().iter_mut().zip(cache.output.as_slice()) {
-            *d *= A::derivative_from_output(y);
-        }
+        let mut delta = SVector::<f32, O>::zeros();
+        let delta = delta.as_mut_slice();
+        Self::delta_into(d_output.as_slice(), cache.output.as_slice(), delta);
         // ∂L/∂b += δ
-        grad.bias += delta;
-        // ∂L/∂W[:, j] += δ · x_j   and   ∂L/∂x_j = W[:, j] · δ
+        for (gb, &d) in grad.bias.as_mut_slice().iter_mut().zip(&*delta) {
+            *gb += d;
+        }
+        // ∂L/∂W[:, j] += δ · xⱼ  and  ∂L/∂xⱼ = W[:, j] · δ, in one pass over the columns.
         let mut d_input = SVector::<f32, I>::zeros();
         let columns = self.weight.as_slice().chunks_exact(O);
         let grad_columns = grad.weight.as_mut_slice().chunks_exact_mut(O);
@@ -151,10 +164,10 @@ impl<const I: usize, const O: usize, A: Activation> Layer for Dense<I, O, A> {
             .zip(cache.input.as_slice())
             .zip(d_input.as_mut_slice())
         {
-            for (gij, &di) in grad_column.iter_mut().zip(delta.as_slice()) {
+            for (gij, &di) in grad_column.iter_mut().zip(&*delta) {
                 *gij += di * xj;
             }
-            *dxj = dot(column, delta.as_slice());
+            *dxj = dot(column, delta);
         }
         d_input
     }
