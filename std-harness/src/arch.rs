@@ -4,7 +4,7 @@
 //! line and [`Footprint`] reports their memory, measured with
 //! `core::mem::size_of` on the very types the firmware links.
 
-use microrl::nn::{Mlp, gain};
+use microrl::nn::{Layer, Mlp, gain};
 use microrl::optim::{Adam, TrainState};
 use microrl::policy::{CategoricalPolicy, Gaussian, GaussianPolicy};
 use microrl::{Params, SVector, serialize};
@@ -55,9 +55,9 @@ impl Arch {
     /// Memory figures for this architecture.
     pub fn footprint(self) -> Footprint {
         match self {
-            Arch::Cartpole => Footprint::of::<CartPolePolicy>(self),
-            Arch::CartpoleSmall => Footprint::of::<CartPoleSmallPolicy>(self),
-            Arch::Pendulum => Footprint::of::<PendulumPolicy>(self),
+            Arch::Cartpole => Footprint::of::<CartPolePolicy, Mlp<4, 64, 2>>(self),
+            Arch::CartpoleSmall => Footprint::of::<CartPoleSmallPolicy, Mlp<4, 32, 2>>(self),
+            Arch::Pendulum => Footprint::of::<PendulumPolicy, Mlp<3, 64, 1>>(self),
         }
     }
 }
@@ -77,12 +77,15 @@ pub struct Footprint {
     pub train_state_bytes: usize,
     /// Of which: `size_of` the Adam state (two moments, step, config).
     pub adam_bytes: usize,
+    /// `size_of` the per-sample activation cache used by backpropagation.
+    pub cache_bytes: usize,
     /// Length of the serialised blob (header, weights, CRC-32).
     pub blob_bytes: usize,
 }
 
 impl Footprint {
-    fn of<P: Params>(arch: Arch) -> Self {
+    /// Figures for policy type `P` whose network is `N`.
+    fn of<P: Params, N: Layer>(arch: Arch) -> Self {
         Footprint {
             arch,
             layers: arch.layers(),
@@ -90,6 +93,7 @@ impl Footprint {
             inference_bytes: core::mem::size_of::<P>(),
             train_state_bytes: core::mem::size_of::<TrainState<P>>(),
             adam_bytes: core::mem::size_of::<Adam<P>>(),
+            cache_bytes: core::mem::size_of::<N::Cache>(),
             blob_bytes: serialize::encoded_len::<P>(),
         }
     }
@@ -98,7 +102,6 @@ impl Footprint {
 /// A freshly initialised policy (orthogonal, SB3 gains, zero biases,
 /// `log_std = 0`) serialised in the core's binary format.
 pub fn init_blob(arch: Arch, seed: u64) -> anyhow::Result<Vec<u8>> {
-    use microrl::nn::Layer;
     use rand_core::SeedableRng;
     let mut rng = rand_xoshiro::Xoshiro128PlusPlus::seed_from_u64(seed);
     let blob = match arch {

@@ -23,15 +23,15 @@ pub struct Report {
 pub fn info() -> Report {
     let footprints: Vec<_> = Arch::ALL.iter().map(|a| a.footprint()).collect();
     let mut lines = vec![
-        "microrl policy footprints (size_of on this build; f32 weights, no padding)".to_string(),
+        "microrl policy footprints, bytes measured with core::mem::size_of".to_string(),
         format!(
-            "{:<16} {:<24} {:>8} {:>12} {:>14} {:>10}",
-            "arch", "layers", "params", "inference B", "train state B", "blob B"
+            "{:<16} {:<24} {:>8} {:>12} {:>14} {:>8} {:>10}",
+            "arch", "layers", "params", "inference B", "train state B", "cache B", "blob B"
         ),
     ];
     for f in &footprints {
         lines.push(format!(
-            "{:<16} {:<24} {:>8} {:>12} {:>14} {:>10}",
+            "{:<16} {:<24} {:>8} {:>12} {:>14} {:>8} {:>10}",
             serde_json::to_value(f.arch)
                 .ok()
                 .and_then(|v| v.as_str().map(String::from))
@@ -40,6 +40,7 @@ pub fn info() -> Report {
             f.params,
             f.inference_bytes,
             f.train_state_bytes,
+            f.cache_bytes,
             f.blob_bytes
         ));
     }

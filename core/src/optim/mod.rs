@@ -105,6 +105,15 @@ mod tests {
 
     type Net = Mlp<4, 64, 2>;
 
+    /// Training state can be a `static` (`const fn new`, `const ZERO`).
+    static STATIC_STATE: TrainState<Mlp<4, 8, 2>> = TrainState::new(AdamConfig::DEFAULT);
+
+    #[test]
+    fn training_state_can_be_static() {
+        assert_eq!(STATIC_STATE.optimizer.t, 0);
+        assert_eq!(STATIC_STATE.params.norm_squared(), 0.0);
+    }
+
     #[test]
     fn training_state_is_four_copies() {
         let params = core::mem::size_of::<Net>();
