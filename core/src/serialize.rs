@@ -16,8 +16,8 @@
 //! | 16 + 12·T | 4·N | the scalars as `f32`, tensor by tensor, column-major |
 //! | end − 4 | 4 | CRC-32 (IEEE 802.3) of every preceding byte |
 //!
-//! [`load`] checks, in order: length, magic, version, tensor and scalar counts,
-//! exact total length, checksum, every tensor's shape and kind, and that every
+//! [`load`] checks, in order: magic, version, exact total length, checksum,
+//! tensor and scalar counts, every tensor's shape and kind, and that every
 //! scalar is finite — and writes into the destination only if all pass. The
 //! CRC-32 detects every error burst of up to 32 bits, so any single corrupted
 //! byte is rejected.
@@ -84,26 +84,14 @@ pub fn save<P: Params>(params: &P, out: &mut [u8]) -> Result<usize, Error> {
 /// activations), [`Error::TrailingBytes`], [`Error::ChecksumMismatch`] or
 /// [`Error::NonFinite`]. On any error `params` is unchanged.
 pub fn load<P: Params>(params: &mut P, bytes: &[u8]) -> Result<(), Error> {
-    let header = read_header(bytes)?;
+    let header = verify(bytes)?;
     if header.tensors as usize != P::TENSORS || header.scalars as usize != P::LEN {
         return Err(Error::ShapeMismatch);
     }
-    let len = encoded_len::<P>();
-    if bytes.len() < len {
-        return Err(Error::Truncated);
+    if (0..P::TENSORS).any(|i| tensor_shape(bytes, i) != P::shape(i)) {
+        return Err(Error::ShapeMismatch);
     }
-    if bytes.len() > len {
-        return Err(Error::TrailingBytes);
-    }
-    let (body, crc) = bytes.split_at(len - 4);
-    if crc32(body) != read_u32(crc, 0) {
-        return Err(Error::ChecksumMismatch);
-    }
-    for i in 0..P::TENSORS {
-        if tensor_shape(bytes, i) != P::shape(i) {
-            return Err(Error::ShapeMismatch);
-        }
-    }
+    let body = &bytes[..header.blob_len() - 4];
     let payload = &body[HEADER_LEN + TENSOR_DESCRIPTOR_LEN * P::TENSORS..];
     let scalars = payload
         .chunks_exact(4)

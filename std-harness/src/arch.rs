@@ -35,6 +35,15 @@ impl Arch {
     /// Every architecture, in display order.
     pub const ALL: [Arch; 3] = [Arch::Cartpole, Arch::CartpoleSmall, Arch::Pendulum];
 
+    /// The name used on the command line and in JSON.
+    pub fn name(self) -> &'static str {
+        match self {
+            Arch::Cartpole => "cartpole",
+            Arch::CartpoleSmall => "cartpole-small",
+            Arch::Pendulum => "pendulum",
+        }
+    }
+
     /// Human-readable layer sizes.
     pub fn layers(self) -> &'static str {
         match self {
@@ -181,6 +190,15 @@ mod tests {
         assert_eq!(f.params, 4610);
         assert_eq!(f.inference_bytes, 4610 * 4);
         assert!(f.train_state_bytes >= 4 * f.inference_bytes);
+    }
+
+    #[test]
+    fn names_match_the_command_line_and_json() {
+        use clap::ValueEnum;
+        for arch in Arch::ALL {
+            assert_eq!(arch.to_possible_value().unwrap().get_name(), arch.name());
+            assert_eq!(serde_json::to_value(arch).unwrap(), arch.name());
+        }
     }
 
     #[test]

@@ -32,10 +32,7 @@ pub fn info() -> Report {
     for f in &footprints {
         lines.push(format!(
             "{:<16} {:<24} {:>8} {:>12} {:>14} {:>8} {:>10}",
-            serde_json::to_value(f.arch)
-                .ok()
-                .and_then(|v| v.as_str().map(String::from))
-                .unwrap_or_default(),
+            f.arch.name(),
             f.layers,
             f.params,
             f.inference_bytes,
@@ -155,13 +152,7 @@ pub fn parse_obs(text: &str) -> anyhow::Result<Vec<f32>> {
 
 /// Default output path for `init`.
 pub fn default_policy_path(arch: Arch) -> PathBuf {
-    PathBuf::from(format!(
-        "{}.mrlp",
-        serde_json::to_value(arch)
-            .ok()
-            .and_then(|v| v.as_str().map(String::from))
-            .unwrap_or_default()
-    ))
+    PathBuf::from(format!("{}.mrlp", arch.name()))
 }
 
 #[cfg(test)]
