@@ -100,6 +100,13 @@ pub type Mlp<const I: usize, const H: usize, const O: usize, A = Tanh> =
 pub type Mlp3<const I: usize, const H: usize, const O: usize, A = Tanh> =
     Chain<Dense<I, H, A>, Chain<Dense<H, H, A>, Chain<Dense<H, H, A>, Dense<H, O, Identity>>>>;
 
+// A network is exactly its parameters — no padding, no hidden fields — on
+// every target this crate is compiled for (CI builds it for thumbv7em too).
+const _: () = assert!(core::mem::size_of::<Mlp<4, 64, 2>>() == 4 * <Mlp<4, 64, 2> as Params>::LEN);
+const _: () = assert!(
+    core::mem::size_of::<Mlp3<18, 64, 4, Relu>>() == 4 * <Mlp3<18, 64, 4, Relu> as Params>::LEN
+);
+
 /// Accumulates the gradient of a loss summed over a minibatch.
 ///
 /// For each sample `k`, runs the training forward pass on `inputs[k]`, asks
