@@ -91,7 +91,7 @@ pub fn load<P: Params>(params: &mut P, bytes: &[u8]) -> Result<(), Error> {
     if (0..P::TENSORS).any(|i| tensor_shape(bytes, i) != P::shape(i)) {
         return Err(Error::ShapeMismatch);
     }
-    let body = &bytes[..header.blob_len() - 4];
+    let body = &bytes[..bytes.len() - 4];
     let payload = &body[HEADER_LEN + TENSOR_DESCRIPTOR_LEN * P::TENSORS..];
     let scalars = payload
         .chunks_exact(4)
@@ -122,9 +122,13 @@ pub struct Header {
 }
 
 impl Header {
-    /// Total blob length announced by this header.
-    pub fn blob_len(&self) -> usize {
-        HEADER_LEN + TENSOR_DESCRIPTOR_LEN * self.tensors as usize + 4 * self.scalars as usize + 4
+    /// Total blob length announced by this header, in `u64` so that a
+    /// corrupted count cannot overflow a 32-bit `usize`.
+    pub fn blob_len(&self) -> u64 {
+        HEADER_LEN as u64
+            + TENSOR_DESCRIPTOR_LEN as u64 * u64::from(self.tensors)
+            + 4 * u64::from(self.scalars)
+            + 4
     }
 }
 
@@ -161,12 +165,14 @@ pub fn read_header(bytes: &[u8]) -> Result<Header, Error> {
 pub fn verify(bytes: &[u8]) -> Result<Header, Error> {
     let header = read_header(bytes)?;
     let len = header.blob_len();
-    if bytes.len() < len {
+    if (bytes.len() as u64) < len {
         return Err(Error::Truncated);
     }
-    if bytes.len() > len {
+    if bytes.len() as u64 > len {
         return Err(Error::TrailingBytes);
     }
+    // Here len == bytes.len() >= HEADER_LEN + 4.
+    let len = bytes.len();
     let (body, crc) = bytes.split_at(len - 4);
     if crc32(body) != read_u32(crc, 0) {
         return Err(Error::ChecksumMismatch);
@@ -393,6 +399,16 @@ mod tests {
         let mut dst = Policy::ZERO;
         assert_eq!(load(&mut dst, &blob), Err(Error::NonFinite));
         assert!(dst == Policy::ZERO);
+    }
+
+    #[test]
+    fn huge_counts_in_a_header_do_not_overflow() {
+        let mut blob = saved(&trained_like());
+        blob[8..12].copy_from_slice(&u32::MAX.to_le_bytes());
+        blob[12..16].copy_from_slice(&u32::MAX.to_le_bytes());
+        assert_eq!(verify(&blob), Err(Error::Truncated));
+        let mut dst = Policy::ZERO;
+        assert_eq!(load(&mut dst, &blob), Err(Error::Truncated));
     }
 
     #[test]
