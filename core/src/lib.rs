@@ -75,6 +75,7 @@
 #[cfg(any(feature = "std", test))]
 extern crate std;
 
+pub mod env;
 pub mod error;
 pub mod loss;
 pub mod math;

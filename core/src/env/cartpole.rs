@@ -1,0 +1,523 @@
+//! CartPole: Gymnasium's `CartPole-v1`, and a continuous-force variant.
+//!
+//! A port of Gymnasium's `CartPoleEnv`
+//! (`gymnasium/envs/classic_control/cartpole.py`,
+//! <https://github.com/Farama-Foundation/Gymnasium/blob/main/gymnasium/envs/classic_control/cartpole.py>,
+//! checked against Gymnasium 1.4.0) with the 500-step `TimeLimit` that
+//! `gym.make("CartPole-v1")` adds. The dynamics are Barto, Sutton & Anderson's
+//! (1983) as corrected by Florian (2007), integrated with explicit Euler.
+//!
+//! Design:
+//! - **Same expressions, same order, in `f32`.** Gymnasium computes in `f64`
+//!   (NumPy) and casts the observation to `f32`; a microcontroller wants `f32`
+//!   state and arithmetic, so [`CartPole`] keeps its state in `f32` and
+//!   evaluates Gymnasium's expressions operation for operation (`cos`/`sin`
+//!   through [`crate::math`], so the bits are the same on x86-64 and a
+//!   Cortex-M4F). One step agrees with Gymnasium to about one `f32` rounding
+//!   (≤ 2.4e-7 measured). Over a whole episode the agreement is bounded by the
+//!   physics: the upright pole is unstable (a linearised growth rate of about
+//!   4 s⁻¹, ×1.08 per step), so two simulations that differ in the last bit —
+//!   `f32` against `f64` as much as `f64` against a differently-ordered `f64`
+//!   — drift apart by a factor e every ~12 steps when the same *open-loop*
+//!   action sequence is replayed. Replaying Gymnasium's actions from its start
+//!   state, the observations stay within 1e-5 for the first ~75–95 steps (every
+//!   random-action episode ends well before), pass 1e-3 around step 140 and
+//!   1.0 around step 230 of a 500-step balanced episode. A NumPy `float32`
+//!   emulation of Gymnasium's code crosses 1e-5 at exactly the same steps:
+//!   this is a property of the task, not a defect of either simulator.
+//!   `tests/tests/gym_parity.rs` checks the long episodes step by step.
+//! - **Termination compares like Gymnasium's `f64`.** The thresholds (`2.4` m,
+//!   `12·2π/360` rad) are Gymnasium's `f64` values; the `f32` state is tested
+//!   with `>=`/`<=` against the smallest `f32` above them, which is exactly
+//!   Gymnasium's `x > 2.4` applied to the same (`f32`-valued) state. So a state
+//!   set to `x = 2.4_f32` (0.000 000 095 above 2.4) terminates, as it does in
+//!   Gymnasium.
+//! - **Reward as Gymnasium.** 1.0 for every step up to and including the one
+//!   that terminates. Gymnasium logs a warning when stepped again after a
+//!   termination and pays 0.0 for each further step that ends out of bounds;
+//!   this port keeps simulating the same physics silently and pays the same
+//!   0.0 (1.0 again if the state comes back inside the bounds, as Gymnasium).
+//!   The caller is expected to [`reset`](Env::reset) after `terminated`.
+//! - **Truncation** is `truncated = true` on the 500th step since the last
+//!   reset and every step after it, independent of `terminated`, like
+//!   Gymnasium's `TimeLimit` wrapper.
+//! - **One physics function.** [`CartPole`] (`usize` actions, ±10 N) and
+//!   [`CartPoleContinuous`] (`SVector<f32, 1>` actions, `clip(a, −1, 1)·10` N;
+//!   not in Gymnasium) share the same private step taking the force, so the two
+//!   cannot drift apart.
+//! - **Static-friendly.** `const fn new`, no allocation, 24 bytes of state, so
+//!   the environment can live in a `static` on the MCU.
+
+use nalgebra::SVector;
+use rand_core::Rng;
+
+use super::{Env, Step};
+use crate::error::{Error, check_finite};
+use crate::{math, rng};
+
+/// Gravitational acceleration, m/s².
+const GRAVITY: f32 = 9.8;
+/// Cart mass, kg.
+const MASSCART: f32 = 1.0;
+/// Pole mass, kg.
+const MASSPOLE: f32 = 0.1;
+/// `masspole + masscart`.
+const TOTAL_MASS: f32 = MASSPOLE + MASSCART;
+/// Half the pole's length, m.
+const LENGTH: f32 = 0.5;
+/// `masspole · length`.
+const POLEMASS_LENGTH: f32 = MASSPOLE * LENGTH;
+/// Magnitude of the force of a discrete action, N.
+const FORCE_MAG: f32 = 10.0;
+/// Seconds between state updates.
+const TAU: f32 = 0.02;
+/// `4/3` in the pole's moment of inertia.
+const FOUR_THIRDS: f32 = 4.0 / 3.0;
+
+/// Gymnasium's cart-position limit `x_threshold`, m.
+const X_THRESHOLD_F64: f64 = 2.4;
+/// Gymnasium's pole-angle limit `theta_threshold_radians = 12·2π/360`.
+const THETA_THRESHOLD_F64: f64 = 12.0 * 2.0 * core::f64::consts::PI / 360.0;
+/// Smallest `f32` strictly above 2.4: an `f32` `x` satisfies `x > 2.4` in
+/// `f64` exactly when `x >= X_BOUND`.
+const X_BOUND: f32 = f32_above(X_THRESHOLD_F64);
+/// Smallest `f32` strictly above `12·2π/360` (see [`X_BOUND`]).
+const THETA_BOUND: f32 = f32_above(THETA_THRESHOLD_F64);
+
+/// Half-width of the uniform reset distribution of every state component.
+const RESET_HIGH: f32 = 0.05;
+
+/// The smallest `f32` strictly greater than the positive, finite `t`.
+const fn f32_above(t: f64) -> f32 {
+    let f = t as f32;
+    if f as f64 > t {
+        f
+    } else {
+        f32::from_bits(f.to_bits() + 1)
+    }
+}
+
+/// Gymnasium's `CartPole-v1`: balance a pole on a cart by pushing it left or
+/// right.
+///
+/// - Observation: `[x, x_dot, theta, theta_dot]` (m, m/s, rad, rad/s).
+/// - Action: `0` pushes the cart left (−10 N), `1` right (+10 N); anything
+///   else is [`Error::InvalidAction`].
+/// - Reward: 1.0 per step (0.0 for steps taken after a termination while
+///   still out of bounds, as in Gymnasium).
+/// - Terminated when `|x| > 2.4` or `|theta| > 12°`; truncated at
+///   [`MAX_EPISODE_STEPS`](Self::MAX_EPISODE_STEPS) steps.
+/// - Reset: each state component uniform in `[−0.05, 0.05)`, drawn in the
+///   order `x, x_dot, theta, theta_dot`.
+///
+/// See the [module documentation](self) for the numerical design.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct CartPole {
+    /// `[x, x_dot, theta, theta_dot]`.
+    state: [f32; 4],
+    /// Steps since the last reset (saturating).
+    elapsed_steps: u32,
+    /// A step since the last reset terminated (Gymnasium's
+    /// `steps_beyond_terminated is not None`).
+    terminated_once: bool,
+}
+
+impl CartPole {
+    /// Time limit: `truncated` from this many steps after a reset on.
+    pub const MAX_EPISODE_STEPS: u32 = 500;
+
+    /// An environment with all-zero state and no steps taken. Call
+    /// [`reset`](Env::reset) (or [`set_state`](Self::set_state)) before stepping.
+    pub const fn new() -> Self {
+        Self {
+            state: [0.0; 4],
+            elapsed_steps: 0,
+            terminated_once: false,
+        }
+    }
+
+    /// The physical state `[x, x_dot, theta, theta_dot]` (also the observation).
+    #[inline]
+    pub fn state(&self) -> [f32; 4] {
+        self.state
+    }
+
+    /// Overwrites the physical state `[x, x_dot, theta, theta_dot]`.
+    ///
+    /// Like assigning `env.unwrapped.state` in Gymnasium, this leaves the step
+    /// counter and the "already terminated" flag alone.
+    #[inline]
+    pub fn set_state(&mut self, state: [f32; 4]) {
+        self.state = state;
+    }
+
+    /// Steps taken since the last reset.
+    #[inline]
+    pub fn elapsed_steps(&self) -> u32 {
+        self.elapsed_steps
+    }
+
+    /// The current observation (the state as a vector).
+    #[inline]
+    pub fn observation(&self) -> SVector<f32, 4> {
+        SVector::from(self.state)
+    }
+
+    /// Resets the state uniformly in `[−0.05, 0.05)⁴` and the counters.
+    fn reset_state<R: Rng + ?Sized>(&mut self, rng: &mut R) -> SVector<f32, 4> {
+        for s in &mut self.state {
+            *s = rng::uniform_range(rng, -RESET_HIGH, RESET_HIGH);
+        }
+        self.elapsed_steps = 0;
+        self.terminated_once = false;
+        self.observation()
+    }
+
+    /// One Euler step under a horizontal `force` (N) on the cart: the physics
+    /// shared by [`CartPole`] and [`CartPoleContinuous`].
+    ///
+    /// Gymnasium's expressions in Gymnasium's order, in `f32`.
+    fn apply_force(&mut self, force: f32) -> Step<4> {
+        let [x, x_dot, theta, theta_dot] = self.state;
+        let costheta = math::cos(theta);
+        let sintheta = math::sin(theta);
+
+        let temp = (force + POLEMASS_LENGTH * (theta_dot * theta_dot) * sintheta) / TOTAL_MASS;
+        let thetaacc = (GRAVITY * sintheta - costheta * temp)
+            / (LENGTH * (FOUR_THIRDS - MASSPOLE * (costheta * costheta) / TOTAL_MASS));
+        let xacc = temp - POLEMASS_LENGTH * thetaacc * costheta / TOTAL_MASS;
+
+        // Explicit Euler: every update reads the pre-step state.
+        let x = x + TAU * x_dot;
+        let x_dot = x_dot + TAU * xacc;
+        let theta = theta + TAU * theta_dot;
+        let theta_dot = theta_dot + TAU * thetaacc;
+        self.state = [x, x_dot, theta, theta_dot];
+
+        let terminated =
+            x <= -X_BOUND || x >= X_BOUND || theta <= -THETA_BOUND || theta >= THETA_BOUND;
+        let reward = if !terminated {
+            1.0
+        } else if !self.terminated_once {
+            self.terminated_once = true;
+            1.0
+        } else {
+            0.0
+        };
+
+        self.elapsed_steps = self.elapsed_steps.saturating_add(1);
+        Step {
+            obs: self.observation(),
+            reward,
+            terminated,
+            truncated: self.elapsed_steps >= Self::MAX_EPISODE_STEPS,
+        }
+    }
+}
+
+impl Default for CartPole {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Env<4> for CartPole {
+    type Action = usize;
+    const SOLVED_RETURN: f32 = 475.0;
+
+    fn reset<R: Rng + ?Sized>(&mut self, rng: &mut R) -> SVector<f32, 4> {
+        self.reset_state(rng)
+    }
+
+    /// Pushes left (`0`) or right (`1`) with 10 N for 0.02 s.
+    fn step(&mut self, action: usize) -> Result<Step<4>, Error> {
+        let force = match action {
+            0 => -FORCE_MAG,
+            1 => FORCE_MAG,
+            _ => return Err(Error::InvalidAction),
+        };
+        Ok(self.apply_force(force))
+    }
+}
+
+/// CartPole with a continuous force: the action `a` pushes the cart with
+/// `clip(a, −1, 1) · 10` N.
+///
+/// Not a Gymnasium environment; it is [`CartPole`]'s physics, termination,
+/// reward and time limit (the same code) with the force magnitude taken from
+/// the action, so `a = ±1` reproduces the discrete actions exactly. Useful for
+/// testing Gaussian policies on a task whose discrete twin is well understood.
+/// A non-finite action is [`Error::NonFinite`].
+#[derive(Clone, Copy, Debug, PartialEq, Default)]
+pub struct CartPoleContinuous {
+    inner: CartPole,
+}
+
+impl CartPoleContinuous {
+    /// Time limit: `truncated` from this many steps after a reset on.
+    pub const MAX_EPISODE_STEPS: u32 = CartPole::MAX_EPISODE_STEPS;
+
+    /// An environment with all-zero state and no steps taken.
+    pub const fn new() -> Self {
+        Self {
+            inner: CartPole::new(),
+        }
+    }
+
+    /// The physical state `[x, x_dot, theta, theta_dot]` (also the observation).
+    #[inline]
+    pub fn state(&self) -> [f32; 4] {
+        self.inner.state()
+    }
+
+    /// Overwrites the physical state (see [`CartPole::set_state`]).
+    #[inline]
+    pub fn set_state(&mut self, state: [f32; 4]) {
+        self.inner.set_state(state);
+    }
+
+    /// Steps taken since the last reset.
+    #[inline]
+    pub fn elapsed_steps(&self) -> u32 {
+        self.inner.elapsed_steps()
+    }
+
+    /// The current observation (the state as a vector).
+    #[inline]
+    pub fn observation(&self) -> SVector<f32, 4> {
+        self.inner.observation()
+    }
+}
+
+impl Env<4> for CartPoleContinuous {
+    type Action = SVector<f32, 1>;
+    const SOLVED_RETURN: f32 = 475.0;
+
+    fn reset<R: Rng + ?Sized>(&mut self, rng: &mut R) -> SVector<f32, 4> {
+        self.inner.reset_state(rng)
+    }
+
+    /// Pushes with `clip(a, −1, 1) · 10` N for 0.02 s.
+    fn step(&mut self, action: SVector<f32, 1>) -> Result<Step<4>, Error> {
+        let a = action[0];
+        check_finite(a)?;
+        Ok(self.inner.apply_force(a.clamp(-1.0, 1.0) * FORCE_MAG))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand_core::SeedableRng;
+    use rand_xoshiro::Xoshiro128PlusPlus;
+
+    /// Both types can live in a `static`.
+    static STATIC_CARTPOLE: CartPole = CartPole::new();
+    static STATIC_CONTINUOUS: CartPoleContinuous = CartPoleContinuous::new();
+
+    fn act(a: f32) -> SVector<f32, 1> {
+        SVector::from([a])
+    }
+
+    #[test]
+    fn new_is_zero_and_static() {
+        assert_eq!(STATIC_CARTPOLE.state(), [0.0; 4]);
+        assert_eq!(STATIC_CARTPOLE.elapsed_steps(), 0);
+        assert_eq!(STATIC_CONTINUOUS.state(), [0.0; 4]);
+        assert_eq!(CartPole::default(), CartPole::new());
+        assert_eq!(CartPole::SOLVED_RETURN, 475.0);
+        assert_eq!(CartPoleContinuous::SOLVED_RETURN, 475.0);
+        assert_eq!(CartPoleContinuous::MAX_EPISODE_STEPS, 500);
+    }
+
+    #[test]
+    fn constants_match_gymnasium() {
+        // The f32 constants are Gymnasium's f64 ones, correctly rounded.
+        assert_eq!(TOTAL_MASS, (0.1f64 + 1.0f64) as f32);
+        assert_eq!(POLEMASS_LENGTH, (0.1f64 * 0.5f64) as f32);
+        assert_eq!(FOUR_THIRDS, (4.0f64 / 3.0f64) as f32);
+        // The bounds are the first f32 values beyond Gymnasium's f64 limits.
+        assert!(f64::from(X_BOUND) > 2.4);
+        assert!(f64::from(f32::from_bits(X_BOUND.to_bits() - 1)) <= 2.4);
+        let theta_thr = 12.0 * 2.0 * core::f64::consts::PI / 360.0;
+        assert!(f64::from(THETA_BOUND) > theta_thr);
+        assert!(f64::from(f32::from_bits(THETA_BOUND.to_bits() - 1)) <= theta_thr);
+    }
+
+    #[test]
+    fn reset_draws_each_component_in_range() {
+        let mut env = CartPole::new();
+        let mut rng = Xoshiro128PlusPlus::seed_from_u64(7);
+        let (mut lo, mut hi) = (f32::INFINITY, f32::NEG_INFINITY);
+        for _ in 0..2000 {
+            let obs = env.reset(&mut rng);
+            assert_eq!(obs, env.observation());
+            assert_eq!(env.elapsed_steps(), 0);
+            for &s in &env.state() {
+                assert!((-0.05..0.05).contains(&s), "{s}");
+                lo = lo.min(s);
+                hi = hi.max(s);
+            }
+        }
+        assert!(lo < -0.049 && hi > 0.049, "range covered: {lo}..{hi}");
+    }
+
+    #[test]
+    fn seeded_episodes_are_deterministic() {
+        let run = |seed| {
+            let mut env = CartPole::new();
+            let mut rng = Xoshiro128PlusPlus::seed_from_u64(seed);
+            let mut trace = [[0.0f32; 4]; 30];
+            env.reset(&mut rng);
+            for (t, slot) in trace.iter_mut().enumerate() {
+                env.step(t % 3 % 2).unwrap();
+                *slot = env.state();
+            }
+            trace
+        };
+        assert_eq!(run(11), run(11));
+        assert_ne!(run(11), run(12));
+    }
+
+    #[test]
+    fn one_step_matches_hand_computation() {
+        // From rest, upright: only the force acts.
+        let mut env = CartPole::new();
+        let step = env.step(1).unwrap();
+        let xacc = FORCE_MAG / TOTAL_MASS
+            - POLEMASS_LENGTH
+                * ((-FORCE_MAG / TOTAL_MASS) / (LENGTH * (FOUR_THIRDS - MASSPOLE / TOTAL_MASS)))
+                / TOTAL_MASS;
+        let thetaacc = (-FORCE_MAG / TOTAL_MASS) / (LENGTH * (FOUR_THIRDS - MASSPOLE / TOTAL_MASS));
+        assert_eq!(env.state(), [0.0, TAU * xacc, 0.0, TAU * thetaacc]);
+        assert!(env.state()[1] > 0.0 && env.state()[3] < 0.0);
+        assert_eq!(step.reward, 1.0);
+        assert!(!step.terminated && !step.truncated);
+        assert_eq!(env.elapsed_steps(), 1);
+    }
+
+    #[test]
+    fn invalid_action_leaves_everything_unchanged() {
+        let mut env = CartPole::new();
+        env.reset(&mut Xoshiro128PlusPlus::seed_from_u64(3));
+        env.step(0).unwrap();
+        let before = env;
+        for bad in [2, 3, usize::MAX] {
+            assert_eq!(env.step(bad), Err(Error::InvalidAction));
+            assert_eq!(env, before);
+        }
+    }
+
+    #[test]
+    fn non_finite_continuous_action_leaves_everything_unchanged() {
+        let mut env = CartPoleContinuous::new();
+        env.reset(&mut Xoshiro128PlusPlus::seed_from_u64(3));
+        env.step(act(0.3)).unwrap();
+        let before = env;
+        for bad in [f32::NAN, f32::INFINITY, f32::NEG_INFINITY] {
+            assert_eq!(env.step(act(bad)), Err(Error::NonFinite));
+            assert_eq!(env, before);
+        }
+    }
+
+    /// With zero velocities a step leaves `x` and `theta` exactly where they
+    /// were set, so the termination test sees the chosen value.
+    fn terminated_at(state: [f32; 4]) -> bool {
+        let mut env = CartPole::new();
+        env.set_state(state);
+        let step = env.step(0).unwrap();
+        assert_eq!(env.state()[0], state[0]);
+        assert_eq!(env.state()[2], state[2]);
+        assert_eq!(step.reward, 1.0, "the terminating step still pays 1");
+        step.terminated
+    }
+
+    #[test]
+    fn termination_at_the_exact_thresholds() {
+        let below = |b: f32| f32::from_bits(b.to_bits() - 1);
+        // 2.4_f32 is above 2.4, so Gymnasium (comparing in f64) terminates on it.
+        assert_eq!(X_BOUND, 2.4);
+        for sign in [1.0f32, -1.0] {
+            assert!(terminated_at([sign * X_BOUND, 0.0, 0.0, 0.0]));
+            assert!(!terminated_at([sign * below(X_BOUND), 0.0, 0.0, 0.0]));
+            assert!(terminated_at([0.0, 0.0, sign * THETA_BOUND, 0.0]));
+            assert!(!terminated_at([0.0, 0.0, sign * below(THETA_BOUND), 0.0]));
+        }
+        assert!(!terminated_at([2.3, 0.0, 0.2, 0.0]));
+        assert!(terminated_at([f32::INFINITY, 0.0, 0.0, 0.0]));
+    }
+
+    #[test]
+    fn reward_after_termination_follows_gymnasium() {
+        let mut env = CartPole::new();
+        env.set_state([0.0, 0.0, 0.2, 1.0]);
+        let first = env.step(1).unwrap();
+        assert!(first.terminated);
+        assert_eq!(first.reward, 1.0);
+        // Stepping on keeps simulating; further out-of-bounds steps pay 0.
+        let second = env.step(1).unwrap();
+        assert!(second.terminated);
+        assert_eq!(second.reward, 0.0);
+        // Back inside the bounds: 1 again (Gymnasium checks `not terminated` first).
+        env.set_state([0.0; 4]);
+        assert_eq!(env.step(1).unwrap().reward, 1.0);
+        env.set_state([3.0, 0.0, 0.0, 0.0]);
+        assert_eq!(env.step(1).unwrap().reward, 0.0);
+        // A reset clears the flag.
+        env.reset(&mut Xoshiro128PlusPlus::seed_from_u64(0));
+        env.set_state([3.0, 0.0, 0.0, 0.0]);
+        assert_eq!(env.step(1).unwrap().reward, 1.0);
+    }
+
+    #[test]
+    fn truncates_at_500_steps() {
+        let mut env = CartPole::new();
+        let mut rng = Xoshiro128PlusPlus::seed_from_u64(5);
+        let mut obs = env.reset(&mut rng);
+        let mut total = 0.0;
+        for t in 1..=CartPole::MAX_EPISODE_STEPS {
+            // A simple balancing controller keeps the pole up for the whole episode.
+            let action = usize::from(obs[2] + 0.5 * obs[3] > 0.0);
+            let step = env.step(action).unwrap();
+            total += step.reward;
+            assert!(!step.terminated, "fell at step {t}");
+            assert_eq!(step.truncated, t == CartPole::MAX_EPISODE_STEPS, "step {t}");
+            assert_eq!(env.elapsed_steps(), t);
+            obs = step.obs;
+        }
+        assert_eq!(total, 500.0);
+        assert!(total >= CartPole::SOLVED_RETURN);
+        // Beyond the limit every step stays truncated.
+        assert!(env.step(0).unwrap().truncated);
+        env.reset(&mut rng);
+        assert_eq!(env.elapsed_steps(), 0);
+        assert!(!env.step(0).unwrap().truncated);
+    }
+
+    #[test]
+    fn continuous_shares_the_discrete_physics() {
+        let start = [0.01, -0.02, 0.03, 0.04];
+        let mut d = CartPole::new();
+        let mut c = CartPoleContinuous::new();
+        for (discrete, continuous) in [(1, 1.0), (0, -1.0), (1, 5.0), (0, -3.5)] {
+            d.set_state(start);
+            c.set_state(start);
+            assert_eq!(d.step(discrete).unwrap(), c.step(act(continuous)).unwrap());
+            assert_eq!(d.state(), c.state());
+        }
+        // A half action gives a force in between, and zero force none at all.
+        let mut half = CartPoleContinuous::new();
+        half.set_state(start);
+        let mid = half.step(act(0.5)).unwrap().obs[1];
+        let mut pos = CartPole::new();
+        pos.set_state(start);
+        let mut neg = pos;
+        let hi = pos.step(1).unwrap().obs[1];
+        let lo = neg.step(0).unwrap().obs[1];
+        assert!(lo < mid && mid < hi);
+        let mut zero = CartPoleContinuous::new();
+        zero.set_state([0.0; 4]);
+        assert_eq!(zero.step(act(0.0)).unwrap().obs, SVector::<f32, 4>::zeros());
+        assert_eq!(c.elapsed_steps(), 4);
+    }
+}

@@ -1,0 +1,356 @@
+//! Pendulum: Gymnasium's `Pendulum-v1`, swing a frictionless pendulum upright.
+//!
+//! A port of Gymnasium's `PendulumEnv`
+//! (`gymnasium/envs/classic_control/pendulum.py`,
+//! <https://github.com/Farama-Foundation/Gymnasium/blob/main/gymnasium/envs/classic_control/pendulum.py>,
+//! checked against Gymnasium 1.4.0) with the 200-step `TimeLimit` that
+//! `gym.make("Pendulum-v1")` adds.
+//!
+//! Design:
+//! - **Same expressions, same order, in `f32`.** Gymnasium computes in `f64`
+//!   (NumPy) and casts the observation to `f32`; here state and arithmetic are
+//!   `f32` (what a Cortex-M4F does in hardware), `sin`/`cos` go through
+//!   [`crate::math`] and the modulo through `libm::fmodf`, so the bits are the
+//!   same on every platform. A single step agrees with Gymnasium within
+//!   5e-7 in the observation and 4e-6 in the reward (measured; more where
+//!   |θ| has grown large, as the `f32` θ itself is coarser there: 4e-6 at
+//!   |θ| ≈ 70). Over a 200-step episode the `f32` rounding of the state
+//!   (~2.4e-7 per step) accumulates along the nonlinear oscillation to ~1e-4
+//!   in the observation (the same as a NumPy `float32` emulation of
+//!   Gymnasium's code; `tests/tests/gym_parity.rs` has the numbers).
+//! - **The cost is the pre-step state's.** `cost = angle_normalize(θ)² +
+//!   0.1·θ̇² + 0.001·u²` with the clipped torque `u`, evaluated *before* the
+//!   update, and `reward = −cost`, as Gymnasium does.
+//! - **Semi-implicit Euler with a speed clip**, as Gymnasium:
+//!   `θ̇' = clip(θ̇ + (3g/(2l)·sin θ + 3/(ml²)·u)·dt, −8, 8)`, `θ' = θ + θ̇'·dt`.
+//!   `θ` is not wrapped (Gymnasium's is not either); only the cost normalises
+//!   it, with Python's floored `%` (see [`angle_normalize`]).
+//! - **Never terminates**; `truncated` from the 200th step after a reset on.
+//! - **Static-friendly.** `const fn new`, no allocation.
+
+use nalgebra::SVector;
+use rand_core::Rng;
+
+use super::{Env, Step};
+use crate::error::{Error, check_finite};
+use crate::{math, rng};
+
+use core::f32::consts::{PI, TAU};
+
+/// Maximum angular speed, rad/s.
+const MAX_SPEED: f32 = 8.0;
+/// Maximum torque, N·m: actions are clipped to `[−2, 2]`.
+const MAX_TORQUE: f32 = 2.0;
+/// Time step, s.
+const DT: f32 = 0.05;
+/// Gravitational acceleration (Gymnasium's default `g = 10.0`).
+const G: f32 = 10.0;
+/// Mass, kg.
+const M: f32 = 1.0;
+/// Length, m.
+const L: f32 = 1.0;
+/// `3g/(2l)`: gravity's angular acceleration per unit `sin θ`.
+const GRAVITY_GAIN: f32 = 3.0 * G / (2.0 * L);
+/// `3/(ml²)`: angular acceleration per unit torque.
+const TORQUE_GAIN: f32 = 3.0 / (M * L * L);
+/// Half-width of the reset distribution of `θ̇`.
+const RESET_SPEED: f32 = 1.0;
+
+/// `((x + π) mod 2π) − π` with Python's floored `%` (the result of the `mod`
+/// has the sign of the divisor), as Gymnasium's `angle_normalize`: maps any
+/// angle into `[−π, π]`.
+///
+/// `fmodf` truncates (its result has the sign of the dividend), so a negative
+/// remainder is shifted up by 2π, which is exactly what Python does. `fmodf`
+/// itself is exact.
+#[inline]
+pub fn angle_normalize(x: f32) -> f32 {
+    let r = libm::fmodf(x + PI, TAU);
+    let r = if r < 0.0 { r + TAU } else { r };
+    r - PI
+}
+
+/// Gymnasium's `Pendulum-v1`: swing up and hold an inverted pendulum with a
+/// weak motor.
+///
+/// - Observation: `[cos θ, sin θ, θ̇]` (θ = 0 is upright).
+/// - Action: torque `u`, clipped to `[−2, 2]` N·m; a non-finite action is
+///   [`Error::NonFinite`].
+/// - Reward: `−(angle_normalize(θ)² + 0.1·θ̇² + 0.001·u²)` on the pre-step
+///   state, in `[−16.27, 0]`.
+/// - Never terminates; truncated at [`MAX_EPISODE_STEPS`](Self::MAX_EPISODE_STEPS).
+/// - Reset: `θ` uniform in `[−π, π)`, then `θ̇` uniform in `[−1, 1)`.
+///
+/// See the [module documentation](self) for the numerical design.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Pendulum {
+    /// `[θ, θ̇]`.
+    state: [f32; 2],
+    /// Steps since the last reset (saturating).
+    elapsed_steps: u32,
+}
+
+impl Pendulum {
+    /// Time limit: `truncated` from this many steps after a reset on.
+    pub const MAX_EPISODE_STEPS: u32 = 200;
+
+    /// A pendulum pointing straight up, at rest, no steps taken. Call
+    /// [`reset`](Env::reset) (or [`set_state`](Self::set_state)) before stepping.
+    pub const fn new() -> Self {
+        Self {
+            state: [0.0; 2],
+            elapsed_steps: 0,
+        }
+    }
+
+    /// The physical state `[θ, θ̇]` (θ not wrapped, as in Gymnasium).
+    #[inline]
+    pub fn state(&self) -> [f32; 2] {
+        self.state
+    }
+
+    /// Overwrites the physical state `[θ, θ̇]`; the step counter is unchanged
+    /// (like assigning `env.unwrapped.state` in Gymnasium).
+    #[inline]
+    pub fn set_state(&mut self, state: [f32; 2]) {
+        self.state = state;
+    }
+
+    /// Steps taken since the last reset.
+    #[inline]
+    pub fn elapsed_steps(&self) -> u32 {
+        self.elapsed_steps
+    }
+
+    /// The current observation `[cos θ, sin θ, θ̇]`.
+    #[inline]
+    pub fn observation(&self) -> SVector<f32, 3> {
+        let [th, thdot] = self.state;
+        SVector::from([math::cos(th), math::sin(th), thdot])
+    }
+}
+
+impl Default for Pendulum {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Env<3> for Pendulum {
+    type Action = SVector<f32, 1>;
+    const SOLVED_RETURN: f32 = -200.0;
+
+    fn reset<R: Rng + ?Sized>(&mut self, rng: &mut R) -> SVector<f32, 3> {
+        let th = rng::uniform_range(rng, -PI, PI);
+        let thdot = rng::uniform_range(rng, -RESET_SPEED, RESET_SPEED);
+        self.state = [th, thdot];
+        self.elapsed_steps = 0;
+        self.observation()
+    }
+
+    /// Applies the torque `clip(u, −2, 2)` for 0.05 s.
+    fn step(&mut self, action: SVector<f32, 1>) -> Result<Step<3>, Error> {
+        let u = action[0];
+        check_finite(u)?;
+        let u = u.clamp(-MAX_TORQUE, MAX_TORQUE);
+        let [th, thdot] = self.state;
+
+        let th_norm = angle_normalize(th);
+        let cost = th_norm * th_norm + 0.1 * (thdot * thdot) + 0.001 * (u * u);
+
+        let newthdot = thdot + (GRAVITY_GAIN * math::sin(th) + TORQUE_GAIN * u) * DT;
+        let newthdot = newthdot.clamp(-MAX_SPEED, MAX_SPEED);
+        let newth = th + newthdot * DT;
+        self.state = [newth, newthdot];
+
+        self.elapsed_steps = self.elapsed_steps.saturating_add(1);
+        Ok(Step {
+            obs: self.observation(),
+            reward: -cost,
+            terminated: false,
+            truncated: self.elapsed_steps >= Self::MAX_EPISODE_STEPS,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand_core::SeedableRng;
+    use rand_xoshiro::Xoshiro128PlusPlus;
+
+    static STATIC_PENDULUM: Pendulum = Pendulum::new();
+
+    fn act(u: f32) -> SVector<f32, 1> {
+        SVector::from([u])
+    }
+
+    #[test]
+    fn new_is_upright_at_rest_and_static() {
+        assert_eq!(STATIC_PENDULUM.state(), [0.0, 0.0]);
+        assert_eq!(
+            STATIC_PENDULUM.observation(),
+            SVector::from([1.0, 0.0, 0.0])
+        );
+        assert_eq!(Pendulum::default(), Pendulum::new());
+        assert_eq!(Pendulum::SOLVED_RETURN, -200.0);
+        assert_eq!(GRAVITY_GAIN, 15.0);
+        assert_eq!(TORQUE_GAIN, 3.0);
+    }
+
+    #[test]
+    fn angle_normalize_matches_python_floored_modulo() {
+        // Reference values from Python: ((x + math.pi) % (2 * math.pi)) - math.pi.
+        let cases: [(f32, f64); 9] = [
+            (0.0, 0.0),
+            (1.0, 1.0),
+            (-1.0, -1.0),
+            (3.0, 3.0),
+            (4.0, -2.283_185_307_179_586_2),
+            (-4.0, 2.283_185_307_179_586_2),
+            (-10.0, 2.566_370_614_359_172_5),
+            (10.0, -2.566_370_614_359_172_5),
+            (-100.0, 0.530_964_914_873_383_3),
+        ];
+        for (x, expected) in cases {
+            let got = angle_normalize(x);
+            assert!(
+                (f64::from(got) - expected).abs() < 2e-5,
+                "{x}: {got} vs {expected}"
+            );
+        }
+        // π and −π both map to ±π (the square, all the cost uses, is π²).
+        assert_eq!(angle_normalize(PI).abs(), PI);
+        assert_eq!(angle_normalize(-PI).abs(), PI);
+        for i in -200..200 {
+            let y = angle_normalize(i as f32 * 0.37);
+            assert!((-PI..=PI).contains(&y), "{y}");
+        }
+    }
+
+    #[test]
+    fn reward_is_the_pre_step_cost_and_torque_is_clipped() {
+        let mut env = Pendulum::new();
+        env.set_state([PI, 0.0]);
+        // Hanging down: cost π²; u clipped to 2 adds 0.001·4.
+        let step = env.step(act(7.0)).unwrap();
+        assert!(
+            (step.reward + (PI * PI + 0.004)).abs() < 1e-6,
+            "{}",
+            step.reward
+        );
+        let mut clipped = Pendulum::new();
+        clipped.set_state([PI, 0.0]);
+        assert_eq!(clipped.step(act(2.0)).unwrap(), step);
+        clipped.set_state([PI, 0.0]);
+        let mut neg = clipped;
+        assert_eq!(
+            neg.step(act(-9.0)).unwrap(),
+            clipped.step(act(-2.0)).unwrap()
+        );
+        // Upright at rest with no torque: zero cost, and it stays put.
+        let mut up = Pendulum::new();
+        let step = up.step(act(0.0)).unwrap();
+        assert_eq!(step.reward, 0.0);
+        assert_eq!(up.state(), [0.0, 0.0]);
+    }
+
+    #[test]
+    fn one_step_matches_hand_computation() {
+        let mut env = Pendulum::new();
+        env.set_state([0.5, -0.25]);
+        let step = env.step(act(1.5)).unwrap();
+        let thdot = -0.25 + (15.0 * math::sin(0.5) + 3.0 * 1.5) * 0.05;
+        let th = 0.5 + thdot * 0.05;
+        assert_eq!(env.state(), [th, thdot]);
+        assert_eq!(
+            step.obs,
+            SVector::from([math::cos(th), math::sin(th), thdot])
+        );
+        let cost = 0.25 + 0.1 * 0.0625 + 0.001 * 2.25;
+        assert!((step.reward + cost).abs() < 1e-6);
+        assert!(!step.terminated && !step.truncated);
+    }
+
+    #[test]
+    fn speed_is_clipped() {
+        let mut env = Pendulum::new();
+        env.set_state([core::f32::consts::FRAC_PI_2, 7.9]);
+        env.step(act(2.0)).unwrap();
+        assert_eq!(env.state()[1], MAX_SPEED);
+        assert_eq!(
+            env.state()[0],
+            core::f32::consts::FRAC_PI_2 + MAX_SPEED * DT
+        );
+        env.set_state([-core::f32::consts::FRAC_PI_2, -7.9]);
+        env.step(act(-2.0)).unwrap();
+        assert_eq!(env.state()[1], -MAX_SPEED);
+    }
+
+    #[test]
+    fn non_finite_action_leaves_everything_unchanged() {
+        let mut env = Pendulum::new();
+        env.reset(&mut Xoshiro128PlusPlus::seed_from_u64(1));
+        env.step(act(0.5)).unwrap();
+        let before = env;
+        for bad in [f32::NAN, f32::INFINITY, f32::NEG_INFINITY] {
+            assert_eq!(env.step(act(bad)), Err(Error::NonFinite));
+            assert_eq!(env, before);
+        }
+    }
+
+    #[test]
+    fn reset_ranges() {
+        let mut env = Pendulum::new();
+        let mut rng = Xoshiro128PlusPlus::seed_from_u64(2);
+        let (mut th_lo, mut th_hi, mut w_lo, mut w_hi) = (PI, -PI, 1.0f32, -1.0f32);
+        for _ in 0..2000 {
+            let obs = env.reset(&mut rng);
+            let [th, thdot] = env.state();
+            assert!((-PI..PI).contains(&th), "{th}");
+            assert!((-1.0..1.0).contains(&thdot), "{thdot}");
+            assert_eq!(obs, env.observation());
+            assert_eq!(env.elapsed_steps(), 0);
+            (th_lo, th_hi) = (th_lo.min(th), th_hi.max(th));
+            (w_lo, w_hi) = (w_lo.min(thdot), w_hi.max(thdot));
+        }
+        assert!(th_lo < -3.1 && th_hi > 3.1 && w_lo < -0.99 && w_hi > 0.99);
+    }
+
+    #[test]
+    fn truncates_at_200_steps_and_never_terminates() {
+        let mut env = Pendulum::new();
+        let mut rng = Xoshiro128PlusPlus::seed_from_u64(3);
+        env.reset(&mut rng);
+        for t in 1..=Pendulum::MAX_EPISODE_STEPS {
+            let u = rng::uniform_range(&mut rng, -3.0, 3.0);
+            let step = env.step(act(u)).unwrap();
+            assert!(!step.terminated);
+            assert_eq!(step.truncated, t == Pendulum::MAX_EPISODE_STEPS, "step {t}");
+            assert!((-16.3..=0.0).contains(&step.reward));
+            assert!(step.obs.iter().all(|v| v.is_finite()));
+            assert_eq!(env.elapsed_steps(), t);
+        }
+        let step = env.step(act(0.0)).unwrap();
+        assert!(step.truncated && !step.terminated);
+        env.reset(&mut rng);
+        assert!(!env.step(act(0.0)).unwrap().truncated);
+    }
+
+    #[test]
+    fn seeded_episodes_are_deterministic() {
+        let run = |seed| {
+            let mut env = Pendulum::new();
+            let mut rng = Xoshiro128PlusPlus::seed_from_u64(seed);
+            env.reset(&mut rng);
+            let mut ret = 0.0f32;
+            for _ in 0..200 {
+                let u = rng::uniform_range(&mut rng, -2.0, 2.0);
+                ret += env.step(act(u)).unwrap().reward;
+            }
+            (env.state(), ret)
+        };
+        assert_eq!(run(9), run(9));
+        assert_ne!(run(9), run(10));
+    }
+}
