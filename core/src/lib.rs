@@ -75,11 +75,13 @@
 #[cfg(any(feature = "std", test))]
 extern crate std;
 
+pub mod algo;
 pub mod env;
 pub mod error;
 pub mod loss;
 pub mod math;
 pub mod nn;
+pub mod normalize;
 pub mod optim;
 pub mod params;
 pub mod policy;

@@ -1,0 +1,254 @@
+//! Online one-step actor-critic (Sutton & Barto 2018, §13.5; notes 004).
+//!
+//! After every environment step, the TD error
+//! `δ = r + γ V(s′)(1 − terminated) − V(s)`
+//! drives both networks at once:
+//! - critic: one step on `½(V(s) − y)²` with the target `y = r + γV(s′)` held
+//!   fixed (semi-gradient TD(0)), i.e. gradient `−δ ∇V(s)`;
+//! - actor: one step on `−δ log π(a|s) − c_e H[π(·|s)]`.
+//!
+//! `δ` is computed from the critic *before* either update. A time-limit
+//! truncation still bootstraps from `V(s′)` of the final observation; only
+//! termination zeroes it.
+//!
+//! Memory is O(1) in the episode length: two [`TrainState`]s (actor and
+//! critic each have their own Adam and learning rate, as the critic must
+//! track faster than the actor), one activation cache per network and the
+//! observation normaliser — no rollout buffer. This is the variant for the
+//! smallest microcontrollers.
+
+use nalgebra::SVector;
+use rand_core::Rng;
+
+use super::{Actor, Cursor, Episode, Normalized, value};
+use crate::env::Env;
+use crate::error::{Error, check_finite};
+use crate::nn::{Network, gain};
+use crate::normalize::RunningNorm;
+use crate::optim::{Adam, AdamConfig, Schedule, TrainState};
+
+/// Online actor-critic hyper-parameters.
+#[derive(Clone, Copy, Debug, PartialEq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct AcConfig {
+    /// Environment steps the schedules run over. Default 500 000.
+    pub total_steps: u64,
+    /// Actor learning rate. Default constant `3e-4`.
+    pub actor_lr: Schedule,
+    /// Critic learning rate. Default constant `1e-3`.
+    pub critic_lr: Schedule,
+    /// Discount `γ`. Default 0.99.
+    pub gamma: f32,
+    /// Entropy bonus coefficient. Default 0.
+    pub ent_coef: f32,
+    /// Gradient-norm clip applied to each network separately. Default `Some(1.0)`.
+    pub max_grad_norm: Option<f32>,
+    /// Running observation normalisation. Default true.
+    pub normalize_obs: bool,
+    /// Adam's `β₁, β₂, ε` (both networks). Default `0.9, 0.999, 1e-5`.
+    pub adam: AdamConfig,
+}
+
+impl AcConfig {
+    /// The defaults listed on each field.
+    pub const DEFAULT: Self = Self {
+        total_steps: 500_000,
+        actor_lr: Schedule::Constant(3e-4),
+        critic_lr: Schedule::Constant(1e-3),
+        gamma: 0.99,
+        ent_coef: 0.0,
+        max_grad_norm: Some(1.0),
+        normalize_obs: true,
+        adam: AdamConfig::DEFAULT,
+    };
+
+    /// # Errors
+    /// [`Error::InvalidConfig`] for `γ ∉ [0, 1]`, a negative entropy
+    /// coefficient or a non-positive gradient clip.
+    pub fn validate(&self) -> Result<(), Error> {
+        let ok = (0.0..=1.0).contains(&self.gamma)
+            && self.ent_coef.is_finite()
+            && self.ent_coef >= 0.0
+            && self.max_grad_norm.is_none_or(|m| m.is_finite() && m > 0.0);
+        if ok {
+            Ok(())
+        } else {
+            Err(Error::InvalidConfig)
+        }
+    }
+}
+
+impl Default for AcConfig {
+    fn default() -> Self {
+        Self::DEFAULT
+    }
+}
+
+/// What one online step did.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct AcStats {
+    /// The TD error `δ`.
+    pub delta: f32,
+    /// `V(s)` before the update.
+    pub value: f32,
+    /// Policy entropy at `s`.
+    pub entropy: f32,
+}
+
+/// An online actor-critic agent: actor `A`, critic `C`, nothing else.
+pub struct ActorCritic<A: Actor<OBS>, C: Network<OBS, 1>, const OBS: usize> {
+    /// Hyper-parameters.
+    pub config: AcConfig,
+    /// The actor with its gradient and Adam state.
+    pub actor: TrainState<A>,
+    /// The critic with its gradient and Adam state.
+    pub critic: TrainState<C>,
+    /// Observation statistics.
+    pub obs_norm: RunningNorm<OBS>,
+    /// Environment steps taken.
+    pub steps: u64,
+    actor_cache: A::Cache,
+    critic_cache: C::Cache,
+}
+
+impl<A: Actor<OBS>, C: Network<OBS, 1>, const OBS: usize> core::fmt::Debug
+    for ActorCritic<A, C, OBS>
+{
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("ActorCritic")
+            .field("config", &self.config)
+            .field("steps", &self.steps)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<A: Actor<OBS>, C: Network<OBS, 1>, const OBS: usize> ActorCritic<A, C, OBS> {
+    /// An agent with zeroed weights; call [`init`](Self::init) first.
+    pub const fn new(config: AcConfig) -> Self {
+        Self {
+            actor: TrainState::new(config.adam),
+            critic: TrainState::new(config.adam),
+            config,
+            obs_norm: RunningNorm::new(),
+            steps: 0,
+            actor_cache: A::EMPTY_CACHE,
+            critic_cache: C::EMPTY_CACHE,
+        }
+    }
+
+    /// Initialises weights (orthogonal), optimisers and statistics.
+    ///
+    /// # Errors
+    /// [`Error::InvalidConfig`] for an invalid configuration.
+    pub fn init<R: Rng + ?Sized>(&mut self, rng: &mut R) -> Result<(), Error> {
+        self.config.validate()?;
+        self.actor.params.init(rng);
+        self.critic
+            .params
+            .init_orthogonal(rng, gain::HIDDEN, gain::VALUE);
+        self.actor.optimizer = Adam::new(self.config.adam);
+        self.critic.optimizer = Adam::new(self.config.adam);
+        self.obs_norm = RunningNorm::new();
+        self.steps = 0;
+        Ok(())
+    }
+
+    fn observe(&self, obs: &SVector<f32, OBS>) -> Result<SVector<f32, OBS>, Error> {
+        if self.config.normalize_obs {
+            self.obs_norm.normalize(obs)
+        } else {
+            crate::error::check_all_finite(obs.as_slice())?;
+            Ok(*obs)
+        }
+    }
+
+    /// Acts once in `env` from `cursor` and updates critic and actor from the
+    /// TD error of that transition.
+    ///
+    /// # Errors
+    /// [`Error::NonFinite`] for a non-finite observation, reward, network
+    /// output or gradient (weights untouched by the failing step), and the
+    /// environment's own errors.
+    pub fn step<E, R>(
+        &mut self,
+        env: &mut E,
+        cursor: &mut Cursor<OBS>,
+        rng: &mut R,
+        mut on_episode: impl FnMut(Episode),
+    ) -> Result<AcStats, Error>
+    where
+        E: Env<OBS, Action = A::Action>,
+        R: Rng + ?Sized,
+    {
+        let c = self.config;
+        let obs = if c.normalize_obs {
+            self.obs_norm.update_normalize(&cursor.obs)?
+        } else {
+            self.observe(&cursor.obs)?
+        };
+        let (action, _) = self.actor.params.sample(&obs, rng)?;
+        let step = cursor.advance(env, action, rng, &mut on_episode)?;
+        self.steps += 1;
+
+        // δ = r + γ V(s′)(1 − terminated) − V(s), from the critic before updating.
+        let v = self
+            .critic
+            .params
+            .forward_train(&obs, &mut self.critic_cache)[0];
+        let v_next = if step.terminated {
+            0.0
+        } else {
+            value(&self.critic.params, &self.observe(&step.obs)?)
+        };
+        let delta = step.reward + c.gamma * v_next - v;
+        check_finite(delta)?;
+
+        // Critic: ∂/∂V ½(V − y)² = V − y = −δ.
+        self.critic.zero_grad();
+        let d_value = SVector::<f32, 1>::new(-delta);
+        self.critic
+            .params
+            .backward(&self.critic_cache, &d_value, &mut self.critic.grads);
+
+        // Actor: ∂/∂log π (−δ log π) = −δ; ∂/∂H (−c_e H) = −c_e.
+        self.actor.zero_grad();
+        let (_, entropy) = self
+            .actor
+            .params
+            .evaluate(&obs, &action, &mut self.actor_cache)?;
+        self.actor.params.backward(
+            &self.actor_cache,
+            &action,
+            -delta,
+            -c.ent_coef,
+            &mut self.actor.grads,
+        );
+
+        // Check both gradients before applying either, so a failure leaves both untouched.
+        if !(self.critic.grads.is_finite() && self.actor.grads.is_finite()) {
+            return Err(Error::NonFinite);
+        }
+        let progress = self.steps - 1;
+        self.critic
+            .apply(c.critic_lr.at(progress, c.total_steps), c.max_grad_norm)?;
+        self.actor
+            .apply(c.actor_lr.at(progress, c.total_steps), c.max_grad_norm)?;
+        Ok(AcStats {
+            delta,
+            value: v,
+            entropy,
+        })
+    }
+
+    /// A deployable copy of the policy with its frozen normaliser.
+    pub fn policy(&self) -> Normalized<A, OBS>
+    where
+        A: Clone,
+    {
+        Normalized {
+            policy: self.actor.params.clone(),
+            obs_norm: self.obs_norm.clone(),
+        }
+    }
+}

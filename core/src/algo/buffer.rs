@@ -1,0 +1,228 @@
+//! Fixed-capacity rollout storage.
+//!
+//! [`Rollout`] holds up to `N` transitions as parallel arrays (structure of
+//! arrays, so GAE and the minibatch loops stream through `f32` slices) plus
+//! the advantages and returns computed from them. Its capacity is a const
+//! generic; `Rollout::new` is a `const fn`, so a rollout can be a `static` on
+//! a microcontroller. Memory: `N · (4·OBS + size_of::<A>() + 22)` bytes, plus
+//! a `u16` shuffle index per transition.
+//!
+//! Observations are stored *as the networks saw them* (normalised), so the
+//! update re-evaluates exactly the inputs the rollout acted on.
+
+use nalgebra::SVector;
+
+use super::gae::{Trajectory, gae};
+use crate::error::Error;
+
+/// `N` transitions with `OBS`-dimensional observations and actions of type `A`.
+#[derive(Clone, Debug)]
+pub struct Rollout<const OBS: usize, A, const N: usize> {
+    /// Observations the actor saw (normalised).
+    pub obs: [SVector<f32, OBS>; N],
+    /// Actions taken (for Gaussian policies, the raw unclipped sample).
+    pub actions: [A; N],
+    /// `log π_old(a|s)` at collection time.
+    pub log_probs: [f32; N],
+    /// `V_old(s)` at collection time.
+    pub values: [f32; N],
+    /// Rewards (after any reward scaling).
+    pub rewards: [f32; N],
+    /// The step ended its episode in a terminal state.
+    pub terminated: [bool; N],
+    /// The step ended its episode by a time limit.
+    pub truncated: [bool; N],
+    /// `V(final observation)` of truncated steps, for bootstrapping.
+    pub final_values: [f32; N],
+    /// GAE advantages `Â_t` (after [`compute_advantages`](Self::compute_advantages)).
+    pub advantages: [f32; N],
+    /// Value targets `Â_t + V_old(s_t)`.
+    pub returns: [f32; N],
+    /// Minibatch index permutation (shuffled in place each epoch).
+    pub indices: [u16; N],
+    len: usize,
+}
+
+impl<const OBS: usize, A: Copy, const N: usize> Rollout<OBS, A, N> {
+    const CAPACITY_FITS_U16: () = assert!(N <= u16::MAX as usize + 1, "rollout capacity > 65536");
+
+    /// An empty rollout; `zero_action` fills the action slots.
+    pub const fn new(zero_action: A) -> Self {
+        let () = Self::CAPACITY_FITS_U16;
+        Self {
+            obs: [SVector::from_array_storage(nalgebra::ArrayStorage([[0.0; OBS]; 1])); N],
+            actions: [zero_action; N],
+            log_probs: [0.0; N],
+            values: [0.0; N],
+            rewards: [0.0; N],
+            terminated: [false; N],
+            truncated: [false; N],
+            final_values: [0.0; N],
+            advantages: [0.0; N],
+            returns: [0.0; N],
+            indices: [0; N],
+            len: 0,
+        }
+    }
+
+    /// Number of stored transitions.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// No transitions stored.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// All `N` slots are used.
+    pub fn is_full(&self) -> bool {
+        self.len == N
+    }
+
+    /// Forgets the stored transitions (the memory is reused).
+    pub fn clear(&mut self) {
+        self.len = 0;
+    }
+
+    /// Appends one transition.
+    ///
+    /// # Errors
+    /// [`Error::BufferTooSmall`] when the rollout is full.
+    pub fn push(&mut self, t: Transition<OBS, A>) -> Result<(), Error> {
+        let i = self.len;
+        if i >= N {
+            return Err(Error::BufferTooSmall);
+        }
+        self.obs[i] = t.obs;
+        self.actions[i] = t.action;
+        self.log_probs[i] = t.log_prob;
+        self.values[i] = t.value;
+        self.rewards[i] = t.reward;
+        self.terminated[i] = t.terminated;
+        self.truncated[i] = t.truncated;
+        self.final_values[i] = t.final_value;
+        self.len = i + 1;
+        Ok(())
+    }
+
+    /// Fills `advantages` by GAE (see [`gae`](super::gae)) and
+    /// `returns = advantages + values` for the stored transitions, with
+    /// `last_value = V(observation after the last step)`.
+    pub fn compute_advantages(&mut self, last_value: f32, gamma: f32, lambda: f32) {
+        let n = self.len;
+        let traj = Trajectory {
+            rewards: &self.rewards[..n],
+            values: &self.values[..n],
+            terminated: &self.terminated[..n],
+            truncated: &self.truncated[..n],
+            final_values: &self.final_values[..n],
+            last_value,
+        };
+        gae(&traj, gamma, lambda, &mut self.advantages[..n]);
+        for t in 0..n {
+            self.returns[t] = self.advantages[t] + self.values[t];
+        }
+    }
+
+    /// `1 − Var(R − V_old) / Var(R)` over the stored transitions: how much of
+    /// the return's variance the critic explained (1 is perfect, ≤ 0 is no
+    /// better than a constant). NaN-free: returns 0 when `Var(R) = 0`.
+    pub fn explained_variance(&self) -> f32 {
+        let n = self.len;
+        if n == 0 {
+            return 0.0;
+        }
+        let (var_r, var_diff) = (
+            variance(self.returns[..n].iter().copied()),
+            variance((0..n).map(|t| self.returns[t] - self.values[t])),
+        );
+        if var_r <= 0.0 {
+            0.0
+        } else {
+            1.0 - var_diff / var_r
+        }
+    }
+}
+
+/// Population variance of a sequence (two passes over an iterator that can be cloned).
+fn variance(xs: impl Iterator<Item = f32> + Clone) -> f32 {
+    let (mut n, mut sum) = (0u32, 0.0f32);
+    for x in xs.clone() {
+        n += 1;
+        sum += x;
+    }
+    if n == 0 {
+        return 0.0;
+    }
+    let mean = sum / n as f32;
+    xs.map(|x| (x - mean) * (x - mean)).sum::<f32>() / n as f32
+}
+
+/// One step of experience, as pushed into a [`Rollout`].
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Transition<const OBS: usize, A> {
+    /// The (normalised) observation acted on.
+    pub obs: SVector<f32, OBS>,
+    /// The action taken.
+    pub action: A,
+    /// `log π(a|s)` at collection time.
+    pub log_prob: f32,
+    /// `V(s)` at collection time.
+    pub value: f32,
+    /// The reward received.
+    pub reward: f32,
+    /// Episode ended in a terminal state.
+    pub terminated: bool,
+    /// Episode ended by a time limit.
+    pub truncated: bool,
+    /// `V(final observation)` if truncated, else 0.
+    pub final_value: f32,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    static STATIC_ROLLOUT: Rollout<4, usize, 128> = Rollout::new(0);
+
+    fn transition(reward: f32, value: f32) -> Transition<1, usize> {
+        Transition {
+            obs: SVector::<f32, 1>::new(0.0),
+            action: 0,
+            log_prob: 0.0,
+            value,
+            reward,
+            terminated: false,
+            truncated: false,
+            final_value: 0.0,
+        }
+    }
+
+    #[test]
+    fn push_until_full_then_refuse() {
+        assert!(STATIC_ROLLOUT.is_empty());
+        let mut r = Rollout::<1, usize, 3>::new(0);
+        for _ in 0..3 {
+            r.push(transition(1.0, 0.0)).unwrap();
+        }
+        assert!(r.is_full());
+        assert_eq!(r.push(transition(1.0, 0.0)), Err(Error::BufferTooSmall));
+        assert_eq!(r.len(), 3);
+        r.clear();
+        assert!(r.is_empty());
+    }
+
+    #[test]
+    fn returns_are_advantages_plus_values_and_ev_is_one_for_a_perfect_critic() {
+        let mut r = Rollout::<1, usize, 4>::new(0);
+        // γ = 1, λ = 1, no bootstrap: perfect critic values are the reward-to-go.
+        for v in [4.0, 3.0, 2.0, 1.0] {
+            r.push(transition(1.0, v)).unwrap();
+        }
+        r.compute_advantages(0.0, 1.0, 1.0);
+        assert_eq!(r.returns, [4.0, 3.0, 2.0, 1.0]);
+        assert_eq!(r.advantages, [0.0; 4]);
+        assert_eq!(r.explained_variance(), 1.0);
+    }
+}

@@ -1,0 +1,591 @@
+//! Training algorithms: PPO with GAE, A2C, REINFORCE with a baseline, and the
+//! online one-step actor-critic.
+//!
+//! Design:
+//! - **One actor interface for both action spaces.** [`Actor`] is what every
+//!   algorithm needs from a policy: sample an action with its log-probability,
+//!   re-evaluate `log π(a|s)` and the entropy with a training cache, and
+//!   backpropagate `∂L/∂log π` and `∂L/∂H`. It is implemented by the
+//!   deployment types themselves, [`CategoricalPolicy`] and [`GaussianPolicy`],
+//!   so the trained actor *is* the policy that gets exported, and every
+//!   algorithm runs the same code for discrete and continuous control.
+//! - **Critics are networks** `N: Network<OBS, 1>`.
+//! - **All memory is fixed at compile time.** Rollout capacities are const
+//!   generics; an agent is one struct with a `const fn new` that can live in a
+//!   `static` on a microcontroller. Nothing allocates.
+//! - **The caller drives the loop** and owns the environment and the RNG; the
+//!   agents expose `collect`/`update` (or `step`) and report finished episodes
+//!   through a callback, so the desktop harness draws progress bars and the
+//!   firmware logs over defmt from the same code.
+//! - **Errors leave weights untouched.** A NaN observation or reward stops the
+//!   rollout with [`Error::NonFinite`] before any gradient is computed; a
+//!   non-finite gradient is refused by the optimiser.
+
+pub mod ac;
+pub mod buffer;
+pub mod gae;
+pub mod ppo;
+pub mod reinforce;
+
+pub use ac::{AcConfig, AcStats, ActorCritic};
+pub use buffer::Rollout;
+pub use ppo::{A2cConfig, Ppo, PpoConfig, UpdateStats};
+pub use reinforce::{Reinforce, ReinforceConfig};
+
+use nalgebra::SVector;
+use rand_core::Rng;
+
+use crate::env::Env;
+use crate::error::{Error, check_all_finite, check_finite};
+use crate::impl_params;
+use crate::nn::{Layer, Network, gain};
+use crate::normalize::RunningNorm;
+use crate::params::Params;
+use crate::policy::{Categorical, CategoricalPolicy, Gaussian, GaussianPolicy};
+
+/// What policy-gradient algorithms need from a policy with `OBS` inputs.
+pub trait Actor<const OBS: usize>: Params {
+    /// The action type: `usize` or `SVector<f32, A>`.
+    type Action: Copy + core::fmt::Debug + PartialEq;
+    /// Per-sample training cache (network activations and head output).
+    type Cache;
+    /// An all-zero action, for `const` rollout buffers.
+    const ZERO_ACTION: Self::Action;
+    /// A zeroed cache, for `const` initialisers.
+    const EMPTY_CACHE: Self::Cache;
+
+    /// Orthogonal initialisation (hidden gain √2, output gain 0.01, CleanRL)
+    /// and, for Gaussian heads, `log σ = 0`.
+    fn init<R: Rng + ?Sized>(&mut self, rng: &mut R);
+
+    /// The deterministic action (mode of the distribution).
+    ///
+    /// # Errors
+    /// [`Error::NonFinite`] for a non-finite observation or network output.
+    fn act(&self, obs: &SVector<f32, OBS>) -> Result<Self::Action, Error>;
+
+    /// A sampled action and its log-probability.
+    ///
+    /// # Errors
+    /// As [`act`](Actor::act).
+    fn sample<R: Rng + ?Sized>(
+        &self,
+        obs: &SVector<f32, OBS>,
+        rng: &mut R,
+    ) -> Result<(Self::Action, f32), Error>;
+
+    /// Training forward pass: `(log π(action|obs), H[π(·|obs)])`, recording
+    /// what [`backward`](Actor::backward) needs in `cache`.
+    ///
+    /// # Errors
+    /// [`Error::NonFinite`] for a non-finite network output,
+    /// [`Error::InvalidAction`] for an out-of-range discrete action.
+    fn evaluate(
+        &self,
+        obs: &SVector<f32, OBS>,
+        action: &Self::Action,
+        cache: &mut Self::Cache,
+    ) -> Result<(f32, f32), Error>;
+
+    /// Adds into `grad` the gradient of `d_log_prob · log π + d_entropy · H`
+    /// for the sample recorded in `cache` by [`evaluate`](Actor::evaluate).
+    fn backward(
+        &self,
+        cache: &Self::Cache,
+        action: &Self::Action,
+        d_log_prob: f32,
+        d_entropy: f32,
+        grad: &mut Self,
+    );
+}
+
+/// Cache of an [`Actor`] built on a network `N`: its activations and its output.
+#[derive(Clone, Debug)]
+pub struct HeadCache<C, const A: usize> {
+    /// The network's activation cache.
+    pub net: C,
+    /// The network's output (logits or mean).
+    pub output: SVector<f32, A>,
+}
+
+const fn zero_vector<const A: usize>() -> SVector<f32, A> {
+    SVector::from_array_storage(nalgebra::ArrayStorage([[0.0; A]; 1]))
+}
+
+impl<N, const OBS: usize, const ACT: usize> Actor<OBS> for CategoricalPolicy<N>
+where
+    N: Layer<Input = SVector<f32, OBS>, Output = SVector<f32, ACT>>,
+{
+    type Action = usize;
+    type Cache = HeadCache<N::Cache, ACT>;
+    const ZERO_ACTION: usize = 0;
+    const EMPTY_CACHE: Self::Cache = HeadCache {
+        net: N::EMPTY_CACHE,
+        output: zero_vector(),
+    };
+
+    fn init<R: Rng + ?Sized>(&mut self, rng: &mut R) {
+        self.net.init_orthogonal(rng, gain::HIDDEN, gain::POLICY);
+    }
+
+    fn act(&self, obs: &SVector<f32, OBS>) -> Result<usize, Error> {
+        CategoricalPolicy::act(self, obs)
+    }
+
+    fn sample<R: Rng + ?Sized>(
+        &self,
+        obs: &SVector<f32, OBS>,
+        rng: &mut R,
+    ) -> Result<(usize, f32), Error> {
+        CategoricalPolicy::sample(self, obs, rng)
+    }
+
+    fn evaluate(
+        &self,
+        obs: &SVector<f32, OBS>,
+        action: &usize,
+        cache: &mut Self::Cache,
+    ) -> Result<(f32, f32), Error> {
+        cache.output = self.net.forward_train(obs, &mut cache.net);
+        let dist = Categorical::from_logits(&cache.output)?;
+        Ok((dist.log_prob(*action)?, dist.entropy()))
+    }
+
+    fn backward(
+        &self,
+        cache: &Self::Cache,
+        action: &usize,
+        d_log_prob: f32,
+        d_entropy: f32,
+        grad: &mut Self,
+    ) {
+        // `evaluate` succeeded on these logits and this action, so neither
+        // call below can fail; a zero gradient is the safe fallback anyway.
+        let Ok(dist) = Categorical::from_logits(&cache.output) else {
+            return;
+        };
+        let Ok(d_lp) = dist.grad_log_prob(*action) else {
+            return;
+        };
+        let d_logits = d_lp * d_log_prob + dist.grad_entropy() * d_entropy;
+        self.net.backward(&cache.net, &d_logits, &mut grad.net);
+    }
+}
+
+impl<N, const OBS: usize, const ACT: usize> Actor<OBS> for GaussianPolicy<N, ACT>
+where
+    N: Layer<Input = SVector<f32, OBS>, Output = SVector<f32, ACT>>,
+{
+    type Action = SVector<f32, ACT>;
+    type Cache = HeadCache<N::Cache, ACT>;
+    const ZERO_ACTION: SVector<f32, ACT> = zero_vector();
+    const EMPTY_CACHE: Self::Cache = HeadCache {
+        net: N::EMPTY_CACHE,
+        output: zero_vector(),
+    };
+
+    fn init<R: Rng + ?Sized>(&mut self, rng: &mut R) {
+        self.net.init_orthogonal(rng, gain::HIDDEN, gain::POLICY);
+        self.head = Gaussian::with_log_std(0.0);
+    }
+
+    fn act(&self, obs: &SVector<f32, OBS>) -> Result<Self::Action, Error> {
+        GaussianPolicy::act(self, obs)
+    }
+
+    fn sample<R: Rng + ?Sized>(
+        &self,
+        obs: &SVector<f32, OBS>,
+        rng: &mut R,
+    ) -> Result<(Self::Action, f32), Error> {
+        GaussianPolicy::sample(self, obs, rng)
+    }
+
+    fn evaluate(
+        &self,
+        obs: &SVector<f32, OBS>,
+        action: &Self::Action,
+        cache: &mut Self::Cache,
+    ) -> Result<(f32, f32), Error> {
+        cache.output = self.net.forward_train(obs, &mut cache.net);
+        check_all_finite(cache.output.as_slice())?;
+        Ok((
+            self.head.log_prob(&cache.output, action),
+            self.head.entropy(),
+        ))
+    }
+
+    fn backward(
+        &self,
+        cache: &Self::Cache,
+        action: &Self::Action,
+        d_log_prob: f32,
+        d_entropy: f32,
+        grad: &mut Self,
+    ) {
+        let g = self.head.grad_log_prob(&cache.output, action);
+        grad.head.log_std += g.log_std * d_log_prob + self.head.grad_entropy() * d_entropy;
+        self.net
+            .backward(&cache.net, &(g.mean * d_log_prob), &mut grad.net);
+    }
+}
+
+/// A deployable policy: the actor's weights and the frozen observation
+/// normaliser it was trained with, serialised together.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Normalized<P, const OBS: usize> {
+    /// The trained actor.
+    pub policy: P,
+    /// Observation statistics, frozen (only read) at deployment.
+    pub obs_norm: RunningNorm<OBS>,
+}
+
+impl_params!(impl[P: Params, const OBS: usize] Normalized<P, OBS> { policy: P, obs_norm: RunningNorm<OBS> });
+
+impl<P: Actor<OBS>, const OBS: usize> Normalized<P, OBS> {
+    /// The deterministic action for a raw (unnormalised) observation.
+    ///
+    /// # Errors
+    /// [`Error::NonFinite`] for a non-finite observation or network output.
+    pub fn act(&self, obs: &SVector<f32, OBS>) -> Result<P::Action, Error> {
+        self.policy.act(&self.obs_norm.normalize(obs)?)
+    }
+}
+
+/// Return and length of a finished episode.
+#[derive(Clone, Copy, Debug, PartialEq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct Episode {
+    /// Undiscounted sum of rewards.
+    pub ret: f32,
+    /// Number of steps.
+    pub len: u32,
+}
+
+/// The environment-side state a training loop carries between steps: the
+/// current raw observation and the running return of the current episode.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Cursor<const OBS: usize> {
+    /// The observation the agent acts on next (raw, unnormalised).
+    pub obs: SVector<f32, OBS>,
+    /// Return of the current episode so far.
+    pub ret: f32,
+    /// Length of the current episode so far.
+    pub len: u32,
+    /// Environment steps taken in total.
+    pub steps: u64,
+}
+
+impl<const OBS: usize> Cursor<OBS> {
+    /// Resets `env` and starts counting.
+    pub fn start<E: Env<OBS>, R: Rng + ?Sized>(env: &mut E, rng: &mut R) -> Self {
+        Self {
+            obs: env.reset(rng),
+            ret: 0.0,
+            len: 0,
+            steps: 0,
+        }
+    }
+
+    /// Steps `env`, checks the reward and accumulates the episode statistics;
+    /// on `terminated || truncated` resets `env`, reports the episode to
+    /// `on_episode` and continues from the new first observation. Returns the
+    /// step (with the *pre-reset* final observation).
+    ///
+    /// # Errors
+    /// The environment's error, or [`Error::NonFinite`] for a non-finite
+    /// reward or observation; the cursor is unchanged on error.
+    pub fn advance<E: Env<OBS>, R: Rng + ?Sized>(
+        &mut self,
+        env: &mut E,
+        action: E::Action,
+        rng: &mut R,
+        on_episode: &mut impl FnMut(Episode),
+    ) -> Result<crate::env::Step<OBS>, Error> {
+        let step = env.step(action)?;
+        check_finite(step.reward)?;
+        check_all_finite(step.obs.as_slice())?;
+        self.ret += step.reward;
+        self.len += 1;
+        self.steps += 1;
+        if step.done() {
+            on_episode(Episode {
+                ret: self.ret,
+                len: self.len,
+            });
+            self.obs = env.reset(rng);
+            self.ret = 0.0;
+            self.len = 0;
+        } else {
+            self.obs = step.obs;
+        }
+        Ok(step)
+    }
+}
+
+/// Mean and standard deviation of `episodes` deterministic episodes of
+/// `policy` on `env` (what `microrl eval` and the convergence tests report).
+///
+/// # Errors
+/// The first error from the policy or the environment.
+pub fn evaluate<P, E, R, const OBS: usize>(
+    policy: &Normalized<P, OBS>,
+    env: &mut E,
+    episodes: u32,
+    rng: &mut R,
+) -> Result<(f32, f32), Error>
+where
+    P: Actor<OBS>,
+    E: Env<OBS, Action = P::Action>,
+    R: Rng + ?Sized,
+{
+    let (mut sum, mut sum_sq) = (0.0f64, 0.0f64);
+    for _ in 0..episodes {
+        let mut obs = env.reset(rng);
+        let mut ret = 0.0f32;
+        loop {
+            let step = env.step(policy.act(&obs)?)?;
+            ret += step.reward;
+            obs = step.obs;
+            if step.done() {
+                break;
+            }
+        }
+        sum += f64::from(ret);
+        sum_sq += f64::from(ret) * f64::from(ret);
+    }
+    let n = f64::from(episodes.max(1));
+    let mean = sum / n;
+    let var = (sum_sq / n - mean * mean).max(0.0);
+    Ok((mean as f32, math::sqrt(var as f32)))
+}
+
+use crate::math;
+
+/// `V(s)` of a critic network.
+#[inline]
+pub(crate) fn value<C: Network<OBS, 1>, const OBS: usize>(
+    critic: &C,
+    obs: &SVector<f32, OBS>,
+) -> f32 {
+    critic.forward(obs)[0]
+}
+
+/// Shorthand for the critic's training cache type.
+pub type CriticCache<C> = <C as Layer>::Cache;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::env::Step;
+    use crate::nn::{Mlp, fd};
+    use crate::policy::Gaussian;
+    use std::vec::Vec;
+
+    type Net3 = Mlp<3, 8, 3>;
+    type Net1 = Mlp<3, 8, 1>;
+
+    fn log_softmax(z: &[f64]) -> Vec<f64> {
+        let max = z.iter().cloned().fold(f64::MIN, f64::max);
+        let lse = max + z.iter().map(|x| (x - max).exp()).sum::<f64>().ln();
+        z.iter().map(|x| x - lse).collect()
+    }
+
+    /// ∂(α log π(a|s) + β H)/∂θ of the categorical actor against central
+    /// differences of an independent f64 forward pass.
+    #[test]
+    fn categorical_actor_backward_matches_finite_differences() {
+        let mut rng = fd::rng(11);
+        let mut actor = CategoricalPolicy { net: Net3::ZERO };
+        fd::randomise(&mut actor, &mut rng, 0.5);
+        let obs = SVector::<f32, 3>::new(0.3, -0.7, 1.1);
+        let (alpha, beta) = (0.8f32, -0.3f32);
+        for action in 0..3 {
+            let mut cache = <CategoricalPolicy<Net3> as Actor<3>>::EMPTY_CACHE;
+            actor.evaluate(&obs, &action, &mut cache).unwrap();
+            let mut grad = CategoricalPolicy { net: Net3::ZERO };
+            actor.backward(&cache, &action, alpha, beta, &mut grad);
+            let x: Vec<f64> = obs.iter().map(|&v| v as f64).collect();
+            let numeric = fd::numerical_gradient(&fd::flatten(&actor), |theta| {
+                let lp = log_softmax(&Net3::reference_forward(theta, &x));
+                let h: f64 = -lp.iter().map(|l| l.exp() * l).sum::<f64>();
+                alpha as f64 * lp[action] + beta as f64 * h
+            });
+            fd::assert_close("categorical actor", &fd::flatten(&grad), &numeric);
+        }
+    }
+
+    /// The same for the Gaussian actor, including the `log_std` parameters.
+    #[test]
+    fn gaussian_actor_backward_matches_finite_differences() {
+        type Actor3 = GaussianPolicy<Net3, 3>;
+        let mut rng = fd::rng(12);
+        let mut actor = Actor3 {
+            net: Net3::ZERO,
+            head: Gaussian::with_log_std(0.0),
+        };
+        fd::randomise(&mut actor, &mut rng, 0.5);
+        let obs = SVector::<f32, 3>::new(-0.4, 0.9, 0.2);
+        let action = SVector::<f32, 3>::new(0.5, -1.0, 0.1);
+        let (alpha, beta) = (-1.3f32, 0.6f32);
+        let mut cache = <Actor3 as Actor<3>>::EMPTY_CACHE;
+        actor.evaluate(&obs, &action, &mut cache).unwrap();
+        let mut grad = Actor3::ZERO;
+        actor.backward(&cache, &action, alpha, beta, &mut grad);
+        let x: Vec<f64> = obs.iter().map(|&v| v as f64).collect();
+        let numeric = fd::numerical_gradient(&fd::flatten(&actor), |theta| {
+            let (net, log_std) = theta.split_at(Net3::LEN);
+            let mean = Net3::reference_forward(net, &x);
+            let (mut lp, mut h) = (0.0, 0.0);
+            for i in 0..3 {
+                let z = (action[i] as f64 - mean[i]) / log_std[i].exp();
+                lp += -0.5 * z * z - log_std[i] - 0.5 * (2.0 * core::f64::consts::PI).ln();
+                h += 0.5 + 0.5 * (2.0 * core::f64::consts::PI).ln() + log_std[i];
+            }
+            alpha as f64 * lp + beta as f64 * h
+        });
+        fd::assert_close("gaussian actor", &fd::flatten(&grad), &numeric);
+    }
+
+    /// A 3-observation task whose reward turns NaN after `nan_after` steps.
+    struct Faulty {
+        t: u32,
+        nan_after: u32,
+    }
+
+    impl Env<3> for Faulty {
+        type Action = usize;
+        const SOLVED_RETURN: f32 = 0.0;
+        fn reset<R: Rng + ?Sized>(&mut self, _rng: &mut R) -> SVector<f32, 3> {
+            SVector::<f32, 3>::new(0.1, 0.2, 0.3)
+        }
+        fn step(&mut self, action: usize) -> Result<Step<3>, Error> {
+            if action >= 3 {
+                return Err(Error::InvalidAction);
+            }
+            self.t += 1;
+            let reward = if self.t > self.nan_after {
+                f32::NAN
+            } else {
+                action as f32
+            };
+            let obs = SVector::<f32, 3>::new(self.t as f32 * 0.01, 0.0, -0.1);
+            Ok(Step {
+                obs,
+                reward,
+                terminated: self.t % 7 == 0,
+                truncated: self.t % 11 == 0,
+            })
+        }
+    }
+
+    type Agent = Ppo<CategoricalPolicy<Net3>, Net1, 3, 32>;
+
+    #[test]
+    fn nan_reward_is_an_error_and_leaves_weights_untouched() {
+        let mut rng = fd::rng(13);
+        let mut agent = std::boxed::Box::new(Agent::new(PpoConfig::DEFAULT));
+        agent.init(&mut rng).unwrap();
+        let mut env = Faulty {
+            t: 0,
+            nan_after: 40,
+        };
+        let mut cursor = Cursor::start(&mut env, &mut rng);
+        agent
+            .collect(&mut env, &mut cursor, &mut rng, |_| {})
+            .unwrap();
+        agent.update(&mut rng).unwrap();
+        let before = agent.train.params.clone();
+        assert_eq!(
+            agent.collect(&mut env, &mut cursor, &mut rng, |_| {}),
+            Err(Error::NonFinite)
+        );
+        assert_eq!(agent.train.params, before);
+
+        let mut ac = std::boxed::Box::new(ActorCritic::<CategoricalPolicy<Net3>, Net1, 3>::new(
+            AcConfig::DEFAULT,
+        ));
+        ac.init(&mut rng).unwrap();
+        let mut env = Faulty { t: 0, nan_after: 5 };
+        let mut cursor = Cursor::start(&mut env, &mut rng);
+        for _ in 0..5 {
+            ac.step(&mut env, &mut cursor, &mut rng, |_| {}).unwrap();
+        }
+        let (actor, critic) = (ac.actor.params.clone(), ac.critic.params.clone());
+        assert_eq!(
+            ac.step(&mut env, &mut cursor, &mut rng, |_| {}),
+            Err(Error::NonFinite)
+        );
+        assert_eq!(
+            (ac.actor.params.clone(), ac.critic.params.clone()),
+            (actor, critic)
+        );
+    }
+
+    #[test]
+    fn same_seed_same_weights_bit_for_bit() {
+        let run = |seed| {
+            let mut rng = fd::rng(seed);
+            let mut agent = std::boxed::Box::new(Agent::new(PpoConfig::DEFAULT));
+            agent.init(&mut rng).unwrap();
+            let mut env = Faulty {
+                t: 0,
+                nan_after: u32::MAX,
+            };
+            let mut cursor = Cursor::start(&mut env, &mut rng);
+            let mut returns = Vec::new();
+            for _ in 0..3 {
+                agent
+                    .collect(&mut env, &mut cursor, &mut rng, |e| returns.push(e.ret))
+                    .unwrap();
+                agent.update(&mut rng).unwrap();
+            }
+            (fd::flatten(&agent.train.params), returns)
+        };
+        assert_eq!(run(5), run(5));
+        assert_ne!(run(5).0, run(6).0);
+    }
+
+    #[test]
+    fn online_critic_moves_toward_the_td_target() {
+        let mut rng = fd::rng(14);
+        let mut ac = std::boxed::Box::new(ActorCritic::<CategoricalPolicy<Net3>, Net1, 3>::new(
+            AcConfig {
+                normalize_obs: false,
+                ..AcConfig::DEFAULT
+            },
+        ));
+        ac.init(&mut rng).unwrap();
+        let mut env = Faulty {
+            t: 0,
+            nan_after: u32::MAX,
+        };
+        let mut cursor = Cursor::start(&mut env, &mut rng);
+        let obs = cursor.obs;
+        let v_before = value(&ac.critic.params, &obs);
+        let stats = ac.step(&mut env, &mut cursor, &mut rng, |_| {}).unwrap();
+        let v_after = value(&ac.critic.params, &obs);
+        assert_eq!(stats.value, v_before);
+        // The update moves V(s) in the direction of δ.
+        assert_eq!(
+            (v_after - v_before).signum(),
+            stats.delta.signum(),
+            "{stats:?}"
+        );
+    }
+
+    #[test]
+    fn evaluate_reports_mean_and_std() {
+        let policy = Normalized {
+            policy: CategoricalPolicy { net: Net3::ZERO },
+            obs_norm: RunningNorm::new(),
+        };
+        let mut env = Faulty {
+            t: 0,
+            nan_after: u32::MAX,
+        };
+        let (mean, std) = evaluate(&policy, &mut env, 3, &mut fd::rng(1)).unwrap();
+        // Zero logits: mode is action 0, reward 0 for every step.
+        assert_eq!((mean, std), (0.0, 0.0));
+    }
+}

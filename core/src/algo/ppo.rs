@@ -1,0 +1,570 @@
+//! Proximal policy optimisation with GAE (Schulman et al. 2017; notes 002 §9),
+//! and A2C as its one-epoch special case.
+//!
+//! The update reads top to bottom like CleanRL's `ppo.py`:
+//! 1. [`Ppo::collect`] fills the fixed-capacity [`Rollout`] with `N` steps of
+//!    the current policy (observations normalised on the way in, rewards
+//!    optionally scaled), bootstrapping truncated episodes from
+//!    `V(final observation)`, then computes GAE advantages and the value
+//!    targets `R = Â + V_old`.
+//! 2. [`Ppo::update`] runs `epochs` passes over the rollout; each pass
+//!    shuffles the index permutation in place and walks it in `minibatches`
+//!    equal minibatches. Per minibatch: optional advantage normalisation,
+//!    the clipped surrogate (eq. 7), the (optionally clipped) value loss, the
+//!    entropy bonus, one gradient step of Adam on actor and critic together
+//!    after a global grad-norm clip. An epoch whose mean `approx_kl` exceeds
+//!    `target_kl` ends the update early.
+//!
+//! The loss per minibatch of size `B` is (CleanRL / SB3):
+//! `L = 1/B Σ [ −min(r·Â, clip(r, 1±ε)·Â) + c_v · ½(V − R)² − c_e · H ]`.
+//!
+//! **A2C** (Mnih et al. 2016) is the same machine with one epoch over one
+//! minibatch: the ratio is then exactly 1, so the clipped surrogate's gradient
+//! reduces to the vanilla `−Â ∇log π`, and `λ = 1` turns GAE into the n-step
+//! return minus `V`. [`A2cConfig`] converts into that [`PpoConfig`].
+//!
+//! Memory: the actor and critic with Adam ([`TrainState`]), one rollout, one
+//! activation cache per network, the normaliser — all fixed at compile time.
+//! An error (NaN observation, reward or gradient) aborts before the next
+//! optimiser step: every applied step was computed from finite data.
+
+use nalgebra::SVector;
+use rand_core::Rng;
+
+use super::buffer::{Rollout, Transition};
+use super::{Actor, Cursor, Episode, Normalized, value};
+use crate::env::Env;
+use crate::error::{Error, check_finite};
+use crate::loss::{approx_kl, clipped_surrogate, value_loss};
+use crate::math;
+use crate::nn::{Network, gain};
+use crate::normalize::RunningNorm;
+use crate::optim::{AdamConfig, Schedule, TrainState};
+use crate::params::Pair;
+use crate::rng;
+
+/// PPO hyper-parameters. Defaults are CleanRL's `ppo.py` (for one
+/// environment), except where a field says otherwise.
+#[derive(Clone, Copy, Debug, PartialEq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct PpoConfig {
+    /// Environment steps the linear schedules run over. Default 100 000.
+    pub total_steps: u64,
+    /// Adam learning rate over training progress. Default `3e-4 → 0` (linear).
+    pub learning_rate: Schedule,
+    /// Clip range `ε` over training progress. Default constant 0.2.
+    pub clip_range: Schedule,
+    /// Discount `γ`. Default 0.99.
+    pub gamma: f32,
+    /// GAE `λ`. Default 0.95.
+    pub gae_lambda: f32,
+    /// Passes over each rollout. Default 10.
+    pub epochs: u16,
+    /// Minibatches per pass (the rollout length must be a multiple). Default 4.
+    pub minibatches: u16,
+    /// Normalise advantages to zero mean and unit variance per minibatch. Default true.
+    pub normalize_advantages: bool,
+    /// Clip the value loss around `V_old` by this range (`None`: unclipped). Default `None`.
+    pub value_clip: Option<f32>,
+    /// Entropy bonus coefficient `c_e`. Default 0.
+    pub ent_coef: f32,
+    /// Value loss coefficient `c_v`. Default 0.5.
+    pub vf_coef: f32,
+    /// Global L2 gradient-norm clip. Default `Some(0.5)`.
+    pub max_grad_norm: Option<f32>,
+    /// Stop an update after an epoch whose mean `approx_kl` exceeds this. Default `None`.
+    pub target_kl: Option<f32>,
+    /// Running observation normalisation (saved with the policy). Default true.
+    pub normalize_obs: bool,
+    /// Scale rewards by the running std of the discounted return
+    /// (Gymnasium `NormalizeReward`). Default false.
+    pub normalize_reward: bool,
+    /// Adam's `β₁, β₂, ε`. Default `0.9, 0.999, 1e-5`.
+    pub adam: AdamConfig,
+}
+
+impl PpoConfig {
+    /// The defaults listed on each field.
+    pub const DEFAULT: Self = Self {
+        total_steps: 100_000,
+        learning_rate: Schedule::linear_to_zero(3e-4),
+        clip_range: Schedule::Constant(0.2),
+        gamma: 0.99,
+        gae_lambda: 0.95,
+        epochs: 10,
+        minibatches: 4,
+        normalize_advantages: true,
+        value_clip: None,
+        ent_coef: 0.0,
+        vf_coef: 0.5,
+        max_grad_norm: Some(0.5),
+        target_kl: None,
+        normalize_obs: true,
+        normalize_reward: false,
+        adam: AdamConfig::DEFAULT,
+    };
+
+    /// Checks ranges that would otherwise give NaNs or empty minibatches.
+    ///
+    /// # Errors
+    /// [`Error::InvalidConfig`] naming nothing more specific: `γ, λ ∉ [0, 1]`,
+    /// zero epochs or minibatches, `rollout_len` not a multiple of
+    /// `minibatches`, negative coefficients, a non-positive grad-norm clip or
+    /// target KL.
+    pub fn validate(&self, rollout_len: usize) -> Result<(), Error> {
+        let unit = |x: f32| (0.0..=1.0).contains(&x);
+        let non_negative = |x: f32| x.is_finite() && x >= 0.0;
+        let positive = |x: Option<f32>| x.is_none_or(|x| x.is_finite() && x > 0.0);
+        let ok = unit(self.gamma)
+            && unit(self.gae_lambda)
+            && self.epochs > 0
+            && self.minibatches > 0
+            && rollout_len > 0
+            && rollout_len.is_multiple_of(usize::from(self.minibatches))
+            && non_negative(self.ent_coef)
+            && non_negative(self.vf_coef)
+            && positive(self.max_grad_norm)
+            && positive(self.target_kl)
+            && positive(self.value_clip);
+        if ok {
+            Ok(())
+        } else {
+            Err(Error::InvalidConfig)
+        }
+    }
+}
+
+impl Default for PpoConfig {
+    fn default() -> Self {
+        Self::DEFAULT
+    }
+}
+
+/// A2C hyper-parameters; defaults are SB3's A2C (with Adam instead of RMSprop).
+#[derive(Clone, Copy, Debug, PartialEq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct A2cConfig {
+    /// Environment steps the learning-rate schedule runs over. Default 500 000.
+    pub total_steps: u64,
+    /// Learning rate over training progress. Default constant `7e-4`.
+    pub learning_rate: Schedule,
+    /// Discount `γ`. Default 0.99.
+    pub gamma: f32,
+    /// `λ` of the advantage estimate; 1 gives n-step returns. Default 1.
+    pub gae_lambda: f32,
+    /// Entropy bonus coefficient. Default 0.
+    pub ent_coef: f32,
+    /// Value loss coefficient. Default 0.5.
+    pub vf_coef: f32,
+    /// Global gradient-norm clip. Default `Some(0.5)`.
+    pub max_grad_norm: Option<f32>,
+    /// Normalise advantages over the rollout. Default false.
+    pub normalize_advantages: bool,
+    /// Running observation normalisation. Default true.
+    pub normalize_obs: bool,
+    /// Reward scaling by the discounted-return std. Default false.
+    pub normalize_reward: bool,
+    /// Adam's `β₁, β₂, ε`. Default `0.9, 0.999, 1e-5`.
+    pub adam: AdamConfig,
+}
+
+impl A2cConfig {
+    /// The defaults listed on each field.
+    pub const DEFAULT: Self = Self {
+        total_steps: 500_000,
+        learning_rate: Schedule::Constant(7e-4),
+        gamma: 0.99,
+        gae_lambda: 1.0,
+        ent_coef: 0.0,
+        vf_coef: 0.5,
+        max_grad_norm: Some(0.5),
+        normalize_advantages: false,
+        normalize_obs: true,
+        normalize_reward: false,
+        adam: AdamConfig::DEFAULT,
+    };
+}
+
+impl Default for A2cConfig {
+    fn default() -> Self {
+        Self::DEFAULT
+    }
+}
+
+impl A2cConfig {
+    /// The equivalent [`PpoConfig`]: one epoch, one minibatch, no clipping
+    /// (`const`, so an A2C agent can be a `static`).
+    pub const fn to_ppo(self) -> PpoConfig {
+        let c = self;
+        PpoConfig {
+            total_steps: c.total_steps,
+            learning_rate: c.learning_rate,
+            clip_range: Schedule::Constant(f32::INFINITY),
+            gamma: c.gamma,
+            gae_lambda: c.gae_lambda,
+            epochs: 1,
+            minibatches: 1,
+            normalize_advantages: c.normalize_advantages,
+            value_clip: None,
+            ent_coef: c.ent_coef,
+            vf_coef: c.vf_coef,
+            max_grad_norm: c.max_grad_norm,
+            target_kl: None,
+            normalize_obs: c.normalize_obs,
+            normalize_reward: c.normalize_reward,
+            adam: c.adam,
+        }
+    }
+}
+
+impl From<A2cConfig> for PpoConfig {
+    fn from(c: A2cConfig) -> Self {
+        c.to_ppo()
+    }
+}
+
+/// Diagnostics of one [`Ppo::update`], averaged over every sample (losses)
+/// or every minibatch (gradient norm) it processed.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct UpdateStats {
+    /// Clipped-surrogate loss.
+    pub policy_loss: f32,
+    /// Value loss `½(V − R)²`.
+    pub value_loss: f32,
+    /// Policy entropy.
+    pub entropy: f32,
+    /// `mean((r − 1) − log r)`, the KL estimate between old and new policy.
+    pub approx_kl: f32,
+    /// Fraction of samples with `|r − 1| > ε`.
+    pub clip_fraction: f32,
+    /// `1 − Var(R − V_old)/Var(R)` over the rollout.
+    pub explained_variance: f32,
+    /// Mean gradient norm before clipping.
+    pub grad_norm: f32,
+    /// Epochs run (fewer than configured after a target-KL stop).
+    pub epochs: u16,
+    /// Learning rate used.
+    pub learning_rate: f32,
+    /// Clip range used.
+    pub clip_range: f32,
+}
+
+/// Actor and critic parameters trained together by one Adam.
+pub type ActorCriticParams<A, C> = Pair<A, C>;
+
+/// A PPO (or A2C) agent: actor `A`, critic `C`, `OBS`-dimensional
+/// observations and a rollout of `N` steps, all in one fixed-size struct.
+pub struct Ppo<A: Actor<OBS>, C: Network<OBS, 1>, const OBS: usize, const N: usize> {
+    /// Hyper-parameters.
+    pub config: PpoConfig,
+    /// Actor (`.a`) and critic (`.b`) with gradients and Adam moments.
+    pub train: TrainState<ActorCriticParams<A, C>>,
+    /// The current rollout.
+    pub rollout: Rollout<OBS, A::Action, N>,
+    /// Observation statistics (updated while collecting).
+    pub obs_norm: RunningNorm<OBS>,
+    /// Statistics of the discounted return, for reward scaling.
+    pub return_norm: RunningNorm<1>,
+    /// The running discounted return `Σ γ^k r` of the current episode.
+    pub discounted_return: f32,
+    /// Environment steps collected so far.
+    pub steps: u64,
+    actor_cache: A::Cache,
+    critic_cache: C::Cache,
+}
+
+impl<A: Actor<OBS>, C: Network<OBS, 1>, const OBS: usize, const N: usize> core::fmt::Debug
+    for Ppo<A, C, OBS, N>
+{
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Ppo")
+            .field("config", &self.config)
+            .field("steps", &self.steps)
+            .field("rollout_len", &self.rollout.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl<A: Actor<OBS>, C: Network<OBS, 1>, const OBS: usize, const N: usize> Ppo<A, C, OBS, N> {
+    /// An agent with zeroed weights; call [`init`](Self::init) before training.
+    /// `const`, so the whole agent can be a `static` on a microcontroller.
+    pub const fn new(config: PpoConfig) -> Self {
+        Self {
+            train: TrainState::new(config.adam),
+            config,
+            rollout: Rollout::new(A::ZERO_ACTION),
+            obs_norm: RunningNorm::new(),
+            return_norm: RunningNorm::new(),
+            discounted_return: 0.0,
+            steps: 0,
+            actor_cache: A::EMPTY_CACHE,
+            critic_cache: C::EMPTY_CACHE,
+        }
+    }
+
+    /// Initialises the weights (orthogonal: actor output gain 0.01, critic
+    /// output gain 1), resets Adam, the normalisers and the step count.
+    ///
+    /// # Errors
+    /// [`Error::InvalidConfig`] if the configuration does not
+    /// [`validate`](PpoConfig::validate) for a rollout of `N`.
+    pub fn init<R: Rng + ?Sized>(&mut self, rng: &mut R) -> Result<(), Error> {
+        self.config.validate(N)?;
+        self.train.params.a.init(rng);
+        self.train
+            .params
+            .b
+            .init_orthogonal(rng, gain::HIDDEN, gain::VALUE);
+        self.train.zero_grad();
+        self.train.optimizer = crate::optim::Adam::new(self.config.adam);
+        self.obs_norm = RunningNorm::new();
+        self.return_norm = RunningNorm::new();
+        self.discounted_return = 0.0;
+        self.steps = 0;
+        self.rollout.clear();
+        Ok(())
+    }
+
+    /// The actor.
+    pub fn actor(&self) -> &A {
+        &self.train.params.a
+    }
+
+    /// The critic.
+    pub fn critic(&self) -> &C {
+        &self.train.params.b
+    }
+
+    /// A deployable copy: the actor and the (frozen) observation statistics.
+    pub fn policy(&self) -> Normalized<A, OBS>
+    where
+        A: Clone,
+    {
+        Normalized {
+            policy: self.train.params.a.clone(),
+            obs_norm: self.obs_norm.clone(),
+        }
+    }
+
+    /// The observation as the networks see it, without updating statistics.
+    fn observe(&self, obs: &SVector<f32, OBS>) -> Result<SVector<f32, OBS>, Error> {
+        if self.config.normalize_obs {
+            self.obs_norm.normalize(obs)
+        } else {
+            crate::error::check_all_finite(obs.as_slice())?;
+            Ok(*obs)
+        }
+    }
+
+    /// Reward scaling (Gymnasium `NormalizeReward`): `r / √(Var[G] + ε)` with
+    /// `G ← γG + r` the running discounted return, reset at episode ends.
+    fn scale_reward(&mut self, reward: f32, done: bool) -> Result<f32, Error> {
+        if !self.config.normalize_reward {
+            return Ok(reward);
+        }
+        self.discounted_return = self.discounted_return * self.config.gamma + reward;
+        self.return_norm
+            .update(&SVector::<f32, 1>::new(self.discounted_return))?;
+        if done {
+            self.discounted_return = 0.0;
+        }
+        let scaled = reward / math::sqrt(self.return_norm.var[0] + crate::normalize::EPSILON);
+        Ok(scaled.clamp(-crate::normalize::CLIP, crate::normalize::CLIP))
+    }
+
+    /// Collects `N` steps from `env`, continuing from `cursor`, then computes
+    /// advantages and returns. `on_episode` hears about every finished episode.
+    ///
+    /// # Errors
+    /// [`Error::NonFinite`] for a non-finite observation, reward or network
+    /// output; the environment's own errors. The weights are never touched.
+    pub fn collect<E, R>(
+        &mut self,
+        env: &mut E,
+        cursor: &mut Cursor<OBS>,
+        rng: &mut R,
+        on_episode: impl FnMut(Episode),
+    ) -> Result<(), Error>
+    where
+        E: Env<OBS, Action = A::Action>,
+        R: Rng + ?Sized,
+    {
+        self.collect_until(env, cursor, rng, on_episode, false)
+    }
+
+    /// [`collect`](Self::collect), optionally stopping early at the end of
+    /// the first episode (REINFORCE's episode-by-episode updates).
+    pub(crate) fn collect_until<E, R>(
+        &mut self,
+        env: &mut E,
+        cursor: &mut Cursor<OBS>,
+        rng: &mut R,
+        mut on_episode: impl FnMut(Episode),
+        stop_at_episode_end: bool,
+    ) -> Result<(), Error>
+    where
+        E: Env<OBS, Action = A::Action>,
+        R: Rng + ?Sized,
+    {
+        self.rollout.clear();
+        while !self.rollout.is_full() {
+            let obs = if self.config.normalize_obs {
+                self.obs_norm.update_normalize(&cursor.obs)?
+            } else {
+                self.observe(&cursor.obs)?
+            };
+            let (action, log_prob) = self.train.params.a.sample(&obs, rng)?;
+            let v = value(&self.train.params.b, &obs);
+            check_finite(v)?;
+            let step = cursor.advance(env, action, rng, &mut on_episode)?;
+            let reward = self.scale_reward(step.reward, step.done())?;
+            let final_value = if step.truncated {
+                value(&self.train.params.b, &self.observe(&step.obs)?)
+            } else {
+                0.0
+            };
+            self.rollout.push(Transition {
+                obs,
+                action,
+                log_prob,
+                value: v,
+                reward,
+                terminated: step.terminated,
+                truncated: step.truncated,
+                final_value,
+            })?;
+            if stop_at_episode_end && step.done() {
+                break;
+            }
+        }
+        let last_value = value(&self.train.params.b, &self.observe(&cursor.obs)?);
+        self.rollout
+            .compute_advantages(last_value, self.config.gamma, self.config.gae_lambda);
+        self.steps += self.rollout.len() as u64;
+        Ok(())
+    }
+
+    /// One PPO update on the collected rollout (see the module docs).
+    ///
+    /// # Errors
+    /// [`Error::NonFinite`] for a non-finite network output or gradient,
+    /// [`Error::InvalidConfig`] for an invalid configuration. Optimiser steps
+    /// taken before the error stay applied; the failing one is not.
+    pub fn update<R: Rng + ?Sized>(&mut self, rng: &mut R) -> Result<UpdateStats, Error> {
+        let c = self.config;
+        let n = self.rollout.len();
+        c.validate(n)?;
+        // Schedules are evaluated at the progress *before* this rollout (CleanRL).
+        let progress_steps = self.steps.saturating_sub(n as u64);
+        let lr = c.learning_rate.at(progress_steps, c.total_steps);
+        let clip = c.clip_range.at(progress_steps, c.total_steps);
+        let batch = n / usize::from(c.minibatches);
+        let inv_batch = 1.0 / batch as f32;
+
+        for (i, slot) in self.rollout.indices[..n].iter_mut().enumerate() {
+            *slot = i as u16;
+        }
+        let mut stats = UpdateStats {
+            explained_variance: self.rollout.explained_variance(),
+            learning_rate: lr,
+            clip_range: clip,
+            ..UpdateStats::default()
+        };
+        let (mut samples, mut steps) = (0u32, 0u32);
+        for epoch in 0..c.epochs {
+            rng::shuffle(rng, &mut self.rollout.indices[..n]);
+            let mut epoch_kl = 0.0f32;
+            for start in (0..n).step_by(batch) {
+                // Advantage normalisation over the minibatch (unbiased std, as torch).
+                let (mean, inv_std) = if c.normalize_advantages && batch > 1 {
+                    let idx = &self.rollout.indices[start..start + batch];
+                    let adv = |k: &u16| self.rollout.advantages[usize::from(*k)];
+                    let mean = idx.iter().map(adv).sum::<f32>() * inv_batch;
+                    let ss: f32 = idx.iter().map(|k| (adv(k) - mean) * (adv(k) - mean)).sum();
+                    (mean, 1.0 / (math::sqrt(ss / (batch - 1) as f32) + 1e-8))
+                } else {
+                    (0.0, 1.0)
+                };
+
+                self.train.zero_grad();
+                for k in start..start + batch {
+                    let i = usize::from(self.rollout.indices[k]);
+                    let (obs, action) = (&self.rollout.obs[i], &self.rollout.actions[i]);
+                    let actor = &self.train.params.a;
+                    let (log_prob, entropy) = actor.evaluate(obs, action, &mut self.actor_cache)?;
+                    let advantage = (self.rollout.advantages[i] - mean) * inv_std;
+                    let s = clipped_surrogate(log_prob, self.rollout.log_probs[i], advantage, clip);
+                    actor.backward(
+                        &self.actor_cache,
+                        action,
+                        s.d_log_prob * inv_batch,
+                        -c.ent_coef * inv_batch,
+                        &mut self.train.grads.a,
+                    );
+
+                    let critic = &self.train.params.b;
+                    let v = critic.forward_train(obs, &mut self.critic_cache)[0];
+                    let vl = value_loss(
+                        v,
+                        self.rollout.values[i],
+                        self.rollout.returns[i],
+                        c.value_clip,
+                    );
+                    let d_value = SVector::<f32, 1>::new(c.vf_coef * vl.d_value * inv_batch);
+                    critic.backward(&self.critic_cache, &d_value, &mut self.train.grads.b);
+
+                    let kl = approx_kl(log_prob - self.rollout.log_probs[i]);
+                    epoch_kl += kl;
+                    stats.policy_loss += s.loss;
+                    stats.value_loss += vl.loss;
+                    stats.entropy += entropy;
+                    stats.approx_kl += kl;
+                    stats.clip_fraction += f32::from(u8::from(s.clipped));
+                    samples += 1;
+                }
+                stats.grad_norm += self.train.apply(lr, c.max_grad_norm)?;
+                steps += 1;
+            }
+            stats.epochs = epoch + 1;
+            if c.target_kl
+                .is_some_and(|target| epoch_kl / n as f32 > target)
+            {
+                break;
+            }
+        }
+        let per_sample = 1.0 / samples.max(1) as f32;
+        stats.policy_loss *= per_sample;
+        stats.value_loss *= per_sample;
+        stats.entropy *= per_sample;
+        stats.approx_kl *= per_sample;
+        stats.clip_fraction *= per_sample;
+        stats.grad_norm /= steps.max(1) as f32;
+        Ok(stats)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::nn::Mlp;
+    use crate::policy::CategoricalPolicy;
+
+    type Agent = Ppo<CategoricalPolicy<Mlp<4, 8, 2>>, Mlp<4, 8, 1>, 4, 64>;
+
+    static STATIC_AGENT: Agent = Ppo::new(PpoConfig::DEFAULT);
+
+    #[test]
+    fn agent_can_be_static_and_config_validates() {
+        assert_eq!(STATIC_AGENT.steps, 0);
+        assert!(PpoConfig::DEFAULT.validate(64).is_ok());
+        assert_eq!(PpoConfig::DEFAULT.validate(63), Err(Error::InvalidConfig));
+        let bad = PpoConfig {
+            gamma: 1.5,
+            ..PpoConfig::DEFAULT
+        };
+        assert_eq!(bad.validate(64), Err(Error::InvalidConfig));
+        let a2c: PpoConfig = A2cConfig::DEFAULT.into();
+        assert!(a2c.validate(5).is_ok());
+    }
+}

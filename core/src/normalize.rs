@@ -1,0 +1,214 @@
+//! Running observation normalisation, saved with the policy.
+//!
+//! [`RunningNorm`] keeps a per-dimension running mean and variance and maps an
+//! observation to `clip((x − μ) / √(σ² + ε), −c, c)`, the transformation of
+//! Gymnasium's `NormalizeObservation` wrapper that SB3 and CleanRL use for
+//! PPO. Design:
+//! - **Update and use are separate.** [`RunningNorm::update`] folds one
+//!   observation into the statistics; [`RunningNorm::normalize`] only reads
+//!   them. Training calls both, evaluation and deployment only `normalize`:
+//!   freezing the statistics is simply not updating them, so a deployed copy
+//!   needs no flag and no mutable access.
+//! - **It is part of the policy.** The statistics implement [`Params`] with the
+//!   [`STATISTICS`](crate::params::tag::STATISTICS) tag, so they serialise next
+//!   to the weights ([`Normalized`](crate::algo::Normalized)) and a policy can
+//!   never be deployed with someone else's normaliser.
+//! - **Same update as Gymnasium.** Chan et al.'s parallel variance update with a
+//!   batch of one, starting from `count = 1e-4, μ = 0, σ² = 1` (Gymnasium's
+//!   `RunningMeanStd`), computed in `f32` so it runs on an FPU-only MCU.
+
+use nalgebra::SVector;
+
+use crate::error::{Error, check_all_finite};
+use crate::math;
+use crate::params::{Params, TensorShape, tag};
+
+/// `ε` added to the variance before the square root.
+pub const EPSILON: f32 = 1e-8;
+/// Normalised observations are clipped to `[−CLIP, CLIP]`.
+pub const CLIP: f32 = 10.0;
+/// Initial pseudo-count (Gymnasium's `RunningMeanStd(epsilon=1e-4)`).
+const INITIAL_COUNT: f32 = 1e-4;
+
+/// Per-dimension running mean and variance of `N`-dimensional observations.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RunningNorm<const N: usize> {
+    /// Running mean `μ`.
+    pub mean: SVector<f32, N>,
+    /// Running (population) variance `σ²`.
+    pub var: SVector<f32, N>,
+    /// Number of observations folded in (plus the initial pseudo-count).
+    pub count: SVector<f32, 1>,
+}
+
+impl<const N: usize> Default for RunningNorm<N> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<const N: usize> RunningNorm<N> {
+    /// No observations yet: `μ = 0`, `σ² = 1` (the identity up to clipping).
+    pub const fn new() -> Self {
+        Self {
+            mean: SVector::from_array_storage(nalgebra::ArrayStorage([[0.0; N]; 1])),
+            var: SVector::from_array_storage(nalgebra::ArrayStorage([[1.0; N]; 1])),
+            count: SVector::from_array_storage(nalgebra::ArrayStorage([[INITIAL_COUNT]; 1])),
+        }
+    }
+
+    /// Folds one observation into the statistics.
+    ///
+    /// # Errors
+    /// [`Error::NonFinite`] if `x` has a NaN or infinite component; the
+    /// statistics are unchanged.
+    pub fn update(&mut self, x: &SVector<f32, N>) -> Result<(), Error> {
+        check_all_finite(x.as_slice())?;
+        let count = self.count[0];
+        let total = count + 1.0;
+        for i in 0..N {
+            let delta = x[i] - self.mean[i];
+            self.mean[i] += delta / total;
+            // M2 = σ²·n + δ²·n·1/(n+1); σ² = M2/(n+1)   (Chan et al. 1979)
+            let m2 = self.var[i] * count + delta * delta * count / total;
+            self.var[i] = m2 / total;
+        }
+        self.count[0] = total;
+        Ok(())
+    }
+
+    /// `clip((x − μ) / √(σ² + ε), −CLIP, CLIP)`.
+    ///
+    /// # Errors
+    /// [`Error::NonFinite`] if `x` has a NaN or infinite component.
+    pub fn normalize(&self, x: &SVector<f32, N>) -> Result<SVector<f32, N>, Error> {
+        check_all_finite(x.as_slice())?;
+        let mut out = SVector::<f32, N>::zeros();
+        for i in 0..N {
+            let z = (x[i] - self.mean[i]) / math::sqrt(self.var[i] + EPSILON);
+            out[i] = z.clamp(-CLIP, CLIP);
+        }
+        Ok(out)
+    }
+
+    /// [`update`](Self::update) with `x`, then [`normalize`](Self::normalize) it.
+    ///
+    /// # Errors
+    /// As [`update`](Self::update).
+    pub fn update_normalize(&mut self, x: &SVector<f32, N>) -> Result<SVector<f32, N>, Error> {
+        self.update(x)?;
+        self.normalize(x)
+    }
+}
+
+impl<const N: usize> Params for RunningNorm<N> {
+    const TENSORS: usize = 3;
+    const LEN: usize = 2 * N + 1;
+    const ZERO: Self = Self {
+        mean: SVector::from_array_storage(nalgebra::ArrayStorage([[0.0; N]; 1])),
+        var: SVector::from_array_storage(nalgebra::ArrayStorage([[0.0; N]; 1])),
+        count: SVector::from_array_storage(nalgebra::ArrayStorage([[0.0]; 1])),
+    };
+
+    fn tensor(&self, i: usize) -> &[f32] {
+        match i {
+            0 => self.mean.as_slice(),
+            1 => self.var.as_slice(),
+            2 => self.count.as_slice(),
+            _ => &[],
+        }
+    }
+
+    fn tensor_mut(&mut self, i: usize) -> &mut [f32] {
+        match i {
+            0 => self.mean.as_mut_slice(),
+            1 => self.var.as_mut_slice(),
+            2 => self.count.as_mut_slice(),
+            _ => &mut [],
+        }
+    }
+
+    fn shape(i: usize) -> TensorShape {
+        let rows = match i {
+            0 | 1 => N as u32,
+            2 => 1,
+            _ => {
+                return TensorShape {
+                    rows: 0,
+                    cols: 0,
+                    tag: tag::PLAIN,
+                };
+            }
+        };
+        TensorShape {
+            rows,
+            cols: 1,
+            tag: tag::STATISTICS,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rng;
+    use rand_core::SeedableRng;
+    use rand_xoshiro::Xoshiro128PlusPlus;
+
+    #[test]
+    fn matches_two_pass_statistics() {
+        let mut rng = Xoshiro128PlusPlus::seed_from_u64(5);
+        let mut norm = RunningNorm::<2>::new();
+        let mut xs = std::vec::Vec::new();
+        for _ in 0..5000 {
+            let x = SVector::<f32, 2>::new(
+                rng::uniform_range(&mut rng, -1.0, 3.0),
+                100.0 + 5.0 * rng::normal_pair(&mut rng).0,
+            );
+            norm.update(&x).unwrap();
+            xs.push(x);
+        }
+        for d in 0..2 {
+            let n = xs.len() as f64;
+            let mean = xs.iter().map(|x| x[d] as f64).sum::<f64>() / n;
+            let var = xs.iter().map(|x| (x[d] as f64 - mean).powi(2)).sum::<f64>() / n;
+            assert!((norm.mean[d] as f64 - mean).abs() < 1e-3 * (1.0 + mean.abs()));
+            assert!(
+                (norm.var[d] as f64 - var).abs() < 1e-2 * var,
+                "{} vs {var}",
+                norm.var[d]
+            );
+        }
+        let z = norm.normalize(&SVector::<f32, 2>::new(1.0, 100.0)).unwrap();
+        assert!(z[0].abs() < 0.05 && z[1].abs() < 0.05, "{z:?}");
+    }
+
+    #[test]
+    fn clips_and_rejects_non_finite_without_change() {
+        let mut norm = RunningNorm::<2>::new();
+        norm.update(&SVector::<f32, 2>::new(0.0, 0.0)).unwrap();
+        let before = norm.clone();
+        assert_eq!(
+            norm.update(&SVector::<f32, 2>::new(f32::NAN, 0.0)),
+            Err(Error::NonFinite)
+        );
+        assert_eq!(norm, before);
+        let z = norm.normalize(&SVector::<f32, 2>::new(1e9, -1e9)).unwrap();
+        assert_eq!(z, SVector::<f32, 2>::new(CLIP, -CLIP));
+        assert_eq!(
+            norm.normalize(&SVector::<f32, 2>::new(f32::INFINITY, 0.0)),
+            Err(Error::NonFinite)
+        );
+    }
+
+    #[test]
+    fn round_trips_through_the_format() {
+        let mut norm = RunningNorm::<3>::new();
+        norm.update(&SVector::<f32, 3>::new(1.0, 2.0, 3.0)).unwrap();
+        let mut blob = [0u8; crate::serialize::encoded_len::<RunningNorm<3>>()];
+        crate::serialize::save(&norm, &mut blob).unwrap();
+        let mut loaded = RunningNorm::<3>::ZERO;
+        crate::serialize::load(&mut loaded, &blob).unwrap();
+        assert_eq!(loaded, norm);
+    }
+}
