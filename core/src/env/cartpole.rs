@@ -8,30 +8,33 @@
 //! (1983) as corrected by Florian (2007), integrated with explicit Euler.
 //!
 //! Design:
-//! - **Same expressions, same order, in `f32`.** Gymnasium computes in `f64`
-//!   (NumPy) and casts the observation to `f32`; a microcontroller wants `f32`
-//!   state and arithmetic, so [`CartPole`] keeps its state in `f32` and
-//!   evaluates Gymnasium's expressions operation for operation (`cos`/`sin`
-//!   through [`crate::math`], so the bits are the same on x86-64 and a
-//!   Cortex-M4F). One step agrees with Gymnasium to about one `f32` rounding
-//!   (≤ 2.4e-7 measured). Over a whole episode the agreement is bounded by the
-//!   physics: the upright pole is unstable (a linearised growth rate of about
-//!   4 s⁻¹, ×1.08 per step), so two simulations that differ in the last bit —
-//!   `f32` against `f64` as much as `f64` against a differently-ordered `f64`
-//!   — drift apart by a factor e every ~12 steps when the same *open-loop*
-//!   action sequence is replayed. Replaying Gymnasium's actions from its start
-//!   state, the observations stay within 1e-5 for the first ~75–95 steps (every
-//!   random-action episode ends well before), pass 1e-3 around step 140 and
-//!   1.0 around step 230 of a 500-step balanced episode. A NumPy `float32`
-//!   emulation of Gymnasium's code crosses 1e-5 at exactly the same steps:
-//!   this is a property of the task, not a defect of either simulator.
-//!   `tests/tests/gym_parity.rs` checks the long episodes step by step.
-//! - **Termination compares like Gymnasium's `f64`.** The thresholds (`2.4` m,
-//!   `12·2π/360` rad) are Gymnasium's `f64` values; the `f32` state is tested
-//!   with `>=`/`<=` against the smallest `f32` above them, which is exactly
-//!   Gymnasium's `x > 2.4` applied to the same (`f32`-valued) state. So a state
-//!   set to `x = 2.4_f32` (0.000 000 095 above 2.4) terminates, as it does in
-//!   Gymnasium.
+//! - **Gymnasium's arithmetic, in `f64`.** The state is `f64` and every step
+//!   evaluates Gymnasium's expressions in Gymnasium's order in `f64` (its
+//!   `np.float64` scalars and Python floats, `np.square(v)` as `v * v`), with
+//!   [`libm::cos`]/[`libm::sin`] for NumPy's `np.cos`/`np.sin` (pure Rust:
+//!   the same bits on x86-64 and a Cortex-M4F). The observation is the state
+//!   cast to `f32`, as Gymnasium's `np.array(self.state, dtype=np.float32)`.
+//!   Why not `f32`: the upright pole is unstable (a linearised growth rate of
+//!   about 4 s⁻¹, ×1.08 per step), so when Gymnasium's recorded action
+//!   sequence is replayed open-loop, a difference of one `f32` rounding grows
+//!   by a factor e every ~12 steps and a 500-step balanced episode leaves the
+//!   1e-5 band around step 80. In `f64` the only possible difference is the
+//!   last bit of a `cos`/`sin` (libm's against the C library's that NumPy
+//!   calls). Measured against Gymnasium 1.4.0 / NumPy 2.4.6 on glibc 2.36:
+//!   every state of every step of the committed fixture
+//!   (`tests/tests/gym_parity.rs`, including four 500-step episodes) is
+//!   bit-identical. In a larger sample of 400 open-loop replays of 500-step
+//!   balanced episodes, three hit a one-ulp `cos`/`sin` difference (once it
+//!   was glibc's value that was misrounded) and the instability carried it
+//!   past 1e-5 after step ~360: exact parity over long open-loop replays is
+//!   parity with one C library, which a Gymnasium run on another platform
+//!   does not have either. A closed-loop policy is unaffected (it reacts to
+//!   the observations). The cost on the MCU (software `f64`: two
+//!   trigonometric calls and ~30 `+ − × ÷` per step) is small next to the
+//!   networks (see the [`env`](super) module).
+//! - **Termination as Gymnasium.** `x < −2.4 || x > 2.4 || θ < −θ_max ||
+//!   θ > θ_max` on the `f64` state, with Gymnasium's `f64` thresholds
+//!   (`θ_max = 12·2π/360`).
 //! - **Reward as Gymnasium.** 1.0 for every step up to and including the one
 //!   that terminates. Gymnasium logs a warning when stepped again after a
 //!   termination and pays 0.0 for each further step that ends out of bounds;
@@ -42,60 +45,44 @@
 //!   reset and every step after it, independent of `terminated`, like
 //!   Gymnasium's `TimeLimit` wrapper.
 //! - **One physics function.** [`CartPole`] (`usize` actions, ±10 N) and
-//!   [`CartPoleContinuous`] (`SVector<f32, 1>` actions, `clip(a, −1, 1)·10` N;
-//!   not in Gymnasium) share the same private step taking the force, so the two
-//!   cannot drift apart.
-//! - **Static-friendly.** `const fn new`, no allocation, 24 bytes of state, so
+//!   [`CartPoleContinuous`] (`SVector<f32, 1>` actions, `clip(a, −1, 1)·10` N
+//!   computed in `f64`; not in Gymnasium) share the same private step taking
+//!   the force, so the two cannot drift apart.
+//! - **Static-friendly.** `const fn new`, no allocation, 32 bytes of state, so
 //!   the environment can live in a `static` on the MCU.
 
 use nalgebra::SVector;
 use rand_core::Rng;
 
-use super::{Env, Step};
+use super::{Env, Step, uniform_f64};
 use crate::error::{Error, check_finite};
-use crate::{math, rng};
 
 /// Gravitational acceleration, m/s².
-const GRAVITY: f32 = 9.8;
+const GRAVITY: f64 = 9.8;
 /// Cart mass, kg.
-const MASSCART: f32 = 1.0;
+const MASSCART: f64 = 1.0;
 /// Pole mass, kg.
-const MASSPOLE: f32 = 0.1;
-/// `masspole + masscart`.
-const TOTAL_MASS: f32 = MASSPOLE + MASSCART;
+const MASSPOLE: f64 = 0.1;
+/// `masspole + masscart` (Gymnasium's `total_mass`, computed the same way).
+const TOTAL_MASS: f64 = MASSPOLE + MASSCART;
 /// Half the pole's length, m.
-const LENGTH: f32 = 0.5;
+const LENGTH: f64 = 0.5;
 /// `masspole · length`.
-const POLEMASS_LENGTH: f32 = MASSPOLE * LENGTH;
+const POLEMASS_LENGTH: f64 = MASSPOLE * LENGTH;
 /// Magnitude of the force of a discrete action, N.
-const FORCE_MAG: f32 = 10.0;
+const FORCE_MAG: f64 = 10.0;
 /// Seconds between state updates.
-const TAU: f32 = 0.02;
+const TAU: f64 = 0.02;
 /// `4/3` in the pole's moment of inertia.
-const FOUR_THIRDS: f32 = 4.0 / 3.0;
+const FOUR_THIRDS: f64 = 4.0 / 3.0;
 
 /// Gymnasium's cart-position limit `x_threshold`, m.
-const X_THRESHOLD_F64: f64 = 2.4;
+const X_THRESHOLD: f64 = 2.4;
 /// Gymnasium's pole-angle limit `theta_threshold_radians = 12·2π/360`.
-const THETA_THRESHOLD_F64: f64 = 12.0 * 2.0 * core::f64::consts::PI / 360.0;
-/// Smallest `f32` strictly above 2.4: an `f32` `x` satisfies `x > 2.4` in
-/// `f64` exactly when `x >= X_BOUND`.
-const X_BOUND: f32 = f32_above(X_THRESHOLD_F64);
-/// Smallest `f32` strictly above `12·2π/360` (see [`X_BOUND`]).
-const THETA_BOUND: f32 = f32_above(THETA_THRESHOLD_F64);
+const THETA_THRESHOLD: f64 = 12.0 * 2.0 * core::f64::consts::PI / 360.0;
 
 /// Half-width of the uniform reset distribution of every state component.
-const RESET_HIGH: f32 = 0.05;
-
-/// The smallest `f32` strictly greater than the positive, finite `t`.
-const fn f32_above(t: f64) -> f32 {
-    let f = t as f32;
-    if f as f64 > t {
-        f
-    } else {
-        f32::from_bits(f.to_bits() + 1)
-    }
-}
+const RESET_HIGH: f64 = 0.05;
 
 /// Gymnasium's `CartPole-v1`: balance a pole on a cart by pushing it left or
 /// right.
@@ -113,8 +100,8 @@ const fn f32_above(t: f64) -> f32 {
 /// See the [module documentation](self) for the numerical design.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct CartPole {
-    /// `[x, x_dot, theta, theta_dot]`.
-    state: [f32; 4],
+    /// `[x, x_dot, theta, theta_dot]`, Gymnasium's `f64` state.
+    state: [f64; 4],
     /// Steps since the last reset (saturating).
     elapsed_steps: u32,
     /// A step since the last reset terminated (Gymnasium's
@@ -136,9 +123,10 @@ impl CartPole {
         }
     }
 
-    /// The physical state `[x, x_dot, theta, theta_dot]` (also the observation).
+    /// The physical state `[x, x_dot, theta, theta_dot]` in `f64` (the
+    /// observation is this cast to `f32`).
     #[inline]
-    pub fn state(&self) -> [f32; 4] {
+    pub fn state(&self) -> [f64; 4] {
         self.state
     }
 
@@ -147,7 +135,7 @@ impl CartPole {
     /// Like assigning `env.unwrapped.state` in Gymnasium, this leaves the step
     /// counter and the "already terminated" flag alone.
     #[inline]
-    pub fn set_state(&mut self, state: [f32; 4]) {
+    pub fn set_state(&mut self, state: [f64; 4]) {
         self.state = state;
     }
 
@@ -157,16 +145,16 @@ impl CartPole {
         self.elapsed_steps
     }
 
-    /// The current observation (the state as a vector).
+    /// The current observation: the state cast to `f32` (rounded to nearest).
     #[inline]
     pub fn observation(&self) -> SVector<f32, 4> {
-        SVector::from(self.state)
+        SVector::from(self.state.map(|s| s as f32))
     }
 
     /// Resets the state uniformly in `[−0.05, 0.05)⁴` and the counters.
     fn reset_state<R: Rng + ?Sized>(&mut self, rng: &mut R) -> SVector<f32, 4> {
         for s in &mut self.state {
-            *s = rng::uniform_range(rng, -RESET_HIGH, RESET_HIGH);
+            *s = uniform_f64(rng, -RESET_HIGH, RESET_HIGH);
         }
         self.elapsed_steps = 0;
         self.terminated_once = false;
@@ -176,11 +164,12 @@ impl CartPole {
     /// One Euler step under a horizontal `force` (N) on the cart: the physics
     /// shared by [`CartPole`] and [`CartPoleContinuous`].
     ///
-    /// Gymnasium's expressions in Gymnasium's order, in `f32`.
-    fn apply_force(&mut self, force: f32) -> Step<4> {
+    /// Gymnasium's expressions in Gymnasium's order, in `f64`; Python
+    /// evaluates `a * b * c / d` as `((a * b) * c) / d`, and so does Rust.
+    fn apply_force(&mut self, force: f64) -> Step<4> {
         let [x, x_dot, theta, theta_dot] = self.state;
-        let costheta = math::cos(theta);
-        let sintheta = math::sin(theta);
+        let costheta = libm::cos(theta);
+        let sintheta = libm::sin(theta);
 
         let temp = (force + POLEMASS_LENGTH * (theta_dot * theta_dot) * sintheta) / TOTAL_MASS;
         let thetaacc = (GRAVITY * sintheta - costheta * temp)
@@ -194,8 +183,16 @@ impl CartPole {
         let theta_dot = theta_dot + TAU * thetaacc;
         self.state = [x, x_dot, theta, theta_dot];
 
-        let terminated =
-            x <= -X_BOUND || x >= X_BOUND || theta <= -THETA_BOUND || theta >= THETA_BOUND;
+        // Gymnasium's four comparisons, so a NaN does not terminate there
+        // either (`!(-t..=t).contains(&x)` would).
+        #[expect(
+            clippy::manual_range_contains,
+            reason = "Gymnasium's comparisons, NaN semantics included"
+        )]
+        let terminated = x < -X_THRESHOLD
+            || x > X_THRESHOLD
+            || theta < -THETA_THRESHOLD
+            || theta > THETA_THRESHOLD;
         let reward = if !terminated {
             1.0
         } else if !self.terminated_once {
@@ -264,15 +261,16 @@ impl CartPoleContinuous {
         }
     }
 
-    /// The physical state `[x, x_dot, theta, theta_dot]` (also the observation).
+    /// The physical state `[x, x_dot, theta, theta_dot]` in `f64` (the
+    /// observation is this cast to `f32`).
     #[inline]
-    pub fn state(&self) -> [f32; 4] {
+    pub fn state(&self) -> [f64; 4] {
         self.inner.state()
     }
 
     /// Overwrites the physical state (see [`CartPole::set_state`]).
     #[inline]
-    pub fn set_state(&mut self, state: [f32; 4]) {
+    pub fn set_state(&mut self, state: [f64; 4]) {
         self.inner.set_state(state);
     }
 
@@ -282,7 +280,7 @@ impl CartPoleContinuous {
         self.inner.elapsed_steps()
     }
 
-    /// The current observation (the state as a vector).
+    /// The current observation: the state cast to `f32`.
     #[inline]
     pub fn observation(&self) -> SVector<f32, 4> {
         self.inner.observation()
@@ -297,11 +295,14 @@ impl Env<4> for CartPoleContinuous {
         self.inner.reset_state(rng)
     }
 
-    /// Pushes with `clip(a, −1, 1) · 10` N for 0.02 s.
+    /// Pushes with `clip(a, −1, 1) · 10` N for 0.02 s; the clip is exact in
+    /// `f32`, the product is computed in `f64` (like a Python `float`).
     fn step(&mut self, action: SVector<f32, 1>) -> Result<Step<4>, Error> {
         let a = action[0];
         check_finite(a)?;
-        Ok(self.inner.apply_force(a.clamp(-1.0, 1.0) * FORCE_MAG))
+        Ok(self
+            .inner
+            .apply_force(f64::from(a.clamp(-1.0, 1.0)) * FORCE_MAG))
     }
 }
 
@@ -332,23 +333,31 @@ mod tests {
 
     #[test]
     fn constants_match_gymnasium() {
-        // The f32 constants are Gymnasium's f64 ones, correctly rounded.
-        assert_eq!(TOTAL_MASS, (0.1f64 + 1.0f64) as f32);
-        assert_eq!(POLEMASS_LENGTH, (0.1f64 * 0.5f64) as f32);
-        assert_eq!(FOUR_THIRDS, (4.0f64 / 3.0f64) as f32);
-        // The bounds are the first f32 values beyond Gymnasium's f64 limits.
-        assert!(f64::from(X_BOUND) > 2.4);
-        assert!(f64::from(f32::from_bits(X_BOUND.to_bits() - 1)) <= 2.4);
-        let theta_thr = 12.0 * 2.0 * core::f64::consts::PI / 360.0;
-        assert!(f64::from(THETA_BOUND) > theta_thr);
-        assert!(f64::from(f32::from_bits(THETA_BOUND.to_bits() - 1)) <= theta_thr);
+        // Python's values of Gymnasium's expressions (`repr` of the floats).
+        assert_eq!(TOTAL_MASS, 1.1);
+        assert_eq!(POLEMASS_LENGTH, 0.05);
+        assert_eq!(FOUR_THIRDS, 1.333_333_333_333_333_3);
+        assert_eq!(THETA_THRESHOLD, 0.209_439_510_239_319_53);
+    }
+
+    #[test]
+    fn observation_is_the_state_rounded_to_f32() {
+        let mut env = CartPole::new();
+        let state = [0.1, -1.0 / 3.0, 1e-40, -2.0];
+        env.set_state(state);
+        assert_eq!(env.state(), state);
+        let obs = env.observation();
+        for (o, s) in obs.iter().zip(state) {
+            assert_eq!(*o, s as f32);
+            assert!((f64::from(*o) - s).abs() <= s.abs() * f64::from(f32::EPSILON) / 2.0 + 1e-45);
+        }
     }
 
     #[test]
     fn reset_draws_each_component_in_range() {
         let mut env = CartPole::new();
         let mut rng = Xoshiro128PlusPlus::seed_from_u64(7);
-        let (mut lo, mut hi) = (f32::INFINITY, f32::NEG_INFINITY);
+        let (mut lo, mut hi) = (f64::INFINITY, f64::NEG_INFINITY);
         for _ in 0..2000 {
             let obs = env.reset(&mut rng);
             assert_eq!(obs, env.observation());
@@ -367,7 +376,7 @@ mod tests {
         let run = |seed| {
             let mut env = CartPole::new();
             let mut rng = Xoshiro128PlusPlus::seed_from_u64(seed);
-            let mut trace = [[0.0f32; 4]; 30];
+            let mut trace = [[0.0f64; 4]; 30];
             env.reset(&mut rng);
             for (t, slot) in trace.iter_mut().enumerate() {
                 env.step(t % 3 % 2).unwrap();
@@ -381,19 +390,40 @@ mod tests {
 
     #[test]
     fn one_step_matches_hand_computation() {
-        // From rest, upright: only the force acts.
+        // From rest, upright: only the force acts (cos 0 = 1, sin 0 = 0).
         let mut env = CartPole::new();
         let step = env.step(1).unwrap();
-        let xacc = FORCE_MAG / TOTAL_MASS
-            - POLEMASS_LENGTH
-                * ((-FORCE_MAG / TOTAL_MASS) / (LENGTH * (FOUR_THIRDS - MASSPOLE / TOTAL_MASS)))
-                / TOTAL_MASS;
-        let thetaacc = (-FORCE_MAG / TOTAL_MASS) / (LENGTH * (FOUR_THIRDS - MASSPOLE / TOTAL_MASS));
+        let temp = FORCE_MAG / TOTAL_MASS;
+        let thetaacc = (0.0 - temp) / (LENGTH * (FOUR_THIRDS - MASSPOLE / TOTAL_MASS));
+        let xacc = temp - POLEMASS_LENGTH * thetaacc / TOTAL_MASS;
         assert_eq!(env.state(), [0.0, TAU * xacc, 0.0, TAU * thetaacc]);
         assert!(env.state()[1] > 0.0 && env.state()[3] < 0.0);
+        assert_eq!(step.obs, env.observation());
         assert_eq!(step.reward, 1.0);
         assert!(!step.terminated && !step.truncated);
         assert_eq!(env.elapsed_steps(), 1);
+    }
+
+    #[test]
+    fn one_step_from_a_tilted_state_matches_the_f64_formula() {
+        let start = [0.01, -0.02, 0.03, 0.04];
+        let mut env = CartPole::new();
+        env.set_state(start);
+        env.step(0).unwrap();
+        let [x, x_dot, theta, theta_dot] = start;
+        let (c, s) = (libm::cos(theta), libm::sin(theta));
+        let temp = (-10.0 + 0.05 * (theta_dot * theta_dot) * s) / 1.1;
+        let thetaacc = (9.8 * s - c * temp) / (0.5 * (4.0 / 3.0 - 0.1 * (c * c) / 1.1));
+        let xacc = temp - 0.05 * thetaacc * c / 1.1;
+        assert_eq!(
+            env.state(),
+            [
+                x + 0.02 * x_dot,
+                x_dot + 0.02 * xacc,
+                theta + 0.02 * theta_dot,
+                theta_dot + 0.02 * thetaacc
+            ]
+        );
     }
 
     #[test]
@@ -422,7 +452,7 @@ mod tests {
 
     /// With zero velocities a step leaves `x` and `theta` exactly where they
     /// were set, so the termination test sees the chosen value.
-    fn terminated_at(state: [f32; 4]) -> bool {
+    fn terminated_at(state: [f64; 4]) -> bool {
         let mut env = CartPole::new();
         env.set_state(state);
         let step = env.step(0).unwrap();
@@ -434,17 +464,20 @@ mod tests {
 
     #[test]
     fn termination_at_the_exact_thresholds() {
-        let below = |b: f32| f32::from_bits(b.to_bits() - 1);
-        // 2.4_f32 is above 2.4, so Gymnasium (comparing in f64) terminates on it.
-        assert_eq!(X_BOUND, 2.4);
-        for sign in [1.0f32, -1.0] {
-            assert!(terminated_at([sign * X_BOUND, 0.0, 0.0, 0.0]));
-            assert!(!terminated_at([sign * below(X_BOUND), 0.0, 0.0, 0.0]));
-            assert!(terminated_at([0.0, 0.0, sign * THETA_BOUND, 0.0]));
-            assert!(!terminated_at([0.0, 0.0, sign * below(THETA_BOUND), 0.0]));
+        // Gymnasium: `x > 2.4` and `theta > 12·2π/360` in f64, strictly.
+        for sign in [1.0f64, -1.0] {
+            for (i, thr) in [(0, X_THRESHOLD), (2, THETA_THRESHOLD)] {
+                let mut state = [0.0; 4];
+                state[i] = sign * thr;
+                assert!(!terminated_at(state), "{state:?}");
+                state[i] = sign * thr.next_up();
+                assert!(terminated_at(state), "{state:?}");
+            }
+            // 2.4_f32 lies above 2.4, so it terminates (as in Gymnasium).
+            assert!(terminated_at([sign * f64::from(2.4f32), 0.0, 0.0, 0.0]));
         }
         assert!(!terminated_at([2.3, 0.0, 0.2, 0.0]));
-        assert!(terminated_at([f32::INFINITY, 0.0, 0.0, 0.0]));
+        assert!(terminated_at([f64::INFINITY, 0.0, 0.0, 0.0]));
     }
 
     #[test]
@@ -519,5 +552,18 @@ mod tests {
         zero.set_state([0.0; 4]);
         assert_eq!(zero.step(act(0.0)).unwrap().obs, SVector::<f32, 4>::zeros());
         assert_eq!(c.elapsed_steps(), 4);
+    }
+
+    #[test]
+    fn continuous_force_is_computed_in_f64() {
+        // 0.1_f32 · 10 in f64 is not the f32 product 1.0: the force follows
+        // Python's `float(a) * 10.0`.
+        let a = 0.1f32;
+        assert_ne!(f64::from(a) * 10.0, f64::from(a * 10.0));
+        let mut c = CartPoleContinuous::new();
+        c.step(act(a)).unwrap();
+        let mut reference = CartPole::new();
+        reference.apply_force(f64::from(a) * 10.0);
+        assert_eq!(c.state(), reference.state());
     }
 }

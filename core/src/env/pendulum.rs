@@ -7,17 +7,34 @@
 //! `gym.make("Pendulum-v1")` adds.
 //!
 //! Design:
-//! - **Same expressions, same order, in `f32`.** Gymnasium computes in `f64`
-//!   (NumPy) and casts the observation to `f32`; here state and arithmetic are
-//!   `f32` (what a Cortex-M4F does in hardware), `sin`/`cos` go through
-//!   [`crate::math`] and the modulo through `libm::fmodf`, so the bits are the
-//!   same on every platform. A single step agrees with Gymnasium within
-//!   5e-7 in the observation and 4e-6 in the reward (measured; more where
-//!   |θ| has grown large, as the `f32` θ itself is coarser there: 4e-6 at
-//!   |θ| ≈ 70). Over a 200-step episode the `f32` rounding of the state
-//!   (~2.4e-7 per step) accumulates along the nonlinear oscillation to ~1e-4
-//!   in the observation (the same as a NumPy `float32` emulation of
-//!   Gymnasium's code; `tests/tests/gym_parity.rs` has the numbers).
+//! - **Gymnasium's arithmetic, in NumPy's types.** Gymnasium's state is an
+//!   `np.float64` array and its torque a `np.float32`, and NumPy 2 (NEP 50)
+//!   keeps a `float32` a `float32` when combined with a Python float. So,
+//!   exactly as Gymnasium evaluates it:
+//!   - `u = clip(a, −2, 2)` in `f32`;
+//!   - `newthdot = thdot + (15·sin θ + f64(3·u in f32))·0.05` in `f64`, then
+//!     clipped to `[−8, 8]`, and `newth = θ + newthdot·0.05` in `f64`;
+//!   - `cost = (angle_normalize(θ)² + 0.1·θ̇²) + f64(0.001·u² in f32)` on the
+//!     pre-step state (NumPy squares a scalar with `pow`; `x·x` is the correctly
+//!     rounded square, which C's `pow` misses by an ulp in ~0.1 % of cases —
+//!     invisible once the reward is cast to `f32`), `reward = −cost` cast to
+//!     `f32`;
+//!   - the observation `[cos θ, sin θ, θ̇]` is computed in `f64` and cast to
+//!     `f32`, as Gymnasium's `np.array([...], dtype=np.float32)`.
+//!
+//!   `sin`/`cos`/`fmod` are the pure-Rust [`libm`]'s `f64` functions (the same
+//!   bits on x86-64 and a Cortex-M4F). With an `f32` state, the state's
+//!   rounding (~2.4e-7 per step) accumulated along the nonlinear oscillation
+//!   to ~1e-4 in the observation over a 200-step episode. In `f64` the state
+//!   follows Gymnasium's bit for bit except where libm's `sin` and glibc's
+//!   differ in the last bit (about 4 % of the calls at these angles; libm's is
+//!   then usually the misrounded one) and the difference survives the
+//!   update: 16 of the fixture's 1200 steps. The pendulum does not amplify
+//!   them the way the upright cart-pole does: the `f64` states stay within
+//!   1.3e-13 of Gymnasium's over whole episodes, and the `f32` observations
+//!   are identical at every step (`tests/tests/gym_parity.rs`). The cost on
+//!   the MCU (software `f64`: three trigonometric calls and an `fmod` per
+//!   step) is small next to the networks (see the [`env`](super) module).
 //! - **The cost is the pre-step state's.** `cost = angle_normalize(θ)² +
 //!   0.1·θ̇² + 0.001·u²` with the clipped torque `u`, evaluated *before* the
 //!   update, and `reward = −cost`, as Gymnasium does.
@@ -31,41 +48,45 @@
 use nalgebra::SVector;
 use rand_core::Rng;
 
-use super::{Env, Step};
+use super::{Env, Step, uniform_f64};
 use crate::error::{Error, check_finite};
-use crate::{math, rng};
 
-use core::f32::consts::{PI, TAU};
+use core::f64::consts::{PI, TAU};
 
 /// Maximum angular speed, rad/s.
-const MAX_SPEED: f32 = 8.0;
-/// Maximum torque, N·m: actions are clipped to `[−2, 2]`.
+const MAX_SPEED: f64 = 8.0;
+/// Maximum torque, N·m: actions are clipped to `[−2, 2]` (in `f32`, like
+/// Gymnasium's `float32` action).
 const MAX_TORQUE: f32 = 2.0;
 /// Time step, s.
-const DT: f32 = 0.05;
+const DT: f64 = 0.05;
 /// Gravitational acceleration (Gymnasium's default `g = 10.0`).
-const G: f32 = 10.0;
+const G: f64 = 10.0;
 /// Mass, kg.
-const M: f32 = 1.0;
+const M: f64 = 1.0;
 /// Length, m.
-const L: f32 = 1.0;
-/// `3g/(2l)`: gravity's angular acceleration per unit `sin θ`.
-const GRAVITY_GAIN: f32 = 3.0 * G / (2.0 * L);
-/// `3/(ml²)`: angular acceleration per unit torque.
-const TORQUE_GAIN: f32 = 3.0 / (M * L * L);
+const L: f64 = 1.0;
+/// `3g/(2l)`: gravity's angular acceleration per unit `sin θ` (a Python float).
+const GRAVITY_GAIN: f64 = 3.0 * G / (2.0 * L);
+/// `3/(ml²)`: angular acceleration per unit torque. A Python float that NumPy
+/// converts to `float32` to multiply the `float32` torque.
+const TORQUE_GAIN: f32 = (3.0 / (M * L * L)) as f32;
+/// Weight of `u²` in the cost, converted to `float32` by NumPy as
+/// [`TORQUE_GAIN`].
+const TORQUE_COST: f32 = 0.001;
 /// Half-width of the reset distribution of `θ̇`.
-const RESET_SPEED: f32 = 1.0;
+const RESET_SPEED: f64 = 1.0;
 
 /// `((x + π) mod 2π) − π` with Python's floored `%` (the result of the `mod`
 /// has the sign of the divisor), as Gymnasium's `angle_normalize`: maps any
 /// angle into `[−π, π]`.
 ///
-/// `fmodf` truncates (its result has the sign of the dividend), so a negative
-/// remainder is shifted up by 2π, which is exactly what Python does. `fmodf`
-/// itself is exact.
+/// `fmod` truncates (its result has the sign of the dividend), so a negative
+/// remainder is shifted up by 2π, which is exactly what Python and NumPy do
+/// (`fmod` itself is exact).
 #[inline]
-pub fn angle_normalize(x: f32) -> f32 {
-    let r = libm::fmodf(x + PI, TAU);
+pub fn angle_normalize(x: f64) -> f64 {
+    let r = libm::fmod(x + PI, TAU);
     let r = if r < 0.0 { r + TAU } else { r };
     r - PI
 }
@@ -84,8 +105,8 @@ pub fn angle_normalize(x: f32) -> f32 {
 /// See the [module documentation](self) for the numerical design.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Pendulum {
-    /// `[θ, θ̇]`.
-    state: [f32; 2],
+    /// `[θ, θ̇]`, Gymnasium's `f64` state.
+    state: [f64; 2],
     /// Steps since the last reset (saturating).
     elapsed_steps: u32,
 }
@@ -103,16 +124,16 @@ impl Pendulum {
         }
     }
 
-    /// The physical state `[θ, θ̇]` (θ not wrapped, as in Gymnasium).
+    /// The physical state `[θ, θ̇]` in `f64` (θ not wrapped, as in Gymnasium).
     #[inline]
-    pub fn state(&self) -> [f32; 2] {
+    pub fn state(&self) -> [f64; 2] {
         self.state
     }
 
     /// Overwrites the physical state `[θ, θ̇]`; the step counter is unchanged
     /// (like assigning `env.unwrapped.state` in Gymnasium).
     #[inline]
-    pub fn set_state(&mut self, state: [f32; 2]) {
+    pub fn set_state(&mut self, state: [f64; 2]) {
         self.state = state;
     }
 
@@ -122,11 +143,12 @@ impl Pendulum {
         self.elapsed_steps
     }
 
-    /// The current observation `[cos θ, sin θ, θ̇]`.
+    /// The current observation `[cos θ, sin θ, θ̇]`, computed in `f64` and
+    /// cast to `f32`.
     #[inline]
     pub fn observation(&self) -> SVector<f32, 3> {
         let [th, thdot] = self.state;
-        SVector::from([math::cos(th), math::sin(th), thdot])
+        SVector::from([libm::cos(th) as f32, libm::sin(th) as f32, thdot as f32])
     }
 }
 
@@ -141,8 +163,8 @@ impl Env<3> for Pendulum {
     const SOLVED_RETURN: f32 = -200.0;
 
     fn reset<R: Rng + ?Sized>(&mut self, rng: &mut R) -> SVector<f32, 3> {
-        let th = rng::uniform_range(rng, -PI, PI);
-        let thdot = rng::uniform_range(rng, -RESET_SPEED, RESET_SPEED);
+        let th = uniform_f64(rng, -PI, PI);
+        let thdot = uniform_f64(rng, -RESET_SPEED, RESET_SPEED);
         self.state = [th, thdot];
         self.elapsed_steps = 0;
         self.observation()
@@ -156,9 +178,9 @@ impl Env<3> for Pendulum {
         let [th, thdot] = self.state;
 
         let th_norm = angle_normalize(th);
-        let cost = th_norm * th_norm + 0.1 * (thdot * thdot) + 0.001 * (u * u);
+        let cost = th_norm * th_norm + 0.1 * (thdot * thdot) + f64::from(TORQUE_COST * (u * u));
 
-        let newthdot = thdot + (GRAVITY_GAIN * math::sin(th) + TORQUE_GAIN * u) * DT;
+        let newthdot = thdot + (GRAVITY_GAIN * libm::sin(th) + f64::from(TORQUE_GAIN * u)) * DT;
         let newthdot = newthdot.clamp(-MAX_SPEED, MAX_SPEED);
         let newth = th + newthdot * DT;
         self.state = [newth, newthdot];
@@ -166,7 +188,7 @@ impl Env<3> for Pendulum {
         self.elapsed_steps = self.elapsed_steps.saturating_add(1);
         Ok(Step {
             obs: self.observation(),
-            reward: -cost,
+            reward: (-cost) as f32,
             terminated: false,
             truncated: self.elapsed_steps >= Self::MAX_EPISODE_STEPS,
         })
@@ -176,6 +198,8 @@ impl Env<3> for Pendulum {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::rng;
+    use core::f64::consts::FRAC_PI_2;
     use rand_core::SeedableRng;
     use rand_xoshiro::Xoshiro128PlusPlus;
 
@@ -200,8 +224,8 @@ mod tests {
 
     #[test]
     fn angle_normalize_matches_python_floored_modulo() {
-        // Reference values from Python: ((x + math.pi) % (2 * math.pi)) - math.pi.
-        let cases: [(f32, f64); 9] = [
+        // Python: ((x + math.pi) % (2 * math.pi)) - math.pi, `repr` of the result.
+        let cases: [(f64, f64); 10] = [
             (0.0, 0.0),
             (1.0, 1.0),
             (-1.0, -1.0),
@@ -211,19 +235,16 @@ mod tests {
             (-10.0, 2.566_370_614_359_172_5),
             (10.0, -2.566_370_614_359_172_5),
             (-100.0, 0.530_964_914_873_383_3),
+            (73.5, -1.898_223_686_155_031_2),
         ];
         for (x, expected) in cases {
-            let got = angle_normalize(x);
-            assert!(
-                (f64::from(got) - expected).abs() < 2e-5,
-                "{x}: {got} vs {expected}"
-            );
+            assert_eq!(angle_normalize(x), expected, "{x}");
         }
-        // π and −π both map to ±π (the square, all the cost uses, is π²).
-        assert_eq!(angle_normalize(PI).abs(), PI);
-        assert_eq!(angle_normalize(-PI).abs(), PI);
+        // π maps to −π (Python: (2π) % 2π = 0), −π to −π.
+        assert_eq!(angle_normalize(PI), -PI);
+        assert_eq!(angle_normalize(-PI), -PI);
         for i in -200..200 {
-            let y = angle_normalize(i as f32 * 0.37);
+            let y = angle_normalize(f64::from(i) * 0.37);
             assert!((-PI..=PI).contains(&y), "{y}");
         }
     }
@@ -232,13 +253,10 @@ mod tests {
     fn reward_is_the_pre_step_cost_and_torque_is_clipped() {
         let mut env = Pendulum::new();
         env.set_state([PI, 0.0]);
-        // Hanging down: cost π²; u clipped to 2 adds 0.001·4.
+        // Hanging down: cost π² (angle_normalize(π) = −π); u clipped to 2 adds 0.001·4.
         let step = env.step(act(7.0)).unwrap();
-        assert!(
-            (step.reward + (PI * PI + 0.004)).abs() < 1e-6,
-            "{}",
-            step.reward
-        );
+        let cost = PI * PI + f64::from(0.001f32 * 4.0);
+        assert_eq!(step.reward, (-cost) as f32);
         let mut clipped = Pendulum::new();
         clipped.set_state([PI, 0.0]);
         assert_eq!(clipped.step(act(2.0)).unwrap(), step);
@@ -257,32 +275,33 @@ mod tests {
 
     #[test]
     fn one_step_matches_hand_computation() {
+        // The torque term is float32 (NumPy: Python float × np.float32), the
+        // rest float64.
         let mut env = Pendulum::new();
         env.set_state([0.5, -0.25]);
-        let step = env.step(act(1.5)).unwrap();
-        let thdot = -0.25 + (15.0 * math::sin(0.5) + 3.0 * 1.5) * 0.05;
+        let u = 1.1f32;
+        let step = env.step(act(u)).unwrap();
+        let thdot = -0.25 + (15.0 * libm::sin(0.5) + f64::from(3.0f32 * u)) * 0.05;
         let th = 0.5 + thdot * 0.05;
         assert_eq!(env.state(), [th, thdot]);
+        assert_ne!(f64::from(3.0f32 * u), 3.0 * f64::from(u));
         assert_eq!(
             step.obs,
-            SVector::from([math::cos(th), math::sin(th), thdot])
+            SVector::from([libm::cos(th) as f32, libm::sin(th) as f32, thdot as f32])
         );
-        let cost = 0.25 + 0.1 * 0.0625 + 0.001 * 2.25;
-        assert!((step.reward + cost).abs() < 1e-6);
+        let cost = 0.25 + 0.1 * 0.0625 + f64::from(0.001f32 * (u * u));
+        assert_eq!(step.reward, (-cost) as f32);
         assert!(!step.terminated && !step.truncated);
     }
 
     #[test]
     fn speed_is_clipped() {
         let mut env = Pendulum::new();
-        env.set_state([core::f32::consts::FRAC_PI_2, 7.9]);
+        env.set_state([FRAC_PI_2, 7.9]);
         env.step(act(2.0)).unwrap();
         assert_eq!(env.state()[1], MAX_SPEED);
-        assert_eq!(
-            env.state()[0],
-            core::f32::consts::FRAC_PI_2 + MAX_SPEED * DT
-        );
-        env.set_state([-core::f32::consts::FRAC_PI_2, -7.9]);
+        assert_eq!(env.state()[0], FRAC_PI_2 + MAX_SPEED * DT);
+        env.set_state([-FRAC_PI_2, -7.9]);
         env.step(act(-2.0)).unwrap();
         assert_eq!(env.state()[1], -MAX_SPEED);
     }
@@ -303,7 +322,7 @@ mod tests {
     fn reset_ranges() {
         let mut env = Pendulum::new();
         let mut rng = Xoshiro128PlusPlus::seed_from_u64(2);
-        let (mut th_lo, mut th_hi, mut w_lo, mut w_hi) = (PI, -PI, 1.0f32, -1.0f32);
+        let (mut th_lo, mut th_hi, mut w_lo, mut w_hi) = (PI, -PI, 1.0f64, -1.0f64);
         for _ in 0..2000 {
             let obs = env.reset(&mut rng);
             let [th, thdot] = env.state();
