@@ -18,6 +18,10 @@ pub type CartPoleSmallPolicy = CategoricalPolicy<Mlp<4, 32, 2>>;
 pub type CartPoleCritic = Mlp<4, 64, 1>;
 /// Continuous Pendulum policy: 3 observations, 64-64 tanh, Gaussian over 1 torque.
 pub type PendulumPolicy = GaussianPolicy<Mlp<3, 64, 1>, 1>;
+/// Pendulum critic, 3-64-64-1.
+pub type PendulumCritic = Mlp<3, 64, 1>;
+/// Continuous CartPole policy: 4-64-64-1 mean, Gaussian over the force.
+pub type CartPoleContinuousPolicy = GaussianPolicy<Mlp<4, 64, 1>, 1>;
 
 /// A named architecture.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, Serialize)]

@@ -8,7 +8,10 @@ use anyhow::Context;
 use microrl::serialize;
 use serde_json::{Value, json};
 
+use serde::Serialize;
+
 use crate::arch::{self, Arch};
+use crate::train::{self, EnvName, TrainOptions};
 
 /// What a command produced.
 #[derive(Debug, Default)]
@@ -153,6 +156,210 @@ pub fn parse_obs(text: &str) -> anyhow::Result<Vec<f32>> {
 /// Default output path for `init`.
 pub fn default_policy_path(arch: Arch) -> PathBuf {
     PathBuf::from(format!("{}.mrlp", arch.name()))
+}
+
+/// `microrl train`: trains one seed and writes the policy, curve and plot.
+pub fn train(opts: &TrainOptions) -> anyhow::Result<Report> {
+    let s = train::train(opts)?;
+    let mut lines = vec![format!(
+        "{} on {}, seed {}: {} steps in {:.2} s; {}-episode deterministic eval {:.1} ± {:.1}",
+        s.algo, s.env, s.seed, s.steps_run, s.wall_s, s.eval_episodes, s.eval_mean, s.eval_std
+    )];
+    lines.push(match s.solved_at_step {
+        Some(step) => format!("solved (eval ≥ {}) at step {step}", s.threshold),
+        None => format!(
+            "not solved (eval < {}) within {} steps",
+            s.threshold, s.steps
+        ),
+    });
+    if let (Some(p), Some(c), Some(g)) = (&s.policy, &s.curve_csv, &s.curve_png) {
+        lines.push(format!(
+            "wrote {}, {}, {}",
+            p.display(),
+            c.display(),
+            g.display()
+        ));
+    }
+    let mut json = serde_json::to_value(&s)?;
+    json["command"] = json!("train");
+    Ok(Report { lines, json })
+}
+
+/// `microrl eval`: deterministic evaluation of a trained policy file.
+pub fn eval(env: EnvName, policy: &Path, episodes: u32, seed: u64) -> anyhow::Result<Report> {
+    let blob = std::fs::read(policy).with_context(|| format!("reading {}", policy.display()))?;
+    let s = train::eval(env, &blob, episodes, seed)?;
+    let lines = vec![format!(
+        "{}: {} deterministic episodes on {}: mean return {:.1} ± {:.1} ({} threshold {})",
+        policy.display(),
+        s.episodes,
+        s.env,
+        s.mean,
+        s.std,
+        if s.solved { "meets" } else { "below" },
+        s.threshold
+    )];
+    let mut json = serde_json::to_value(&s)?;
+    json["command"] = json!("eval");
+    json["policy"] = json!(policy);
+    Ok(Report { lines, json })
+}
+
+/// One seed's row of `microrl validate`.
+#[derive(Clone, Debug, Serialize)]
+pub struct SeedResult {
+    /// Seed.
+    pub seed: u64,
+    /// First step the full evaluation reached the threshold.
+    pub solved_at_step: Option<u64>,
+    /// Final evaluation mean.
+    pub eval_mean: f32,
+    /// Wall time of this seed (on its own core).
+    pub wall_s: f64,
+    /// The seed passed: final eval ≥ threshold.
+    pub pass: bool,
+}
+
+/// `microrl validate`: trains `seeds` seeds in parallel and checks that at
+/// least `min_pass` reach `threshold`. The report's `pass` field is what the
+/// process exit status reflects.
+pub fn validate(
+    base: &TrainOptions,
+    seeds: u64,
+    min_pass: u64,
+    jobs: usize,
+) -> anyhow::Result<(Report, bool)> {
+    use std::sync::Mutex;
+    use std::sync::atomic::{AtomicU64, Ordering};
+    let start = std::time::Instant::now();
+    let threshold = base.threshold;
+    let next = AtomicU64::new(0);
+    let results: Mutex<Vec<anyhow::Result<train::TrainSummary>>> = Mutex::new(Vec::new());
+    let jobs = jobs.clamp(1, seeds.max(1) as usize);
+    std::thread::scope(|scope| {
+        for _ in 0..jobs {
+            std::thread::Builder::new()
+                .stack_size(64 << 20)
+                .spawn_scoped(scope, || {
+                    loop {
+                        let seed = next.fetch_add(1, Ordering::Relaxed);
+                        if seed >= seeds {
+                            break;
+                        }
+                        let opts = TrainOptions {
+                            seed,
+                            progress: false,
+                            out: base.out.as_ref().map(|d| d.join(format!("seed{seed}"))),
+                            ..base.clone()
+                        };
+                        let r = train::train(&opts);
+                        if let Ok(mut v) = results.lock() {
+                            v.push(r);
+                        }
+                    }
+                })
+                .expect("spawning a training thread");
+        }
+    });
+    let mut summaries = Vec::new();
+    for r in results
+        .into_inner()
+        .map_err(|_| anyhow::anyhow!("a training thread panicked"))?
+    {
+        summaries.push(r?);
+    }
+    summaries.sort_by_key(|s| s.seed);
+    let rows: Vec<SeedResult> = summaries
+        .iter()
+        .map(|s| SeedResult {
+            seed: s.seed,
+            solved_at_step: s.solved_at_step.filter(|_| s.eval_mean >= threshold),
+            eval_mean: s.eval_mean,
+            wall_s: s.wall_s,
+            pass: s.eval_mean >= threshold,
+        })
+        .collect();
+    let passed = rows.iter().filter(|r| r.pass).count() as u64;
+    let ok = passed >= min_pass;
+    let mut lines = vec![
+        format!(
+            "validate {} on {}: {seeds} seeds, {} steps each, threshold {threshold}, {jobs} parallel jobs",
+            base.algo.name(),
+            base.env.name(),
+            base.steps
+        ),
+        format!(
+            "{:>6} {:>18} {:>12} {:>9} {:>6}",
+            "seed", "steps-to-threshold", "final eval", "wall s", "pass"
+        ),
+    ];
+    for r in &rows {
+        lines.push(format!(
+            "{:>6} {:>18} {:>12.1} {:>9.2} {:>6}",
+            r.seed,
+            r.solved_at_step.map_or("-".to_string(), |s| s.to_string()),
+            r.eval_mean,
+            r.wall_s,
+            if r.pass { "yes" } else { "no" }
+        ));
+    }
+    let mut walls: Vec<f64> = rows.iter().map(|r| r.wall_s).collect();
+    walls.sort_by(f64::total_cmp);
+    let median_wall = walls.get(walls.len() / 2).copied().unwrap_or(0.0);
+    lines.push(format!(
+        "{passed}/{seeds} seeds passed (required {min_pass}): {}; median wall {median_wall:.2} s per seed, {:.1} s in total",
+        if ok { "PASS" } else { "FAIL" },
+        start.elapsed().as_secs_f64()
+    ));
+    let json = json!({
+        "command": "validate", "env": base.env.name(), "algo": base.algo.name(), "steps": base.steps,
+        "seeds": seeds, "threshold": threshold, "min_pass": min_pass, "passed": passed, "pass": ok,
+        "median_wall_s": median_wall, "wall_s": start.elapsed().as_secs_f64(), "results": rows,
+    });
+    Ok((Report { lines, json }, ok))
+}
+
+/// `microrl export`: checks that a trained policy file loads as `env`'s
+/// policy type and writes it for the firmware, as raw bytes (`.mrlp`/`.bin`)
+/// or as a Rust source file with a `static` byte array (`.rs`).
+pub fn export(env: EnvName, policy: &Path, out: &Path) -> anyhow::Result<Report> {
+    let blob = std::fs::read(policy).with_context(|| format!("reading {}", policy.display()))?;
+    // Loading validates checksum, shapes, tensor kinds and finiteness.
+    train::eval(env, &blob, 1, 0)?;
+    let is_rust = out.extension().is_some_and(|e| e == "rs");
+    if is_rust {
+        let mut src = format!(
+            "// Generated by `microrl export --env {} --policy {}`: a trained microrl\n\
+             // policy (actor weights + observation statistics) in the core's binary\n\
+             // format, CRC-32 {:08x}. Load it with `microrl::serialize::load`.\n\
+             pub static POLICY: [u8; {}] = [",
+            env.name(),
+            policy.display(),
+            serialize::crc32(&blob[..blob.len() - 4]),
+            blob.len()
+        );
+        for (i, b) in blob.iter().enumerate() {
+            if i % 16 == 0 {
+                src.push_str("\n   ");
+            }
+            src.push_str(&format!(" 0x{b:02x},"));
+        }
+        src.push_str("\n];\n");
+        std::fs::write(out, src).with_context(|| format!("writing {}", out.display()))?;
+    } else {
+        std::fs::write(out, &blob).with_context(|| format!("writing {}", out.display()))?;
+    }
+    Ok(Report {
+        lines: vec![format!(
+            "exported {} ({} bytes, {} policy) to {}",
+            policy.display(),
+            blob.len(),
+            env.name(),
+            out.display()
+        )],
+        json: json!({ "command": "export", "env": env.name(), "policy": policy, "out": out,
+                      "bytes": blob.len(), "format": if is_rust { "rust" } else { "binary" } }),
+    })
 }
 
 #[cfg(test)]

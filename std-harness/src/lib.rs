@@ -8,5 +8,8 @@
 
 pub mod arch;
 pub mod commands;
+pub mod curve;
+pub mod plot;
+pub mod train;
 
 pub use arch::Arch;

@@ -62,3 +62,136 @@ fn init_inspect_act() {
     assert!(stderr.contains("CRC-32"), "{stderr}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+fn temp_dir(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("microrl-cli-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+#[test]
+fn train_eval_export() {
+    let dir = temp_dir("train");
+    let out = dir.join("run");
+    let out_str = out.to_str().unwrap();
+    let (ok, stdout, stderr) = microrl(&["train", "--seed", "0", "--out", out_str, "--json"]);
+    assert!(ok, "{stderr}");
+    let json = last_json(&stdout);
+    for key in [
+        "env",
+        "algo",
+        "seed",
+        "steps",
+        "wall_s",
+        "eval_mean",
+        "eval_std",
+        "eval_episodes",
+        "solved_at_step",
+    ] {
+        assert!(json.get(key).is_some(), "missing {key}: {json}");
+    }
+    assert_eq!(json["env"], "cartpole");
+    assert_eq!(json["algo"], "ppo");
+    assert_eq!(json["steps"], 100_000);
+    assert!(json["eval_mean"].as_f64().unwrap() >= 475.0, "{json}");
+    assert!(json["solved_at_step"].as_u64().unwrap() <= 100_000);
+    for file in ["policy.mrlp", "curve.csv", "curve.png", "summary.json"] {
+        assert!(out.join(file).is_file(), "{file} missing");
+    }
+    let csv = std::fs::read_to_string(out.join("curve.csv")).unwrap();
+    assert!(csv.starts_with("step,episodes,mean_return,eval_mean,eval_std,wall_s"));
+    assert!(
+        std::fs::read(out.join("curve.png"))
+            .unwrap()
+            .starts_with(b"\x89PNG")
+    );
+
+    // The saved policy (actor + frozen normaliser) evaluates to the same figure.
+    let policy = out.join("policy.mrlp");
+    let policy_str = policy.to_str().unwrap();
+    let (ok, stdout, stderr) =
+        microrl(&["eval", "--policy", policy_str, "--episodes", "20", "--json"]);
+    assert!(ok, "{stderr}");
+    assert!(last_json(&stdout)["mean"].as_f64().unwrap() >= 475.0);
+    // The wrong task's policy type is refused, not misread.
+    let (ok, _, stderr) = microrl(&["eval", "--policy", policy_str, "--env", "pendulum"]);
+    assert!(!ok);
+    assert!(stderr.contains("loading policy"), "{stderr}");
+
+    let rs = dir.join("policy.rs");
+    let (ok, stdout, stderr) = microrl(&[
+        "export",
+        "--policy",
+        policy_str,
+        "--out",
+        rs.to_str().unwrap(),
+        "--json",
+    ]);
+    assert!(ok, "{stderr}");
+    let bytes = last_json(&stdout)["bytes"].as_u64().unwrap();
+    let src = std::fs::read_to_string(&rs).unwrap();
+    assert!(src.contains(&format!("pub static POLICY: [u8; {bytes}]")));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn config_overrides_are_checked() {
+    let dir = temp_dir("config");
+    let config = dir.join("ppo.toml");
+    std::fs::write(&config, "learning_rate = 5e-4\nepochs = 4\n").unwrap();
+    let cfg = config.to_str().unwrap();
+    let (ok, stdout, stderr) = microrl(&[
+        "train",
+        "--steps",
+        "512",
+        "--config",
+        cfg,
+        "--out",
+        dir.join("r").to_str().unwrap(),
+        "--json",
+    ]);
+    assert!(ok, "{stderr}");
+    assert_eq!(last_json(&stdout)["steps"], 512);
+    // A key the algorithm does not have is an error, not silently ignored.
+    std::fs::write(&config, "actor_lr = 1e-3\n").unwrap();
+    let (ok, _, stderr) = microrl(&["train", "--steps", "512", "--config", cfg]);
+    assert!(!ok);
+    assert!(stderr.contains("actor_lr"), "{stderr}");
+    std::fs::write(&config, "not_a_key = 1\n").unwrap();
+    let (ok, _, _) = microrl(&["train", "--steps", "512", "--config", cfg]);
+    assert!(!ok);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn validate_exit_status_follows_the_pass_criterion() {
+    // 256 steps cannot reach 475 on every seed...
+    let (ok, stdout, _) = microrl(&[
+        "validate",
+        "--seeds",
+        "2",
+        "--steps",
+        "256",
+        "--threshold",
+        "1000",
+        "--json",
+    ]);
+    assert!(!ok, "an unreachable threshold must fail");
+    let json = last_json(&stdout);
+    assert_eq!(json["pass"], false);
+    assert_eq!(json["results"].as_array().unwrap().len(), 2);
+    // ...while a threshold every policy meets passes.
+    let (ok, stdout, _) = microrl(&[
+        "validate",
+        "--seeds",
+        "2",
+        "--steps",
+        "256",
+        "--threshold",
+        "0",
+        "--json",
+    ]);
+    assert!(ok);
+    assert_eq!(last_json(&stdout)["passed"], 2);
+}

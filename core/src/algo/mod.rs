@@ -473,8 +473,8 @@ mod tests {
             Ok(Step {
                 obs,
                 reward,
-                terminated: self.t % 7 == 0,
-                truncated: self.t % 11 == 0,
+                terminated: self.t.is_multiple_of(7),
+                truncated: self.t.is_multiple_of(11),
             })
         }
     }

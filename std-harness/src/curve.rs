@@ -1,0 +1,246 @@
+//! The learning curve of one training run, saved as CSV and as a PNG plot.
+//!
+//! `microrl train` pushes one [`CurveRow`] per logging interval. The CSV is
+//! the record to analyse later (one row per interval, the header
+//! `step,episodes,mean_return,eval_mean,eval_std,wall_s`, an empty field
+//! where no evaluation ran); the PNG is the picture to glance at, drawn by
+//! [`crate::plot`]: the training return as a line and the evaluation means as
+//! markers, both against environment steps.
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+use anyhow::Context;
+
+use crate::plot::{self, Chart, Series};
+
+/// The CSV header line written by [`LearningCurve::write_csv`].
+pub const CSV_HEADER: &str = "step,episodes,mean_return,eval_mean,eval_std,wall_s";
+
+/// Colour of the training-return line (blue).
+const TRAIN_COLOR: [u8; 3] = [31, 119, 180];
+/// Colour of the evaluation markers (orange).
+const EVAL_COLOR: [u8; 3] = [255, 127, 14];
+
+/// One logging point of a training run.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct CurveRow {
+    /// Environment steps taken so far.
+    pub step: u64,
+    /// Training episodes finished so far.
+    pub episodes: u64,
+    /// Mean return of the last 100 finished training episodes (NaN before
+    /// the first episode ends).
+    pub mean_return: f64,
+    /// Mean return of the evaluation episodes run at this step, if any.
+    pub eval_mean: Option<f64>,
+    /// Standard deviation of those evaluation returns, if any.
+    pub eval_std: Option<f64>,
+    /// Wall-clock seconds since training started.
+    pub wall_s: f64,
+}
+
+/// The rows of a training run, in the order they were pushed.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct LearningCurve {
+    rows: Vec<CurveRow>,
+}
+
+impl LearningCurve {
+    /// An empty curve.
+    pub fn new() -> LearningCurve {
+        LearningCurve::default()
+    }
+
+    /// Appends one row.
+    pub fn push(&mut self, row: CurveRow) {
+        self.rows.push(row);
+    }
+
+    /// The rows pushed so far.
+    pub fn rows(&self) -> &[CurveRow] {
+        &self.rows
+    }
+
+    /// The most recent row, if any.
+    pub fn last(&self) -> Option<&CurveRow> {
+        self.rows.last()
+    }
+
+    /// The CSV text: [`CSV_HEADER`] and one line per row, each ending in a
+    /// newline. Floats use Rust's shortest round-trip form (`NaN` and `inf`
+    /// as such, which common CSV readers accept), `wall_s` is rounded to
+    /// milliseconds, and `None` is an empty field.
+    pub fn to_csv(&self) -> String {
+        let mut out = String::with_capacity(64 * (self.rows.len() + 1));
+        out.push_str(CSV_HEADER);
+        out.push('\n');
+        for row in &self.rows {
+            let opt = |v: Option<f64>| v.map(|v| v.to_string()).unwrap_or_default();
+            // Writing to a String cannot fail.
+            let _ = writeln!(
+                out,
+                "{},{},{},{},{},{:.3}",
+                row.step,
+                row.episodes,
+                row.mean_return,
+                opt(row.eval_mean),
+                opt(row.eval_std),
+                row.wall_s,
+            );
+        }
+        out
+    }
+
+    /// Writes [`Self::to_csv`] to `path`, replacing any existing file.
+    pub fn write_csv(&self, path: &Path) -> anyhow::Result<()> {
+        std::fs::write(path, self.to_csv())
+            .with_context(|| format!("writing learning curve {}", path.display()))
+    }
+
+    /// Renders the curve as PNG bytes of the given size: the mean training
+    /// return as a line, evaluation means as markers, and `threshold` (e.g.
+    /// the return at which the task counts as solved) as a dashed line.
+    pub fn render_png(
+        &self,
+        title: &str,
+        threshold: Option<f64>,
+        width: u32,
+        height: u32,
+    ) -> Vec<u8> {
+        let train: Vec<(f64, f64)> = self
+            .rows
+            .iter()
+            .map(|r| (r.step as f64, r.mean_return))
+            .collect();
+        let eval: Vec<(f64, f64)> = self
+            .rows
+            .iter()
+            .filter_map(|r| r.eval_mean.map(|m| (r.step as f64, m)))
+            .collect();
+        let mut series = vec![Series {
+            label: "train return (mean of last 100)",
+            points: &train,
+            color: TRAIN_COLOR,
+            markers: false,
+        }];
+        if !eval.is_empty() {
+            series.push(Series {
+                label: "eval return (mean)",
+                points: &eval,
+                color: EVAL_COLOR,
+                markers: true,
+            });
+        }
+        let threshold_label = threshold.map(|t| format!("threshold {t}"));
+        let chart = Chart {
+            title,
+            x_label: "environment steps",
+            y_label: "episode return",
+            series: &series,
+            threshold: threshold.zip(threshold_label.as_deref()),
+        };
+        plot::render_png(&chart, width, height)
+    }
+
+    /// Writes the plot of [`Self::render_png`] to `path` at 800x500.
+    pub fn write_png(
+        &self,
+        path: &Path,
+        title: &str,
+        threshold: Option<f64>,
+    ) -> anyhow::Result<()> {
+        let bytes = self.render_png(title, threshold, plot::DEFAULT_WIDTH, plot::DEFAULT_HEIGHT);
+        std::fs::write(path, bytes).with_context(|| format!("writing plot {}", path.display()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(step: u64, mean_return: f64, eval: Option<(f64, f64)>) -> CurveRow {
+        CurveRow {
+            step,
+            episodes: step / 50,
+            mean_return,
+            eval_mean: eval.map(|e| e.0),
+            eval_std: eval.map(|e| e.1),
+            wall_s: step as f64 / 1000.0,
+        }
+    }
+
+    #[test]
+    fn empty_curve_is_just_the_header() {
+        assert_eq!(LearningCurve::new().to_csv(), format!("{CSV_HEADER}\n"));
+    }
+
+    #[test]
+    fn csv_rows_leave_missing_evaluations_empty() {
+        let mut curve = LearningCurve::new();
+        curve.push(row(1000, 21.5, None));
+        curve.push(row(2000, 37.25, Some((120.0, 15.5))));
+        let csv = curve.to_csv();
+        let lines: Vec<&str> = csv.lines().collect();
+        assert_eq!(
+            lines,
+            [
+                "step,episodes,mean_return,eval_mean,eval_std,wall_s",
+                "1000,20,21.5,,,1.000",
+                "2000,40,37.25,120,15.5,2.000",
+            ]
+        );
+        assert!(csv.ends_with('\n'));
+        for line in &lines {
+            assert_eq!(line.split(',').count(), 6, "{line}");
+        }
+    }
+
+    #[test]
+    fn csv_floats_round_trip_and_nan_is_written() {
+        let mut curve = LearningCurve::new();
+        curve.push(CurveRow {
+            step: 7,
+            episodes: 0,
+            mean_return: f64::NAN,
+            eval_mean: Some(-1234.5678901234567),
+            eval_std: None,
+            wall_s: 0.1234567,
+        });
+        let csv = curve.to_csv();
+        let fields: Vec<&str> = csv.lines().nth(1).unwrap().split(',').collect();
+        assert_eq!(
+            fields,
+            ["7", "0", "NaN", "-1234.5678901234567", "", "0.123"]
+        );
+        assert_eq!(fields[3].parse::<f64>().unwrap(), -1234.5678901234567);
+    }
+
+    #[test]
+    fn write_csv_and_png_create_files() {
+        let dir = std::env::temp_dir().join(format!("microrl-curve-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut curve = LearningCurve::new();
+        for i in 0..=20u64 {
+            let eval = (i % 5 == 0).then_some((20.0 + 20.0 * i as f64, 3.0));
+            curve.push(row(i * 5000, 20.0 + 20.0 * i as f64, eval));
+        }
+        let csv_path = dir.join("curve.csv");
+        let png_path = dir.join("curve.png");
+        curve.write_csv(&csv_path).unwrap();
+        curve
+            .write_png(&png_path, "CartPole-v1", Some(475.0))
+            .unwrap();
+        assert_eq!(std::fs::read_to_string(&csv_path).unwrap(), curve.to_csv());
+        let png = std::fs::read(&png_path).unwrap();
+        assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn write_csv_reports_the_path_on_failure() {
+        let path = Path::new("/nonexistent-dir-for-microrl-test/curve.csv");
+        let err = LearningCurve::new().write_csv(path).unwrap_err();
+        assert!(format!("{err:#}").contains("nonexistent-dir-for-microrl-test"));
+    }
+}
