@@ -172,6 +172,12 @@ pub fn train(opts: &TrainOptions) -> anyhow::Result<Report> {
             s.threshold, s.steps
         ),
     });
+    if let Some(d) = &s.last_update {
+        lines.push(format!(
+            "last update: policy loss {:.4}, value loss {:.4}, entropy {:.3}, approx_kl {:.5}, clip fraction {:.3}, explained variance {:.3}",
+            d.policy_loss, d.value_loss, d.entropy, d.approx_kl, d.clip_fraction, d.explained_variance
+        ));
+    }
     if let (Some(p), Some(c), Some(g)) = (&s.policy, &s.curve_csv, &s.curve_png) {
         lines.push(format!(
             "wrote {}, {}, {}",

@@ -404,12 +404,50 @@ pub struct TrainSummary {
     pub episodes: u64,
     /// Gradient updates (rollouts, or online steps for `ac`).
     pub updates: u64,
+    /// Diagnostics of the last update (rollout-based algorithms).
+    pub last_update: Option<Diagnostics>,
     /// Where the policy was written.
     pub policy: Option<PathBuf>,
     /// Where the learning curve (CSV) was written.
     pub curve_csv: Option<PathBuf>,
     /// Where the learning-curve plot (PNG) was written.
     pub curve_png: Option<PathBuf>,
+}
+
+/// The standard PPO diagnostics of one update (CleanRL's names).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct Diagnostics {
+    /// Clipped-surrogate loss.
+    pub policy_loss: f32,
+    /// Value loss.
+    pub value_loss: f32,
+    /// Policy entropy.
+    pub entropy: f32,
+    /// `mean((r − 1) − log r)`.
+    pub approx_kl: f32,
+    /// Fraction of clipped ratios.
+    pub clip_fraction: f32,
+    /// `1 − Var(R − V)/Var(R)`.
+    pub explained_variance: f32,
+    /// Epochs run (target-KL may stop early).
+    pub epochs: u16,
+    /// Learning rate used.
+    pub learning_rate: f32,
+}
+
+impl From<UpdateStats> for Diagnostics {
+    fn from(u: UpdateStats) -> Self {
+        Diagnostics {
+            policy_loss: u.policy_loss,
+            value_loss: u.value_loss,
+            entropy: u.entropy,
+            approx_kl: u.approx_kl,
+            clip_fraction: u.clip_fraction,
+            explained_variance: u.explained_variance,
+            epochs: u.epochs,
+            learning_rate: u.learning_rate,
+        }
+    }
 }
 
 /// One algorithm behind the harness loop.
@@ -623,8 +661,9 @@ where
     let mut last_eval: Option<(f32, f32)> = None;
     let (mut steps_before, mut last_shown) = (0u64, f32::NAN);
 
+    let mut last_update = None;
     while agent.steps() < opts.steps {
-        agent
+        last_update = agent
             .iterate(&mut env, &mut cursor, &mut rng, &mut |e: Episode| {
                 episodes += 1;
                 if recent.len() == 100 {
@@ -632,7 +671,8 @@ where
                 }
                 recent.push_back(e.ret);
             })
-            .map_err(|e| anyhow::anyhow!("training failed at step {}: {e}", agent.steps()))?;
+            .map_err(|e| anyhow::anyhow!("training failed at step {}: {e}", agent.steps()))?
+            .map(Diagnostics::from);
         updates += agent.updates_per_iteration();
 
         // Until solved: a quick evaluation after every iteration, and the full
@@ -715,6 +755,7 @@ where
         solved_at_step,
         episodes,
         updates,
+        last_update,
         policy: None,
         curve_csv: None,
         curve_png: None,
