@@ -96,8 +96,16 @@ fn train_eval_export() {
     assert_eq!(json["steps"], 100_000);
     assert!(json["eval_mean"].as_f64().unwrap() >= 475.0, "{json}");
     assert!(json["solved_at_step"].as_u64().unwrap() <= 100_000);
-    for key in ["approx_kl", "clip_fraction", "explained_variance", "entropy"] {
-        assert!(json["last_update"][key].is_number(), "diagnostic {key}: {json}");
+    for key in [
+        "approx_kl",
+        "clip_fraction",
+        "explained_variance",
+        "entropy",
+    ] {
+        assert!(
+            json["last_update"][key].is_number(),
+            "diagnostic {key}: {json}"
+        );
     }
     for file in ["policy.mrlp", "curve.csv", "curve.png", "summary.json"] {
         assert!(out.join(file).is_file(), "{file} missing");
