@@ -1,0 +1,104 @@
+//! Deterministic inference on the simulated CartPole: loads the exported
+//! policy (`policies/cartpole.mrlp`, written by `microrl-harness train`),
+//! runs `EPISODES` episodes with the most probable action at every step and
+//! logs each episode's return, length and FNV-1a checksums of the action
+//! sequence and of the observations' `f32` bits. Exits 0 (QEMU status) on
+//! success, non-zero on any error or panic.
+
+#![no_std]
+#![no_main]
+#![forbid(unsafe_code)]
+
+use cortex_m_rt::entry;
+use microrl::algo::Normalized;
+use microrl::env::{CartPole, Env};
+use microrl::nn::Mlp;
+use microrl::params::Params;
+use microrl::policy::CategoricalPolicy;
+use microrl::serialize;
+use microrl_firmware::{Fnv1a, exit};
+use rand_core::SeedableRng;
+use rand_xoshiro::Xoshiro128PlusPlus;
+
+/// The harness's CartPole actor: 4-64-64-2 tanh MLP producing logits, plus the
+/// frozen observation normaliser.
+type Policy = Normalized<CategoricalPolicy<Mlp<4, 64, 2>>, 4>;
+
+/// The exported blob, in flash.
+static BLOB: &[u8] = include_bytes!("../../policies/cartpole.mrlp");
+
+const EPISODES: u32 = 5;
+const SEED: u64 = 0;
+
+#[entry]
+fn main() -> ! {
+    // The weights (18.4 KB of f32) live on the stack: `Policy::ZERO` is a
+    // plain value and `load` overwrites it in place, so no `static mut`.
+    let mut policy = Policy::ZERO;
+    if let Err(e) = serialize::load(&mut policy, BLOB) {
+        defmt::error!("loading the policy failed: {}", e);
+        exit(false);
+    }
+    defmt::info!(
+        "policy loaded: {=usize} bytes, {=usize} parameters",
+        BLOB.len(),
+        <Policy as Params>::LEN
+    );
+
+    let mut env = CartPole::new();
+    let mut rng = Xoshiro128PlusPlus::seed_from_u64(SEED);
+    let mut actions_all = Fnv1a::default();
+    let mut obs_all = Fnv1a::default();
+    let mut total = 0.0f32;
+
+    for episode in 0..EPISODES {
+        let mut obs = env.reset(&mut rng);
+        let (mut ret, mut len) = (0.0f32, 0u32);
+        let (mut actions, mut observations) = (Fnv1a::default(), Fnv1a::default());
+        loop {
+            for x in obs.iter() {
+                observations.write_u32(x.to_bits());
+            }
+            let action = match policy.act(&obs) {
+                Ok(a) => a,
+                Err(e) => {
+                    defmt::error!("episode {=u32} step {=u32}: act failed: {}", episode, len, e);
+                    exit(false);
+                }
+            };
+            actions.write(&[action as u8]);
+            let step = match env.step(action) {
+                Ok(s) => s,
+                Err(e) => {
+                    defmt::error!("episode {=u32} step {=u32}: step failed: {}", episode, len, e);
+                    exit(false);
+                }
+            };
+            ret += step.reward;
+            len += 1;
+            obs = step.obs;
+            if step.done() {
+                break;
+            }
+        }
+        defmt::info!(
+            "episode {=u32}: return {=f32} len {=u32} actions_fnv {=u32:#010x} obs_fnv {=u32:#010x}",
+            episode,
+            ret,
+            len,
+            actions.0,
+            observations.0
+        );
+        actions_all.write_u32(actions.0);
+        obs_all.write_u32(observations.0);
+        total += ret;
+    }
+    defmt::info!(
+        "done: {=u32} episodes, mean return {=f32}, actions_fnv {=u32:#010x} obs_fnv {=u32:#010x}",
+        EPISODES,
+        total / EPISODES as f32,
+        actions_all.0,
+        obs_all.0
+    );
+    exit(true)
+}
