@@ -1,5 +1,11 @@
-//! Puts `memory.x` where the linker finds it (the cortex-m-rt/embassy convention):
-//! `link.x` from cortex-m-rt does `INCLUDE memory.x`.
+//! Puts the memory layout where the linker finds it as `memory.x` (the
+//! cortex-m-rt/embassy convention: cortex-m-rt's `link.x` does
+//! `INCLUDE memory.x`). `memory/mps2-an386.x` (QEMU) by default;
+//! `memory/stm32f407.x` with the `stm32f407` feature.
+//!
+//! The layouts live in `memory/`, not as `memory.x` in the crate root: the
+//! linker runs in the crate root and looks there for `INCLUDE`d files before
+//! the search path, so a root `memory.x` would shadow the selected layout.
 
 use std::env;
 use std::fs;
@@ -7,8 +13,13 @@ use std::path::PathBuf;
 
 fn main() {
     let out = PathBuf::from(env::var_os("OUT_DIR").expect("OUT_DIR is set by cargo"));
-    fs::copy("memory.x", out.join("memory.x")).expect("copy memory.x to OUT_DIR");
+    let layout = if env::var_os("CARGO_FEATURE_STM32F407").is_some() {
+        "memory/stm32f407.x"
+    } else {
+        "memory/mps2-an386.x"
+    };
+    fs::copy(layout, out.join("memory.x")).expect("copy the memory layout to OUT_DIR");
     println!("cargo:rustc-link-search={}", out.display());
-    println!("cargo:rerun-if-changed=memory.x");
+    println!("cargo:rerun-if-changed=memory");
     println!("cargo:rerun-if-changed=build.rs");
 }
