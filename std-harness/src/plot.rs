@@ -241,6 +241,16 @@ impl Rect {
         self.y1 - self.y0
     }
 
+    /// The rectangle grown by `by` pixels on every side.
+    fn inflate(&self, by: i64) -> Rect {
+        Rect {
+            x0: self.x0 - by,
+            y0: self.y0 - by,
+            x1: self.x1 + by,
+            y1: self.y1 + by,
+        }
+    }
+
     fn intersect(&self, other: &Rect) -> Rect {
         Rect {
             x0: self.x0.max(other.x0),
@@ -436,12 +446,35 @@ fn render(chart: &Chart, width: u32, height: u32) -> Canvas {
         canvas.dashed_hline(area.x0, area.x1, y, s.min(2), 6 * s, 4 * s, THRESHOLD);
     }
 
-    let mut mask = Mask::new(area);
+    // Light top and right border under the data, so a curve running along
+    // the top of the range is not painted over.
+    canvas.fill(
+        Rect {
+            x0: area.x0,
+            y0: area.y0 - 1,
+            x1: area.x1,
+            y1: area.y0,
+        },
+        LEGEND_BORDER,
+    );
+    canvas.fill(
+        Rect {
+            x0: area.x1,
+            y0: area.y0 - 1,
+            x1: area.x1 + 1,
+            y1: area.y1,
+        },
+        LEGEND_BORDER,
+    );
+
+    // Data may spill a few pixels past the plot area, so that a line or a
+    // marker at the very end of a range is drawn whole rather than halved.
+    let mut mask = Mask::new(area.inflate(s + 2));
     for series in chart.series {
         draw_series(&mut canvas, &mut mask, &tf, series, s);
     }
 
-    // Frame on top of the data so lines at the range ends stay tidy.
+    // The dark axes on top of the data, as the baseline of the chart.
     let frame = s.min(2);
     canvas.fill(
         Rect {
@@ -460,24 +493,6 @@ fn render(chart: &Chart, width: u32, height: u32) -> Canvas {
             y1: area.y1 + frame,
         },
         AXIS,
-    );
-    canvas.fill(
-        Rect {
-            x0: area.x0,
-            y0: area.y0 - 1,
-            x1: area.x1,
-            y1: area.y0,
-        },
-        LEGEND_BORDER,
-    );
-    canvas.fill(
-        Rect {
-            x0: area.x1,
-            y0: area.y0 - 1,
-            x1: area.x1 + 1,
-            y1: area.y1,
-        },
-        LEGEND_BORDER,
     );
 
     if finite_points(chart.series).next().is_none() {
@@ -499,9 +514,11 @@ fn draw_series(canvas: &mut Canvas, mask: &mut Mask, tf: &Transform, series: &Se
         .map(|&(x, y)| (tf.px(x), tf.py(y)));
     if series.markers {
         let radius = 2.0 * s as f64 + 0.5;
+        let halo = radius + s as f64 * 0.75;
+        let clip = tf.area.inflate(halo.ceil() as i64 + 1);
         for (x, y) in points {
-            canvas.disc(x, y, radius + s as f64 * 0.75, WHITE, tf.area);
-            canvas.disc(x, y, radius, series.color, tf.area);
+            canvas.disc(x, y, halo, WHITE, clip);
+            canvas.disc(x, y, radius, series.color, clip);
         }
         return;
     }
@@ -1447,6 +1464,11 @@ mod tests {
             threshold: Some((475.0, "threshold 475")),
         };
         write_png(&dir.join("sample_curve.png"), &cartpole).unwrap();
+        std::fs::write(
+            dir.join("sample_curve_small.png"),
+            render_png(&cartpole, 400, 250),
+        )
+        .unwrap();
 
         let points = pendulum_like();
         let eval: Vec<(f64, f64)> = points
@@ -1487,7 +1509,7 @@ mod tests {
         };
         std::fs::write(
             dir.join("sample_font.png"),
-            render_png(&font_chart, 1200, 400),
+            render_png(&font_chart, 1800, 1000),
         )
         .unwrap();
     }
