@@ -1,0 +1,406 @@
+//! Deterministic instruction counts of inference and training under QEMU.
+//!
+//! Run under `qemu-system-arm … -icount shift=0` (see the README): QEMU's
+//! virtual clock then advances 1 ns per executed guest instruction and the
+//! SysTick counter of [`microrl_firmware::icount`] turns into an instruction
+//! counter (one tick = 40 instructions on `mps2-an386`, measured below).
+//! Without `-icount` the figures are host-timing noise and the calibration
+//! check fails.
+//!
+//! Design:
+//! - **Calibration first.** A `nop` loop whose instructions per iteration are
+//!   known from the disassembly (`nop; subs; bne`: 3, see the README) fixes
+//!   the instructions per tick; a second loop longer than one SysTick period
+//!   (2^24 ticks) checks the period counting; a phase sweep measures the fixed
+//!   overhead of one measurement exactly. The run fails (exit 1) if the
+//!   ratio is not an integer, e.g. without `-icount`.
+//! - **Repetition and an empty baseline.** Every per-operation figure is one
+//!   measurement of `R` repetitions minus one measurement of the same loop
+//!   with an empty body (the same indexing and `black_box`es), divided by `R`:
+//!   the fixed overhead cancels and the tick quantisation leaves an error
+//!   below `2 · 40 / R` instructions per operation. The PPO collect and
+//!   update are single measurements of millions of instructions (±40).
+//! - **Representative inputs.** Inference cycles through 8 observations
+//!   (CartPole states for the 4-input nets, uniform in `[-1, 1)` for the
+//!   18-input one) on orthogonally initialised weights. The network kernels
+//!   are branch-free (tanh clamps with predicated moves), so the counts
+//!   hardly depend on the weights or the inputs.
+//! - **Memory.** The two training agents (41.7 KB + 54.0 KB) live in
+//!   `static`s through [`StaticCell::init_with`] with a `const { … }`
+//!   initialiser: the compiler then copies a constant image (in flash) into
+//!   the static, whereas `init_with(|| Agent::new(…))` built both agents in a
+//!   96 KB stack frame first, which overflowed the 35 KB stack (128 KB RAM
+//!   minus the statics) into the statics and ended in a HardFault. The
+//!   inference-only policies (up to 22.5 KB) live on the stack of one
+//!   function at a time; the run logs the measured stack peak. No
+//!   `static mut`, no `unsafe`.
+//! - **Output.** One defmt line per figure, `bench <name>: <n> instructions`
+//!   followed by the raw data in parentheses, for a host test to parse.
+
+#![no_std]
+#![no_main]
+#![forbid(unsafe_code)]
+
+use core::hint::black_box;
+
+use cortex_m::asm::nop;
+use cortex_m::peripheral::DWT;
+use cortex_m_rt::entry;
+use microrl::SVector;
+use microrl::algo::ac::{AcConfig, ActorCritic};
+use microrl::algo::ppo::{Ppo, PpoConfig};
+use microrl::algo::{Actor, Cursor};
+use microrl::env::{CartPole, Env};
+use microrl::nn::{Mlp, Network};
+use microrl::policy::CategoricalPolicy;
+use microrl_firmware::icount::Ticks;
+use microrl_firmware::{exit, log_stack, ok_or_exit};
+use rand_core::SeedableRng;
+use rand_xoshiro::Xoshiro128PlusPlus;
+use static_cell::StaticCell;
+
+/// The small actor/critic pair of the firmware's training binaries.
+type SmallActor = CategoricalPolicy<Mlp<4, 32, 2>>;
+type SmallCritic = Mlp<4, 32, 1>;
+/// Online actor-critic on CartPole.
+type AcAgent = ActorCritic<SmallActor, SmallCritic, 4>;
+/// PPO rollout length (as `train-ppo` and `microrl train --small`).
+const ROLLOUT: usize = 256;
+type PpoAgent = Ppo<SmallActor, SmallCritic, 4, ROLLOUT>;
+
+/// PPO with the tuned CartPole hyper-parameters (γ 0.98, λ 0.8, 10 epochs of
+/// 4 minibatches, learning rate 1e-3 at the first update).
+const PPO_CONFIG: PpoConfig = PpoConfig {
+    total_steps: 100_000,
+    ..PpoConfig::CARTPOLE
+};
+
+static AC: StaticCell<AcAgent> = StaticCell::new();
+static PPO: StaticCell<PpoAgent> = StaticCell::new();
+
+const SEED: u64 = 0;
+/// Repetitions of one inference per measurement.
+const INFER_REPS: u32 = 1000;
+/// Online actor-critic steps per measurement.
+const AC_REPS: u32 = 500;
+/// Observations cycled through by the inference benchmarks.
+const N_OBS: usize = 8;
+
+/// Instructions per iteration of [`nop_loop`] (`nop; subs; bne`), read from
+/// the disassembly (`arm-none-eabi-objdump -d`).
+const NOP_LOOP_INSTRUCTIONS: u64 = 3;
+
+/// `n` iterations of a loop around one `nop`. Not unrolled: LLVM's ARM
+/// backend does not runtime-unroll loops that contain inline assembly.
+#[inline(never)]
+fn nop_loop(n: u32) {
+    for _ in 0..n {
+        nop();
+    }
+}
+
+/// `reps` calls of `f(i)`, `i = 0, 1, …`, as one out-of-line loop.
+#[inline(never)]
+fn repeat(reps: u32, mut f: impl FnMut(u32)) {
+    for i in 0..reps {
+        f(black_box(i));
+    }
+}
+
+/// Instructions per operation: `(ticks(body) − ticks(empty)) · ipt / reps`,
+/// rounded. Logs `bench <name>: <n> instructions (…)`.
+fn report(name: &str, ipt: u64, reps: u32, body: u64, empty: u64) -> u32 {
+    let instructions = body.saturating_sub(empty) * ipt;
+    let per_op = (instructions + u64::from(reps) / 2) / u64::from(reps);
+    defmt::info!(
+        "bench {=str}: {=u32} instructions ({=u32} reps, {=u64} ticks, empty loop {=u64} ticks)",
+        name,
+        per_op as u32,
+        reps,
+        body,
+        empty
+    );
+    per_op as u32
+}
+
+/// One phase sweep: `iterations` back-to-back measurements of an empty block,
+/// each followed by `PAD` `nop`s. Returns the ticks of the whole sweep and
+/// the sum of the individual measurements.
+#[inline(never)]
+fn sweep<const PAD: usize>(ticks: &Ticks, iterations: u32) -> (u64, u64) {
+    let mut sum = 0;
+    let (total, ()) = ticks.measure(|| {
+        for _ in 0..black_box(iterations) {
+            let (t, ()) = ticks.measure(|| ());
+            sum += t;
+            for _ in 0..PAD {
+                nop();
+            }
+        }
+    });
+    (total, sum)
+}
+
+/// Measures the instructions per SysTick tick and the fixed measurement
+/// overhead; exits 1 if the clock is not an exact instruction counter.
+fn calibrate(ticks: &Ticks) -> u64 {
+    let (n1, n2) = (1_000_000u32, 2_000_000u32);
+    let (t1, ()) = ticks.measure(|| nop_loop(black_box(n1)));
+    let (t2, ()) = ticks.measure(|| nop_loop(black_box(n2)));
+    let loop_instructions = NOP_LOOP_INSTRUCTIONS * u64::from(n2 - n1);
+    let dt = t2 - t1;
+    // Nearest integer ratio; the difference of two measurements is exact to ±1 tick.
+    let ipt = (loop_instructions + dt / 2) / dt.max(1);
+    let milli = loop_instructions * 1000 / dt.max(1);
+    defmt::info!(
+        "calibration: {=u64} loop instructions in {=u64} ticks: {=u64}.{=u64:03} instructions per tick",
+        loop_instructions,
+        dt,
+        milli / 1000,
+        milli % 1000
+    );
+    if ipt == 0 || (dt * ipt).abs_diff(loop_instructions) > ipt {
+        defmt::error!(
+            "calibration: not an integer number of instructions per tick (run QEMU with -icount shift=0)"
+        );
+        exit(false);
+    }
+
+    // Longer than one SysTick period: checks the period counting.
+    let n = 240_000_000u32;
+    let (t, ()) = ticks.measure(|| nop_loop(black_box(n)));
+    let expected = NOP_LOOP_INSTRUCTIONS * u64::from(n);
+    defmt::info!(
+        "calibration: {=u64} loop instructions (> 2^24 ticks) in {=u64} ticks = {=u64} instructions",
+        expected,
+        t,
+        t * ipt
+    );
+    if (t * ipt).abs_diff(expected) > 2 * ipt {
+        defmt::error!("calibration: SysTick period counting is off");
+        exit(false);
+    }
+
+    // Phase sweep: measurement k starts at phase φ₀ + k·L (mod ipt) for a loop
+    // period of L instructions. If gcd(L, ipt) = 1, any ipt consecutive
+    // measurements see every phase once, and their ticks sum to exactly the
+    // overhead O in instructions: Σ_p ⌊(p + O)/ipt⌋ = O over p = 0..ipt.
+    // Four paddings make at least one period coprime to 40.
+    let iterations = 10 * ipt as u32;
+    let sweeps = [
+        sweep::<0>(ticks, iterations),
+        sweep::<1>(ticks, iterations),
+        sweep::<2>(ticks, iterations),
+        sweep::<3>(ticks, iterations),
+    ];
+    let mut overhead = None;
+    for (pad, &(total, sum)) in sweeps.iter().enumerate() {
+        let period = (total * ipt + u64::from(iterations) / 2) / u64::from(iterations);
+        let coprime = gcd(period, ipt) == 1;
+        let o = sum * ipt / u64::from(iterations);
+        defmt::info!(
+            "calibration: sweep pad {=usize}: loop period {=u64} instructions, coprime {=bool}, overhead {=u64} instructions ({=u64} ticks over {=u32} measurements)",
+            pad,
+            period,
+            coprime,
+            o,
+            sum,
+            iterations
+        );
+        if coprime && overhead.is_none() {
+            overhead = Some(o);
+        }
+    }
+    match overhead {
+        Some(o) => defmt::info!(
+            "calibration: {=u64} instructions per tick, measurement overhead {=u64} instructions",
+            ipt,
+            o
+        ),
+        None => defmt::warn!("calibration: no sweep period coprime to the tick"),
+    }
+    ipt
+}
+
+fn gcd(a: u64, b: u64) -> u64 {
+    if b == 0 { a } else { gcd(b, a % b) }
+}
+
+/// Reads the DWT cycle counter around a known loop: QEMU does not implement
+/// the DWT, so it stays 0 there (the reason this binary uses SysTick).
+fn probe_dwt(mut dcb: cortex_m::peripheral::DCB, mut dwt: DWT) {
+    dcb.enable_trace();
+    dwt.enable_cycle_counter();
+    let before = DWT::cycle_count();
+    nop_loop(black_box(1000));
+    let after = DWT::cycle_count();
+    defmt::info!(
+        "dwt: CYCCNT {=u32} -> {=u32} around 3000 instructions ({=str})",
+        before,
+        after,
+        if after == before {
+            "not implemented"
+        } else {
+            "counting"
+        }
+    );
+}
+
+/// Forward pass and deterministic action of a freshly initialised
+/// `CategoricalPolicy<N>`, `INFER_REPS` times each.
+#[inline(never)]
+fn bench_inference<N, const OBS: usize, const ACT: usize>(
+    ticks: &Ticks,
+    ipt: u64,
+    names: [&str; 2],
+    obs: &[SVector<f32, OBS>; N_OBS],
+    rng: &mut Xoshiro128PlusPlus,
+) where
+    N: Network<OBS, ACT>,
+{
+    // On this function's stack: gone once it returns.
+    let mut policy = CategoricalPolicy { net: N::ZERO };
+    Actor::init(&mut policy, rng);
+    defmt::info!(
+        "{=str}: {=usize} parameters, {=usize} bytes",
+        names[1],
+        N::LEN,
+        core::mem::size_of::<N>()
+    );
+    // Check once, outside the measurements, that inference succeeds.
+    for o in obs {
+        ok_or_exit(policy.act(o), "act");
+    }
+    let reps = INFER_REPS;
+    let idx = |i: u32| i as usize % N_OBS;
+    let (empty, ()) = ticks.measure(|| {
+        repeat(reps, |i| {
+            black_box(&obs[idx(i)]);
+        })
+    });
+    let (mlp, ()) = ticks.measure(|| {
+        repeat(reps, |i| {
+            black_box(policy.net.forward(black_box(&obs[idx(i)])));
+        })
+    });
+    let (act, ()) = ticks.measure(|| {
+        repeat(reps, |i| {
+            let _ = black_box(policy.act(black_box(&obs[idx(i)])));
+        })
+    });
+    report(names[0], ipt, reps, mlp, empty);
+    report(names[1], ipt, reps, act, empty);
+}
+
+/// `N_OBS` CartPole observations along a random-action trajectory.
+fn cartpole_observations(rng: &mut Xoshiro128PlusPlus) -> [SVector<f32, 4>; N_OBS] {
+    let mut env = CartPole::new();
+    let mut obs = [env.reset(rng); N_OBS];
+    for o in obs.iter_mut().skip(1) {
+        let action = microrl::rng::below(rng, 2) as usize;
+        let step = ok_or_exit(env.step(action), "step");
+        *o = if step.done() {
+            env.reset(rng)
+        } else {
+            step.obs
+        };
+    }
+    obs
+}
+
+#[entry]
+fn main() -> ! {
+    let Some(p) = cortex_m::Peripherals::take() else {
+        defmt::error!("peripherals already taken");
+        exit(false)
+    };
+    probe_dwt(p.DCB, p.DWT);
+    let ticks = Ticks::start(p.SYST);
+    let ipt = calibrate(&ticks);
+    let mut rng = Xoshiro128PlusPlus::seed_from_u64(SEED);
+
+    // Inference.
+    let cartpole_obs = cartpole_observations(&mut rng);
+    let mut wide_obs = [SVector::<f32, 18>::zeros(); N_OBS];
+    for o in wide_obs.iter_mut() {
+        for x in o.iter_mut() {
+            *x = microrl::rng::uniform_range(&mut rng, -1.0, 1.0);
+        }
+    }
+    bench_inference::<Mlp<4, 64, 2>, 4, 2>(
+        &ticks,
+        ipt,
+        ["mlp-4-64-64-2", "act-4-64-64-2"],
+        &cartpole_obs,
+        &mut rng,
+    );
+    bench_inference::<Mlp<18, 64, 4>, 18, 4>(
+        &ticks,
+        ipt,
+        ["mlp-18-64-64-4", "act-18-64-64-4"],
+        &wide_obs,
+        &mut rng,
+    );
+    bench_inference::<Mlp<4, 32, 2>, 4, 2>(
+        &ticks,
+        ipt,
+        ["mlp-4-32-32-2", "act-4-32-32-2"],
+        &cartpole_obs,
+        &mut rng,
+    );
+
+    // Online actor-critic: one env step + forward/backward/Adam of both nets.
+    let ac = AC.init_with(|| const { AcAgent::new(AcConfig::DEFAULT) });
+    defmt::info!(
+        "ac: actor 4-32-32-2, critic 4-32-32-1, agent {=usize} bytes static",
+        core::mem::size_of::<AcAgent>()
+    );
+    ok_or_exit(ac.init(&mut rng), "ac init");
+    let mut env = CartPole::new();
+    let mut cursor = Cursor::start(&mut env, &mut rng);
+    let mut episodes = 0u32;
+    let (empty, ()) = ticks.measure(|| {
+        repeat(AC_REPS, |i| {
+            black_box(i);
+        })
+    });
+    let (steps, ()) = ticks.measure(|| {
+        repeat(AC_REPS, |_| {
+            let stats = ac.step(&mut env, &mut cursor, &mut rng, |_| episodes += 1);
+            black_box(ok_or_exit(stats, "ac step"));
+        })
+    });
+    report("ac-step", ipt, AC_REPS, steps, empty);
+    defmt::info!(
+        "ac: {=u32} episodes ended during the measured steps",
+        episodes
+    );
+
+    // PPO: one rollout of 256 steps, then one update (10 epochs × 4 minibatches).
+    let ppo = PPO.init_with(|| const { PpoAgent::new(PPO_CONFIG) });
+    defmt::info!(
+        "ppo: actor 4-32-32-2, critic 4-32-32-1, rollout {=usize}, agent {=usize} bytes static",
+        ROLLOUT,
+        core::mem::size_of::<PpoAgent>()
+    );
+    ok_or_exit(ppo.init(&mut rng), "ppo init");
+    let mut env = CartPole::new();
+    let mut cursor = Cursor::start(&mut env, &mut rng);
+    let (collect, result) = ticks.measure(|| ppo.collect(&mut env, &mut cursor, &mut rng, |_| {}));
+    ok_or_exit(result, "ppo collect");
+    report("ppo-collect-256", ipt, 1, collect, 0);
+    report("ppo-collect-per-step", ipt, ROLLOUT as u32, collect, 0);
+    let (update, result) = ticks.measure(|| ppo.update(&mut rng));
+    let stats = ok_or_exit(result, "ppo update");
+    report("ppo-update-256", ipt, 1, update, 0);
+    defmt::info!(
+        "ppo: update ran {=u16} epochs, approx_kl {=f32}, clip_fraction {=f32}",
+        stats.epochs,
+        stats.approx_kl,
+        stats.clip_fraction
+    );
+
+    log_stack();
+    defmt::info!("bench: done");
+    exit(true)
+}
