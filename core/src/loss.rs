@@ -48,7 +48,7 @@ pub fn clipped_surrogate(
 ) -> Surrogate {
     let ratio = math::exp(log_prob - old_log_prob);
     let unclipped = ratio * advantage;
-    let clipped_objective = ratio.clamp(1.0 - clip_range, 1.0 + clip_range) * advantage;
+    let clipped_objective = math::clamp(ratio, 1.0 - clip_range, 1.0 + clip_range) * advantage;
     let loss = -unclipped.min(clipped_objective);
     let gradient_is_zero = (advantage > 0.0 && ratio > 1.0 + clip_range)
         || (advantage < 0.0 && ratio < 1.0 - clip_range);
@@ -92,7 +92,7 @@ pub fn value_loss(value: f32, old_value: f32, target: f32, clip_range: Option<f3
         },
         Some(c) => {
             let delta = value - old_value;
-            let v_clipped = old_value + delta.clamp(-c, c);
+            let v_clipped = old_value + math::clamp(delta, -c, c);
             let clipped_error = v_clipped - target;
             let clipped = clipped_error * clipped_error;
             if unclipped >= clipped {

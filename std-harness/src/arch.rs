@@ -14,6 +14,8 @@ use serde::Serialize;
 pub type CartPolePolicy = CategoricalPolicy<Mlp<4, 64, 2>>;
 /// The MCU-sized CartPole policy, 4-32-32-2.
 pub type CartPoleSmallPolicy = CategoricalPolicy<Mlp<4, 32, 2>>;
+/// The MCU-sized CartPole critic, 4-32-32-1.
+pub type CartPoleSmallCritic = Mlp<4, 32, 1>;
 /// CartPole critic, 4-64-64-1.
 pub type CartPoleCritic = Mlp<4, 64, 1>;
 /// Continuous Pendulum policy: 3 observations, 64-64 tanh, Gaussian over 1 torque.

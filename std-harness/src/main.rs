@@ -45,6 +45,10 @@ struct TrainArgs {
     /// Keep training for the whole budget after the task is solved.
     #[arg(long)]
     no_early_stop: bool,
+    /// CartPole: train the MCU-sized 4-32-32 actor and critic (the firmware's
+    /// `infer` size) instead of 64-64.
+    #[arg(long)]
+    small: bool,
 }
 
 impl TrainArgs {
@@ -74,6 +78,7 @@ impl TrainArgs {
             early_stop: !self.no_early_stop,
             out,
             progress,
+            small: self.small,
         })
     }
 }

@@ -38,7 +38,8 @@ use rand_xoshiro::Xoshiro128PlusPlus;
 use serde::{Deserialize, Serialize};
 
 use crate::arch::{
-    CartPoleContinuousPolicy, CartPoleCritic, CartPolePolicy, PendulumCritic, PendulumPolicy,
+    CartPoleContinuousPolicy, CartPoleCritic, CartPolePolicy, CartPoleSmallCritic,
+    CartPoleSmallPolicy, PendulumCritic, PendulumPolicy,
 };
 use crate::curve::{CurveRow, LearningCurve};
 
@@ -207,13 +208,7 @@ impl Defaults {
                 // clip annealed from 1e-3 / 0.2), with 10 epochs of 4 minibatches.
                 EnvName::Cartpole => PpoConfig {
                     total_steps: steps,
-                    learning_rate: Schedule::linear_to_zero(1e-3),
-                    clip_range: Schedule::linear_to_zero(0.2),
-                    gamma: 0.98,
-                    gae_lambda: 0.8,
-                    epochs: 10,
-                    minibatches: 4,
-                    ..PpoConfig::DEFAULT
+                    ..PpoConfig::CARTPOLE
                 },
                 EnvName::CartpoleContinuous => PpoConfig {
                     total_steps: steps,
@@ -373,6 +368,9 @@ pub struct TrainOptions {
     pub out: Option<PathBuf>,
     /// Draw a progress bar on standard error.
     pub progress: bool,
+    /// CartPole only: train the MCU-sized 4-32-32 actor and critic
+    /// ([`CartPoleSmallPolicy`], [`CartPoleSmallCritic`]) instead of 64-64.
+    pub small: bool,
 }
 
 /// The result of one training run (the `--json` object of `microrl train`).
@@ -584,6 +582,30 @@ pub fn train(opts: &TrainOptions) -> anyhow::Result<TrainSummary> {
     type CcRf = Reinforce<CartPoleContinuousPolicy, CartPoleCritic, 4, REINFORCE_STEPS>;
     type PdRf = Reinforce<PendulumPolicy, PendulumCritic, 3, REINFORCE_STEPS>;
     type CpAc = ActorCritic<CartPolePolicy, CartPoleCritic, 4>;
+    type SmPpo = Ppo<CartPoleSmallPolicy, CartPoleSmallCritic, 4, PPO_CARTPOLE_STEPS>;
+    type SmA2c = Ppo<CartPoleSmallPolicy, CartPoleSmallCritic, 4, A2C_STEPS>;
+    type SmRf = Reinforce<CartPoleSmallPolicy, CartPoleSmallCritic, 4, REINFORCE_STEPS>;
+    type SmAc = ActorCritic<CartPoleSmallPolicy, CartPoleSmallCritic, 4>;
+    if opts.small {
+        return match (opts.env, opts.algo) {
+            (EnvName::Cartpole, Algo::Ppo) => ppo_like!(SmPpo, Ppo::new(ppo), CartPole::new()),
+            (EnvName::Cartpole, Algo::A2c) => ppo_like!(SmA2c, Ppo::new(ppo), CartPole::new()),
+            (EnvName::Cartpole, Algo::Reinforce) => ppo_like!(
+                SmRf,
+                Reinforce {
+                    inner: Ppo::new(ppo)
+                },
+                CartPole::new()
+            ),
+            (EnvName::Cartpole, Algo::Ac) => {
+                ppo_like!(SmAc, ActorCritic::new(ac), CartPole::new())
+            }
+            (env, _) => anyhow::bail!(
+                "--small is the 4-32-32 CartPole architecture; it does not apply to {}",
+                env.name()
+            ),
+        };
+    }
     type CcAc = ActorCritic<CartPoleContinuousPolicy, CartPoleCritic, 4>;
     type PdAc = ActorCritic<PendulumPolicy, PendulumCritic, 3>;
     match (opts.env, opts.algo) {
@@ -822,6 +844,9 @@ pub struct EvalSummary {
 pub fn eval(env: EnvName, blob: &[u8], episodes: u32, seed: u64) -> anyhow::Result<EvalSummary> {
     let mut rng = Xoshiro128PlusPlus::seed_from_u64(seed);
     let (mean, std) = match env {
+        EnvName::Cartpole if is_small_cartpole(blob) => {
+            eval_blob::<CartPoleSmallPolicy, _, 4>(blob, CartPole::new(), episodes, &mut rng)?
+        }
         EnvName::Cartpole => {
             eval_blob::<CartPolePolicy, _, 4>(blob, CartPole::new(), episodes, &mut rng)?
         }
@@ -869,9 +894,19 @@ where
     evaluate(&*policy, &mut env, episodes, rng).map_err(anyhow::Error::msg)
 }
 
-/// Encoded length of the policy file `microrl train` writes for `env`.
-pub fn policy_blob_len(env: EnvName) -> usize {
+/// Whether `blob` has the length of a 4-32-32-2 CartPole policy file (the
+/// `--small` architecture); its header is checked when it is loaded.
+pub fn is_small_cartpole(blob: &[u8]) -> bool {
+    blob.len() == serialize::encoded_len::<Normalized<CartPoleSmallPolicy, 4>>()
+}
+
+/// Encoded length of the policy file `microrl train` writes for `env`
+/// (the default architecture; `small` for the 4-32-32 CartPole one).
+pub fn policy_blob_len(env: EnvName, small: bool) -> usize {
     match env {
+        EnvName::Cartpole if small => {
+            serialize::encoded_len::<Normalized<CartPoleSmallPolicy, 4>>()
+        }
         EnvName::Cartpole => serialize::encoded_len::<Normalized<CartPolePolicy, 4>>(),
         EnvName::CartpoleContinuous => {
             serialize::encoded_len::<Normalized<CartPoleContinuousPolicy, 4>>()

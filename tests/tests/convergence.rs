@@ -22,6 +22,7 @@ fn run(env: EnvName, algo: Algo, seed: u64, steps: u64) -> TrainSummary {
         early_stop: true,
         out: None,
         progress: false,
+        small: false,
     };
     let summary = train(&opts).expect("training runs");
     println!(

@@ -20,12 +20,12 @@
 use nalgebra::SVector;
 use rand_core::Rng;
 
-use super::{Actor, Cursor, Episode, Normalized, value};
+use super::{Act, Actor, Cursor, Episode, Normalized, value};
 use crate::env::Env;
 use crate::error::{Error, check_finite};
 use crate::nn::{Network, gain};
 use crate::normalize::RunningNorm;
-use crate::optim::{Adam, AdamConfig, Schedule, TrainState};
+use crate::optim::{AdamConfig, Optimizer, Schedule, TrainState};
 
 /// Online actor-critic hyper-parameters.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -50,6 +50,18 @@ pub struct AcConfig {
 }
 
 impl AcConfig {
+    /// Every field zero (invalid), the placeholder in [`ActorCritic::ZEROED`].
+    const ZEROED: Self = Self {
+        total_steps: 0,
+        actor_lr: Schedule::Constant(0.0),
+        critic_lr: Schedule::Constant(0.0),
+        gamma: 0.0,
+        ent_coef: 0.0,
+        max_grad_norm: None,
+        normalize_obs: false,
+        adam: AdamConfig::ZEROED,
+    };
+
     /// The defaults listed on each field.
     pub const DEFAULT: Self = Self {
         total_steps: 500_000,
@@ -64,12 +76,13 @@ impl AcConfig {
 
     /// # Errors
     /// [`Error::InvalidConfig`] for `γ ∉ [0, 1]`, a negative entropy
-    /// coefficient or a non-positive gradient clip.
+    /// coefficient, a non-positive gradient clip or invalid Adam settings.
     pub fn validate(&self) -> Result<(), Error> {
         let ok = (0.0..=1.0).contains(&self.gamma)
             && self.ent_coef.is_finite()
             && self.ent_coef >= 0.0
-            && self.max_grad_norm.is_none_or(|m| m.is_finite() && m > 0.0);
+            && self.max_grad_norm.is_none_or(|m| m.is_finite() && m > 0.0)
+            && self.adam.validate().is_ok();
         if ok {
             Ok(())
         } else {
@@ -137,7 +150,16 @@ impl<A: Actor<OBS>, C: Network<OBS, 1>, const OBS: usize> ActorCritic<A, C, OBS>
         }
     }
 
-    /// Initialises weights (orthogonal), optimisers and statistics.
+    /// An agent whose every byte is zero, configuration included, for
+    /// `static` storage (it lands in `.bss`); see [`Ppo::ZEROED`](crate::algo::Ppo::ZEROED).
+    /// Set [`config`](Self::config), then [`init`](Self::init).
+    pub const ZEROED: Self = {
+        let mut agent = Self::new(AcConfig::ZEROED);
+        agent.obs_norm = <RunningNorm<OBS> as crate::params::Params>::ZERO;
+        agent
+    };
+
+    /// Initialises weights (orthogonal), optimisers and statistics, in place.
     ///
     /// # Errors
     /// [`Error::InvalidConfig`] for an invalid configuration.
@@ -147,8 +169,10 @@ impl<A: Actor<OBS>, C: Network<OBS, 1>, const OBS: usize> ActorCritic<A, C, OBS>
         self.critic
             .params
             .init_orthogonal(rng, gain::HIDDEN, gain::VALUE);
-        self.actor.optimizer = Adam::new(self.config.adam);
-        self.critic.optimizer = Adam::new(self.config.adam);
+        self.actor.optimizer.config = self.config.adam;
+        self.actor.optimizer.reset();
+        self.critic.optimizer.config = self.config.adam;
+        self.critic.optimizer.reset();
         self.obs_norm = RunningNorm::new();
         self.steps = 0;
         Ok(())
@@ -250,5 +274,14 @@ impl<A: Actor<OBS>, C: Network<OBS, 1>, const OBS: usize> ActorCritic<A, C, OBS>
             policy: self.actor.params.clone(),
             obs_norm: self.obs_norm.clone(),
         }
+    }
+}
+
+impl<A: Actor<OBS>, C: Network<OBS, 1>, const OBS: usize> Act<OBS> for ActorCritic<A, C, OBS> {
+    type Action = A::Action;
+
+    /// What [`policy`](Self::policy)`().act(obs)` returns, without the copy.
+    fn act(&self, obs: &SVector<f32, OBS>) -> Result<A::Action, Error> {
+        self.actor.params.act(&self.obs_norm.normalize(obs)?)
     }
 }

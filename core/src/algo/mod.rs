@@ -252,6 +252,31 @@ impl<P: Actor<OBS>, const OBS: usize> Normalized<P, OBS> {
     }
 }
 
+/// Picks the deterministic action for a raw (unnormalised) observation: a
+/// deployed [`Normalized`] policy, or a learning agent ([`Ppo`],
+/// [`ActorCritic`], [`Reinforce`]) acting with its current actor and
+/// observation statistics — the same action its [`policy`](Ppo::policy) copy
+/// would pick, without copying the weights (on an MCU, evaluating while
+/// training then needs no second actor on the stack).
+pub trait Act<const OBS: usize> {
+    /// The action type.
+    type Action: Copy;
+
+    /// The deterministic action for `obs`.
+    ///
+    /// # Errors
+    /// [`Error::NonFinite`] for a non-finite observation or network output.
+    fn act(&self, obs: &SVector<f32, OBS>) -> Result<Self::Action, Error>;
+}
+
+impl<P: Actor<OBS>, const OBS: usize> Act<OBS> for Normalized<P, OBS> {
+    type Action = P::Action;
+
+    fn act(&self, obs: &SVector<f32, OBS>) -> Result<P::Action, Error> {
+        Normalized::act(self, obs)
+    }
+}
+
 /// Return and length of a finished episode.
 #[derive(Clone, Copy, Debug, PartialEq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
@@ -329,13 +354,13 @@ impl<const OBS: usize> Cursor<OBS> {
 /// # Errors
 /// The first error from the policy or the environment.
 pub fn evaluate<P, E, R, const OBS: usize>(
-    policy: &Normalized<P, OBS>,
+    policy: &P,
     env: &mut E,
     episodes: u32,
     rng: &mut R,
 ) -> Result<(f32, f32), Error>
 where
-    P: Actor<OBS>,
+    P: Act<OBS> + ?Sized,
     E: Env<OBS, Action = P::Action>,
     R: Rng + ?Sized,
 {

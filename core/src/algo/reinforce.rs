@@ -16,10 +16,11 @@
 //! an episode cut by the capacity or by a time limit bootstraps from the
 //! critic, as for truncation.
 
+use nalgebra::SVector;
 use rand_core::Rng;
 
 use super::ppo::{Ppo, PpoConfig, UpdateStats};
-use super::{Actor, Cursor, Episode, Normalized};
+use super::{Act, Actor, Cursor, Episode, Normalized};
 use crate::env::Env;
 use crate::error::Error;
 use crate::nn::Network;
@@ -139,6 +140,17 @@ impl<A: Actor<OBS>, C: Network<OBS, 1>, const OBS: usize, const N: usize> Reinfo
         A: Clone,
     {
         self.inner.policy()
+    }
+}
+
+impl<A: Actor<OBS>, C: Network<OBS, 1>, const OBS: usize, const N: usize> Act<OBS>
+    for Reinforce<A, C, OBS, N>
+{
+    type Action = A::Action;
+
+    /// What [`policy`](Self::policy)`().act(obs)` returns, without the copy.
+    fn act(&self, obs: &SVector<f32, OBS>) -> Result<A::Action, Error> {
+        self.inner.act(obs)
     }
 }
 

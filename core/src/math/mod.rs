@@ -18,6 +18,27 @@
 
 pub mod fast;
 
+/// `x` limited to `[low, high]`: `low` if `x < low`, `high` if `x > high`,
+/// else `x` (so a NaN `x` stays NaN).
+///
+/// The same result as `f32::clamp` whenever that does not panic, but never
+/// panics: `f32::clamp` asserts `low <= high` and keeps a formatted panic —
+/// with all of `core::fmt`'s float printing, ~20 KB of flash — wherever the
+/// bounds are not compile-time constants. A misordered range here returns
+/// `high` for `x > high`, otherwise `low` or `x`, and the caller's validation
+/// (e.g. [`PpoConfig::validate`](crate::algo::PpoConfig::validate)) is what
+/// rejects such configurations.
+#[inline]
+pub fn clamp(x: f32, low: f32, high: f32) -> f32 {
+    if x < low {
+        low
+    } else if x > high {
+        high
+    } else {
+        x
+    }
+}
+
 /// `ln(2π)`, the normalising constant of the Gaussian log-density.
 pub const LN_2PI: f32 = 1.837_877_1;
 

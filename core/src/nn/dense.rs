@@ -72,7 +72,12 @@ impl<const I: usize, const O: usize, A: Activation> Dense<I, O, A> {
     /// column at a time, hence the same bits. On a Cortex-M4F that is 3
     /// instead of 4 instructions per weight (measured by `firmware-example`'s
     /// `bench` binary). The last `I mod 4` columns go one at a time.
-    #[inline]
+    ///
+    /// Never inlined (nor is [`Layer::backward`]): every call site of a layer
+    /// — acting, collecting, training, evaluating — would otherwise carry its
+    /// own unrolled copy, several KB of flash each on an MCU, for no fewer
+    /// instructions (the `bench` counts drop slightly without the copies).
+    #[inline(never)]
     fn forward_into(&self, x: &[f32], y: &mut [f32]) {
         y.copy_from_slice(self.bias.as_slice());
         let mut blocks = self.weight.as_slice().chunks_exact(4 * O);
@@ -165,6 +170,7 @@ impl<const I: usize, const O: usize, A: Activation> Layer for Dense<I, O, A> {
         cache.output
     }
 
+    #[inline(never)]
     fn backward(
         &self,
         cache: &Self::Cache,

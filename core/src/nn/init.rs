@@ -34,11 +34,23 @@ pub fn orthogonal<const R: usize, const C: usize, G: Rng + ?Sized>(
     rng: &mut G,
 ) {
     rng::fill_normal(rng, m.as_mut_slice());
-    // Column-major storage: element (r, c) lives at c·R + r.
+    orthonormalize(m.as_mut_slice(), R, C, gain);
+}
+
+/// Gram–Schmidt on a column-major `rows × cols` matrix in `data`, then the
+/// gain. Deliberately not generic over the shape: initialisation is cold code,
+/// and one copy for every layer size keeps it small in flash (a
+/// const-generic version is unrolled per shape, several KB each on an MCU).
+#[inline(never)]
+fn orthonormalize(data: &mut [f32], rows: usize, cols: usize, gain: f32) {
+    // Column-major storage: element (r, c) lives at c·rows + r.
     // Orthonormalise `count` vectors of length `len`, vector k element t at index(k, t).
-    let (count, len, tall) = if R >= C { (C, R, true) } else { (R, C, false) };
-    let index = |k: usize, t: usize| if tall { k * R + t } else { t * R + k };
-    let data = m.as_mut_slice();
+    let (count, len, tall) = if rows >= cols {
+        (cols, rows, true)
+    } else {
+        (rows, cols, false)
+    };
+    let index = |k: usize, t: usize| if tall { k * rows + t } else { t * rows + k };
     for k in 0..count {
         for _pass in 0..2 {
             for j in 0..k {

@@ -35,7 +35,11 @@ impl AdamConfig {
         eps: 1e-5,
     };
 
-    fn validate(&self) -> Result<(), Error> {
+    /// Checks `β₁, β₂ ∈ [0, 1)` and a finite `ε > 0`.
+    ///
+    /// # Errors
+    /// [`Error::InvalidConfig`] otherwise.
+    pub fn validate(&self) -> Result<(), Error> {
         let beta_ok = |b: f32| (0.0..1.0).contains(&b);
         if beta_ok(self.beta1) && beta_ok(self.beta2) && self.eps > 0.0 && self.eps.is_finite() {
             Ok(())
@@ -43,6 +47,16 @@ impl AdamConfig {
             Err(Error::InvalidConfig)
         }
     }
+}
+
+impl AdamConfig {
+    /// Every field zero (invalid: `ε = 0`): the placeholder inside the
+    /// agents' `ZEROED` values, which `init` replaces.
+    pub(crate) const ZEROED: Self = Self {
+        beta1: 0.0,
+        beta2: 0.0,
+        eps: 0.0,
+    };
 }
 
 impl Default for AdamConfig {

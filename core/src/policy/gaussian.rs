@@ -168,7 +168,7 @@ pub fn clip_action<const A: usize>(
     low: f32,
     high: f32,
 ) -> SVector<f32, A> {
-    action.map(|a| a.clamp(low, high))
+    action.map(|a| crate::math::clamp(a, low, high))
 }
 
 impl<const A: usize> Params for Gaussian<A> {

@@ -26,11 +26,9 @@
 //!   are branch-free (tanh clamps with predicated moves), so the counts
 //!   hardly depend on the weights or the inputs.
 //! - **Memory.** The two training agents (41.7 KB + 54.0 KB) live in
-//!   `static`s through [`StaticCell::init_with`] with a `const { … }`
-//!   initialiser: the compiler then copies a constant image (in flash) into
-//!   the static, whereas `init_with(|| Agent::new(…))` built both agents in a
-//!   96 KB stack frame first, which overflowed the 35 KB stack (128 KB RAM
-//!   minus the statics) into the statics and ended in a HardFault. The
+//!   `static`s: [`ConstStaticCell`]s holding the agents' all-zero `ZEROED`
+//!   values, which land in `.bss` (no flash image, never built on the stack);
+//!   the configuration is set and `init` runs in place. The
 //!   inference-only policies (up to 22.5 KB) live on the stack of one
 //!   function at a time; the run logs the measured stack peak. No
 //!   `static mut`, no `unsafe`.
@@ -57,7 +55,7 @@ use microrl_firmware::icount::Ticks;
 use microrl_firmware::{exit, log_stack, ok_or_exit};
 use rand_core::SeedableRng;
 use rand_xoshiro::Xoshiro128PlusPlus;
-use static_cell::StaticCell;
+use static_cell::ConstStaticCell;
 
 /// The small actor/critic pair of the firmware's training binaries.
 type SmallActor = CategoricalPolicy<Mlp<4, 32, 2>>;
@@ -75,8 +73,8 @@ const PPO_CONFIG: PpoConfig = PpoConfig {
     ..PpoConfig::CARTPOLE
 };
 
-static AC: StaticCell<AcAgent> = StaticCell::new();
-static PPO: StaticCell<PpoAgent> = StaticCell::new();
+static AC: ConstStaticCell<AcAgent> = ConstStaticCell::new(AcAgent::ZEROED);
+static PPO: ConstStaticCell<PpoAgent> = ConstStaticCell::new(PpoAgent::ZEROED);
 
 const SEED: u64 = 0;
 /// Repetitions of one inference per measurement.
@@ -350,7 +348,8 @@ fn main() -> ! {
     );
 
     // Online actor-critic: one env step + forward/backward/Adam of both nets.
-    let ac = AC.init_with(|| const { AcAgent::new(AcConfig::DEFAULT) });
+    let ac = AC.take();
+    ac.config = AcConfig::DEFAULT;
     defmt::info!(
         "ac: actor 4-32-32-2, critic 4-32-32-1, agent {=usize} bytes static",
         core::mem::size_of::<AcAgent>()
@@ -377,7 +376,8 @@ fn main() -> ! {
     );
 
     // PPO: one rollout of 256 steps, then one update (10 epochs × 4 minibatches).
-    let ppo = PPO.init_with(|| const { PpoAgent::new(PPO_CONFIG) });
+    let ppo = PPO.take();
+    ppo.config = PPO_CONFIG;
     defmt::info!(
         "ppo: actor 4-32-32-2, critic 4-32-32-1, rollout {=usize}, agent {=usize} bytes static",
         ROLLOUT,

@@ -1,5 +1,6 @@
 //! Deterministic inference on the simulated CartPole: loads the exported
-//! policy (`policies/cartpole.mrlp`, written by `microrl-harness train`),
+//! policy (`policies/cartpole-small.mrlp`, written by `microrl train --small`
+//! and `microrl export`),
 //! runs `EPISODES` episodes with the most probable action at every step and
 //! logs each episode's return, length and FNV-1a checksums of the action
 //! sequence and of the observations' `f32` bits. Exits 0 (QEMU status) on
@@ -16,23 +17,23 @@ use microrl::nn::Mlp;
 use microrl::params::Params;
 use microrl::policy::CategoricalPolicy;
 use microrl::serialize;
-use microrl_firmware::{Fnv1a, exit};
+use microrl_firmware::{Fnv1a, exit, log_stack};
 use rand_core::SeedableRng;
 use rand_xoshiro::Xoshiro128PlusPlus;
 
-/// The harness's CartPole actor: 4-64-64-2 tanh MLP producing logits, plus the
-/// frozen observation normaliser.
-type Policy = Normalized<CategoricalPolicy<Mlp<4, 64, 2>>, 4>;
+/// The harness's MCU-sized CartPole actor (`microrl train --small`): a
+/// 4-32-32-2 tanh MLP producing logits, plus the frozen observation normaliser.
+type Policy = Normalized<CategoricalPolicy<Mlp<4, 32, 2>>, 4>;
 
 /// The exported blob, in flash.
-static BLOB: &[u8] = include_bytes!("../../policies/cartpole.mrlp");
+static BLOB: &[u8] = include_bytes!("../../policies/cartpole-small.mrlp");
 
 const EPISODES: u32 = 5;
 const SEED: u64 = 0;
 
 #[entry]
 fn main() -> ! {
-    // The weights (4 619 f32, 18 476 bytes) live on the stack: `Policy::ZERO` is a
+    // The weights (1 290 f32, 5 160 bytes) live on the stack: `Policy::ZERO` is a
     // plain value and `load` overwrites it in place, so no `static mut`.
     let mut policy = Policy::ZERO;
     if let Err(e) = serialize::load(&mut policy, BLOB) {
@@ -62,7 +63,12 @@ fn main() -> ! {
             let action = match policy.act(&obs) {
                 Ok(a) => a,
                 Err(e) => {
-                    defmt::error!("episode {=u32} step {=u32}: act failed: {}", episode, len, e);
+                    defmt::error!(
+                        "episode {=u32} step {=u32}: act failed: {}",
+                        episode,
+                        len,
+                        e
+                    );
                     exit(false);
                 }
             };
@@ -70,7 +76,12 @@ fn main() -> ! {
             let step = match env.step(action) {
                 Ok(s) => s,
                 Err(e) => {
-                    defmt::error!("episode {=u32} step {=u32}: step failed: {}", episode, len, e);
+                    defmt::error!(
+                        "episode {=u32} step {=u32}: step failed: {}",
+                        episode,
+                        len,
+                        e
+                    );
                     exit(false);
                 }
             };
@@ -82,9 +93,10 @@ fn main() -> ! {
             }
         }
         defmt::info!(
-            "episode {=u32}: return {=f32} len {=u32} actions_fnv {=u32:#010x} obs_fnv {=u32:#010x}",
+            "episode {=u32}: return {=f32} ({=u32:#010x}) len {=u32} actions_fnv {=u32:#010x} obs_fnv {=u32:#010x}",
             episode,
             ret,
+            ret.to_bits(),
             len,
             actions.0,
             observations.0
@@ -100,5 +112,6 @@ fn main() -> ! {
         actions_all.0,
         obs_all.0
     );
+    log_stack();
     exit(true)
 }

@@ -1,0 +1,516 @@
+//! The firmware on an emulated Cortex-M4F, checked against the desktop.
+//!
+//! Builds `firmware-example/` (its own workspace, `thumbv7em-none-eabihf`,
+//! `cargo build --release --bins`) once per test run, boots each binary in
+//! `qemu-system-arm -cpu cortex-m4 -machine mps2-an386` with semihosting,
+//! decodes the defmt frames from QEMU's stdout with `defmt-decoder` (the
+//! format strings come from the same ELF) and compares what the MCU computed
+//! with the same computation on the desktop:
+//!
+//! - `infer`: per episode, the return's `f32` bits, the length and FNV-1a
+//!   checksums of the action sequence and of every observation's `f32` bits
+//!   must equal a host replay of the same policy on the same episodes.
+//! - `train-ppo` / `train-ac`: the firmware runs the protocol of `microrl train
+//!   --small` (same seeds, RNG streams and evaluations), so the step at which
+//!   it solves CartPole, the 100-episode evaluation's bits and a checksum of
+//!   the learned weights must equal the harness's own run. `train-ppo` must
+//!   also stay within its memory budget (flash ≤ 64 KB, static RAM + measured
+//!   peak stack ≤ 64 KB).
+//! - `bench`: runs under `-icount shift=0` and must report every figure.
+//!
+//! QEMU's exit status is the firmware's (`microrl_firmware::exit`, or 1 from
+//! the panic and HardFault handlers). Without `qemu-system-arm` the tests fail
+//! with an install hint; `MICRORL_SKIP_QEMU=1` skips them instead (README).
+
+use std::collections::HashMap;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use microrl::Params;
+use microrl::algo::Normalized;
+use microrl::env::{CartPole, Env};
+use microrl::nn::Mlp;
+use microrl::policy::CategoricalPolicy;
+use microrl::serialize;
+use microrl_harness::train::{Algo, EnvName, Overrides, TrainOptions, TrainSummary, train};
+use rand_core::SeedableRng;
+use rand_xoshiro::Xoshiro128PlusPlus;
+
+/// The firmware's small CartPole policy type (`infer`, `train-ppo`, `train-ac`).
+type SmallPolicy = Normalized<CategoricalPolicy<Mlp<4, 32, 2>>, 4>;
+
+/// Opt-out for machines without QEMU (documented in the README).
+const SKIP_VAR: &str = "MICRORL_SKIP_QEMU";
+/// Longest a single firmware run may take before it counts as hung.
+const QEMU_TIMEOUT: Duration = Duration::from_secs(600);
+
+fn firmware_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../firmware-example")
+}
+
+/// The built firmware ELFs by binary name, or `None` when skipped.
+fn firmware() -> Option<&'static HashMap<String, PathBuf>> {
+    if std::env::var_os(SKIP_VAR).is_some_and(|v| v == "1") {
+        eprintln!("{SKIP_VAR}=1: skipping the QEMU firmware test");
+        return None;
+    }
+    static BUILT: OnceLock<Result<HashMap<String, PathBuf>, String>> = OnceLock::new();
+    match BUILT.get_or_init(|| {
+        check_qemu()?;
+        build_firmware()
+    }) {
+        Ok(elfs) => Some(elfs),
+        Err(e) => panic!("{e}"),
+    }
+}
+
+fn check_qemu() -> Result<(), String> {
+    match Command::new("qemu-system-arm").arg("--version").output() {
+        Ok(out) if out.status.success() => Ok(()),
+        Ok(out) => Err(format!(
+            "`qemu-system-arm --version` failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        )),
+        Err(e) => Err(format!(
+            "qemu-system-arm not found ({e}). The firmware tests boot the firmware in QEMU: \
+             install it (Debian/Ubuntu: `sudo apt-get install qemu-system-arm`, \
+             macOS: `brew install qemu`), or set {SKIP_VAR}=1 to skip them."
+        )),
+    }
+}
+
+fn build_firmware() -> Result<HashMap<String, PathBuf>, String> {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let out = Command::new(cargo)
+        .current_dir(firmware_dir())
+        .args([
+            "build",
+            "--release",
+            "--bins",
+            "--message-format=json-render-diagnostics",
+        ])
+        .stderr(Stdio::inherit())
+        .output()
+        .map_err(|e| format!("running cargo for firmware-example: {e}"))?;
+    if !out.status.success() {
+        return Err(
+            "building firmware-example failed (see above); it needs the \
+                    thumbv7em-none-eabihf target: `rustup target add thumbv7em-none-eabihf`"
+                .into(),
+        );
+    }
+    let mut elfs = HashMap::new();
+    for line in String::from_utf8_lossy(&out.stdout).lines() {
+        let Ok(msg) = serde_json::from_str::<serde_json::Value>(line) else {
+            continue;
+        };
+        if msg["reason"] == "compiler-artifact"
+            && let (Some(name), Some(exe)) =
+                (msg["target"]["name"].as_str(), msg["executable"].as_str())
+        {
+            elfs.insert(name.to_owned(), PathBuf::from(exe));
+        }
+    }
+    Ok(elfs)
+}
+
+/// One decoded firmware run.
+struct Run {
+    /// QEMU's exit status (the firmware's semihosting exit code).
+    status: Option<i32>,
+    /// `LEVEL message` per defmt frame.
+    lines: Vec<String>,
+}
+
+impl Run {
+    /// The message of the first line starting with `LEVEL prefix`.
+    fn line(&self, level_and_prefix: &str) -> &str {
+        self.lines
+            .iter()
+            .find(|l| l.starts_with(level_and_prefix))
+            .unwrap_or_else(|| panic!("no `{level_and_prefix}` line in\n{}", self.lines.join("\n")))
+    }
+}
+
+/// Boots `elf` in QEMU, waits (at most [`QEMU_TIMEOUT`]) and decodes its output.
+fn run_qemu(elf: &Path, icount: bool) -> Run {
+    let mut cmd = Command::new("qemu-system-arm");
+    cmd.args(["-cpu", "cortex-m4", "-machine", "mps2-an386", "-nographic"])
+        .args(["-semihosting-config", "enable=on,target=native"]);
+    if icount {
+        cmd.args(["-icount", "shift=0"]);
+    }
+    let mut child = cmd
+        .arg("-kernel")
+        .arg(elf)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("start qemu-system-arm");
+    let mut stdout = child.stdout.take().expect("piped stdout");
+    let reader = std::thread::spawn(move || {
+        let mut bytes = Vec::new();
+        stdout.read_to_end(&mut bytes).map(|_| bytes)
+    });
+    let start = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait for qemu") {
+            break status;
+        }
+        if start.elapsed() > QEMU_TIMEOUT {
+            let _ = child.kill();
+            panic!("{} did not finish within {QEMU_TIMEOUT:?}", elf.display());
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let bytes = reader
+        .join()
+        .expect("reader thread")
+        .expect("read qemu stdout");
+    let lines = decode_defmt(elf, &bytes);
+    for line in &lines {
+        println!(
+            "[{}] {line}",
+            elf.file_name().unwrap_or_default().to_string_lossy()
+        );
+    }
+    Run {
+        status: status.code(),
+        lines,
+    }
+}
+
+fn decode_defmt(elf: &Path, bytes: &[u8]) -> Vec<String> {
+    let elf_bytes = std::fs::read(elf).expect("read the firmware ELF");
+    let table = defmt_decoder::Table::parse(&elf_bytes)
+        .expect("parse the ELF's defmt table")
+        .expect("the ELF has defmt data");
+    let mut decoder = table.new_stream_decoder();
+    decoder.received(bytes);
+    let mut lines = Vec::new();
+    loop {
+        match decoder.decode() {
+            Ok(frame) => {
+                let level = frame.level().map_or("", |l| l.as_str());
+                lines.push(format!(
+                    "{} {}",
+                    level.to_uppercase(),
+                    frame.display_message()
+                ));
+            }
+            Err(defmt_decoder::DecodeError::UnexpectedEof) => break,
+            Err(defmt_decoder::DecodeError::Malformed) => {
+                panic!("malformed defmt frame after {lines:?}")
+            }
+        }
+    }
+    lines
+}
+
+/// The token after `key` in a whitespace-separated log message.
+fn after<'a>(message: &'a str, key: &str) -> &'a str {
+    let mut tokens = message.split_whitespace();
+    tokens
+        .by_ref()
+        .find(|t| *t == key)
+        .unwrap_or_else(|| panic!("no `{key}` in `{message}`"));
+    tokens
+        .next()
+        .unwrap_or_else(|| panic!("nothing after `{key}` in `{message}`"))
+}
+
+/// The `(0x…)` bits logged after a float: `key <value> (<bits>)`.
+fn bits_after(message: &str, key: &str) -> u32 {
+    let mut tokens = message.split_whitespace();
+    tokens.by_ref().find(|t| *t == key);
+    hex(tokens
+        .nth(1)
+        .unwrap_or_else(|| panic!("no `{key} <value> (<bits>)` in `{message}`")))
+}
+
+/// `0x…` (optionally in parentheses) as a `u32`.
+fn hex(token: &str) -> u32 {
+    let t = token.trim_matches(|c| c == '(' || c == ')' || c == ',');
+    u32::from_str_radix(t.trim_start_matches("0x"), 16)
+        .unwrap_or_else(|e| panic!("`{token}` is not hex: {e}"))
+}
+
+/// The firmware's 32-bit FNV-1a (`microrl_firmware::Fnv1a`).
+#[derive(Clone, Copy)]
+struct Fnv1a(u32);
+
+impl Fnv1a {
+    fn new() -> Self {
+        Self(0x811c_9dc5)
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 ^ u32::from(b)).wrapping_mul(0x0100_0193);
+        }
+    }
+    fn write_u32(&mut self, x: u32) {
+        self.write(&x.to_le_bytes());
+    }
+}
+
+/// `microrl_firmware::params_fnv`: the policy's tensors, then the normaliser's.
+fn params_fnv(policy: &SmallPolicy) -> u32 {
+    let mut h = Fnv1a::new();
+    for i in 0..<CategoricalPolicy<Mlp<4, 32, 2>> as Params>::TENSORS {
+        for x in policy.policy.tensor(i) {
+            h.write_u32(x.to_bits());
+        }
+    }
+    for i in 0..<microrl::normalize::RunningNorm<4> as Params>::TENSORS {
+        for x in policy.obs_norm.tensor(i) {
+            h.write_u32(x.to_bits());
+        }
+    }
+    h.0
+}
+
+fn load_small(blob: &[u8]) -> Box<SmallPolicy> {
+    let mut policy = Box::new(SmallPolicy::ZERO);
+    serialize::load(&mut *policy, blob).expect("a 4-32-32-2 CartPole policy");
+    policy
+}
+
+/// What `infer` computes, on the desktop: per episode (return bits, length,
+/// actions FNV, observations FNV), and the overall checksums.
+fn infer_on_host(policy: &SmallPolicy, episodes: u32, seed: u64) -> Vec<(u32, u32, u32, u32)> {
+    let mut env = CartPole::new();
+    let mut rng = Xoshiro128PlusPlus::seed_from_u64(seed);
+    (0..episodes)
+        .map(|_| {
+            let mut obs = env.reset(&mut rng);
+            let (mut ret, mut len) = (0.0f32, 0u32);
+            let (mut actions, mut observations) = (Fnv1a::new(), Fnv1a::new());
+            loop {
+                for x in obs.iter() {
+                    observations.write_u32(x.to_bits());
+                }
+                let action = policy.act(&obs).expect("finite observation");
+                actions.write(&[action as u8]);
+                let step = env.step(action).expect("valid action");
+                ret += step.reward;
+                len += 1;
+                obs = step.obs;
+                if step.done() {
+                    break;
+                }
+            }
+            (ret.to_bits(), len, actions.0, observations.0)
+        })
+        .collect()
+}
+
+/// The exported policy `infer` embeds.
+fn committed_policy() -> Vec<u8> {
+    std::fs::read(firmware_dir().join("policies/cartpole-small.mrlp")).expect("policy file")
+}
+
+/// `microrl train --small` with `algo`, seed 0 and `steps`, writing the policy.
+fn harness_run(algo: Algo, steps: u64, name: &str) -> (TrainSummary, Vec<u8>) {
+    let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
+    let opts = TrainOptions {
+        env: EnvName::Cartpole,
+        algo,
+        seed: 0,
+        steps,
+        overrides: Overrides::default(),
+        threshold: EnvName::Cartpole.threshold(),
+        eval_episodes: 100,
+        early_stop: true,
+        out: Some(out.clone()),
+        progress: false,
+        small: true,
+    };
+    let summary = train(&opts).expect("harness training runs");
+    let blob = std::fs::read(out.join("policy.mrlp")).expect("policy written");
+    (summary, blob)
+}
+
+#[test]
+fn committed_policy_is_what_the_harness_trains() {
+    // `policies/cartpole-small.mrlp` is `microrl train --small --seed 0`
+    // (PPO, CartPole, default budget) exported unchanged: training is
+    // deterministic, so retraining must reproduce it byte for byte.
+    let (summary, blob) = harness_run(Algo::Ppo, 100_000, "fw-committed-policy");
+    assert!(summary.solved_at_step.is_some(), "{summary:?}");
+    assert!(
+        blob == committed_policy(),
+        "firmware-example/policies/cartpole-small.mrlp is not what `microrl train --small \
+         --seed 0` produces any more; regenerate it (firmware-example/README.md)"
+    );
+}
+
+#[test]
+fn infer_matches_desktop_bit_for_bit() {
+    let Some(elfs) = firmware() else { return };
+    let run = run_qemu(&elfs["infer"], false);
+    assert_eq!(
+        run.status,
+        Some(0),
+        "infer exit status\n{}",
+        run.lines.join("\n")
+    );
+
+    let blob = committed_policy();
+    let policy = load_small(&blob);
+    let loaded = run.line("INFO policy loaded:");
+    assert_eq!(after(loaded, "loaded:"), blob.len().to_string());
+
+    let host = infer_on_host(&policy, 5, 0);
+    let (mut actions_all, mut obs_all) = (Fnv1a::new(), Fnv1a::new());
+    for (i, &(ret_bits, len, actions, observations)) in host.iter().enumerate() {
+        let mcu = run.line(&format!("INFO episode {i}:"));
+        let mcu_ret = bits_after(mcu, "return");
+        assert_eq!(
+            (
+                mcu_ret,
+                after(mcu, "len").parse::<u32>().expect("len"),
+                hex(after(mcu, "actions_fnv")),
+                hex(after(mcu, "obs_fnv")),
+            ),
+            (ret_bits, len, actions, observations),
+            "episode {i}: MCU (return bits, length, actions FNV, observations FNV) != desktop"
+        );
+        actions_all.write_u32(actions);
+        obs_all.write_u32(observations);
+    }
+    let done = run.line("INFO done:");
+    assert_eq!(hex(after(done, "actions_fnv")), actions_all.0);
+    assert_eq!(hex(after(done, "obs_fnv")), obs_all.0);
+    // The exported policy solves the task; the MCU's episodes are the desktop's.
+    assert!(host.iter().all(|&(_, len, _, _)| len == 500), "{host:?}");
+}
+
+/// Flash and static RAM of an ELF, as `arm-none-eabi-size` counts them:
+/// flash = every allocated section with contents in the image (vector table,
+/// `.text`, `.rodata`, and `.data`'s initial values); RAM = every allocated
+/// section at a RAM address (`.data`, `.bss`, `.uninit`; 0x2000_0000 and up).
+fn footprint(elf: &Path) -> (u64, u64) {
+    const SHF_ALLOC: u64 = 2;
+    const SHT_NOBITS: u64 = 8;
+    const RAM_START: u64 = 0x2000_0000;
+    let bytes = std::fs::read(elf).expect("read ELF");
+    // Section headers of a 32-bit little-endian ELF (ELF32_Shdr).
+    let u32_at = |o: usize| u64::from(u32::from_le_bytes(bytes[o..o + 4].try_into().unwrap()));
+    let u16_at = |o: usize| usize::from(u16::from_le_bytes(bytes[o..o + 2].try_into().unwrap()));
+    let (shoff, shentsize, shnum) = (u32_at(0x20) as usize, u16_at(0x2e), u16_at(0x30));
+    let (mut flash, mut ram) = (0, 0);
+    for i in 0..shnum {
+        let h = shoff + i * shentsize;
+        let (sh_type, flags, addr, size) =
+            (u32_at(h + 4), u32_at(h + 8), u32_at(h + 12), u32_at(h + 20));
+        if flags & SHF_ALLOC == 0 {
+            continue;
+        }
+        if sh_type != SHT_NOBITS {
+            flash += size;
+        }
+        if addr >= RAM_START {
+            ram += size;
+        }
+    }
+    (flash, ram)
+}
+
+#[test]
+fn train_ppo_solves_cartpole_like_the_desktop_within_budget() {
+    let Some(elfs) = firmware() else { return };
+    let run = run_qemu(&elfs["train-ppo"], false);
+    assert_eq!(
+        run.status,
+        Some(0),
+        "train-ppo exit status\n{}",
+        run.lines.join("\n")
+    );
+    let solved = run.line("INFO solved:");
+
+    // train-ppo: SEED 0, TOTAL_STEPS 100 000, PpoConfig::CARTPOLE, rollout 256.
+    let (summary, blob) = harness_run(Algo::Ppo, 100_000, "fw-train-ppo");
+    let step = summary.solved_at_step.expect("the desktop run solves");
+    assert_eq!(after(solved, "step").parse::<u64>().unwrap(), step);
+    assert_eq!(
+        bits_after(solved, "eval"),
+        summary.eval_mean.to_bits(),
+        "MCU and desktop 100-episode evaluations differ"
+    );
+    assert!(summary.eval_mean >= 475.0);
+    assert_eq!(
+        hex(after(solved, "policy_fnv")),
+        params_fnv(&load_small(&blob)),
+        "MCU and desktop learned different weights"
+    );
+
+    // Memory budget: flash ≤ 64 KB, static RAM + measured peak stack ≤ 64 KB.
+    let (flash, ram) = footprint(&elfs["train-ppo"]);
+    let peak: u64 = after(run.line("INFO stack:"), "peak").parse().unwrap();
+    println!("train-ppo: flash {flash} B, static RAM {ram} B, peak stack {peak} B");
+    assert!(flash <= 64 * 1024, "train-ppo flash {flash} B > 64 KB");
+    assert!(
+        ram + peak <= 64 * 1024,
+        "train-ppo RAM {ram} + stack {peak} B > 64 KB"
+    );
+}
+
+#[test]
+fn train_ac_learns_like_the_desktop() {
+    let Some(elfs) = firmware() else { return };
+    let run = run_qemu(&elfs["train-ac"], false);
+    assert_eq!(
+        run.status,
+        Some(0),
+        "train-ac exit status\n{}",
+        run.lines.join("\n")
+    );
+    let last = run.line("INFO final eval");
+
+    // train-ac: SEED 0, TOTAL_STEPS 60 000, AcConfig::DEFAULT, blocks of 1 000.
+    let (summary, blob) = harness_run(Algo::Ac, 60_000, "fw-train-ac");
+    assert_eq!(
+        after(run.line("INFO solved:"), "step")
+            .parse::<u64>()
+            .unwrap(),
+        summary.solved_at_step.expect("the desktop run solves")
+    );
+    assert_eq!(bits_after(last, "episodes:"), summary.eval_mean.to_bits());
+    assert_eq!(
+        hex(after(last, "policy_fnv")),
+        params_fnv(&load_small(&blob))
+    );
+}
+
+#[test]
+fn bench_reports_every_instruction_count() {
+    let Some(elfs) = firmware() else { return };
+    // `-icount shift=0`: one virtual nanosecond per instruction; `bench`
+    // calibrates its SysTick counter against that and exits 1 if it cannot.
+    let run = run_qemu(&elfs["bench"], true);
+    assert_eq!(
+        run.status,
+        Some(0),
+        "bench exit status\n{}",
+        run.lines.join("\n")
+    );
+    for name in [
+        "mlp-4-64-64-2",
+        "act-4-64-64-2",
+        "mlp-18-64-64-4",
+        "act-18-64-64-4",
+        "mlp-4-32-32-2",
+        "act-4-32-32-2",
+        "ac-step",
+        "ppo-collect-256",
+        "ppo-update-256",
+    ] {
+        let line = run.line(&format!("INFO bench {name}:"));
+        let count: u64 = after(line, &format!("{name}:")).parse().expect("a count");
+        assert!(count > 0, "{line}");
+    }
+}
