@@ -147,6 +147,42 @@ fn train_eval_export() {
 }
 
 #[test]
+fn small_architecture_trains_evaluates_and_exports() {
+    // `--small`: the firmware's 4-32-32 CartPole networks; `eval` and `export`
+    // recognise the smaller policy file.
+    let dir = temp_dir("small");
+    let out = dir.join("run");
+    let (ok, stdout, stderr) =
+        microrl(&["train", "--small", "--out", out.to_str().unwrap(), "--json"]);
+    assert!(ok, "{stderr}");
+    assert!(last_json(&stdout)["eval_mean"].as_f64().unwrap() >= 475.0);
+    let policy = out.join("policy.mrlp");
+    assert_eq!(std::fs::metadata(&policy).unwrap().len(), 5292);
+    let policy_str = policy.to_str().unwrap();
+    let (ok, stdout, stderr) = microrl(&["eval", "--policy", policy_str, "--json"]);
+    assert!(ok, "{stderr}");
+    assert!(last_json(&stdout)["mean"].as_f64().unwrap() >= 475.0);
+    let raw = dir.join("small.mrlp");
+    let (ok, _, stderr) = microrl(&[
+        "export",
+        "--policy",
+        policy_str,
+        "--out",
+        raw.to_str().unwrap(),
+    ]);
+    assert!(ok, "{stderr}");
+    assert_eq!(
+        std::fs::read(&raw).unwrap(),
+        std::fs::read(&policy).unwrap()
+    );
+    // --small is the CartPole architecture only.
+    let (ok, _, stderr) = microrl(&["train", "--small", "--env", "pendulum", "--steps", "10"]);
+    assert!(!ok);
+    assert!(stderr.contains("--small"), "{stderr}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
 fn config_overrides_are_checked() {
     let dir = temp_dir("config");
     let config = dir.join("ppo.toml");
