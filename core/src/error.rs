@@ -18,8 +18,15 @@ pub enum Error {
     NonFinite,
     /// A discrete action index was not smaller than the number of actions.
     InvalidAction,
-    /// A hyper-parameter is outside its valid range (e.g. a negative learning rate).
-    InvalidConfig,
+    /// A hyper-parameter is outside its valid range: `field` names it (the
+    /// configuration struct's field name, which is also its key in a TOML or
+    /// JSON configuration) and `reason` states the constraint it broke.
+    InvalidConfig {
+        /// The offending field, e.g. `"clip_range"` or `"adam.eps"`.
+        field: &'static str,
+        /// The constraint, e.g. `"must be > 0"`.
+        reason: &'static str,
+    },
     /// The output buffer is smaller than the encoded size.
     BufferTooSmall,
     /// The byte slice ends before the header or payload it announces.
@@ -36,12 +43,21 @@ pub enum Error {
     ChecksumMismatch,
 }
 
+impl Error {
+    /// `Error::InvalidConfig { field, reason }`, for validation code.
+    pub const fn config(field: &'static str, reason: &'static str) -> Self {
+        Self::InvalidConfig { field, reason }
+    }
+}
+
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let msg = match self {
+            Error::InvalidConfig { field, reason } => {
+                return write!(f, "invalid configuration: `{field}` {reason}");
+            }
             Error::NonFinite => "value is NaN or infinite",
             Error::InvalidAction => "action index out of range",
-            Error::InvalidConfig => "hyper-parameter out of range",
             Error::BufferTooSmall => "output buffer too small",
             Error::Truncated => "input ends early (truncated)",
             Error::BadMagic => "not a microrl parameter blob (bad magic)",
@@ -96,5 +112,9 @@ mod tests {
         extern crate std;
         use std::string::ToString;
         assert!(Error::ChecksumMismatch.to_string().contains("CRC-32"));
+        assert_eq!(
+            Error::config("clip_range", "must be > 0").to_string(),
+            "invalid configuration: `clip_range` must be > 0"
+        );
     }
 }

@@ -2,71 +2,91 @@
 //!
 //! Reinforcement learning that trains on microcontrollers.
 //!
-//! `microrl` is `#![no_std]`, needs no allocator and contains no `unsafe`. Every
+//! `microrl` is `no_std`, needs no allocator and contains no `unsafe`. Every
 //! network size is a const generic, every buffer is owned by the caller, and
 //! every random draw comes from a caller-supplied [`rand_core::Rng`], so the
 //! same code trains a policy on the desktop and keeps training it on a
 //! Cortex-M4F — with bit-identical arithmetic on both.
 //!
-//! ## Layout (by concern)
-//! - [`nn`]: dense layers, activations, MLPs; inference and training passes,
-//!   hand-written backpropagation, orthogonal initialisation.
-//! - [`policy`]: action distributions ([`Categorical`](policy::Categorical),
-//!   [`Gaussian`](policy::Gaussian)) and inference-only policies.
-//! - [`optim`]: Adam, SGD, global gradient-norm clipping, schedules, and
-//!   [`TrainState`](optim::TrainState) (parameters + gradients + optimiser).
-//! - [`loss`]: policy-gradient losses (PPO's clipped surrogate, value loss)
-//!   with their gradients.
-//! - [`serialize`]: the checksummed binary format that carries weights from the
-//!   desktop to the firmware.
-//! - [`params`], [`math`], [`rng`]: the plumbing the rest stands on.
+//! ## A guide through the layers
+//!
+//! Read top-down; each layer only uses the ones below it.
+//!
+//! 1. [`env`] — **your plant.** Implement [`env::Env`]: the observation type
+//!    (`SVector<f32, N>`), the action space ([`env::Discrete`] or
+//!    [`env::Continuous`] with actuator bounds), `reset` and `step` with
+//!    Gymnasium's `terminated`/`truncated`. The sizes are stated here, once.
+//! 2. [`agent`] — **an agent named from the plant**: `agent::Ppo<Plant, 64,
+//!    2048>`, `agent::ActorCritic<Plant, 32>`, … derive every network size
+//!    from the environment; [`Deployed<Agent>`] is the exported policy type.
+//! 3. [`train`] — **the loop**: [`train::Trainer`] runs collect → update →
+//!    gated evaluation → early stop for any agent, reporting through
+//!    [`train::Hooks`]; "solved" is decided on one set of start states and
+//!    reported on another.
+//! 4. [`algo`] — **the algorithms**: PPO with GAE, A2C, REINFORCE with a
+//!    baseline ([`algo::Ppo`], [`algo::Reinforce`]) and the online
+//!    actor-critic ([`algo::ActorCritic`]), each a fixed-size struct with a
+//!    `const fn new` and a `.bss`-friendly `ZERO`.
+//! 5. [`policy`] — **actors and policies**: [`policy::Actor`] (network +
+//!    distribution head, what algorithms train), [`Policy`] (actor + frozen
+//!    normaliser + action space, what you deploy) and [`Controller::act`]
+//!    (raw observation → actuator command; the agent's own evaluation and the
+//!    deployed policy run the same function).
+//! 6. [`nn`] — **networks**: dense layers, activations, MLPs; inference and
+//!    training passes with hand-written, gradient-checked backpropagation.
+//! 7. [`optim`] — Adam, SGD, gradient clipping, schedules, and
+//!    [`optim::TrainState`] (parameters + gradients + optimiser).
+//! 8. [`serialize`] — the checksummed binary format that carries a
+//!    [`Policy`] from the desktop to the firmware.
+//! 9. [`params`], [`normalize`], [`loss`], [`math`], [`rng`], [`config`] —
+//!    the plumbing the rest stands on.
+//!
+//! ## Example: collect and update by hand
+//!
+//! The loop in [`train`] does this (plus evaluation and early stop); written
+//! out, one PPO iteration is a rollout and an update:
+//!
+//! ```
+//! # fn main() -> Result<(), microrl::Error> {
+//! use microrl::algo::{Cursor, PpoConfig};
+//! use microrl::env::CartPole;
+//! use microrl::{agent, serialize, Controller, Deployed, Params};
+//! use rand_core::SeedableRng;
+//!
+//! type Agent = agent::Ppo<CartPole, 32, 256>; // 4-32-32-2 actor, 4-32-32-1 critic, 256-step rollout
+//! let mut rng = rand_xoshiro::Xoshiro128PlusPlus::seed_from_u64(0);
+//! let mut env = CartPole::new();
+//!
+//! // All training memory in one fixed-size value (a `static` on an MCU).
+//! let mut agent = Box::new(Agent::new(PpoConfig::CARTPOLE));
+//! agent.init(&env, &mut rng)?;
+//! let mut cursor = Cursor::start(&mut env, &mut rng);
+//! let mut returns = 0.0;
+//! agent.collect(&mut env, &mut cursor, &mut rng, |episode| returns += episode.ret)?;
+//! let stats = agent.update(&mut rng)?; // 10 epochs × 4 minibatches of Adam
+//! assert!(stats.approx_kl.is_finite() && stats.epochs == 10);
+//!
+//! // Deploy: actor + frozen normaliser + action space, through the checksummed format.
+//! let mut blob = [0u8; serialize::encoded_len::<Deployed<Agent>>()];
+//! serialize::save(&agent.policy(), &mut blob)?;
+//! let mut policy = Deployed::<Agent>::ZERO;
+//! serialize::load(&mut policy, &blob)?;
+//! // The deployed policy acts exactly as the agent does.
+//! assert_eq!(policy.act(&cursor.obs)?, agent.act(&cursor.obs)?);
+//! # Ok(())
+//! # }
+//! ```
 //!
 //! ## Memory
 //! A 4-64-64-2 categorical policy (CartPole) has 4 610 parameters: 18 440
 //! bytes for inference. Training it with Adam adds a gradient and two moment
 //! estimates of the same shape (see [`optim::TrainState`]).
 //!
-//! ## Example
-//!
-//! ```
-//! # fn main() -> Result<(), microrl::Error> {
-//! use microrl::nn::{gain, Layer, Mlp};
-//! use microrl::optim::{AdamConfig, TrainState};
-//! use microrl::policy::{Categorical, CategoricalPolicy};
-//! use microrl::{serialize, Params, SVector};
-//! use rand_core::SeedableRng;
-//!
-//! type Net = Mlp<4, 64, 2>; // 4 → 64 → 64 → 2, tanh
-//! let mut rng = rand_xoshiro::Xoshiro128PlusPlus::seed_from_u64(0);
-//!
-//! // Training memory: parameters, gradients and Adam moments, all const-sized.
-//! let mut state = TrainState::<Net>::new(AdamConfig::default());
-//! state.params.init_orthogonal(&mut rng, gain::HIDDEN, gain::POLICY);
-//!
-//! // One gradient step on −log π(a|s) for a single sample.
-//! let obs = SVector::<f32, 4>::new(0.01, -0.02, 0.03, 0.0);
-//! let mut cache = Net::EMPTY_CACHE;
-//! let logits = state.params.forward_train(&obs, &mut cache);
-//! let d_logits = -Categorical::from_logits(&logits)?.grad_log_prob(1)?;
-//! state.zero_grad();
-//! state.params.backward(&cache, &d_logits, &mut state.grads);
-//! state.apply(3e-4, Some(0.5))?; // clip to norm 0.5, then Adam
-//!
-//! // Deploy: weights only, through the checksummed format.
-//! let mut blob = [0u8; serialize::encoded_len::<Net>()];
-//! serialize::save(&state.params, &mut blob)?;
-//! let mut policy = CategoricalPolicy { net: Net::ZERO };
-//! serialize::load(&mut policy.net, &blob)?;
-//! let action = policy.act(&obs)?; // deterministic action
-//! assert!(action < 2);
-//! # Ok(())
-//! # }
-//! ```
-//!
 //! ## Cargo features
 //! - `std`: allocation helpers for the desktop (`serialize::to_vec`).
-//! - `defmt`: `defmt::Format` on errors and statistics.
+//! - `defmt`: `defmt::Format` on errors, statistics and results.
 //! - `fast-math`: pure-`f32` approximations of `exp`/`tanh` ([`math::fast`]).
+//! - `serde`: `Serialize`/`Deserialize` on every configuration (no_std).
 
 #![no_std]
 #![forbid(unsafe_code)]
@@ -75,7 +95,9 @@
 #[cfg(any(feature = "std", test))]
 extern crate std;
 
+pub mod agent;
 pub mod algo;
+pub mod config;
 pub mod env;
 pub mod error;
 pub mod loss;
@@ -87,7 +109,10 @@ pub mod params;
 pub mod policy;
 pub mod rng;
 pub mod serialize;
+pub mod train;
 
 pub use error::Error;
 pub use nalgebra::{SMatrix, SVector};
 pub use params::{Pair, Params, TensorShape};
+pub use policy::{Controller, Policy};
+pub use train::Deployed;

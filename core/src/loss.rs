@@ -227,7 +227,7 @@ mod tests {
 
         // Analytic gradient.
         let mut grad = Net::ZERO;
-        let mut cache = Net::EMPTY_CACHE;
+        let mut cache = Net::ZERO_CACHE;
         let mut zero_gradient_samples = 0;
         crate::nn::accumulate_gradients(&net, &mut grad, &mut cache, &obs, |k, logits| {
             let dist = Categorical::from_logits(logits).unwrap();

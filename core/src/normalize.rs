@@ -16,6 +16,13 @@
 //! - **Same update as Gymnasium.** Chan et al.'s parallel variance update with a
 //!   batch of one, starting from `count = 1e-4, μ = 0, σ² = 1` (Gymnasium's
 //!   `RunningMeanStd`), computed in `f32` so it runs on an FPU-only MCU.
+//! - **Empty is the identity.** [`RunningNorm::ZERO`] (count 0, every byte
+//!   zero, so it can sit in `.bss`) holds no statistics and
+//!   [`normalize`](RunningNorm::normalize) passes observations through
+//!   unchanged and unclipped; the first [`update`](RunningNorm::update) starts
+//!   from Gymnasium's prior. An agent trained with `normalize_obs = false`
+//!   never updates its normaliser, so the exported policy feeds the network
+//!   the raw observation — exactly what training fed it.
 
 use nalgebra::SVector;
 
@@ -43,18 +50,15 @@ pub struct RunningNorm<const N: usize> {
 
 impl<const N: usize> Default for RunningNorm<N> {
     fn default() -> Self {
-        Self::new()
+        Self::ZERO
     }
 }
 
 impl<const N: usize> RunningNorm<N> {
-    /// No observations yet: `μ = 0`, `σ² = 1` (the identity up to clipping).
-    pub const fn new() -> Self {
-        Self {
-            mean: SVector::from_array_storage(nalgebra::ArrayStorage([[0.0; N]; 1])),
-            var: SVector::from_array_storage(nalgebra::ArrayStorage([[1.0; N]; 1])),
-            count: SVector::from_array_storage(nalgebra::ArrayStorage([[INITIAL_COUNT]; 1])),
-        }
+    /// `true` once at least one observation has been folded in; before that
+    /// [`normalize`](Self::normalize) is the identity.
+    pub fn has_statistics(&self) -> bool {
+        self.count[0] > 0.0
     }
 
     /// Folds one observation into the statistics.
@@ -64,6 +68,12 @@ impl<const N: usize> RunningNorm<N> {
     /// statistics are unchanged.
     pub fn update(&mut self, x: &SVector<f32, N>) -> Result<(), Error> {
         check_all_finite(x.as_slice())?;
+        if !self.has_statistics() {
+            // Gymnasium's prior: a pseudo-count of 1e-4 at μ = 0, σ² = 1.
+            self.mean.fill(0.0);
+            self.var.fill(1.0);
+            self.count[0] = INITIAL_COUNT;
+        }
         let count = self.count[0];
         let total = count + 1.0;
         for i in 0..N {
@@ -77,12 +87,16 @@ impl<const N: usize> RunningNorm<N> {
         Ok(())
     }
 
-    /// `clip((x − μ) / √(σ² + ε), −CLIP, CLIP)`.
+    /// `clip((x − μ) / √(σ² + ε), −CLIP, CLIP)`; `x` itself, unclipped, while
+    /// no observation has been folded in (see [`has_statistics`](Self::has_statistics)).
     ///
     /// # Errors
     /// [`Error::NonFinite`] if `x` has a NaN or infinite component.
     pub fn normalize(&self, x: &SVector<f32, N>) -> Result<SVector<f32, N>, Error> {
         check_all_finite(x.as_slice())?;
+        if !self.has_statistics() {
+            return Ok(*x);
+        }
         let mut out = SVector::<f32, N>::zeros();
         for i in 0..N {
             let z = (x[i] - self.mean[i]) / math::sqrt(self.var[i] + EPSILON);
@@ -158,7 +172,7 @@ mod tests {
     #[test]
     fn matches_two_pass_statistics() {
         let mut rng = Xoshiro128PlusPlus::seed_from_u64(5);
-        let mut norm = RunningNorm::<2>::new();
+        let mut norm = RunningNorm::<2>::ZERO;
         let mut xs = std::vec::Vec::new();
         for _ in 0..5000 {
             let x = SVector::<f32, 2>::new(
@@ -185,7 +199,7 @@ mod tests {
 
     #[test]
     fn clips_and_rejects_non_finite_without_change() {
-        let mut norm = RunningNorm::<2>::new();
+        let mut norm = RunningNorm::<2>::ZERO;
         norm.update(&SVector::<f32, 2>::new(0.0, 0.0)).unwrap();
         let before = norm.clone();
         assert_eq!(
@@ -203,7 +217,7 @@ mod tests {
 
     #[test]
     fn round_trips_through_the_format() {
-        let mut norm = RunningNorm::<3>::new();
+        let mut norm = RunningNorm::<3>::ZERO;
         norm.update(&SVector::<f32, 3>::new(1.0, 2.0, 3.0)).unwrap();
         let mut blob = [0u8; crate::serialize::encoded_len::<RunningNorm<3>>()];
         crate::serialize::save(&norm, &mut blob).unwrap();

@@ -41,6 +41,8 @@ pub mod tag {
     pub const LOG_STD: u32 = 0x300;
     /// Running statistics (e.g. an observation normaliser's mean and variance).
     pub const STATISTICS: u32 = 0x400;
+    /// Actuator bounds of a continuous action space (`low`, then `high`).
+    pub const BOUNDS: u32 = 0x500;
 }
 
 /// A fixed-size collection of `f32` tensors.

@@ -263,11 +263,11 @@ pub fn to_vec<P: Params>(params: &P) -> Result<std::vec::Vec<u8>, Error> {
 mod tests {
     use super::*;
     use crate::nn::{Layer, Mlp, Relu, fd, gain};
-    use crate::policy::{CategoricalPolicy, Gaussian, GaussianPolicy};
+    use crate::policy::{CategoricalActor, Gaussian, GaussianActor};
     extern crate std;
     use std::vec;
 
-    type Policy = CategoricalPolicy<Mlp<4, 8, 2>>;
+    type Policy = CategoricalActor<Mlp<4, 8, 2>>;
 
     fn trained_like() -> Policy {
         let mut p = Policy::ZERO;
@@ -347,18 +347,18 @@ mod tests {
     fn wrong_dimensions_and_kinds_are_rejected() {
         let blob = saved(&trained_like());
         // Different hidden size: different scalar count.
-        let mut wider = CategoricalPolicy {
+        let mut wider = CategoricalActor {
             net: Mlp::<4, 9, 2>::ZERO,
         };
         assert_eq!(load(&mut wider, &blob), Err(Error::ShapeMismatch));
         // Same sizes, different activation.
-        let mut relu = CategoricalPolicy {
+        let mut relu = CategoricalActor {
             net: Mlp::<4, 8, 2, Relu>::ZERO,
         };
         assert_eq!(load(&mut relu, &blob), Err(Error::ShapeMismatch));
         // Same scalar count, transposed layout: 4-8-8-2 vs a Gaussian policy is
         // a different tensor count.
-        let mut gaussian = GaussianPolicy {
+        let mut gaussian = GaussianActor {
             net: Mlp::<4, 8, 2>::ZERO,
             head: Gaussian::<2>::ZERO,
         };
@@ -413,7 +413,7 @@ mod tests {
 
     #[test]
     fn encoded_len_is_const() {
-        const LEN: usize = encoded_len::<CategoricalPolicy<Mlp<4, 64, 2>>>();
+        const LEN: usize = encoded_len::<CategoricalActor<Mlp<4, 64, 2>>>();
         let _buffer = [0u8; LEN];
         assert_eq!(LEN, 16 + 12 * 6 + 4 * 4610 + 4);
     }

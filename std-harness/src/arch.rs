@@ -1,29 +1,31 @@
-//! The policy architectures the harness can create, load and describe.
+//! The policy architectures the harness can train, create, load and describe.
 //!
-//! Each is a concrete type from `microrl`; [`Arch`] names them on the command
-//! line and [`Footprint`] reports their memory, measured with
-//! `core::mem::size_of` on the very types the firmware links.
+//! Every file the harness writes — `train`'s `policy.mrlp`, `init`'s fresh
+//! policy, `export`'s copy — is one [`Policy`]: the actor, the observation
+//! normaliser and the action space, in the core's binary format. Each
+//! architecture is that type for one environment and hidden width, named
+//! from the environment with [`microrl::agent::Policy`], so `act`, `eval`,
+//! `export` and `inspect` recognise any of those files by trying the
+//! architectures in turn ([`Arch::detect`]). [`Footprint`] reports their
+//! memory, measured with `core::mem::size_of` on the very types the firmware
+//! links.
 
-use microrl::nn::{Layer, Mlp, gain};
+use microrl::env::{ActionSpace, CartPole, CartPoleContinuous, Env, Pendulum};
 use microrl::optim::{Adam, TrainState};
-use microrl::policy::{CategoricalPolicy, Gaussian, GaussianPolicy};
-use microrl::{Params, SVector, serialize};
+use microrl::policy::{Actor, CategoricalActor, Controller, Policy};
+use microrl::{Params, SVector, agent, serialize};
 use serde::Serialize;
 
+use crate::train::EnvName;
+
 /// Discrete CartPole policy: 4 observations, two hidden layers of 64 tanh units, 2 action logits.
-pub type CartPolePolicy = CategoricalPolicy<Mlp<4, 64, 2>>;
-/// The MCU-sized CartPole policy, 4-32-32-2.
-pub type CartPoleSmallPolicy = CategoricalPolicy<Mlp<4, 32, 2>>;
-/// The MCU-sized CartPole critic, 4-32-32-1.
-pub type CartPoleSmallCritic = Mlp<4, 32, 1>;
-/// CartPole critic, 4-64-64-1.
-pub type CartPoleCritic = Mlp<4, 64, 1>;
-/// Continuous Pendulum policy: 3 observations, 64-64 tanh, Gaussian over 1 torque.
-pub type PendulumPolicy = GaussianPolicy<Mlp<3, 64, 1>, 1>;
-/// Pendulum critic, 3-64-64-1.
-pub type PendulumCritic = Mlp<3, 64, 1>;
-/// Continuous CartPole policy: 4-64-64-1 mean, Gaussian over the force.
-pub type CartPoleContinuousPolicy = GaussianPolicy<Mlp<4, 64, 1>, 1>;
+pub type CartPolePolicy = agent::Policy<CartPole, 64>;
+/// The MCU-sized CartPole policy, 4-32-32-2 (`--small`).
+pub type CartPoleSmallPolicy = agent::Policy<CartPole, 32>;
+/// Continuous CartPole policy: 4-64-64-1 mean, Gaussian over the force, bounds ±1.
+pub type CartPoleContinuousPolicy = agent::Policy<CartPoleContinuous, 64>;
+/// Pendulum policy: 3-64-64-1 mean, Gaussian over the torque, bounds ±2.
+pub type PendulumPolicy = agent::Policy<Pendulum, 64>;
 
 /// A named architecture.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, Serialize)]
@@ -33,19 +35,27 @@ pub enum Arch {
     Cartpole,
     /// Categorical 4-32-32-2 (CartPole on small MCUs).
     CartpoleSmall,
+    /// Gaussian 4-64-64-1 with learnable log_std (continuous CartPole).
+    CartpoleContinuous,
     /// Gaussian 3-64-64-1 with learnable log_std (Pendulum).
     Pendulum,
 }
 
 impl Arch {
     /// Every architecture, in display order.
-    pub const ALL: [Arch; 3] = [Arch::Cartpole, Arch::CartpoleSmall, Arch::Pendulum];
+    pub const ALL: [Arch; 4] = [
+        Arch::Cartpole,
+        Arch::CartpoleSmall,
+        Arch::CartpoleContinuous,
+        Arch::Pendulum,
+    ];
 
     /// The name used on the command line and in JSON.
     pub fn name(self) -> &'static str {
         match self {
             Arch::Cartpole => "cartpole",
             Arch::CartpoleSmall => "cartpole-small",
+            Arch::CartpoleContinuous => "cartpole-continuous",
             Arch::Pendulum => "pendulum",
         }
     }
@@ -55,24 +65,56 @@ impl Arch {
         match self {
             Arch::Cartpole => "4-64-64-2 categorical",
             Arch::CartpoleSmall => "4-32-32-2 categorical",
+            Arch::CartpoleContinuous => "4-64-64-1 gaussian",
             Arch::Pendulum => "3-64-64-1 gaussian",
+        }
+    }
+
+    /// The task this architecture acts in.
+    pub fn env(self) -> EnvName {
+        match self {
+            Arch::Cartpole | Arch::CartpoleSmall => EnvName::Cartpole,
+            Arch::CartpoleContinuous => EnvName::CartpoleContinuous,
+            Arch::Pendulum => EnvName::Pendulum,
+        }
+    }
+
+    /// The architecture `microrl train` uses for `env` (`small`: 4-32-32 CartPole).
+    pub fn for_env(env: EnvName, small: bool) -> Arch {
+        match env {
+            EnvName::Cartpole if small => Arch::CartpoleSmall,
+            EnvName::Cartpole => Arch::Cartpole,
+            EnvName::CartpoleContinuous => Arch::CartpoleContinuous,
+            EnvName::Pendulum => Arch::Pendulum,
         }
     }
 
     /// Observation size.
     pub fn obs_dim(self) -> usize {
         match self {
-            Arch::Cartpole | Arch::CartpoleSmall => 4,
+            Arch::Cartpole | Arch::CartpoleSmall | Arch::CartpoleContinuous => 4,
             Arch::Pendulum => 3,
         }
+    }
+
+    /// The architecture whose policy `blob` is: the first that loads it
+    /// (length, tensor shapes and kinds, checksum, finite values).
+    pub fn detect(blob: &[u8]) -> Option<Arch> {
+        Arch::ALL.into_iter().find(|a| match a {
+            Arch::Cartpole => load::<CartPolePolicy>(blob).is_ok(),
+            Arch::CartpoleSmall => load::<CartPoleSmallPolicy>(blob).is_ok(),
+            Arch::CartpoleContinuous => load::<CartPoleContinuousPolicy>(blob).is_ok(),
+            Arch::Pendulum => load::<PendulumPolicy>(blob).is_ok(),
+        })
     }
 
     /// Memory figures for this architecture.
     pub fn footprint(self) -> Footprint {
         match self {
-            Arch::Cartpole => Footprint::of::<CartPolePolicy, Mlp<4, 64, 2>>(self),
-            Arch::CartpoleSmall => Footprint::of::<CartPoleSmallPolicy, Mlp<4, 32, 2>>(self),
-            Arch::Pendulum => Footprint::of::<PendulumPolicy, Mlp<3, 64, 1>>(self),
+            Arch::Cartpole => Footprint::of::<CartPolePolicy, 4>(self),
+            Arch::CartpoleSmall => Footprint::of::<CartPoleSmallPolicy, 4>(self),
+            Arch::CartpoleContinuous => Footprint::of::<CartPoleContinuousPolicy, 4>(self),
+            Arch::Pendulum => Footprint::of::<PendulumPolicy, 3>(self),
         }
     }
 }
@@ -84,105 +126,161 @@ pub struct Footprint {
     pub arch: Arch,
     /// Layer sizes.
     pub layers: &'static str,
-    /// Number of trainable scalars.
+    /// Number of trainable scalars (the actor's parameters).
     pub params: usize,
-    /// `size_of` the inference-only policy (weights only).
+    /// `size_of` the deployable policy (actor, normaliser, action space).
     pub inference_bytes: usize,
-    /// `size_of` parameters + gradients + Adam moments and step count.
+    /// `size_of` the actor's parameters + gradients + Adam moments and step count.
     pub train_state_bytes: usize,
     /// Of which: `size_of` the Adam state (two moments, step, config).
     pub adam_bytes: usize,
     /// `size_of` the per-sample activation cache used by backpropagation.
     pub cache_bytes: usize,
-    /// Length of the serialised blob (header, weights, CRC-32).
+    /// Length of the serialised policy file (header, tensors, CRC-32).
     pub blob_bytes: usize,
 }
 
 impl Footprint {
-    /// Figures for policy type `P` whose network is `N`.
-    fn of<P: Params, N: Layer>(arch: Arch) -> Self {
+    /// Figures for the deployable policy `Policy<A, OBS>`.
+    fn of<P, const OBS: usize>(arch: Arch) -> Self
+    where
+        P: Params + IsPolicy<OBS>,
+    {
         Footprint {
             arch,
             layers: arch.layers(),
-            params: P::LEN,
+            params: <P::Actor as Params>::LEN,
             inference_bytes: core::mem::size_of::<P>(),
-            train_state_bytes: core::mem::size_of::<TrainState<P>>(),
-            adam_bytes: core::mem::size_of::<Adam<P>>(),
-            cache_bytes: core::mem::size_of::<N::Cache>(),
+            train_state_bytes: core::mem::size_of::<TrainState<P::Actor>>(),
+            adam_bytes: core::mem::size_of::<Adam<P::Actor>>(),
+            cache_bytes: core::mem::size_of::<<P::Actor as Actor<OBS>>::Cache>(),
             blob_bytes: serialize::encoded_len::<P>(),
         }
     }
 }
 
+/// Names the actor type inside a `Policy<A, OBS>`.
+pub trait IsPolicy<const OBS: usize> {
+    /// The actor.
+    type Actor: Actor<OBS>;
+}
+
+impl<A: Actor<OBS>, const OBS: usize> IsPolicy<OBS> for Policy<A, OBS> {
+    type Actor = A;
+}
+
+/// Loads `blob` as policy type `P` (boxed: the 64-wide ones are 18 KB).
+///
+/// # Errors
+/// The core's load error (shape, kind, checksum, non-finite value, …).
+pub fn load<P: Params>(blob: &[u8]) -> Result<Box<P>, microrl::Error> {
+    let mut policy = Box::new(P::ZERO);
+    serialize::load(&mut *policy, blob)?;
+    Ok(policy)
+}
+
 /// A freshly initialised policy (orthogonal, SB3 gains, zero biases,
-/// `log_std = 0`) serialised in the core's binary format.
+/// `log_std = 0`, an empty normaliser, the task's action space) serialised
+/// in the core's binary format.
 pub fn init_blob(arch: Arch, seed: u64) -> anyhow::Result<Vec<u8>> {
-    use rand_core::SeedableRng;
-    let mut rng = rand_xoshiro::Xoshiro128PlusPlus::seed_from_u64(seed);
+    fn fresh<A: Actor<OBS> + Params, E: Env, const OBS: usize>(
+        env: &E,
+        seed: u64,
+    ) -> Result<Vec<u8>, microrl::Error>
+    where
+        E: Env<Space = A::Space>,
+    {
+        use rand_core::SeedableRng;
+        let mut rng = rand_xoshiro::Xoshiro128PlusPlus::seed_from_u64(seed);
+        let mut policy = Box::new(Policy::<A, OBS>::ZERO);
+        policy.actor.init(&mut rng);
+        policy.space = env.action_space();
+        serialize::to_vec(&*policy)
+    }
+    type Actor4<P> = <P as IsPolicy<4>>::Actor;
+    type Actor3<P> = <P as IsPolicy<3>>::Actor;
     let blob = match arch {
-        Arch::Cartpole => {
-            let mut p = Box::new(CartPolePolicy::ZERO);
-            p.net.init_orthogonal(&mut rng, gain::HIDDEN, gain::POLICY);
-            serialize::to_vec(&*p)
+        Arch::Cartpole => fresh::<Actor4<CartPolePolicy>, _, 4>(&CartPole::new(), seed),
+        Arch::CartpoleSmall => fresh::<Actor4<CartPoleSmallPolicy>, _, 4>(&CartPole::new(), seed),
+        Arch::CartpoleContinuous => {
+            fresh::<Actor4<CartPoleContinuousPolicy>, _, 4>(&CartPoleContinuous::new(), seed)
         }
-        Arch::CartpoleSmall => {
-            let mut p = Box::new(CartPoleSmallPolicy::ZERO);
-            p.net.init_orthogonal(&mut rng, gain::HIDDEN, gain::POLICY);
-            serialize::to_vec(&*p)
-        }
-        Arch::Pendulum => {
-            let mut p = Box::new(PendulumPolicy::ZERO);
-            p.net.init_orthogonal(&mut rng, gain::HIDDEN, gain::POLICY);
-            p.head = Gaussian::with_log_std(0.0);
-            serialize::to_vec(&*p)
-        }
+        Arch::Pendulum => fresh::<Actor3<PendulumPolicy>, _, 3>(&Pendulum::new(), seed),
     };
     Ok(blob?)
 }
 
-/// The deterministic action a policy blob of architecture `arch` takes at `obs`.
+/// The deterministic command a policy blob takes at one observation.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Action {
     /// Discrete action index (categorical policies).
     pub discrete: Option<usize>,
     /// Action probabilities (categorical policies).
     pub probs: Option<Vec<f32>>,
-    /// Continuous action, the Gaussian mean (Gaussian policies).
+    /// Continuous command: the Gaussian mean clipped to the actuator bounds.
     pub continuous: Option<Vec<f32>>,
+    /// The actuator bounds `[low, high]` per dimension (continuous policies).
+    pub bounds: Option<Vec<[f32; 2]>>,
 }
 
-/// Loads `blob` as `arch` and evaluates its deterministic action at `obs`.
+/// Loads `blob` as `arch` and returns the deployed policy's command at `obs`
+/// (exactly what the firmware would send to the plant).
 pub fn act(arch: Arch, blob: &[u8], obs: &[f32]) -> anyhow::Result<Action> {
     anyhow::ensure!(
         obs.len() == arch.obs_dim(),
-        "{arch:?} expects {} observation values, got {}",
+        "{} expects {} observation values, got {}",
+        arch.name(),
         arch.obs_dim(),
         obs.len()
     );
     fn categorical<const H: usize>(blob: &[u8], obs: &[f32]) -> anyhow::Result<Action> {
-        let mut p = Box::new(CategoricalPolicy::<Mlp<4, H, 2>>::ZERO);
-        serialize::load(&mut *p, blob)?;
+        let p = load::<Policy<CategoricalActor<microrl::nn::Mlp<4, H, 2>>, 4>>(blob)?;
         let obs = SVector::<f32, 4>::from_column_slice(obs);
-        let dist = p.distribution(&obs)?;
+        let action = p.act(&obs)?;
+        let input = p.obs_norm.normalize(&obs)?;
+        let dist = p.actor.distribution(&input)?;
         Ok(Action {
-            discrete: Some(dist.mode()),
+            discrete: Some(action),
             probs: Some(dist.probs().iter().copied().collect()),
             continuous: None,
+            bounds: None,
+        })
+    }
+    fn gaussian<P, const OBS: usize>(blob: &[u8], obs: &[f32]) -> anyhow::Result<Action>
+    where
+        P: Params + Controller<OBS, Action = SVector<f32, 1>> + HasBounds,
+    {
+        let p = load::<P>(blob)?;
+        let command = p.act(&SVector::<f32, OBS>::from_column_slice(obs))?;
+        Ok(Action {
+            discrete: None,
+            probs: None,
+            continuous: Some(command.iter().copied().collect()),
+            bounds: Some(p.bounds()),
         })
     }
     match arch {
         Arch::Cartpole => categorical::<64>(blob, obs),
         Arch::CartpoleSmall => categorical::<32>(blob, obs),
-        Arch::Pendulum => {
-            let mut p = Box::new(PendulumPolicy::ZERO);
-            serialize::load(&mut *p, blob)?;
-            let mean = p.act(&SVector::<f32, 3>::from_column_slice(obs))?;
-            Ok(Action {
-                discrete: None,
-                probs: None,
-                continuous: Some(mean.iter().copied().collect()),
-            })
-        }
+        Arch::CartpoleContinuous => gaussian::<CartPoleContinuousPolicy, 4>(blob, obs),
+        Arch::Pendulum => gaussian::<PendulumPolicy, 3>(blob, obs),
+    }
+}
+
+/// The actuator bounds stored in a continuous policy.
+pub trait HasBounds {
+    /// `[low, high]` per action dimension.
+    fn bounds(&self) -> Vec<[f32; 2]>;
+}
+
+impl<N, const OBS: usize> HasBounds for Policy<microrl::policy::GaussianActor<N, 1>, OBS>
+where
+    microrl::policy::GaussianActor<N, 1>: Actor<OBS, Space = microrl::env::Continuous<1>>,
+{
+    fn bounds(&self) -> Vec<[f32; 2]> {
+        (0..<microrl::env::Continuous<1> as ActionSpace>::DIM)
+            .map(|i| [self.space.low[i], self.space.high[i]])
+            .collect()
     }
 }
 
@@ -194,8 +292,9 @@ mod tests {
     fn cartpole_footprint() {
         let f = Arch::Cartpole.footprint();
         assert_eq!(f.params, 4610);
-        assert_eq!(f.inference_bytes, 4610 * 4);
-        assert!(f.train_state_bytes >= 4 * f.inference_bytes);
+        // Actor + normaliser (2·4 + 1) + no action-space tensors.
+        assert_eq!(f.inference_bytes, (4610 + 9) * 4);
+        assert!(f.train_state_bytes >= 4 * 4610 * 4);
     }
 
     #[test]
@@ -208,10 +307,11 @@ mod tests {
     }
 
     #[test]
-    fn init_then_act() {
+    fn init_then_act_and_detect() {
         for arch in Arch::ALL {
             let blob = init_blob(arch, 3).unwrap();
             assert_eq!(blob.len(), arch.footprint().blob_bytes);
+            assert_eq!(Arch::detect(&blob), Some(arch));
             let obs = vec![0.01; arch.obs_dim()];
             let action = act(arch, &blob, &obs).unwrap();
             assert!(action.discrete.is_some() || action.continuous.is_some());
@@ -223,5 +323,6 @@ mod tests {
         );
         assert!(act(Arch::Cartpole, &blob, &[0.0; 3]).is_err());
         assert!(act(Arch::Cartpole, &blob, &[f32::NAN, 0.0, 0.0, 0.0]).is_err());
+        assert_eq!(Arch::detect(&blob[..blob.len() - 1]), None);
     }
 }

@@ -28,13 +28,13 @@ pub fn info() -> Report {
     let mut lines = vec![
         "microrl policy footprints, bytes measured with core::mem::size_of".to_string(),
         format!(
-            "{:<16} {:<24} {:>8} {:>12} {:>14} {:>8} {:>10}",
+            "{:<20} {:<24} {:>8} {:>12} {:>14} {:>8} {:>10}",
             "arch", "layers", "params", "inference B", "train state B", "cache B", "blob B"
         ),
     ];
     for f in &footprints {
         lines.push(format!(
-            "{:<16} {:<24} {:>8} {:>12} {:>14} {:>8} {:>10}",
+            "{:<20} {:<24} {:>8} {:>12} {:>14} {:>8} {:>10}",
             f.arch.name(),
             f.layers,
             f.params,
@@ -98,6 +98,7 @@ pub fn inspect(path: &Path) -> anyhow::Result<Report> {
             microrl::params::tag::BIAS => "bias",
             microrl::params::tag::LOG_STD => "log_std",
             microrl::params::tag::STATISTICS => "statistics",
+            microrl::params::tag::BOUNDS => "action bounds",
             _ => "plain",
         };
         lines.push(format!(
@@ -108,32 +109,44 @@ pub fn inspect(path: &Path) -> anyhow::Result<Report> {
             json!({ "rows": shape.rows, "cols": shape.cols, "tag": shape.tag, "kind": kind }),
         );
     }
-    let matches: Vec<Arch> = Arch::ALL
-        .into_iter()
-        .filter(|a| {
-            a.footprint().blob_bytes == blob.len()
-                && arch::act(*a, &blob, &vec![0.0; a.obs_dim()]).is_ok()
-        })
-        .collect();
-    if let Some(a) = matches.first() {
-        lines.push(format!("  loads as: {a:?} ({})", a.layers()));
+    let arch = Arch::detect(&blob);
+    match arch {
+        Some(a) => lines.push(format!(
+            "  architecture: {} ({} policy for {}: actor, observation normaliser, action space)",
+            a.name(),
+            a.layers(),
+            a.env().name()
+        )),
+        None => lines.push("  architecture: none known to this tool".to_string()),
     }
     Ok(Report {
         lines,
         json: json!({
             "command": "inspect", "path": path, "bytes": blob.len(), "version": header.version,
-            "tensors": tensors, "params": header.scalars, "arch": matches.first(),
+            "tensors": tensors, "params": header.scalars, "arch": arch,
         }),
     })
 }
 
-/// `microrl act`: the deterministic action of a policy blob at one observation.
-pub fn act(arch: Arch, policy: &Path, obs: &[f32]) -> anyhow::Result<Report> {
+/// `microrl act`: the deployed policy's command at one observation (the
+/// architecture is recognised from the file unless `arch` is given).
+pub fn act(arch: Option<Arch>, policy: &Path, obs: &[f32]) -> anyhow::Result<Report> {
     let blob = std::fs::read(policy).with_context(|| format!("reading {}", policy.display()))?;
+    let arch = match arch {
+        Some(a) => a,
+        None => train::detect(&blob).with_context(|| policy.display().to_string())?,
+    };
     let action = arch::act(arch, &blob, obs)?;
-    let line = match (&action.discrete, &action.probs, &action.continuous) {
-        (Some(a), Some(p), _) => format!("action {a} (probabilities {p:?})"),
-        (_, _, Some(c)) => format!("action {c:?} (mean; clip to the actuator range before use)"),
+    let line = match (
+        &action.discrete,
+        &action.probs,
+        &action.continuous,
+        &action.bounds,
+    ) {
+        (Some(a), Some(p), _, _) => format!("action {a} (probabilities {p:?})"),
+        (_, _, Some(c), Some(b)) => {
+            format!("action {c:?} (the Gaussian mean clipped to the actuator bounds {b:?})")
+        }
         _ => "no action".to_string(),
     };
     Ok(Report {
@@ -162,12 +175,23 @@ pub fn default_policy_path(arch: Arch) -> PathBuf {
 pub fn train(opts: &TrainOptions) -> anyhow::Result<Report> {
     let s = train::train(opts)?;
     let mut lines = vec![format!(
-        "{} on {}, seed {}: {} steps in {:.2} s; {}-episode deterministic eval {:.1} ± {:.1}",
+        "{} on {}, seed {}: {} steps in {:.2} s; {}-episode deterministic eval on held-out start states {:.1} ± {:.1}",
         s.algo, s.env, s.seed, s.steps_run, s.wall_s, s.eval_episodes, s.eval_mean, s.eval_std
     )];
-    lines.push(match s.solved_at_step {
-        Some(step) => format!("solved (eval ≥ {}) at step {step}", s.threshold),
-        None => format!(
+    lines.push(match (s.solved_at_step, s.solved) {
+        (Some(step), true) => format!(
+            "solved (eval ≥ {}) at step {step}: selection eval {:.1}, held-out eval {:.1}",
+            s.threshold,
+            s.select_mean.unwrap_or(f32::NAN),
+            s.eval_mean
+        ),
+        (Some(step), false) => format!(
+            "selection eval passed at step {step} ({:.1}) but the held-out eval {:.1} is below {}: not solved",
+            s.select_mean.unwrap_or(f32::NAN),
+            s.eval_mean,
+            s.threshold
+        ),
+        (None, _) => format!(
             "not solved (eval < {}) within {} steps",
             s.threshold, s.steps
         ),
@@ -191,8 +215,14 @@ pub fn train(opts: &TrainOptions) -> anyhow::Result<Report> {
     Ok(Report { lines, json })
 }
 
-/// `microrl eval`: deterministic evaluation of a trained policy file.
-pub fn eval(env: EnvName, policy: &Path, episodes: u32, seed: u64) -> anyhow::Result<Report> {
+/// `microrl eval`: deterministic evaluation of a policy file (on the task
+/// its architecture acts in, unless `env` is given).
+pub fn eval(
+    env: Option<EnvName>,
+    policy: &Path,
+    episodes: u32,
+    seed: u64,
+) -> anyhow::Result<Report> {
     let blob = std::fs::read(policy).with_context(|| format!("reading {}", policy.display()))?;
     let s = train::eval(env, &blob, episodes, seed)?;
     let lines = vec![format!(
@@ -222,7 +252,7 @@ pub struct SeedResult {
     pub eval_mean: f32,
     /// Wall time of this seed (on its own core).
     pub wall_s: f64,
-    /// The seed passed: final eval ≥ threshold.
+    /// The seed passed: the held-out evaluation reached the threshold.
     pub pass: bool,
 }
 
@@ -237,6 +267,14 @@ pub fn validate(
 ) -> anyhow::Result<(Report, bool)> {
     use std::sync::Mutex;
     use std::sync::atomic::{AtomicU64, Ordering};
+    anyhow::ensure!(
+        seeds > 0,
+        "--seeds must be > 0: a gate over no seeds cannot fail"
+    );
+    anyhow::ensure!(
+        (1..=seeds).contains(&min_pass),
+        "--min-pass must be between 1 and --seeds ({seeds})"
+    );
     let start = std::time::Instant::now();
     let threshold = base.threshold;
     let next = AtomicU64::new(0);
@@ -295,13 +333,13 @@ pub fn validate(
             base.steps
         ),
         format!(
-            "{:>6} {:>18} {:>12} {:>9} {:>6}",
-            "seed", "steps-to-threshold", "final eval", "wall s", "pass"
+            "{:>6} {:>18} {:>13} {:>9} {:>6}",
+            "seed", "steps-to-threshold", "held-out eval", "wall s", "pass"
         ),
     ];
     for r in &rows {
         lines.push(format!(
-            "{:>6} {:>18} {:>12.1} {:>9.2} {:>6}",
+            "{:>6} {:>18} {:>13.1} {:>9.2} {:>6}",
             r.seed,
             r.solved_at_step.map_or("-".to_string(), |s| s.to_string()),
             r.eval_mean,
@@ -328,15 +366,17 @@ pub fn validate(
 /// `microrl export`: checks that a trained policy file loads as `env`'s
 /// policy type and writes it for the firmware, as raw bytes (`.mrlp`/`.bin`)
 /// or as a Rust source file with a `static` byte array (`.rs`).
-pub fn export(env: EnvName, policy: &Path, out: &Path) -> anyhow::Result<Report> {
+pub fn export(env: Option<EnvName>, policy: &Path, out: &Path) -> anyhow::Result<Report> {
     let blob = std::fs::read(policy).with_context(|| format!("reading {}", policy.display()))?;
     // Loading validates checksum, shapes, tensor kinds and finiteness.
-    train::eval(env, &blob, 1, 0)?;
+    let arch = train::detect(&blob).with_context(|| policy.display().to_string())?;
+    let env = env.unwrap_or(arch.env());
+    train::eval(Some(env), &blob, 1, 0)?;
     let is_rust = out.extension().is_some_and(|e| e == "rs");
     if is_rust {
         let mut src = format!(
             "// Generated by `microrl export --env {} --policy {}`: a trained microrl\n\
-             // policy (actor weights + observation statistics) in the core's binary\n\
+             // policy (actor weights, observation statistics, action space) in the core's binary\n\
              // format, CRC-32 {:08x}. Load it with `microrl::serialize::load`.\n\
              pub static POLICY: [u8; {}] = [",
             env.name(),
@@ -357,13 +397,14 @@ pub fn export(env: EnvName, policy: &Path, out: &Path) -> anyhow::Result<Report>
     }
     Ok(Report {
         lines: vec![format!(
-            "exported {} ({} bytes, {} policy) to {}",
+            "exported {} ({} bytes, {} policy for {}) to {}",
             policy.display(),
             blob.len(),
+            arch.name(),
             env.name(),
             out.display()
         )],
-        json: json!({ "command": "export", "env": env.name(), "policy": policy, "out": out,
+        json: json!({ "command": "export", "env": env.name(), "arch": arch, "policy": policy, "out": out,
                       "bytes": blob.len(), "format": if is_rust { "rust" } else { "binary" } }),
     })
 }
@@ -390,9 +431,11 @@ mod tests {
         init(Arch::Pendulum, 1, &path).unwrap();
         let report = inspect(&path).unwrap();
         assert_eq!(report.json["arch"], "pendulum");
-        assert_eq!(report.json["tensors"].as_array().unwrap().len(), 7);
-        let report = act(Arch::Pendulum, &path, &parse_obs("1, 0, 0").unwrap()).unwrap();
+        // Actor (6 layer tensors + log_std), normaliser (3), bounds (2).
+        assert_eq!(report.json["tensors"].as_array().unwrap().len(), 12);
+        let report = act(None, &path, &parse_obs("1, 0, 0").unwrap()).unwrap();
         assert!(report.json["action"]["continuous"].is_array());
+        assert_eq!(report.json["action"]["bounds"][0][1], 2.0);
         // Corrupt one byte: inspect must refuse.
         let mut blob = std::fs::read(&path).unwrap();
         blob[100] ^= 1;

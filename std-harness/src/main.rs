@@ -33,13 +33,15 @@ struct TrainArgs {
     /// for PPO on cartpole-continuous, 300000 for PPO on Pendulum, 500000 otherwise).
     #[arg(long)]
     steps: Option<u64>,
-    /// TOML file overriding hyper-parameters (keys: learning_rate, anneal_lr,
-    /// clip_range, anneal_clip, gamma, gae_lambda, epochs, minibatches,
-    /// normalize_advantages, value_clip, ent_coef, vf_coef, max_grad_norm,
-    /// target_kl, normalize_obs, normalize_reward, actor_lr, critic_lr).
+    /// Hyper-parameters: a TOML file whose keys are the fields of the
+    /// algorithm's config (PpoConfig / A2cConfig / ReinforceConfig / AcConfig,
+    /// e.g. `gamma = 0.98`, `learning_rate = 3e-4` or `{ start = 1e-3, end = 0.0 }`,
+    /// `max_grad_norm = false`, `[adam] eps = 1e-5`), merged over the tuned
+    /// defaults; or a run's summary.json to reproduce that run.
     #[arg(long)]
     config: Option<PathBuf>,
-    /// Episodes of the deterministic evaluation that decides "solved".
+    /// Episodes of the deterministic evaluations that decide "solved"
+    /// (selection start states) and that are reported (held-out start states).
     #[arg(long, default_value_t = 100)]
     eval_episodes: u32,
     /// Keep training for the whole budget after the task is solved.
@@ -62,23 +64,20 @@ impl TrainArgs {
             Some(path) => Overrides::from_file(path)?,
             None => Overrides::default(),
         };
+        let steps = self.steps.unwrap_or(match (self.algo, self.env) {
+            (Algo::Ppo, EnvName::Cartpole) => 100_000,
+            (Algo::Ppo, EnvName::CartpoleContinuous) => 200_000,
+            (Algo::Ppo, EnvName::Pendulum) => 300_000,
+            _ => 500_000,
+        });
         Ok(TrainOptions {
-            env: self.env,
-            algo: self.algo,
-            seed,
-            steps: self.steps.unwrap_or(match (self.algo, self.env) {
-                (Algo::Ppo, EnvName::Cartpole) => 100_000,
-                (Algo::Ppo, EnvName::CartpoleContinuous) => 200_000,
-                (Algo::Ppo, EnvName::Pendulum) => 300_000,
-                _ => 500_000,
-            }),
             overrides,
-            threshold: self.env.threshold(),
             eval_episodes: self.eval_episodes,
             early_stop: !self.no_early_stop,
             out,
             progress,
             small: self.small,
+            ..TrainOptions::new(self.env, self.algo, seed, steps)
         })
     }
 }
@@ -96,14 +95,14 @@ enum Command {
         #[arg(long)]
         out: Option<PathBuf>,
     },
-    /// Evaluate a trained policy file with deterministic actions.
+    /// Evaluate a policy file with deterministic actions.
     Eval {
-        /// The policy file written by `train`.
+        /// A policy file written by `train`, `init` or `export`.
         #[arg(long)]
         policy: PathBuf,
-        /// Task the policy was trained on.
-        #[arg(long, value_enum, default_value = "cartpole")]
-        env: EnvName,
+        /// Task (default: the one the policy's architecture acts in).
+        #[arg(long, value_enum)]
+        env: Option<EnvName>,
         /// Episodes.
         #[arg(long, default_value_t = 100)]
         episodes: u32,
@@ -133,19 +132,19 @@ enum Command {
     },
     /// Check a trained policy file and write it for the firmware (.mrlp/.bin raw, .rs as a static array).
     Export {
-        /// The policy file written by `train`.
+        /// A policy file written by `train`, `init` or `export`.
         #[arg(long)]
         policy: PathBuf,
-        /// Task the policy was trained on.
-        #[arg(long, value_enum, default_value = "cartpole")]
-        env: EnvName,
+        /// Task (default: the one the policy's architecture acts in).
+        #[arg(long, value_enum)]
+        env: Option<EnvName>,
         /// Output file.
         #[arg(long)]
         out: PathBuf,
     },
     /// Parameter counts and memory (inference, training state, blob) of each policy architecture.
     Info,
-    /// Write a freshly initialised policy (orthogonal, SB3 gains) in the binary format.
+    /// Write a freshly initialised policy (orthogonal, SB3 gains, empty normaliser) in the binary format.
     Init {
         /// Policy architecture.
         #[arg(long, value_enum, default_value = "cartpole")]
@@ -157,16 +156,16 @@ enum Command {
         #[arg(long)]
         out: Option<PathBuf>,
     },
-    /// Verify a policy blob (magic, version, CRC-32) and list its tensors.
+    /// Verify a policy file (magic, version, CRC-32), list its tensors and name its architecture.
     Inspect {
         /// The blob.
         policy: PathBuf,
     },
-    /// Evaluate a policy blob's deterministic action at one observation.
+    /// The deployed policy's command at one observation.
     Act {
-        /// Policy architecture.
-        #[arg(long, value_enum, default_value = "cartpole")]
-        arch: Arch,
+        /// Policy architecture (default: recognised from the file).
+        #[arg(long, value_enum)]
+        arch: Option<Arch>,
         /// The blob.
         #[arg(long)]
         policy: PathBuf,

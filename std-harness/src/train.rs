@@ -1,46 +1,46 @@
-//! Training, evaluation and validation on the desktop.
+//! Training, evaluation and validation on the desktop: configuration and
+//! hooks around the core's training loop.
 //!
 //! Design:
-//! - **Closed set of (environment, algorithm) pairs, open code.** Sizes are
-//!   compile-time in microrl, so each environment has fixed actor and critic
-//!   types ([`CartPolePolicy`], …) and each algorithm a fixed rollout capacity.
-//!   [`train`] dispatches once on the names the user gave and then runs one
-//!   generic loop, [`run`], over a [`Learner`]: the same loop for PPO, A2C,
-//!   REINFORCE and the online actor-critic.
-//! - **Tuned defaults.** [`Defaults`] holds the hyper-parameters per pair that
-//!   make the bare command solve the task; `--config file.toml` overrides any
-//!   of them ([`Overrides`]).
-//! - **What "solved" means.** After every iteration (one rollout and update,
-//!   or a block of online steps) the deterministic policy plays 10 quick
-//!   evaluation episodes; when their mean reaches the environment's threshold,
-//!   the full `eval_episodes`-episode evaluation decides. The first step at
-//!   which it passes is `solved_at_step`. Quick evaluations are cheap while the
-//!   policy is poor (short episodes) and only the candidate gets the full one.
-//!   By default training stops there (`--no-early-stop` runs the whole budget).
-//! - **Determinism.** Training and evaluation draw from two xoshiro streams
-//!   seeded from `--seed`, so a run is reproducible bit for bit and the
-//!   evaluation schedule does not perturb training.
+//! - **The loop is the core's.** [`train`] picks the agent type for the
+//!   (environment, algorithm, `--small`) the user named — each an alias from
+//!   [`microrl::agent`] — and hands it to [`microrl::train::Trainer`], the
+//!   same loop the firmware runs. What lives here is configuration and
+//!   [`Hooks`]: the progress bar, the learning curve, the last update's
+//!   diagnostics.
+//! - **Configuration is data.** The tuned defaults per (environment,
+//!   algorithm) are the core's config structs ([`AlgoConfig`]); `--config`
+//!   TOML keys are their field names, merged over the defaults and
+//!   deserialised into the struct (an unknown key is an error naming it), and
+//!   the agent's `init` validates every value before any rollout.
+//!   `summary.json` records the full effective configuration, and
+//!   `--config runs/X/summary.json` reproduces the run.
+//! - **What "solved" means.** The core's rule: a quick 10-episode evaluation
+//!   after every rollout (every 1 000 steps for the online actor-critic),
+//!   the deciding `eval_episodes`-episode evaluation when that reaches the
+//!   threshold — both on the *selection* start states — and the reported
+//!   evaluation on *held-out* start states that never influenced stopping.
+//!   `solved_at_step` is when the deciding evaluation passed; `eval_mean` is
+//!   the held-out report.
+//! - **Determinism.** Training and the two evaluation streams are xoshiro
+//!   streams seeded from `--seed` (the core's `select_seed`/`report_seed`),
+//!   so a run is reproducible bit for bit, on the desktop and on the MCU.
 
 use std::collections::VecDeque;
+use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use anyhow::{Context, bail};
-use microrl::algo::{
-    A2cConfig, AcConfig, Actor, ActorCritic, Cursor, Episode, Normalized, Ppo, PpoConfig,
-    Reinforce, ReinforceConfig, UpdateStats, evaluate,
-};
+use microrl::algo::{A2cConfig, AcConfig, AcStats, Ppo, PpoConfig, ReinforceConfig, UpdateStats};
 use microrl::env::{CartPole, CartPoleContinuous, Env, Pendulum};
 use microrl::optim::Schedule;
-use microrl::{Params, serialize};
-use rand_core::SeedableRng;
+use microrl::train::{Evaluation, Hooks, Learner, Progress, RunConfig, Trainer};
+use microrl::{Params, SVector, agent, serialize};
 use rand_xoshiro::Xoshiro128PlusPlus;
 use serde::{Deserialize, Serialize};
 
-use crate::arch::{
-    CartPoleContinuousPolicy, CartPoleCritic, CartPolePolicy, CartPoleSmallCritic,
-    CartPoleSmallPolicy, PendulumCritic, PendulumPolicy,
-};
+use crate::arch::Arch;
 use crate::curve::{CurveRow, LearningCurve};
 
 /// PPO rollout length for CartPole (one minibatch = a quarter).
@@ -51,12 +51,10 @@ pub const PPO_CONTINUOUS_STEPS: usize = 2048;
 pub const A2C_STEPS: usize = 32;
 /// REINFORCE keeps episodes of up to this many steps whole (CartPole's limit).
 pub const REINFORCE_STEPS: usize = 500;
-/// Online actor-critic steps between evaluations.
-pub const AC_BLOCK: u64 = 1000;
-/// Episodes of the quick evaluation that gates the full one.
-pub const QUICK_EVAL_EPISODES: u32 = 10;
-/// Steps between (quick) evaluations once the task is solved.
-pub const SOLVED_EVAL_INTERVAL: u64 = 10_000;
+/// Online actor-critic: steps between evaluations.
+pub const AC_EVAL_INTERVAL: u64 = 1000;
+/// A learning-curve row at least this often (environment steps).
+const CURVE_INTERVAL: u64 = 1000;
 
 /// A training task.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, Serialize, Deserialize)]
@@ -116,94 +114,62 @@ impl Algo {
     }
 }
 
-/// Hyper-parameters a `--config` TOML file may set. Every key is optional;
-/// a key the chosen algorithm does not have is an error, not silently ignored.
-#[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize)]
-#[serde(deny_unknown_fields)]
-pub struct Overrides {
-    /// Learning rate at the start (PPO, A2C, REINFORCE).
-    pub learning_rate: Option<f32>,
-    /// Anneal the learning rate linearly to zero.
-    pub anneal_lr: Option<bool>,
-    /// PPO clip range at the start.
-    pub clip_range: Option<f32>,
-    /// Anneal the clip range linearly to zero (PPO).
-    pub anneal_clip: Option<bool>,
-    /// Discount.
-    pub gamma: Option<f32>,
-    /// GAE λ (PPO, A2C).
-    pub gae_lambda: Option<f32>,
-    /// Epochs per rollout (PPO).
-    pub epochs: Option<u16>,
-    /// Minibatches per epoch (PPO).
-    pub minibatches: Option<u16>,
-    /// Per-minibatch advantage normalisation.
-    pub normalize_advantages: Option<bool>,
-    /// Value-loss clip range (PPO); 0 disables.
-    pub value_clip: Option<f32>,
-    /// Entropy coefficient.
-    pub ent_coef: Option<f32>,
-    /// Value-loss coefficient.
-    pub vf_coef: Option<f32>,
-    /// Global gradient-norm clip; 0 disables.
-    pub max_grad_norm: Option<f32>,
-    /// Target KL for early stopping (PPO); 0 disables.
-    pub target_kl: Option<f32>,
-    /// Observation normalisation.
-    pub normalize_obs: Option<bool>,
-    /// Reward scaling (PPO, A2C).
-    pub normalize_reward: Option<bool>,
-    /// Actor learning rate (AC).
-    pub actor_lr: Option<f32>,
-    /// Critic learning rate (AC).
-    pub critic_lr: Option<f32>,
-}
+/// Hyper-parameter overrides: a TOML table whose keys are the field names of
+/// the algorithm's configuration struct (`PpoConfig`, `A2cConfig`,
+/// `ReinforceConfig`, `AcConfig`), merged over the tuned defaults.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Overrides(pub toml::Table);
 
 impl Overrides {
-    /// Reads a TOML file of overrides.
+    /// Reads a TOML file of overrides, or the `config` object of a run's
+    /// `summary.json` (so `--config runs/X/summary.json` reproduces run X).
     pub fn from_file(path: &Path) -> anyhow::Result<Self> {
         let text =
             std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-        toml::from_str(&text).with_context(|| format!("parsing {}", path.display()))
-    }
-
-    fn reject(&self, algo: Algo, keys: &[(&str, bool)]) -> anyhow::Result<()> {
-        for (key, present) in keys {
-            if *present {
-                bail!("config key `{key}` does not apply to {}", algo.name());
-            }
+        if path.extension().is_some_and(|e| e == "json") {
+            let summary: serde_json::Value = serde_json::from_str(&text)
+                .with_context(|| format!("parsing {}", path.display()))?;
+            let config = summary.get("config").with_context(|| {
+                format!(
+                    "{}: no `config` object (not a summary.json?)",
+                    path.display()
+                )
+            })?;
+            let table: toml::Table = serde_json::from_value(config.clone())
+                .with_context(|| format!("{}: `config` is not a table", path.display()))?;
+            return Ok(Overrides(table));
         }
-        Ok(())
+        Self::parse(&text).with_context(|| format!("parsing {}", path.display()))
+    }
+
+    /// Parses TOML text.
+    pub fn parse(text: &str) -> anyhow::Result<Self> {
+        Ok(Overrides(toml::from_str(text)?))
     }
 }
 
-fn schedule(start: f32, anneal: bool) -> Schedule {
-    if anneal {
-        Schedule::linear_to_zero(start)
-    } else {
-        Schedule::Constant(start)
-    }
-}
-
-fn opt(x: f32) -> Option<f32> {
-    (x > 0.0).then_some(x)
-}
-
-/// The tuned default configuration of every (environment, algorithm) pair,
-/// with overrides applied.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub enum Defaults {
-    /// PPO, A2C and REINFORCE run on the PPO machinery.
+/// The effective configuration of a run's algorithm: the core's struct,
+/// serialised with its field names (what `summary.json` records).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+#[serde(untagged)]
+pub enum AlgoConfig {
+    /// PPO.
     Ppo(PpoConfig),
+    /// A2C (runs on the PPO machinery, see [`A2cConfig::to_ppo`]).
+    A2c(A2cConfig),
+    /// REINFORCE with a baseline.
+    Reinforce(ReinforceConfig),
     /// The online actor-critic.
     Ac(AcConfig),
 }
 
-impl Defaults {
-    /// Defaults for `env` and `algo` over a budget of `steps`.
-    pub fn new(env: EnvName, algo: Algo, steps: u64) -> Self {
+impl AlgoConfig {
+    /// The tuned defaults for `env` and `algo` over a budget of `steps`.
+    pub fn defaults(env: EnvName, algo: Algo, steps: u64) -> Self {
+        let pendulum = env == EnvName::Pendulum;
+        let gamma = if pendulum { 0.9 } else { 0.99 };
         match algo {
-            Algo::Ppo => Defaults::Ppo(match env {
+            Algo::Ppo => AlgoConfig::Ppo(match env {
                 // RL Zoo's tuned CartPole hyper-parameters (γ 0.98, λ 0.8, lr and
                 // clip annealed from 1e-3 / 0.2), with 10 epochs of 4 minibatches.
                 EnvName::Cartpole => PpoConfig {
@@ -232,116 +198,84 @@ impl Defaults {
                     ..PpoConfig::DEFAULT
                 },
             }),
-            Algo::A2c => Defaults::Ppo(
-                A2cConfig {
-                    total_steps: steps,
-                    normalize_reward: env == EnvName::Pendulum,
-                    gamma: if env == EnvName::Pendulum { 0.9 } else { 0.99 },
-                    ..A2cConfig::DEFAULT
-                }
-                .to_ppo(),
-            ),
-            Algo::Reinforce => Defaults::Ppo(
-                ReinforceConfig {
-                    total_steps: steps,
-                    gamma: if env == EnvName::Pendulum { 0.9 } else { 0.99 },
-                    ..ReinforceConfig::DEFAULT
-                }
-                .into(),
-            ),
-            Algo::Ac => Defaults::Ac(AcConfig {
+            Algo::A2c => AlgoConfig::A2c(A2cConfig {
                 total_steps: steps,
-                gamma: if env == EnvName::Pendulum { 0.9 } else { 0.99 },
+                normalize_reward: pendulum,
+                gamma,
+                ..A2cConfig::DEFAULT
+            }),
+            Algo::Reinforce => AlgoConfig::Reinforce(ReinforceConfig {
+                total_steps: steps,
+                gamma,
+                ..ReinforceConfig::DEFAULT
+            }),
+            Algo::Ac => AlgoConfig::Ac(AcConfig {
+                total_steps: steps,
+                gamma,
                 ..AcConfig::DEFAULT
             }),
         }
     }
 
-    /// Applies `o` on top of the defaults for `algo`.
-    pub fn apply(&mut self, algo: Algo, o: &Overrides) -> anyhow::Result<()> {
-        match self {
-            Defaults::Ppo(c) => {
-                o.reject(
-                    algo,
-                    &[
-                        ("actor_lr", o.actor_lr.is_some()),
-                        ("critic_lr", o.critic_lr.is_some()),
-                    ],
-                )?;
-                if algo != Algo::Ppo {
-                    o.reject(
-                        algo,
-                        &[
-                            ("clip_range", o.clip_range.is_some()),
-                            ("anneal_clip", o.anneal_clip.is_some()),
-                            ("epochs", o.epochs.is_some()),
-                            ("minibatches", o.minibatches.is_some()),
-                            ("value_clip", o.value_clip.is_some()),
-                            ("target_kl", o.target_kl.is_some()),
-                        ],
-                    )?;
-                }
-                if algo == Algo::Reinforce {
-                    o.reject(
-                        algo,
-                        &[
-                            ("gae_lambda", o.gae_lambda.is_some()),
-                            ("normalize_reward", o.normalize_reward.is_some()),
-                        ],
-                    )?;
-                }
-                let lr_start = o.learning_rate.unwrap_or(c.learning_rate.value(0.0));
-                let lr_anneal = o
-                    .anneal_lr
-                    .unwrap_or(matches!(c.learning_rate, Schedule::Linear { .. }));
-                c.learning_rate = schedule(lr_start, lr_anneal);
-                let clip_start = o.clip_range.unwrap_or(c.clip_range.value(0.0));
-                let clip_anneal = o
-                    .anneal_clip
-                    .unwrap_or(matches!(c.clip_range, Schedule::Linear { .. }));
-                c.clip_range = schedule(clip_start, clip_anneal);
-                c.gamma = o.gamma.unwrap_or(c.gamma);
-                c.gae_lambda = o.gae_lambda.unwrap_or(c.gae_lambda);
-                c.epochs = o.epochs.unwrap_or(c.epochs);
-                c.minibatches = o.minibatches.unwrap_or(c.minibatches);
-                c.normalize_advantages = o.normalize_advantages.unwrap_or(c.normalize_advantages);
-                c.value_clip = o.value_clip.map_or(c.value_clip, opt);
-                c.ent_coef = o.ent_coef.unwrap_or(c.ent_coef);
-                c.vf_coef = o.vf_coef.unwrap_or(c.vf_coef);
-                c.max_grad_norm = o.max_grad_norm.map_or(c.max_grad_norm, opt);
-                c.target_kl = o.target_kl.map_or(c.target_kl, opt);
-                c.normalize_obs = o.normalize_obs.unwrap_or(c.normalize_obs);
-                c.normalize_reward = o.normalize_reward.unwrap_or(c.normalize_reward);
+    /// The defaults with `overrides` merged over them (nested tables such as
+    /// `adam` or a `{ start, end }` schedule merge key by key).
+    ///
+    /// # Errors
+    /// A key the algorithm does not have, or a value of the wrong type; both
+    /// name the key. Value ranges are checked by the agent's `init`.
+    pub fn resolve(env: EnvName, algo: Algo, steps: u64, o: &Overrides) -> anyhow::Result<Self> {
+        fn merged<T: Serialize + serde::de::DeserializeOwned>(
+            defaults: &T,
+            o: &Overrides,
+            algo: Algo,
+        ) -> anyhow::Result<T> {
+            let mut table = toml::Table::try_from(defaults)?;
+            for (key, value) in &o.0 {
+                let Some(slot) = table.get_mut(key) else {
+                    let keys: Vec<&str> = table.keys().map(String::as_str).collect();
+                    bail!(
+                        "config key `{key}` does not apply to {} (its keys: {})",
+                        algo.name(),
+                        keys.join(", ")
+                    );
+                };
+                merge(slot, value.clone());
             }
-            Defaults::Ac(c) => {
-                o.reject(
-                    algo,
-                    &[
-                        ("learning_rate", o.learning_rate.is_some()),
-                        ("clip_range", o.clip_range.is_some()),
-                        ("anneal_clip", o.anneal_clip.is_some()),
-                        ("gae_lambda", o.gae_lambda.is_some()),
-                        ("epochs", o.epochs.is_some()),
-                        ("minibatches", o.minibatches.is_some()),
-                        ("normalize_advantages", o.normalize_advantages.is_some()),
-                        ("value_clip", o.value_clip.is_some()),
-                        ("vf_coef", o.vf_coef.is_some()),
-                        ("target_kl", o.target_kl.is_some()),
-                        ("normalize_reward", o.normalize_reward.is_some()),
-                    ],
-                )?;
-                let anneal = o
-                    .anneal_lr
-                    .unwrap_or(matches!(c.actor_lr, Schedule::Linear { .. }));
-                c.actor_lr = schedule(o.actor_lr.unwrap_or(c.actor_lr.value(0.0)), anneal);
-                c.critic_lr = schedule(o.critic_lr.unwrap_or(c.critic_lr.value(0.0)), anneal);
-                c.gamma = o.gamma.unwrap_or(c.gamma);
-                c.ent_coef = o.ent_coef.unwrap_or(c.ent_coef);
-                c.max_grad_norm = o.max_grad_norm.map_or(c.max_grad_norm, opt);
-                c.normalize_obs = o.normalize_obs.unwrap_or(c.normalize_obs);
+            toml::Value::Table(table)
+                .try_into()
+                .map_err(|e| anyhow::anyhow!("config for {}: {e}", algo.name()))
+        }
+        fn merge(slot: &mut toml::Value, value: toml::Value) {
+            match (slot, value) {
+                (toml::Value::Table(into), toml::Value::Table(from)) => {
+                    for (k, v) in from {
+                        match into.get_mut(&k) {
+                            Some(s) => merge(s, v),
+                            None => {
+                                into.insert(k, v);
+                            }
+                        }
+                    }
+                }
+                (slot, value) => *slot = value,
             }
         }
-        Ok(())
+        Ok(match Self::defaults(env, algo, steps) {
+            AlgoConfig::Ppo(c) => AlgoConfig::Ppo(merged(&c, o, algo)?),
+            AlgoConfig::A2c(c) => AlgoConfig::A2c(merged(&c, o, algo)?),
+            AlgoConfig::Reinforce(c) => AlgoConfig::Reinforce(merged(&c, o, algo)?),
+            AlgoConfig::Ac(c) => AlgoConfig::Ac(merged(&c, o, algo)?),
+        })
+    }
+
+    /// The PPO machinery's configuration (PPO, A2C, REINFORCE).
+    pub fn ppo(&self) -> Option<PpoConfig> {
+        match *self {
+            AlgoConfig::Ppo(c) => Some(c),
+            AlgoConfig::A2c(c) => Some(c.to_ppo()),
+            AlgoConfig::Reinforce(c) => Some(c.into()),
+            AlgoConfig::Ac(_) => None,
+        }
     }
 }
 
@@ -356,11 +290,11 @@ pub struct TrainOptions {
     pub seed: u64,
     /// Environment-step budget.
     pub steps: u64,
-    /// Optional TOML overrides.
+    /// Hyper-parameter overrides.
     pub overrides: Overrides,
     /// Evaluation return that counts as solved (the task's threshold by default).
     pub threshold: f32,
-    /// Episodes of the deciding evaluation (100).
+    /// Episodes of the deciding and of the reported evaluation (100).
     pub eval_episodes: u32,
     /// Stop as soon as the deciding evaluation passes.
     pub early_stop: bool,
@@ -368,12 +302,48 @@ pub struct TrainOptions {
     pub out: Option<PathBuf>,
     /// Draw a progress bar on standard error.
     pub progress: bool,
-    /// CartPole only: train the MCU-sized 4-32-32 actor and critic
-    /// ([`CartPoleSmallPolicy`], [`CartPoleSmallCritic`]) instead of 64-64.
+    /// CartPole only: train the MCU-sized 4-32-32 actor and critic instead of 64-64.
     pub small: bool,
 }
 
-/// The result of one training run (the `--json` object of `microrl train`).
+impl TrainOptions {
+    /// `env`, `algo`, `seed` and `steps` with the defaults: the task's
+    /// threshold, 100 evaluation episodes, early stop, no output, no
+    /// progress bar, 64-wide networks.
+    pub fn new(env: EnvName, algo: Algo, seed: u64, steps: u64) -> Self {
+        Self {
+            env,
+            algo,
+            seed,
+            steps,
+            overrides: Overrides::default(),
+            threshold: env.threshold(),
+            eval_episodes: 100,
+            early_stop: true,
+            out: None,
+            progress: false,
+            small: false,
+        }
+    }
+
+    /// The loop's configuration for these options.
+    pub fn run_config(&self) -> RunConfig {
+        RunConfig {
+            eval_interval: if self.algo == Algo::Ac {
+                AC_EVAL_INTERVAL
+            } else {
+                1
+            },
+            select_episodes: self.eval_episodes,
+            report_episodes: self.eval_episodes,
+            early_stop: self.early_stop,
+            ..RunConfig::new(self.steps, self.threshold)
+        }
+    }
+}
+
+/// The result of one training run (the `--json` object of `microrl train`,
+/// and `summary.json`).
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct TrainSummary {
     /// Task name.
@@ -384,26 +354,39 @@ pub struct TrainSummary {
     pub seed: u64,
     /// Step budget.
     pub steps: u64,
+    /// The 4-32-32 CartPole networks (`--small`).
+    pub small: bool,
     /// Environment steps actually taken.
     pub steps_run: u64,
     /// Wall-clock seconds of the whole run (training and evaluations).
     pub wall_s: f64,
-    /// Mean return of the final deterministic evaluation.
+    /// Mean return of the reported evaluation (held-out start states).
     pub eval_mean: f32,
     /// Standard deviation of those returns.
     pub eval_std: f32,
-    /// Episodes in the final evaluation.
+    /// Episodes in the reported evaluation.
     pub eval_episodes: u32,
     /// Threshold the task counts as solved at.
     pub threshold: f32,
-    /// First step at which the full deterministic evaluation reached the threshold.
+    /// First step at which the deciding evaluation (selection start states)
+    /// reached the threshold.
     pub solved_at_step: Option<u64>,
+    /// Mean of that deciding evaluation.
+    pub select_mean: Option<f32>,
+    /// Solved on held-out start states: the deciding evaluation passed and
+    /// the reported one reaches the threshold too.
+    pub solved: bool,
     /// Training episodes finished.
     pub episodes: u64,
     /// Gradient updates (rollouts, or online steps for `ac`).
     pub updates: u64,
     /// Diagnostics of the last update (rollout-based algorithms).
     pub last_update: Option<Diagnostics>,
+    /// The algorithm's full effective configuration (its field names as
+    /// keys): `--config summary.json` reads it back.
+    pub config: AlgoConfig,
+    /// The training loop's configuration.
+    pub run: RunConfig,
     /// Where the policy was written.
     pub policy: Option<PathBuf>,
     /// Where the learning curve (CSV) was written.
@@ -433,333 +416,224 @@ pub struct Diagnostics {
     pub learning_rate: f32,
 }
 
-impl From<UpdateStats> for Diagnostics {
-    fn from(u: UpdateStats) -> Self {
-        Diagnostics {
-            policy_loss: u.policy_loss,
-            value_loss: u.value_loss,
-            entropy: u.entropy,
-            approx_kl: u.approx_kl,
-            clip_fraction: u.clip_fraction,
-            explained_variance: u.explained_variance,
-            epochs: u.epochs,
-            learning_rate: u.learning_rate,
-        }
+/// Iteration statistics the harness can summarise.
+pub trait AsDiagnostics {
+    /// The PPO diagnostics, if these statistics have them.
+    fn diagnostics(&self) -> Option<Diagnostics>;
+}
+
+impl AsDiagnostics for UpdateStats {
+    fn diagnostics(&self) -> Option<Diagnostics> {
+        Some(Diagnostics {
+            policy_loss: self.policy_loss,
+            value_loss: self.value_loss,
+            entropy: self.entropy,
+            approx_kl: self.approx_kl,
+            clip_fraction: self.clip_fraction,
+            explained_variance: self.explained_variance,
+            epochs: self.epochs,
+            learning_rate: self.learning_rate,
+        })
     }
 }
 
-/// One algorithm behind the harness loop.
-pub trait Learner<const OBS: usize> {
-    /// The trained (and exported) policy type.
-    type Policy: Actor<OBS> + Clone;
-    /// Environment steps taken so far.
-    fn steps(&self) -> u64;
-    /// Runs one iteration (collect + update, or a block of online steps).
-    fn iterate<E: Env<OBS, Action = <Self::Policy as Actor<OBS>>::Action>>(
-        &mut self,
-        env: &mut E,
-        cursor: &mut Cursor<OBS>,
-        rng: &mut Xoshiro128PlusPlus,
-        on_episode: &mut dyn FnMut(Episode),
-    ) -> Result<Option<UpdateStats>, microrl::Error>;
-    /// Number of gradient updates made by one iteration.
-    fn updates_per_iteration(&self) -> u64;
-    /// The deployable policy.
-    fn policy(&self) -> Normalized<Self::Policy, OBS>;
-}
-
-impl<A, C, const OBS: usize, const N: usize> Learner<OBS> for Ppo<A, C, OBS, N>
-where
-    A: Actor<OBS> + Clone,
-    C: microrl::nn::Network<OBS, 1>,
-{
-    type Policy = A;
-    fn steps(&self) -> u64 {
-        self.steps
-    }
-    fn iterate<E: Env<OBS, Action = A::Action>>(
-        &mut self,
-        env: &mut E,
-        cursor: &mut Cursor<OBS>,
-        rng: &mut Xoshiro128PlusPlus,
-        on_episode: &mut dyn FnMut(Episode),
-    ) -> Result<Option<UpdateStats>, microrl::Error> {
-        self.collect(env, cursor, rng, on_episode)?;
-        self.update(rng).map(Some)
-    }
-    fn updates_per_iteration(&self) -> u64 {
-        1
-    }
-    fn policy(&self) -> Normalized<A, OBS> {
-        Ppo::policy(self)
+impl AsDiagnostics for AcStats {
+    fn diagnostics(&self) -> Option<Diagnostics> {
+        None
     }
 }
 
-impl<A, C, const OBS: usize, const N: usize> Learner<OBS> for Reinforce<A, C, OBS, N>
-where
-    A: Actor<OBS> + Clone,
-    C: microrl::nn::Network<OBS, 1>,
-{
-    type Policy = A;
-    fn steps(&self) -> u64 {
-        Reinforce::steps(self)
-    }
-    fn iterate<E: Env<OBS, Action = A::Action>>(
-        &mut self,
-        env: &mut E,
-        cursor: &mut Cursor<OBS>,
-        rng: &mut Xoshiro128PlusPlus,
-        on_episode: &mut dyn FnMut(Episode),
-    ) -> Result<Option<UpdateStats>, microrl::Error> {
-        self.collect(env, cursor, rng, on_episode)?;
-        self.update(rng).map(Some)
-    }
-    fn updates_per_iteration(&self) -> u64 {
-        1
-    }
-    fn policy(&self) -> Normalized<A, OBS> {
-        Reinforce::policy(self)
+/// The harness's observers of the core loop: progress bar, learning curve,
+/// last diagnostics.
+struct Observer {
+    start: Instant,
+    bar: Option<indicatif::ProgressBar>,
+    budget: u64,
+    recent: VecDeque<f32>,
+    curve: LearningCurve,
+    last_update: Option<Diagnostics>,
+    last_eval: f32,
+    next_row: u64,
+}
+
+impl Observer {
+    fn recent_mean(&self) -> f64 {
+        if self.recent.is_empty() {
+            return f64::NAN;
+        }
+        self.recent.iter().map(|&r| f64::from(r)).sum::<f64>() / self.recent.len() as f64
     }
 }
 
-impl<A, C, const OBS: usize> Learner<OBS> for ActorCritic<A, C, OBS>
-where
-    A: Actor<OBS> + Clone,
-    C: microrl::nn::Network<OBS, 1>,
-{
-    type Policy = A;
-    fn steps(&self) -> u64 {
-        self.steps
-    }
-    fn iterate<E: Env<OBS, Action = A::Action>>(
-        &mut self,
-        env: &mut E,
-        cursor: &mut Cursor<OBS>,
-        rng: &mut Xoshiro128PlusPlus,
-        on_episode: &mut dyn FnMut(Episode),
-    ) -> Result<Option<UpdateStats>, microrl::Error> {
-        for _ in 0..AC_BLOCK {
-            self.step(env, cursor, rng, &mut *on_episode)?;
+impl<S: AsDiagnostics> Hooks<S> for Observer {
+    fn on_episode(&mut self, episode: microrl::algo::Episode) {
+        if self.recent.len() == 100 {
+            self.recent.pop_front();
         }
-        Ok(None)
+        self.recent.push_back(episode.ret);
     }
-    fn updates_per_iteration(&self) -> u64 {
-        AC_BLOCK
-    }
-    fn policy(&self) -> Normalized<A, OBS> {
-        ActorCritic::policy(self)
-    }
-}
 
-/// Trains as `opts` says, writes the outputs and returns the summary.
-pub fn train(opts: &TrainOptions) -> anyhow::Result<TrainSummary> {
-    let mut config = Defaults::new(opts.env, opts.algo, opts.steps);
-    config.apply(opts.algo, &opts.overrides)?;
-    let mut rng = Xoshiro128PlusPlus::seed_from_u64(opts.seed);
-
-    macro_rules! ppo_like {
-        ($agent:ty, $make:expr, $env:expr) => {{
-            let mut agent: Box<$agent> = Box::new($make);
-            agent.init(&mut rng).map_err(anyhow::Error::msg)?;
-            run(opts, &mut *agent, $env, $env, rng)
-        }};
-    }
-    let ppo = match config {
-        Defaults::Ppo(c) => c,
-        Defaults::Ac(_) => PpoConfig::DEFAULT,
-    };
-    let ac = match config {
-        Defaults::Ac(c) => c,
-        Defaults::Ppo(_) => AcConfig::DEFAULT,
-    };
-    type CpPpo = Ppo<CartPolePolicy, CartPoleCritic, 4, PPO_CARTPOLE_STEPS>;
-    type CcPpo = Ppo<CartPoleContinuousPolicy, CartPoleCritic, 4, PPO_CONTINUOUS_STEPS>;
-    type PdPpo = Ppo<PendulumPolicy, PendulumCritic, 3, PPO_CONTINUOUS_STEPS>;
-    type CpA2c = Ppo<CartPolePolicy, CartPoleCritic, 4, A2C_STEPS>;
-    type CcA2c = Ppo<CartPoleContinuousPolicy, CartPoleCritic, 4, A2C_STEPS>;
-    type PdA2c = Ppo<PendulumPolicy, PendulumCritic, 3, A2C_STEPS>;
-    type CpRf = Reinforce<CartPolePolicy, CartPoleCritic, 4, REINFORCE_STEPS>;
-    type CcRf = Reinforce<CartPoleContinuousPolicy, CartPoleCritic, 4, REINFORCE_STEPS>;
-    type PdRf = Reinforce<PendulumPolicy, PendulumCritic, 3, REINFORCE_STEPS>;
-    type CpAc = ActorCritic<CartPolePolicy, CartPoleCritic, 4>;
-    type SmPpo = Ppo<CartPoleSmallPolicy, CartPoleSmallCritic, 4, PPO_CARTPOLE_STEPS>;
-    type SmA2c = Ppo<CartPoleSmallPolicy, CartPoleSmallCritic, 4, A2C_STEPS>;
-    type SmRf = Reinforce<CartPoleSmallPolicy, CartPoleSmallCritic, 4, REINFORCE_STEPS>;
-    type SmAc = ActorCritic<CartPoleSmallPolicy, CartPoleSmallCritic, 4>;
-    if opts.small {
-        return match (opts.env, opts.algo) {
-            (EnvName::Cartpole, Algo::Ppo) => ppo_like!(SmPpo, Ppo::new(ppo), CartPole::new()),
-            (EnvName::Cartpole, Algo::A2c) => ppo_like!(SmA2c, Ppo::new(ppo), CartPole::new()),
-            (EnvName::Cartpole, Algo::Reinforce) => ppo_like!(
-                SmRf,
-                Reinforce {
-                    inner: Ppo::new(ppo)
-                },
-                CartPole::new()
-            ),
-            (EnvName::Cartpole, Algo::Ac) => {
-                ppo_like!(SmAc, ActorCritic::new(ac), CartPole::new())
-            }
-            (env, _) => anyhow::bail!(
-                "--small is the 4-32-32 CartPole architecture; it does not apply to {}",
-                env.name()
-            ),
-        };
-    }
-    type CcAc = ActorCritic<CartPoleContinuousPolicy, CartPoleCritic, 4>;
-    type PdAc = ActorCritic<PendulumPolicy, PendulumCritic, 3>;
-    match (opts.env, opts.algo) {
-        (EnvName::Cartpole, Algo::Ppo) => ppo_like!(CpPpo, Ppo::new(ppo), CartPole::new()),
-        (EnvName::CartpoleContinuous, Algo::Ppo) => {
-            ppo_like!(CcPpo, Ppo::new(ppo), CartPoleContinuous::new())
+    fn on_update(&mut self, _steps: u64, stats: &S) {
+        if let Some(d) = stats.diagnostics() {
+            self.last_update = Some(d);
         }
-        (EnvName::Pendulum, Algo::Ppo) => ppo_like!(PdPpo, Ppo::new(ppo), Pendulum::new()),
-        (EnvName::Cartpole, Algo::A2c) => ppo_like!(CpA2c, Ppo::new(ppo), CartPole::new()),
-        (EnvName::CartpoleContinuous, Algo::A2c) => {
-            ppo_like!(CcA2c, Ppo::new(ppo), CartPoleContinuous::new())
-        }
-        (EnvName::Pendulum, Algo::A2c) => ppo_like!(PdA2c, Ppo::new(ppo), Pendulum::new()),
-        (EnvName::Cartpole, Algo::Reinforce) => ppo_like!(
-            CpRf,
-            Reinforce {
-                inner: Ppo::new(ppo)
-            },
-            CartPole::new()
-        ),
-        (EnvName::CartpoleContinuous, Algo::Reinforce) => {
-            ppo_like!(
-                CcRf,
-                Reinforce {
-                    inner: Ppo::new(ppo)
-                },
-                CartPoleContinuous::new()
-            )
-        }
-        (EnvName::Pendulum, Algo::Reinforce) => ppo_like!(
-            PdRf,
-            Reinforce {
-                inner: Ppo::new(ppo)
-            },
-            Pendulum::new()
-        ),
-        (EnvName::Cartpole, Algo::Ac) => ppo_like!(CpAc, ActorCritic::new(ac), CartPole::new()),
-        (EnvName::CartpoleContinuous, Algo::Ac) => {
-            ppo_like!(CcAc, ActorCritic::new(ac), CartPoleContinuous::new())
-        }
-        (EnvName::Pendulum, Algo::Ac) => ppo_like!(PdAc, ActorCritic::new(ac), Pendulum::new()),
     }
-}
 
-/// Mean of the last (up to) 100 training returns.
-fn recent_mean(recent: &VecDeque<f32>) -> f64 {
-    if recent.is_empty() {
-        return f64::NAN;
+    fn on_evaluation(&mut self, evaluation: &Evaluation) {
+        self.last_eval = evaluation.mean;
     }
-    recent.iter().map(|&r| f64::from(r)).sum::<f64>() / recent.len() as f64
-}
 
-/// The generic training loop behind every (environment, algorithm) pair.
-fn run<L, E, const OBS: usize>(
-    opts: &TrainOptions,
-    agent: &mut L,
-    mut env: E,
-    mut eval_env: E,
-    mut rng: Xoshiro128PlusPlus,
-) -> anyhow::Result<TrainSummary>
-where
-    L: Learner<OBS>,
-    E: Env<OBS, Action = <L::Policy as Actor<OBS>>::Action>,
-{
-    let start = Instant::now();
-    let threshold = opts.threshold;
-    let mut eval_rng = Xoshiro128PlusPlus::seed_from_u64(opts.seed ^ 0x5eed_e7a1_0000_0000);
-    let bar = progress_bar(opts);
-
-    let mut cursor = Cursor::start(&mut env, &mut rng);
-    let mut recent: VecDeque<f32> = VecDeque::with_capacity(100);
-    let (mut episodes, mut updates) = (0u64, 0u64);
-    let mut curve = LearningCurve::new();
-    let mut solved_at_step = None;
-    let mut last_eval: Option<(f32, f32)> = None;
-    let (mut steps_before, mut last_shown) = (0u64, f32::NAN);
-
-    let mut last_update = None;
-    while agent.steps() < opts.steps {
-        last_update = agent
-            .iterate(&mut env, &mut cursor, &mut rng, &mut |e: Episode| {
-                episodes += 1;
-                if recent.len() == 100 {
-                    recent.pop_front();
-                }
-                recent.push_back(e.ret);
-            })
-            .map_err(|e| anyhow::anyhow!("training failed at step {}: {e}", agent.steps()))?
-            .map(Diagnostics::from);
-        updates += agent.updates_per_iteration();
-
-        // Until solved: a quick evaluation after every iteration, and the full
-        // one when the quick one reaches the threshold. Afterwards (with
-        // --no-early-stop) only a quick evaluation every SOLVED_EVAL_INTERVAL
-        // steps, for the curve.
-        let steps_now = agent.steps();
-        let eval = if solved_at_step.is_none()
-            || steps_now / SOLVED_EVAL_INTERVAL != steps_before / SOLVED_EVAL_INTERVAL
-        {
-            let policy = agent.policy();
-            let quick = evaluate(&policy, &mut eval_env, QUICK_EVAL_EPISODES, &mut eval_rng)
-                .map_err(anyhow::Error::msg)?;
-            if solved_at_step.is_none() && quick.0 >= threshold {
-                let full = evaluate(&policy, &mut eval_env, opts.eval_episodes, &mut eval_rng)
-                    .map_err(anyhow::Error::msg)?;
-                if full.0 >= threshold {
-                    solved_at_step = Some(steps_now);
-                    last_eval = Some(full);
-                }
-                Some(full)
-            } else {
-                Some(quick)
-            }
-        } else {
-            None
-        };
-        steps_before = steps_now;
-        if let Some(e) = eval {
-            last_shown = e.0;
+    fn on_iteration(&mut self, p: &Progress) -> ControlFlow<()> {
+        if p.evaluation.is_some() || p.steps >= self.next_row {
+            self.next_row = (p.steps / CURVE_INTERVAL + 1) * CURVE_INTERVAL;
+            self.curve.push(CurveRow {
+                step: p.steps,
+                episodes: p.episodes,
+                mean_return: self.recent_mean(),
+                eval_mean: p.evaluation.map(|e| f64::from(e.mean)),
+                eval_std: p.evaluation.map(|e| f64::from(e.std)),
+                wall_s: self.start.elapsed().as_secs_f64(),
+            });
         }
-        curve.push(CurveRow {
-            step: steps_now,
-            episodes,
-            mean_return: recent_mean(&recent),
-            eval_mean: eval.map(|e| f64::from(e.0)),
-            eval_std: eval.map(|e| f64::from(e.1)),
-            wall_s: start.elapsed().as_secs_f64(),
-        });
-        if let Some(bar) = &bar {
-            bar.set_position(agent.steps().min(opts.steps));
+        if let Some(bar) = &self.bar {
+            bar.set_position(p.steps.min(self.budget));
             bar.set_message(format!(
                 "return {:>7.1}  eval {:>7.1}{}",
-                recent_mean(&recent),
-                last_shown,
-                if solved_at_step.is_some() {
+                self.recent_mean(),
+                self.last_eval,
+                if p.solved_at_step.is_some() {
                     "  solved"
                 } else {
                     ""
                 }
             ));
         }
-        if opts.early_stop && solved_at_step.is_some() {
-            break;
+        ControlFlow::Continue(())
+    }
+}
+
+/// Trains as `opts` says, writes the outputs and returns the summary.
+pub fn train(opts: &TrainOptions) -> anyhow::Result<TrainSummary> {
+    let config = AlgoConfig::resolve(opts.env, opts.algo, opts.steps, &opts.overrides)?;
+    if opts.small && opts.env != EnvName::Cartpole {
+        bail!(
+            "--small is the 4-32-32 CartPole architecture; it does not apply to {}",
+            opts.env.name()
+        );
+    }
+    // One agent type per (environment, algorithm, width); the loop is generic.
+    macro_rules! go {
+        ($agent:ty, $env:expr) => {{
+            let mut agent: Box<$agent> = Box::new(<$agent>::ZERO);
+            run(opts, config, &mut *agent, $env, $env)
+        }};
+    }
+    macro_rules! by_algo {
+        ($env_ty:ty, $h:literal, $ppo_n:expr, $env:expr) => {
+            match opts.algo {
+                Algo::Ppo => go!(agent::Ppo<$env_ty, $h, { $ppo_n }>, $env),
+                Algo::A2c => go!(agent::A2c<$env_ty, $h, A2C_STEPS>, $env),
+                Algo::Reinforce => go!(agent::Reinforce<$env_ty, $h, REINFORCE_STEPS>, $env),
+                Algo::Ac => go!(agent::ActorCritic<$env_ty, $h>, $env),
+            }
+        };
+    }
+    match (opts.env, opts.small) {
+        (EnvName::Cartpole, true) => by_algo!(CartPole, 32, PPO_CARTPOLE_STEPS, CartPole::new()),
+        (EnvName::Cartpole, false) => by_algo!(CartPole, 64, PPO_CARTPOLE_STEPS, CartPole::new()),
+        (EnvName::CartpoleContinuous, _) => by_algo!(
+            CartPoleContinuous,
+            64,
+            PPO_CONTINUOUS_STEPS,
+            CartPoleContinuous::new()
+        ),
+        (EnvName::Pendulum, _) => by_algo!(Pendulum, 64, PPO_CONTINUOUS_STEPS, Pendulum::new()),
+    }
+}
+
+/// Sets an agent's configuration from the resolved [`AlgoConfig`].
+pub trait Configure {
+    /// Installs `config`.
+    ///
+    /// # Errors
+    /// `config` is for another kind of agent.
+    fn configure(&mut self, config: AlgoConfig) -> anyhow::Result<()>;
+}
+
+impl<A, C, const OBS: usize, const N: usize> Configure for Ppo<A, C, OBS, N>
+where
+    A: microrl::policy::Actor<OBS>,
+    C: microrl::nn::Network<OBS, 1>,
+{
+    fn configure(&mut self, config: AlgoConfig) -> anyhow::Result<()> {
+        self.config = config
+            .ppo()
+            .context("the online actor-critic's config given to a rollout agent")?;
+        Ok(())
+    }
+}
+
+impl<A, C, const OBS: usize, const N: usize> Configure for microrl::algo::Reinforce<A, C, OBS, N>
+where
+    A: microrl::policy::Actor<OBS>,
+    C: microrl::nn::Network<OBS, 1>,
+{
+    fn configure(&mut self, config: AlgoConfig) -> anyhow::Result<()> {
+        self.inner.configure(config)
+    }
+}
+
+impl<A, C, const OBS: usize> Configure for microrl::algo::ActorCritic<A, C, OBS>
+where
+    A: microrl::policy::Actor<OBS>,
+    C: microrl::nn::Network<OBS, 1>,
+{
+    fn configure(&mut self, config: AlgoConfig) -> anyhow::Result<()> {
+        match config {
+            AlgoConfig::Ac(c) => {
+                self.config = c;
+                Ok(())
+            }
+            _ => bail!("a rollout algorithm's config given to the online actor-critic"),
         }
     }
-    let policy = agent.policy();
-    // The final evaluation: the deciding one if training stopped on it.
-    let (eval_mean, eval_std) = match (opts.early_stop, last_eval) {
-        (true, Some(e)) => e,
-        _ => evaluate(&policy, &mut eval_env, opts.eval_episodes, &mut eval_rng)
-            .map_err(anyhow::Error::msg)?,
+}
+
+/// Runs the core loop on one concrete agent and writes the outputs.
+fn run<L, E, const OBS: usize>(
+    opts: &TrainOptions,
+    config: AlgoConfig,
+    agent: &mut L,
+    mut env: E,
+    mut eval_env: E,
+) -> anyhow::Result<TrainSummary>
+where
+    L: Learner<E> + Configure,
+    L::Policy: Params,
+    L::Stats: AsDiagnostics,
+    E: Env<Obs = SVector<f32, OBS>>,
+{
+    let start = Instant::now();
+    agent.configure(config)?;
+    let run_config = opts.run_config();
+    let mut trainer =
+        Trainer::<_, Xoshiro128PlusPlus>::start(agent, &mut env, run_config, opts.seed)
+            .map_err(anyhow::Error::msg)?;
+    let mut observer = Observer {
+        start,
+        bar: progress_bar(opts),
+        budget: opts.steps,
+        recent: VecDeque::with_capacity(100),
+        curve: LearningCurve::new(),
+        last_update: None,
+        last_eval: f32::NAN,
+        next_row: 0,
     };
+    let outcome = trainer
+        .run(agent, &mut env, &mut eval_env, &mut observer)
+        .map_err(|e| anyhow::anyhow!("training failed at step {}: {e}", agent.steps()))?;
     let wall_s = start.elapsed().as_secs_f64();
-    if let Some(bar) = bar {
+    if let Some(bar) = observer.bar.take() {
         bar.finish_and_clear();
     }
 
@@ -768,28 +642,35 @@ where
         algo: opts.algo.name(),
         seed: opts.seed,
         steps: opts.steps,
-        steps_run: agent.steps(),
+        small: opts.small,
+        steps_run: outcome.steps,
         wall_s,
-        eval_mean,
-        eval_std,
-        eval_episodes: opts.eval_episodes,
-        threshold,
-        solved_at_step,
-        episodes,
-        updates,
-        last_update,
+        eval_mean: outcome.report.mean,
+        eval_std: outcome.report.std,
+        eval_episodes: outcome.report.episodes,
+        threshold: opts.threshold,
+        solved_at_step: outcome.solved_at_step,
+        select_mean: outcome.selection.map(|e| e.mean),
+        solved: outcome.solved(opts.threshold),
+        episodes: outcome.episodes,
+        updates: outcome.updates,
+        last_update: observer.last_update,
+        config,
+        run: run_config,
         policy: None,
         curve_csv: None,
         curve_png: None,
     };
     if let Some(dir) = &opts.out {
+        let mut policy = Box::new(L::Policy::ZERO);
+        agent.export(&mut policy);
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
         let policy_path = dir.join("policy.mrlp");
-        let blob = serialize::to_vec(&policy).map_err(anyhow::Error::msg)?;
+        let blob = serialize::to_vec(&*policy).map_err(anyhow::Error::msg)?;
         std::fs::write(&policy_path, blob)
             .with_context(|| format!("writing {}", policy_path.display()))?;
         let csv = dir.join("curve.csv");
-        curve.write_csv(&csv)?;
+        observer.curve.write_csv(&csv)?;
         let png = dir.join("curve.png");
         let title = format!(
             "{} {} seed {}",
@@ -797,7 +678,9 @@ where
             opts.env.name(),
             opts.seed
         );
-        curve.write_png(&png, &title, Some(f64::from(threshold)))?;
+        observer
+            .curve
+            .write_png(&png, &title, Some(f64::from(opts.threshold)))?;
         summary.policy = Some(policy_path);
         summary.curve_csv = Some(csv);
         summary.curve_png = Some(png);
@@ -827,6 +710,8 @@ fn progress_bar(opts: &TrainOptions) -> Option<indicatif::ProgressBar> {
 pub struct EvalSummary {
     /// Task name.
     pub env: &'static str,
+    /// The policy's architecture.
+    pub arch: Arch,
     /// Episodes played.
     pub episodes: u32,
     /// Mean return.
@@ -839,30 +724,61 @@ pub struct EvalSummary {
     pub solved: bool,
 }
 
-/// Loads `blob` as the policy type trained for `env` and plays `episodes`
-/// deterministic episodes.
-pub fn eval(env: EnvName, blob: &[u8], episodes: u32, seed: u64) -> anyhow::Result<EvalSummary> {
+/// Loads `blob` (any policy file `train`, `init` or `export` wrote), checks
+/// it acts in `env` (default: the task its architecture is for) and plays
+/// `episodes` deterministic episodes.
+pub fn eval(
+    env: Option<EnvName>,
+    blob: &[u8],
+    episodes: u32,
+    seed: u64,
+) -> anyhow::Result<EvalSummary> {
+    use rand_core::SeedableRng;
+    anyhow::ensure!(episodes > 0, "--episodes must be > 0");
+    let arch = detect(blob)?;
+    let env = env.unwrap_or(arch.env());
+    anyhow::ensure!(
+        arch.env() == env,
+        "this is a {} policy ({}): it acts in {}, not {}",
+        arch.name(),
+        arch.layers(),
+        arch.env().name(),
+        env.name()
+    );
     let mut rng = Xoshiro128PlusPlus::seed_from_u64(seed);
-    let (mean, std) = match env {
-        EnvName::Cartpole if is_small_cartpole(blob) => {
-            eval_blob::<CartPoleSmallPolicy, _, 4>(blob, CartPole::new(), episodes, &mut rng)?
+    fn play<P, E, const OBS: usize>(
+        blob: &[u8],
+        mut env: E,
+        episodes: u32,
+        rng: &mut Xoshiro128PlusPlus,
+    ) -> anyhow::Result<(f32, f32)>
+    where
+        P: Params + microrl::Controller<OBS, Action = microrl::env::ActionOf<E>>,
+        E: Env<Obs = SVector<f32, OBS>>,
+    {
+        let policy = crate::arch::load::<P>(blob)?;
+        microrl::algo::evaluate(&*policy, &mut env, episodes, rng).map_err(anyhow::Error::msg)
+    }
+    use crate::arch::{
+        CartPoleContinuousPolicy, CartPolePolicy, CartPoleSmallPolicy, PendulumPolicy,
+    };
+    let (mean, std) = match arch {
+        Arch::Cartpole => play::<CartPolePolicy, _, 4>(blob, CartPole::new(), episodes, &mut rng)?,
+        Arch::CartpoleSmall => {
+            play::<CartPoleSmallPolicy, _, 4>(blob, CartPole::new(), episodes, &mut rng)?
         }
-        EnvName::Cartpole => {
-            eval_blob::<CartPolePolicy, _, 4>(blob, CartPole::new(), episodes, &mut rng)?
-        }
-        EnvName::CartpoleContinuous => eval_blob::<CartPoleContinuousPolicy, _, 4>(
+        Arch::CartpoleContinuous => play::<CartPoleContinuousPolicy, _, 4>(
             blob,
             CartPoleContinuous::new(),
             episodes,
             &mut rng,
         )?,
-        EnvName::Pendulum => {
-            eval_blob::<PendulumPolicy, _, 3>(blob, Pendulum::new(), episodes, &mut rng)?
-        }
+        Arch::Pendulum => play::<PendulumPolicy, _, 3>(blob, Pendulum::new(), episodes, &mut rng)?,
     };
     let threshold = env.threshold();
     Ok(EvalSummary {
         env: env.name(),
+        arch,
         episodes,
         mean,
         std,
@@ -871,46 +787,15 @@ pub fn eval(env: EnvName, blob: &[u8], episodes: u32, seed: u64) -> anyhow::Resu
     })
 }
 
-/// Loads a [`Normalized`] policy of type `P` from `blob`.
-pub fn load_policy<P: Params, const OBS: usize>(
-    blob: &[u8],
-) -> anyhow::Result<Box<Normalized<P, OBS>>> {
-    let mut policy = Box::new(Normalized::<P, OBS>::ZERO);
-    serialize::load(&mut *policy, blob).map_err(|e| anyhow::anyhow!("loading policy: {e}"))?;
-    Ok(policy)
-}
-
-fn eval_blob<P, E, const OBS: usize>(
-    blob: &[u8],
-    mut env: E,
-    episodes: u32,
-    rng: &mut Xoshiro128PlusPlus,
-) -> anyhow::Result<(f32, f32)>
-where
-    P: Actor<OBS>,
-    E: Env<OBS, Action = P::Action>,
-{
-    let policy = load_policy::<P, OBS>(blob)?;
-    evaluate(&*policy, &mut env, episodes, rng).map_err(anyhow::Error::msg)
-}
-
-/// Whether `blob` has the length of a 4-32-32-2 CartPole policy file (the
-/// `--small` architecture); its header is checked when it is loaded.
-pub fn is_small_cartpole(blob: &[u8]) -> bool {
-    blob.len() == serialize::encoded_len::<Normalized<CartPoleSmallPolicy, 4>>()
-}
-
-/// Encoded length of the policy file `microrl train` writes for `env`
-/// (the default architecture; `small` for the 4-32-32 CartPole one).
-pub fn policy_blob_len(env: EnvName, small: bool) -> usize {
-    match env {
-        EnvName::Cartpole if small => {
-            serialize::encoded_len::<Normalized<CartPoleSmallPolicy, 4>>()
-        }
-        EnvName::Cartpole => serialize::encoded_len::<Normalized<CartPolePolicy, 4>>(),
-        EnvName::CartpoleContinuous => {
-            serialize::encoded_len::<Normalized<CartPoleContinuousPolicy, 4>>()
-        }
-        EnvName::Pendulum => serialize::encoded_len::<Normalized<PendulumPolicy, 3>>(),
+/// The architecture of a policy file, or an error saying why none loads it.
+pub fn detect(blob: &[u8]) -> anyhow::Result<Arch> {
+    if let Some(arch) = Arch::detect(blob) {
+        return Ok(arch);
     }
+    // Say why: the format-level error if the blob is damaged, else a shape mismatch.
+    serialize::verify(blob).map_err(|e| anyhow::anyhow!("not a valid policy file: {e}"))?;
+    bail!(
+        "not a policy file of a known architecture ({})",
+        Arch::ALL.map(Arch::name).join(", ")
+    )
 }

@@ -28,7 +28,8 @@ fn info_json() {
     assert!(ok);
     let json = last_json(&stdout);
     assert_eq!(json["architectures"][0]["params"], 4610);
-    assert_eq!(json["architectures"][0]["inference_bytes"], 18440);
+    // Actor (4 610) + normaliser (2·4 + 1) floats.
+    assert_eq!(json["architectures"][0]["inference_bytes"], 18476);
 }
 
 #[test]
@@ -39,7 +40,7 @@ fn init_inspect_act() {
     let path_str = path.to_str().unwrap();
     let (ok, stdout, stderr) = microrl(&["init", "--seed", "3", "--out", path_str, "--json"]);
     assert!(ok, "{stderr}");
-    assert_eq!(last_json(&stdout)["bytes"], 18532);
+    assert_eq!(last_json(&stdout)["bytes"], 18604);
     let (ok, stdout, _) = microrl(&["inspect", path_str, "--json"]);
     assert!(ok);
     assert_eq!(last_json(&stdout)["arch"], "cartpole");
@@ -128,7 +129,40 @@ fn train_eval_export() {
     // The wrong task's policy type is refused, not misread.
     let (ok, _, stderr) = microrl(&["eval", "--policy", policy_str, "--env", "pendulum"]);
     assert!(!ok);
-    assert!(stderr.contains("loading policy"), "{stderr}");
+    assert!(stderr.contains("not pendulum"), "{stderr}");
+    // `act` and `inspect` accept the file `train` wrote and name its architecture.
+    let (ok, stdout, stderr) = microrl(&[
+        "act",
+        "--policy",
+        policy_str,
+        "--obs",
+        "0.01,0,-0.02,0.03",
+        "--json",
+    ]);
+    assert!(ok, "{stderr}");
+    assert!(last_json(&stdout)["action"]["discrete"].as_u64().unwrap() < 2);
+    let (ok, stdout, stderr) = microrl(&["inspect", policy_str, "--json"]);
+    assert!(ok, "{stderr}");
+    assert_eq!(last_json(&stdout)["arch"], "cartpole");
+
+    // summary.json records the full configuration: training again from it
+    // reproduces the policy byte for byte.
+    let again = dir.join("again");
+    let summary = out.join("summary.json");
+    let (ok, _, stderr) = microrl(&[
+        "train",
+        "--seed",
+        "0",
+        "--config",
+        summary.to_str().unwrap(),
+        "--out",
+        again.to_str().unwrap(),
+    ]);
+    assert!(ok, "{stderr}");
+    assert_eq!(
+        std::fs::read(again.join("policy.mrlp")).unwrap(),
+        std::fs::read(&policy).unwrap()
+    );
 
     let rs = dir.join("policy.rs");
     let (ok, stdout, stderr) = microrl(&[
@@ -206,8 +240,38 @@ fn config_overrides_are_checked() {
     assert!(!ok);
     assert!(stderr.contains("actor_lr"), "{stderr}");
     std::fs::write(&config, "not_a_key = 1\n").unwrap();
-    let (ok, _, _) = microrl(&["train", "--steps", "512", "--config", cfg]);
+    let (ok, _, stderr) = microrl(&["train", "--steps", "512", "--config", cfg]);
     assert!(!ok);
+    assert!(stderr.contains("not_a_key"), "{stderr}");
+    // Out-of-range values are refused before any rollout, naming the field.
+    for (text, field) in [
+        ("clip_range = -0.2\n", "clip_range"),
+        ("clip_range = nan\n", "clip_range"),
+        ("learning_rate = 1e9\n", "learning_rate"),
+        ("max_grad_norm = -1.0\n", "max_grad_norm"),
+        ("target_kl = nan\n", "target_kl"),
+        ("epochs = 0\n", "epochs"),
+        ("[adam]\neps = 0.0\n", "adam.eps"),
+        (
+            "learning_rate = { start = 1e-3, end = -1e-3 }\n",
+            "learning_rate",
+        ),
+    ] {
+        std::fs::write(&config, text).unwrap();
+        let (ok, _, stderr) = microrl(&["train", "--steps", "512", "--config", cfg]);
+        assert!(!ok, "{text} accepted");
+        assert!(stderr.contains(&format!("`{field}`")), "{text}: {stderr}");
+    }
+    // Nested keys merge over the defaults; a feature switches off with `false`.
+    std::fs::write(&config, "max_grad_norm = false\n[adam]\neps = 1e-7\n").unwrap();
+    let (ok, stdout, stderr) = microrl(&["train", "--steps", "512", "--config", cfg, "--json"]);
+    assert!(ok, "{stderr}");
+    let json = last_json(&stdout);
+    assert_eq!(json["config"]["max_grad_norm"], false);
+    assert_eq!(
+        json["config"]["adam"]["beta1"].as_f64().unwrap() as f32,
+        0.9
+    );
     std::fs::remove_dir_all(&dir).unwrap();
 }
 

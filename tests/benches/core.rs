@@ -47,11 +47,11 @@ use microrl::SVector;
 use microrl::algo::{Cursor, Ppo, PpoConfig};
 use microrl::env::{CartPole, Env, Pendulum};
 use microrl::nn::{Layer, Mlp, gain};
-use microrl::policy::CategoricalPolicy;
+use microrl::policy::CategoricalActor;
 use rand_core::SeedableRng;
 use rand_xoshiro::Xoshiro128PlusPlus;
 
-type Agent = Ppo<CategoricalPolicy<Mlp<4, 64, 2>>, Mlp<4, 64, 1>, 4, 256>;
+type Agent = Ppo<CategoricalActor<Mlp<4, 64, 2>>, Mlp<4, 64, 1>, 4, 256>;
 
 /// A plausible CartPole observation.
 const OBS: [f32; 4] = [0.02, -0.15, 0.03, 0.2];
@@ -78,7 +78,7 @@ fn bench_network<const H: usize>(c: &mut Criterion, size: &str) {
     });
 
     let mut grad = Box::new(Mlp::<4, H, 2>::ZERO);
-    let mut cache = Mlp::<4, H, 2>::EMPTY_CACHE;
+    let mut cache = Mlp::<4, H, 2>::ZERO_CACHE;
     c.benchmark_group("backward").bench_function(size, |b| {
         b.iter(|| {
             let net = black_box(&*net);
@@ -126,8 +126,8 @@ fn ppo(c: &mut Criterion) {
     };
     let mut rng = rng();
     let mut agent = Box::new(Agent::new(config));
-    agent.init(&mut rng).unwrap();
     let mut env = CartPole::new();
+    agent.init(&env, &mut rng).unwrap();
     let mut cursor = Cursor::start(&mut env, &mut rng);
 
     c.benchmark_group("ppo_collect")
@@ -150,7 +150,7 @@ fn ppo(c: &mut Criterion) {
     // A fresh agent for the update, so the learning-rate schedule sits at the
     // start of training (collecting above advanced its step count).
     let mut agent = Box::new(Agent::new(config));
-    agent.init(&mut rng).unwrap();
+    agent.init(&env, &mut rng).unwrap();
     let mut cursor = Cursor::start(&mut env, &mut rng);
     agent
         .collect(&mut env, &mut cursor, &mut rng, |_| {})

@@ -14,7 +14,10 @@ fn harness_blob_loads_into_core_type_and_acts_identically() {
     for k in 0..20 {
         let obs = [0.01 * k as f32, -0.3, 0.02 * k as f32 - 0.1, 0.5];
         let from_harness = act(Arch::Cartpole, &blob, &obs).unwrap();
+        // A fresh policy's normaliser is empty (the identity), so the
+        // network sees the raw observation.
         let logits = policy
+            .actor
             .net
             .forward(&SVector::<f32, 4>::from_column_slice(&obs));
         let dist = Categorical::from_logits(&logits).unwrap();
@@ -49,5 +52,10 @@ fn blobs_do_not_load_into_other_architectures() {
     assert!(cartpole.norm_squared() == 0.0, "destination untouched");
     let mut p = Box::new(PendulumPolicy::ZERO);
     serialize::load(&mut *p, &pendulum).unwrap();
-    assert_eq!(p.head.log_std[0], 0.0);
+    assert_eq!(p.actor.head.log_std[0], 0.0);
+    assert_eq!(
+        (p.space.low, p.space.high),
+        ([-2.0], [2.0]),
+        "Pendulum's torque bounds"
+    );
 }

@@ -48,7 +48,7 @@
 //! errors per episode.
 
 use microrl::SVector;
-use microrl::env::{CartPole, CartPoleContinuous, Env, Pendulum, Step};
+use microrl::env::{ActionOf, CartPole, CartPoleContinuous, Env, Pendulum, Step};
 use serde::{Deserialize, Deserializer};
 
 /// The recorded trajectories (see the module documentation to regenerate).
@@ -115,10 +115,10 @@ fn float_rows<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<Vec<f64>>, D::Error
 
 /// An environment the fixture can drive: its `f64` state can be set and read,
 /// and a recorded action converted.
-trait Replay<const OBS: usize>: Env<OBS> + Default {
+trait Replay<const OBS: usize>: Env<Obs = SVector<f32, OBS>> + Default {
     fn set(&mut self, s: &[f64]);
     fn get(&self) -> Vec<f64>;
-    fn action(a: f64) -> Self::Action;
+    fn action(a: f64) -> ActionOf<Self>;
 }
 
 fn array<const N: usize>(s: &[f64]) -> [f64; N] {
@@ -213,7 +213,8 @@ fn replay<const OBS: usize, E: Replay<OBS>>(ep: &Episode, mode: Mode) -> Errors 
         if mode == Mode::OneStep && t > 0 {
             env.set(&ep.states[t - 1]);
         }
-        let step: Step<OBS> = env.step(E::action(ep.actions[t])).expect("recorded action");
+        let step: Step<SVector<f32, OBS>> =
+            env.step(E::action(ep.actions[t])).expect("recorded action");
         assert_eq!(ep.obs[t].len(), OBS);
         let obs_err = step
             .obs

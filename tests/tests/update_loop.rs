@@ -53,7 +53,7 @@ fn train(seed: u64, epochs: usize) -> (f32, f32, f32, Box<TrainState<Net>>) {
         .init_orthogonal(&mut seeded(seed), gain::HIDDEN, gain::POLICY);
     let data = batch(&state.params, seed + 1);
     let lr = Schedule::linear_to_zero(3e-3);
-    let mut cache = Net::EMPTY_CACHE;
+    let mut cache = Net::ZERO_CACHE;
     let (mut first, mut last, mut kl) = (f32::NAN, f32::NAN, 0.0);
     for epoch in 0..epochs {
         state.zero_grad();
@@ -112,7 +112,7 @@ fn a_nan_sample_is_refused_and_weights_survive() {
     let (_, _, _, mut state) = train(3, 2);
     let before = state.params.clone();
     state.zero_grad();
-    let mut cache = Net::EMPTY_CACHE;
+    let mut cache = Net::ZERO_CACHE;
     let bad = [SVector::<f32, 4>::new(f32::NAN, 0.0, 0.0, 0.0)];
     let params = &state.params;
     accumulate_gradients(params, &mut state.grads, &mut cache, &bad, |_, logits| {

@@ -20,16 +20,19 @@
 use nalgebra::SVector;
 use rand_core::Rng;
 
-use super::{Act, Actor, Cursor, Episode, Normalized, value};
-use crate::env::Env;
+use super::{Actor, Controller, Cursor, Episode, Policy, value};
+use crate::env::{ActionSpace, Env};
 use crate::error::{Error, check_finite};
 use crate::nn::{Network, gain};
 use crate::normalize::RunningNorm;
 use crate::optim::{AdamConfig, Optimizer, Schedule, TrainState};
+use crate::params::Params;
 
 /// Online actor-critic hyper-parameters.
 #[derive(Clone, Copy, Debug, PartialEq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(default, deny_unknown_fields))]
 pub struct AcConfig {
     /// Environment steps the schedules run over. Default 500 000.
     pub total_steps: u64,
@@ -42,6 +45,7 @@ pub struct AcConfig {
     /// Entropy bonus coefficient. Default 0.
     pub ent_coef: f32,
     /// Gradient-norm clip applied to each network separately. Default `Some(1.0)`.
+    #[cfg_attr(feature = "serde", serde(with = "crate::config::optional"))]
     pub max_grad_norm: Option<f32>,
     /// Running observation normalisation. Default true.
     pub normalize_obs: bool,
@@ -50,8 +54,8 @@ pub struct AcConfig {
 }
 
 impl AcConfig {
-    /// Every field zero (invalid), the placeholder in [`ActorCritic::ZEROED`].
-    const ZEROED: Self = Self {
+    /// Every field zero (invalid), the placeholder in [`ActorCritic::ZERO`].
+    const ZERO: Self = Self {
         total_steps: 0,
         actor_lr: Schedule::Constant(0.0),
         critic_lr: Schedule::Constant(0.0),
@@ -59,7 +63,7 @@ impl AcConfig {
         ent_coef: 0.0,
         max_grad_norm: None,
         normalize_obs: false,
-        adam: AdamConfig::ZEROED,
+        adam: AdamConfig::ZERO,
     };
 
     /// The defaults listed on each field.
@@ -74,20 +78,30 @@ impl AcConfig {
         adam: AdamConfig::DEFAULT,
     };
 
+    /// Checks every field before the agent touches anything.
+    ///
     /// # Errors
-    /// [`Error::InvalidConfig`] for `γ ∉ [0, 1]`, a negative entropy
-    /// coefficient, a non-positive gradient clip or invalid Adam settings.
+    /// [`Error::InvalidConfig`] naming the field: `γ ∉ [0, 1]`, a learning
+    /// rate that is not finite and positive (or anneals below zero, or over
+    /// `total_steps = 0`), a negative entropy coefficient, a non-positive
+    /// gradient clip or invalid Adam settings.
     pub fn validate(&self) -> Result<(), Error> {
-        let ok = (0.0..=1.0).contains(&self.gamma)
-            && self.ent_coef.is_finite()
-            && self.ent_coef >= 0.0
-            && self.max_grad_norm.is_none_or(|m| m.is_finite() && m > 0.0)
-            && self.adam.validate().is_ok();
-        if ok {
-            Ok(())
-        } else {
-            Err(Error::InvalidConfig)
-        }
+        use crate::config::{check, non_negative, positive_or_off, unit};
+        unit("gamma", self.gamma)?;
+        self.actor_lr.validate("actor_lr", 1.0)?;
+        self.critic_lr.validate("critic_lr", 1.0)?;
+        let anneals = !matches!(
+            (self.actor_lr, self.critic_lr),
+            (Schedule::Constant(_), Schedule::Constant(_))
+        );
+        check(
+            "total_steps",
+            self.total_steps > 0 || !anneals,
+            "must be > 0 when a schedule anneals over it",
+        )?;
+        non_negative("ent_coef", self.ent_coef)?;
+        positive_or_off("max_grad_norm", self.max_grad_norm)?;
+        self.adam.validate()
     }
 }
 
@@ -110,9 +124,15 @@ pub struct AcStats {
 }
 
 /// An online actor-critic agent: actor `A`, critic `C`, nothing else.
+///
+/// Name it from the environment with
+/// [`agent::ActorCritic`](crate::agent::ActorCritic) (`agent::ActorCritic<MyPlant, 32>`)
+/// unless the networks are custom.
 pub struct ActorCritic<A: Actor<OBS>, C: Network<OBS, 1>, const OBS: usize> {
     /// Hyper-parameters.
     pub config: AcConfig,
+    /// The action space (actuator bounds), set by [`init`](Self::init).
+    pub space: A::Space,
     /// The actor with its gradient and Adam state.
     pub actor: TrainState<A>,
     /// The critic with its gradient and Adam state.
@@ -143,28 +163,32 @@ impl<A: Actor<OBS>, C: Network<OBS, 1>, const OBS: usize> ActorCritic<A, C, OBS>
             actor: TrainState::new(config.adam),
             critic: TrainState::new(config.adam),
             config,
-            obs_norm: RunningNorm::new(),
+            space: <A::Space as Params>::ZERO,
+            obs_norm: RunningNorm::ZERO,
             steps: 0,
-            actor_cache: A::EMPTY_CACHE,
-            critic_cache: C::EMPTY_CACHE,
+            actor_cache: A::ZERO_CACHE,
+            critic_cache: C::ZERO_CACHE,
         }
     }
 
     /// An agent whose every byte is zero, configuration included, for
-    /// `static` storage (it lands in `.bss`); see [`Ppo::ZEROED`](crate::algo::Ppo::ZEROED).
+    /// `static` storage (it lands in `.bss`); see [`Ppo::ZERO`](crate::algo::Ppo::ZERO).
     /// Set [`config`](Self::config), then [`init`](Self::init).
-    pub const ZEROED: Self = {
-        let mut agent = Self::new(AcConfig::ZEROED);
-        agent.obs_norm = <RunningNorm<OBS> as crate::params::Params>::ZERO;
-        agent
-    };
+    pub const ZERO: Self = Self::new(AcConfig::ZERO);
 
-    /// Initialises weights (orthogonal), optimisers and statistics, in place.
+    /// Initialises the agent for `env`: its action space, the weights
+    /// (orthogonal), both optimisers and the statistics, in place.
     ///
     /// # Errors
-    /// [`Error::InvalidConfig`] for an invalid configuration.
-    pub fn init<R: Rng + ?Sized>(&mut self, rng: &mut R) -> Result<(), Error> {
+    /// [`Error::InvalidConfig`] for an invalid configuration; nothing is
+    /// changed then.
+    pub fn init<E, R>(&mut self, env: &E, rng: &mut R) -> Result<(), Error>
+    where
+        E: Env<Obs = SVector<f32, OBS>, Space = A::Space>,
+        R: Rng + ?Sized,
+    {
         self.config.validate()?;
+        self.space = env.action_space();
         self.actor.params.init(rng);
         self.critic
             .params
@@ -173,18 +197,25 @@ impl<A: Actor<OBS>, C: Network<OBS, 1>, const OBS: usize> ActorCritic<A, C, OBS>
         self.actor.optimizer.reset();
         self.critic.optimizer.config = self.config.adam;
         self.critic.optimizer.reset();
-        self.obs_norm = RunningNorm::new();
+        self.obs_norm = RunningNorm::ZERO;
         self.steps = 0;
         Ok(())
     }
 
+    /// The actor.
+    pub fn actor(&self) -> &A {
+        &self.actor.params
+    }
+
+    /// The critic.
+    pub fn critic(&self) -> &C {
+        &self.critic.params
+    }
+
+    /// The observation as the networks see it (the identity while the
+    /// normaliser is empty, e.g. with `normalize_obs = false`).
     fn observe(&self, obs: &SVector<f32, OBS>) -> Result<SVector<f32, OBS>, Error> {
-        if self.config.normalize_obs {
-            self.obs_norm.normalize(obs)
-        } else {
-            crate::error::check_all_finite(obs.as_slice())?;
-            Ok(*obs)
-        }
+        self.obs_norm.normalize(obs)
     }
 
     /// Acts once in `env` from `cursor` and updates critic and actor from the
@@ -197,12 +228,12 @@ impl<A: Actor<OBS>, C: Network<OBS, 1>, const OBS: usize> ActorCritic<A, C, OBS>
     pub fn step<E, R>(
         &mut self,
         env: &mut E,
-        cursor: &mut Cursor<OBS>,
+        cursor: &mut Cursor<SVector<f32, OBS>>,
         rng: &mut R,
         mut on_episode: impl FnMut(Episode),
     ) -> Result<AcStats, Error>
     where
-        E: Env<OBS, Action = A::Action>,
+        E: Env<Obs = SVector<f32, OBS>, Space = A::Space>,
         R: Rng + ?Sized,
     {
         let c = self.config;
@@ -212,7 +243,7 @@ impl<A: Actor<OBS>, C: Network<OBS, 1>, const OBS: usize> ActorCritic<A, C, OBS>
             self.observe(&cursor.obs)?
         };
         let (action, _) = self.actor.params.sample(&obs, rng)?;
-        let step = cursor.advance(env, action, rng, &mut on_episode)?;
+        let step = cursor.advance(env, self.space.command(&action), rng, &mut on_episode)?;
         self.steps += 1;
 
         // δ = r + γ V(s′)(1 − terminated) − V(s), from the critic before updating.
@@ -265,23 +296,34 @@ impl<A: Actor<OBS>, C: Network<OBS, 1>, const OBS: usize> ActorCritic<A, C, OBS>
         })
     }
 
-    /// A deployable copy of the policy with its frozen normaliser.
-    pub fn policy(&self) -> Normalized<A, OBS>
+    /// Copies the deployable policy — actor, frozen normaliser, action
+    /// space — into `out` (caller-owned memory).
+    pub fn export(&self, out: &mut Policy<A, OBS>) {
+        out.actor.copy_from(&self.actor.params);
+        out.obs_norm.copy_from(&self.obs_norm);
+        out.space = self.space;
+    }
+
+    /// A deployable copy of the policy (see [`export`](Self::export)).
+    pub fn policy(&self) -> Policy<A, OBS>
     where
         A: Clone,
     {
-        Normalized {
-            policy: self.actor.params.clone(),
+        Policy {
+            actor: self.actor.params.clone(),
             obs_norm: self.obs_norm.clone(),
+            space: self.space,
         }
     }
 }
 
-impl<A: Actor<OBS>, C: Network<OBS, 1>, const OBS: usize> Act<OBS> for ActorCritic<A, C, OBS> {
+impl<A: Actor<OBS>, C: Network<OBS, 1>, const OBS: usize> Controller<OBS>
+    for ActorCritic<A, C, OBS>
+{
     type Action = A::Action;
 
     /// What [`policy`](Self::policy)`().act(obs)` returns, without the copy.
     fn act(&self, obs: &SVector<f32, OBS>) -> Result<A::Action, Error> {
-        self.actor.params.act(&self.obs_norm.normalize(obs)?)
+        crate::policy::act(&self.actor.params, &self.obs_norm, &self.space, obs)
     }
 }

@@ -2,21 +2,22 @@
 //! online one-step actor-critic.
 //!
 //! Design:
-//! - **One actor interface for both action spaces.** [`Actor`] is what every
-//!   algorithm needs from a policy: sample an action with its log-probability,
-//!   re-evaluate `log π(a|s)` and the entropy with a training cache, and
-//!   backpropagate `∂L/∂log π` and `∂L/∂H`. It is implemented by the
-//!   deployment types themselves, [`CategoricalPolicy`] and [`GaussianPolicy`],
-//!   so the trained actor *is* the policy that gets exported, and every
-//!   algorithm runs the same code for discrete and continuous control.
+//! - **One actor interface for both action spaces.** Every algorithm trains
+//!   an [`Actor`] (categorical or Gaussian) through the same five methods, so
+//!   it runs the same code for discrete and continuous control.
 //! - **Critics are networks** `N: Network<OBS, 1>`.
 //! - **All memory is fixed at compile time.** Rollout capacities are const
-//!   generics; an agent is one struct with a `const fn new` that can live in a
-//!   `static` on a microcontroller. Nothing allocates.
-//! - **The caller drives the loop** and owns the environment and the RNG; the
-//!   agents expose `collect`/`update` (or `step`) and report finished episodes
-//!   through a callback, so the desktop harness draws progress bars and the
-//!   firmware logs over defmt from the same code.
+//!   generics; an agent is one struct with a `const fn new` (and an all-zero
+//!   `ZERO` for `.bss`) that can live in a `static` on a microcontroller.
+//!   Nothing allocates.
+//! - **Agents are steps, the loop is a library.** An agent exposes
+//!   `collect`/`update` (or `step`) and implements [`Learner`](crate::train::Learner);
+//!   [`train::Trainer`](crate::train::Trainer) drives any of them — collect,
+//!   update, gated evaluation, early stop — and reports through hooks.
+//! - **Acting is one function.** An agent's deterministic action
+//!   ([`Controller`]) and its exported [`Policy`]'s are both
+//!   [`policy::act`](crate::policy::act) on the same actor, normaliser and
+//!   action space.
 //! - **Errors leave weights untouched.** A NaN observation or reward stops the
 //!   rollout with [`Error::NonFinite`] before any gradient is computed; a
 //!   non-finite gradient is refused by the optimiser.
@@ -32,250 +33,15 @@ pub use buffer::Rollout;
 pub use ppo::{A2cConfig, Ppo, PpoConfig, UpdateStats};
 pub use reinforce::{Reinforce, ReinforceConfig};
 
+pub use crate::policy::{Actor, Controller, HeadCache, Policy};
+
 use nalgebra::SVector;
 use rand_core::Rng;
 
-use crate::env::Env;
+use crate::env::{ActionOf, Env, Step};
 use crate::error::{Error, check_all_finite, check_finite};
-use crate::impl_params;
-use crate::nn::{Layer, Network, gain};
-use crate::normalize::RunningNorm;
-use crate::params::Params;
-use crate::policy::{Categorical, CategoricalPolicy, Gaussian, GaussianPolicy};
-
-/// What policy-gradient algorithms need from a policy with `OBS` inputs.
-pub trait Actor<const OBS: usize>: Params {
-    /// The action type: `usize` or `SVector<f32, A>`.
-    type Action: Copy + core::fmt::Debug + PartialEq;
-    /// Per-sample training cache (network activations and head output).
-    type Cache;
-    /// An all-zero action, for `const` rollout buffers.
-    const ZERO_ACTION: Self::Action;
-    /// A zeroed cache, for `const` initialisers.
-    const EMPTY_CACHE: Self::Cache;
-
-    /// Orthogonal initialisation (hidden gain √2, output gain 0.01, CleanRL)
-    /// and, for Gaussian heads, `log σ = 0`.
-    fn init<R: Rng + ?Sized>(&mut self, rng: &mut R);
-
-    /// The deterministic action (mode of the distribution).
-    ///
-    /// # Errors
-    /// [`Error::NonFinite`] for a non-finite observation or network output.
-    fn act(&self, obs: &SVector<f32, OBS>) -> Result<Self::Action, Error>;
-
-    /// A sampled action and its log-probability.
-    ///
-    /// # Errors
-    /// As [`act`](Actor::act).
-    fn sample<R: Rng + ?Sized>(
-        &self,
-        obs: &SVector<f32, OBS>,
-        rng: &mut R,
-    ) -> Result<(Self::Action, f32), Error>;
-
-    /// Training forward pass: `(log π(action|obs), H[π(·|obs)])`, recording
-    /// what [`backward`](Actor::backward) needs in `cache`.
-    ///
-    /// # Errors
-    /// [`Error::NonFinite`] for a non-finite network output,
-    /// [`Error::InvalidAction`] for an out-of-range discrete action.
-    fn evaluate(
-        &self,
-        obs: &SVector<f32, OBS>,
-        action: &Self::Action,
-        cache: &mut Self::Cache,
-    ) -> Result<(f32, f32), Error>;
-
-    /// Adds into `grad` the gradient of `d_log_prob · log π + d_entropy · H`
-    /// for the sample recorded in `cache` by [`evaluate`](Actor::evaluate).
-    fn backward(
-        &self,
-        cache: &Self::Cache,
-        action: &Self::Action,
-        d_log_prob: f32,
-        d_entropy: f32,
-        grad: &mut Self,
-    );
-}
-
-/// Cache of an [`Actor`] built on a network `N`: its activations and its output.
-#[derive(Clone, Debug)]
-pub struct HeadCache<C, const A: usize> {
-    /// The network's activation cache.
-    pub net: C,
-    /// The network's output (logits or mean).
-    pub output: SVector<f32, A>,
-}
-
-const fn zero_vector<const A: usize>() -> SVector<f32, A> {
-    SVector::from_array_storage(nalgebra::ArrayStorage([[0.0; A]; 1]))
-}
-
-impl<N, const OBS: usize, const ACT: usize> Actor<OBS> for CategoricalPolicy<N>
-where
-    N: Layer<Input = SVector<f32, OBS>, Output = SVector<f32, ACT>>,
-{
-    type Action = usize;
-    type Cache = HeadCache<N::Cache, ACT>;
-    const ZERO_ACTION: usize = 0;
-    const EMPTY_CACHE: Self::Cache = HeadCache {
-        net: N::EMPTY_CACHE,
-        output: zero_vector(),
-    };
-
-    fn init<R: Rng + ?Sized>(&mut self, rng: &mut R) {
-        self.net.init_orthogonal(rng, gain::HIDDEN, gain::POLICY);
-    }
-
-    fn act(&self, obs: &SVector<f32, OBS>) -> Result<usize, Error> {
-        CategoricalPolicy::act(self, obs)
-    }
-
-    fn sample<R: Rng + ?Sized>(
-        &self,
-        obs: &SVector<f32, OBS>,
-        rng: &mut R,
-    ) -> Result<(usize, f32), Error> {
-        CategoricalPolicy::sample(self, obs, rng)
-    }
-
-    fn evaluate(
-        &self,
-        obs: &SVector<f32, OBS>,
-        action: &usize,
-        cache: &mut Self::Cache,
-    ) -> Result<(f32, f32), Error> {
-        cache.output = self.net.forward_train(obs, &mut cache.net);
-        let dist = Categorical::from_logits(&cache.output)?;
-        Ok((dist.log_prob(*action)?, dist.entropy()))
-    }
-
-    fn backward(
-        &self,
-        cache: &Self::Cache,
-        action: &usize,
-        d_log_prob: f32,
-        d_entropy: f32,
-        grad: &mut Self,
-    ) {
-        // `evaluate` succeeded on these logits and this action, so neither
-        // call below can fail; a zero gradient is the safe fallback anyway.
-        let Ok(dist) = Categorical::from_logits(&cache.output) else {
-            return;
-        };
-        let Ok(d_lp) = dist.grad_log_prob(*action) else {
-            return;
-        };
-        let d_logits = d_lp * d_log_prob + dist.grad_entropy() * d_entropy;
-        self.net.backward(&cache.net, &d_logits, &mut grad.net);
-    }
-}
-
-impl<N, const OBS: usize, const ACT: usize> Actor<OBS> for GaussianPolicy<N, ACT>
-where
-    N: Layer<Input = SVector<f32, OBS>, Output = SVector<f32, ACT>>,
-{
-    type Action = SVector<f32, ACT>;
-    type Cache = HeadCache<N::Cache, ACT>;
-    const ZERO_ACTION: SVector<f32, ACT> = zero_vector();
-    const EMPTY_CACHE: Self::Cache = HeadCache {
-        net: N::EMPTY_CACHE,
-        output: zero_vector(),
-    };
-
-    fn init<R: Rng + ?Sized>(&mut self, rng: &mut R) {
-        self.net.init_orthogonal(rng, gain::HIDDEN, gain::POLICY);
-        self.head = Gaussian::with_log_std(0.0);
-    }
-
-    fn act(&self, obs: &SVector<f32, OBS>) -> Result<Self::Action, Error> {
-        GaussianPolicy::act(self, obs)
-    }
-
-    fn sample<R: Rng + ?Sized>(
-        &self,
-        obs: &SVector<f32, OBS>,
-        rng: &mut R,
-    ) -> Result<(Self::Action, f32), Error> {
-        GaussianPolicy::sample(self, obs, rng)
-    }
-
-    fn evaluate(
-        &self,
-        obs: &SVector<f32, OBS>,
-        action: &Self::Action,
-        cache: &mut Self::Cache,
-    ) -> Result<(f32, f32), Error> {
-        cache.output = self.net.forward_train(obs, &mut cache.net);
-        check_all_finite(cache.output.as_slice())?;
-        Ok((
-            self.head.log_prob(&cache.output, action),
-            self.head.entropy(),
-        ))
-    }
-
-    fn backward(
-        &self,
-        cache: &Self::Cache,
-        action: &Self::Action,
-        d_log_prob: f32,
-        d_entropy: f32,
-        grad: &mut Self,
-    ) {
-        let g = self.head.grad_log_prob(&cache.output, action);
-        grad.head.log_std += g.log_std * d_log_prob + self.head.grad_entropy() * d_entropy;
-        self.net
-            .backward(&cache.net, &(g.mean * d_log_prob), &mut grad.net);
-    }
-}
-
-/// A deployable policy: the actor's weights and the frozen observation
-/// normaliser it was trained with, serialised together.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Normalized<P, const OBS: usize> {
-    /// The trained actor.
-    pub policy: P,
-    /// Observation statistics, frozen (only read) at deployment.
-    pub obs_norm: RunningNorm<OBS>,
-}
-
-impl_params!(impl[P: Params, const OBS: usize] Normalized<P, OBS> { policy: P, obs_norm: RunningNorm<OBS> });
-
-impl<P: Actor<OBS>, const OBS: usize> Normalized<P, OBS> {
-    /// The deterministic action for a raw (unnormalised) observation.
-    ///
-    /// # Errors
-    /// [`Error::NonFinite`] for a non-finite observation or network output.
-    pub fn act(&self, obs: &SVector<f32, OBS>) -> Result<P::Action, Error> {
-        self.policy.act(&self.obs_norm.normalize(obs)?)
-    }
-}
-
-/// Picks the deterministic action for a raw (unnormalised) observation: a
-/// deployed [`Normalized`] policy, or a learning agent ([`Ppo`],
-/// [`ActorCritic`], [`Reinforce`]) acting with its current actor and
-/// observation statistics — the same action its [`policy`](Ppo::policy) copy
-/// would pick, without copying the weights (on an MCU, evaluating while
-/// training then needs no second actor on the stack).
-pub trait Act<const OBS: usize> {
-    /// The action type.
-    type Action: Copy;
-
-    /// The deterministic action for `obs`.
-    ///
-    /// # Errors
-    /// [`Error::NonFinite`] for a non-finite observation or network output.
-    fn act(&self, obs: &SVector<f32, OBS>) -> Result<Self::Action, Error>;
-}
-
-impl<P: Actor<OBS>, const OBS: usize> Act<OBS> for Normalized<P, OBS> {
-    type Action = P::Action;
-
-    fn act(&self, obs: &SVector<f32, OBS>) -> Result<P::Action, Error> {
-        Normalized::act(self, obs)
-    }
-}
+use crate::math;
+use crate::nn::{Layer, Network};
 
 /// Return and length of a finished episode.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -290,9 +56,9 @@ pub struct Episode {
 /// The environment-side state a training loop carries between steps: the
 /// current raw observation and the running return of the current episode.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Cursor<const OBS: usize> {
+pub struct Cursor<O> {
     /// The observation the agent acts on next (raw, unnormalised).
-    pub obs: SVector<f32, OBS>,
+    pub obs: O,
     /// Return of the current episode so far.
     pub ret: f32,
     /// Length of the current episode so far.
@@ -301,9 +67,12 @@ pub struct Cursor<const OBS: usize> {
     pub steps: u64,
 }
 
-impl<const OBS: usize> Cursor<OBS> {
+impl<const OBS: usize> Cursor<SVector<f32, OBS>> {
     /// Resets `env` and starts counting.
-    pub fn start<E: Env<OBS>, R: Rng + ?Sized>(env: &mut E, rng: &mut R) -> Self {
+    pub fn start<E: Env<Obs = SVector<f32, OBS>>, R: Rng + ?Sized>(
+        env: &mut E,
+        rng: &mut R,
+    ) -> Self {
         Self {
             obs: env.reset(rng),
             ret: 0.0,
@@ -320,13 +89,13 @@ impl<const OBS: usize> Cursor<OBS> {
     /// # Errors
     /// The environment's error, or [`Error::NonFinite`] for a non-finite
     /// reward or observation; the cursor is unchanged on error.
-    pub fn advance<E: Env<OBS>, R: Rng + ?Sized>(
+    pub fn advance<E: Env<Obs = SVector<f32, OBS>>, R: Rng + ?Sized>(
         &mut self,
         env: &mut E,
-        action: E::Action,
+        action: ActionOf<E>,
         rng: &mut R,
         on_episode: &mut impl FnMut(Episode),
-    ) -> Result<crate::env::Step<OBS>, Error> {
+    ) -> Result<Step<SVector<f32, OBS>>, Error> {
         let step = env.step(action)?;
         check_finite(step.reward)?;
         check_all_finite(step.obs.as_slice())?;
@@ -348,8 +117,8 @@ impl<const OBS: usize> Cursor<OBS> {
     }
 }
 
-/// Mean and standard deviation of `episodes` deterministic episodes of
-/// `policy` on `env` (what `microrl eval` and the convergence tests report).
+/// Mean and standard deviation of the returns of `episodes` deterministic
+/// episodes of `policy` on `env` (the episodes' start states drawn from `rng`).
 ///
 /// # Errors
 /// The first error from the policy or the environment.
@@ -360,8 +129,8 @@ pub fn evaluate<P, E, R, const OBS: usize>(
     rng: &mut R,
 ) -> Result<(f32, f32), Error>
 where
-    P: Act<OBS> + ?Sized,
-    E: Env<OBS, Action = P::Action>,
+    P: Controller<OBS, Action = ActionOf<E>> + ?Sized,
+    E: Env<Obs = SVector<f32, OBS>>,
     R: Rng + ?Sized,
 {
     let (mut sum, mut sum_sq) = (0.0f64, 0.0f64);
@@ -385,8 +154,6 @@ where
     Ok((mean as f32, math::sqrt(var as f32)))
 }
 
-use crate::math;
-
 /// `V(s)` of a critic network.
 #[inline]
 pub(crate) fn value<C: Network<OBS, 1>, const OBS: usize>(
@@ -402,9 +169,11 @@ pub type CriticCache<C> = <C as Layer>::Cache;
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::env::Step;
+    use crate::env::{Discrete, Step};
     use crate::nn::{Mlp, fd};
-    use crate::policy::Gaussian;
+    use crate::normalize::RunningNorm;
+    use crate::params::Params;
+    use crate::policy::{CategoricalActor, Gaussian, GaussianActor};
     use std::vec::Vec;
 
     type Net3 = Mlp<3, 8, 3>;
@@ -421,14 +190,14 @@ mod tests {
     #[test]
     fn categorical_actor_backward_matches_finite_differences() {
         let mut rng = fd::rng(11);
-        let mut actor = CategoricalPolicy { net: Net3::ZERO };
+        let mut actor = CategoricalActor { net: Net3::ZERO };
         fd::randomise(&mut actor, &mut rng, 0.5);
         let obs = SVector::<f32, 3>::new(0.3, -0.7, 1.1);
         let (alpha, beta) = (0.8f32, -0.3f32);
         for action in 0..3 {
-            let mut cache = <CategoricalPolicy<Net3> as Actor<3>>::EMPTY_CACHE;
+            let mut cache = <CategoricalActor<Net3> as Actor<3>>::ZERO_CACHE;
             actor.evaluate(&obs, &action, &mut cache).unwrap();
-            let mut grad = CategoricalPolicy { net: Net3::ZERO };
+            let mut grad = CategoricalActor { net: Net3::ZERO };
             actor.backward(&cache, &action, alpha, beta, &mut grad);
             let x: Vec<f64> = obs.iter().map(|&v| v as f64).collect();
             let numeric = fd::numerical_gradient(&fd::flatten(&actor), |theta| {
@@ -443,7 +212,7 @@ mod tests {
     /// The same for the Gaussian actor, including the `log_std` parameters.
     #[test]
     fn gaussian_actor_backward_matches_finite_differences() {
-        type Actor3 = GaussianPolicy<Net3, 3>;
+        type Actor3 = GaussianActor<Net3, 3>;
         let mut rng = fd::rng(12);
         let mut actor = Actor3 {
             net: Net3::ZERO,
@@ -453,7 +222,7 @@ mod tests {
         let obs = SVector::<f32, 3>::new(-0.4, 0.9, 0.2);
         let action = SVector::<f32, 3>::new(0.5, -1.0, 0.1);
         let (alpha, beta) = (-1.3f32, 0.6f32);
-        let mut cache = <Actor3 as Actor<3>>::EMPTY_CACHE;
+        let mut cache = <Actor3 as Actor<3>>::ZERO_CACHE;
         actor.evaluate(&obs, &action, &mut cache).unwrap();
         let mut grad = Actor3::ZERO;
         actor.backward(&cache, &action, alpha, beta, &mut grad);
@@ -478,13 +247,14 @@ mod tests {
         nan_after: u32,
     }
 
-    impl Env<3> for Faulty {
-        type Action = usize;
+    impl Env for Faulty {
+        type Obs = SVector<f32, 3>;
+        type Space = Discrete<3>;
         const SOLVED_RETURN: f32 = 0.0;
         fn reset<R: Rng + ?Sized>(&mut self, _rng: &mut R) -> SVector<f32, 3> {
             SVector::<f32, 3>::new(0.1, 0.2, 0.3)
         }
-        fn step(&mut self, action: usize) -> Result<Step<3>, Error> {
+        fn step(&mut self, action: usize) -> Result<Step<SVector<f32, 3>>, Error> {
             if action >= 3 {
                 return Err(Error::InvalidAction);
             }
@@ -504,13 +274,15 @@ mod tests {
         }
     }
 
-    type Agent = Ppo<CategoricalPolicy<Net3>, Net1, 3, 32>;
+    type Agent = Ppo<CategoricalActor<Net3>, Net1, 3, 32>;
 
     #[test]
     fn nan_reward_is_an_error_and_leaves_weights_untouched() {
         let mut rng = fd::rng(13);
         let mut agent = std::boxed::Box::new(Agent::new(PpoConfig::DEFAULT));
-        agent.init(&mut rng).unwrap();
+        agent
+            .init(&Faulty { t: 0, nan_after: 0 }, &mut rng)
+            .unwrap();
         let mut env = Faulty {
             t: 0,
             nan_after: 40,
@@ -527,10 +299,10 @@ mod tests {
         );
         assert_eq!(agent.train.params, before);
 
-        let mut ac = std::boxed::Box::new(ActorCritic::<CategoricalPolicy<Net3>, Net1, 3>::new(
+        let mut ac = std::boxed::Box::new(ActorCritic::<CategoricalActor<Net3>, Net1, 3>::new(
             AcConfig::DEFAULT,
         ));
-        ac.init(&mut rng).unwrap();
+        ac.init(&Faulty { t: 0, nan_after: 0 }, &mut rng).unwrap();
         let mut env = Faulty { t: 0, nan_after: 5 };
         let mut cursor = Cursor::start(&mut env, &mut rng);
         for _ in 0..5 {
@@ -552,7 +324,9 @@ mod tests {
         let run = |seed| {
             let mut rng = fd::rng(seed);
             let mut agent = std::boxed::Box::new(Agent::new(PpoConfig::DEFAULT));
-            agent.init(&mut rng).unwrap();
+            agent
+                .init(&Faulty { t: 0, nan_after: 0 }, &mut rng)
+                .unwrap();
             let mut env = Faulty {
                 t: 0,
                 nan_after: u32::MAX,
@@ -574,13 +348,13 @@ mod tests {
     #[test]
     fn online_critic_moves_toward_the_td_target() {
         let mut rng = fd::rng(14);
-        let mut ac = std::boxed::Box::new(ActorCritic::<CategoricalPolicy<Net3>, Net1, 3>::new(
+        let mut ac = std::boxed::Box::new(ActorCritic::<CategoricalActor<Net3>, Net1, 3>::new(
             AcConfig {
                 normalize_obs: false,
                 ..AcConfig::DEFAULT
             },
         ));
-        ac.init(&mut rng).unwrap();
+        ac.init(&Faulty { t: 0, nan_after: 0 }, &mut rng).unwrap();
         let mut env = Faulty {
             t: 0,
             nan_after: u32::MAX,
@@ -601,9 +375,10 @@ mod tests {
 
     #[test]
     fn evaluate_reports_mean_and_std() {
-        let policy = Normalized {
-            policy: CategoricalPolicy { net: Net3::ZERO },
-            obs_norm: RunningNorm::new(),
+        let policy = Policy {
+            actor: CategoricalActor { net: Net3::ZERO },
+            obs_norm: RunningNorm::ZERO,
+            space: Discrete::<3>,
         };
         let mut env = Faulty {
             t: 0,

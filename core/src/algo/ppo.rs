@@ -32,21 +32,28 @@ use nalgebra::SVector;
 use rand_core::Rng;
 
 use super::buffer::{Rollout, Transition};
-use super::{Act, Actor, Cursor, Episode, Normalized, value};
-use crate::env::Env;
+use super::{Actor, Controller, Cursor, Episode, Policy, value};
+use crate::env::{ActionSpace, Env};
 use crate::error::{Error, check_finite};
+use crate::impl_params;
 use crate::loss::{approx_kl, clipped_surrogate, value_loss};
 use crate::math;
 use crate::nn::{Network, gain};
 use crate::normalize::RunningNorm;
 use crate::optim::{AdamConfig, Optimizer, Schedule, TrainState};
-use crate::params::Pair;
+use crate::params::Params;
 use crate::rng;
 
 /// PPO hyper-parameters. Defaults are CleanRL's `ppo.py` (for one
 /// environment), except where a field says otherwise.
+///
+/// With the `serde` feature it (de)serialises with the field names as keys:
+/// a schedule is a number (constant) or `{ start, end }` (linear), an
+/// optional value is a number or `false` (off).
 #[derive(Clone, Copy, Debug, PartialEq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(default, deny_unknown_fields))]
 pub struct PpoConfig {
     /// Environment steps the linear schedules run over. Default 100 000.
     pub total_steps: u64,
@@ -65,14 +72,17 @@ pub struct PpoConfig {
     /// Normalise advantages to zero mean and unit variance per minibatch. Default true.
     pub normalize_advantages: bool,
     /// Clip the value loss around `V_old` by this range (`None`: unclipped). Default `None`.
+    #[cfg_attr(feature = "serde", serde(with = "crate::config::optional"))]
     pub value_clip: Option<f32>,
     /// Entropy bonus coefficient `c_e`. Default 0.
     pub ent_coef: f32,
     /// Value loss coefficient `c_v`. Default 0.5.
     pub vf_coef: f32,
     /// Global L2 gradient-norm clip. Default `Some(0.5)`.
+    #[cfg_attr(feature = "serde", serde(with = "crate::config::optional"))]
     pub max_grad_norm: Option<f32>,
     /// Stop an update after an epoch whose mean `approx_kl` exceeds this. Default `None`.
+    #[cfg_attr(feature = "serde", serde(with = "crate::config::optional"))]
     pub target_kl: Option<f32>,
     /// Running observation normalisation (saved with the policy). Default true.
     pub normalize_obs: bool,
@@ -105,8 +115,8 @@ impl PpoConfig {
     };
 
     /// Every field zero or `false` (invalid: zero epochs), the placeholder in
-    /// [`Ppo::ZEROED`].
-    const ZEROED: Self = Self {
+    /// [`Ppo::ZERO`].
+    const ZERO: Self = Self {
         total_steps: 0,
         learning_rate: Schedule::Constant(0.0),
         clip_range: Schedule::Constant(0.0),
@@ -122,7 +132,7 @@ impl PpoConfig {
         target_kl: None,
         normalize_obs: false,
         normalize_reward: false,
-        adam: AdamConfig::ZEROED,
+        adam: AdamConfig::ZERO,
     };
 
     /// Tuned for [`CartPole`](crate::env::CartPole) over 100 000 steps: RL
@@ -139,34 +149,46 @@ impl PpoConfig {
         ..Self::DEFAULT
     };
 
-    /// Checks ranges that would otherwise give NaNs or empty minibatches.
+    /// Checks every field for a rollout of `rollout_len` steps, before any
+    /// rollout is collected.
     ///
     /// # Errors
-    /// [`Error::InvalidConfig`] naming nothing more specific: `γ, λ ∉ [0, 1]`,
-    /// zero epochs or minibatches, `rollout_len` not a multiple of
-    /// `minibatches`, negative coefficients, a non-positive grad-norm clip or
-    /// target KL, invalid Adam settings.
+    /// [`Error::InvalidConfig`] naming the first offending field and its
+    /// constraint: `γ, λ ∉ [0, 1]`, a learning-rate or clip-range schedule that
+    /// is not finite and positive at the start or negative at the end, zero
+    /// epochs or minibatches, `rollout_len` not a multiple of `minibatches`,
+    /// negative or non-finite coefficients, a non-positive grad-norm clip,
+    /// value clip or target KL, invalid Adam settings.
     pub fn validate(&self, rollout_len: usize) -> Result<(), Error> {
-        let unit = |x: f32| (0.0..=1.0).contains(&x);
-        let non_negative = |x: f32| x.is_finite() && x >= 0.0;
-        let positive = |x: Option<f32>| x.is_none_or(|x| x.is_finite() && x > 0.0);
-        let ok = unit(self.gamma)
-            && unit(self.gae_lambda)
-            && self.epochs > 0
-            && self.minibatches > 0
-            && rollout_len > 0
-            && rollout_len.is_multiple_of(usize::from(self.minibatches))
-            && non_negative(self.ent_coef)
-            && non_negative(self.vf_coef)
-            && positive(self.max_grad_norm)
-            && positive(self.target_kl)
-            && positive(self.value_clip)
-            && self.adam.validate().is_ok();
-        if ok {
-            Ok(())
-        } else {
-            Err(Error::InvalidConfig)
+        use crate::config::{check, non_negative, positive_or_off, unit};
+        unit("gamma", self.gamma)?;
+        unit("gae_lambda", self.gae_lambda)?;
+        self.learning_rate.validate("learning_rate", 1.0)?;
+        if !matches!(self.clip_range, Schedule::Constant(c) if c == f32::INFINITY) {
+            self.clip_range.validate("clip_range", f32::MAX)?;
         }
+        let anneals = !matches!(
+            (self.learning_rate, self.clip_range),
+            (Schedule::Constant(_), Schedule::Constant(_))
+        );
+        check(
+            "total_steps",
+            self.total_steps > 0 || !anneals,
+            "must be > 0 when a schedule anneals over it",
+        )?;
+        check("epochs", self.epochs > 0, "must be > 0")?;
+        check("minibatches", self.minibatches > 0, "must be > 0")?;
+        check(
+            "minibatches",
+            rollout_len > 0 && rollout_len.is_multiple_of(usize::from(self.minibatches)),
+            "must divide the rollout length",
+        )?;
+        non_negative("ent_coef", self.ent_coef)?;
+        non_negative("vf_coef", self.vf_coef)?;
+        positive_or_off("max_grad_norm", self.max_grad_norm)?;
+        positive_or_off("target_kl", self.target_kl)?;
+        positive_or_off("value_clip", self.value_clip)?;
+        self.adam.validate()
     }
 }
 
@@ -179,6 +201,8 @@ impl Default for PpoConfig {
 /// A2C hyper-parameters; defaults are SB3's A2C (with Adam instead of RMSprop).
 #[derive(Clone, Copy, Debug, PartialEq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(default, deny_unknown_fields))]
 pub struct A2cConfig {
     /// Environment steps the learning-rate schedule runs over. Default 500 000.
     pub total_steps: u64,
@@ -193,6 +217,7 @@ pub struct A2cConfig {
     /// Value loss coefficient. Default 0.5.
     pub vf_coef: f32,
     /// Global gradient-norm clip. Default `Some(0.5)`.
+    #[cfg_attr(feature = "serde", serde(with = "crate::config::optional"))]
     pub max_grad_norm: Option<f32>,
     /// Normalise advantages over the rollout. Default false.
     pub normalize_advantages: bool,
@@ -286,16 +311,30 @@ pub struct UpdateStats {
     pub clip_range: f32,
 }
 
-/// Actor and critic parameters trained together by one Adam.
-pub type ActorCriticParams<A, C> = Pair<A, C>;
+/// Actor and critic parameters trained together by one Adam (and serialised
+/// together in a checkpoint: actor first).
+#[derive(Clone, Debug, PartialEq)]
+pub struct ActorCriticParams<A, C> {
+    /// The actor.
+    pub actor: A,
+    /// The critic.
+    pub critic: C,
+}
+
+impl_params!(impl[A: Params, C: Params] ActorCriticParams<A, C> { actor: A, critic: C });
 
 /// A PPO (or A2C) agent: actor `A`, critic `C`, `OBS`-dimensional
 /// observations and a rollout of `N` steps, all in one fixed-size struct.
+///
+/// Name it from the environment with [`agent::Ppo`](crate::agent::Ppo)
+/// (`agent::Ppo<MyPlant, 64, 2048>`) unless the networks are custom.
 pub struct Ppo<A: Actor<OBS>, C: Network<OBS, 1>, const OBS: usize, const N: usize> {
     /// Hyper-parameters.
     pub config: PpoConfig,
-    /// Actor (`.a`) and critic (`.b`) with gradients and Adam moments.
+    /// Actor and critic ([`ActorCriticParams`]) with gradients and Adam moments.
     pub train: TrainState<ActorCriticParams<A, C>>,
+    /// The action space (actuator bounds), set by [`init`](Self::init).
+    pub space: A::Space,
     /// The current rollout.
     pub rollout: Rollout<OBS, A::Action, N>,
     /// Observation statistics (updated while collecting).
@@ -329,13 +368,14 @@ impl<A: Actor<OBS>, C: Network<OBS, 1>, const OBS: usize, const N: usize> Ppo<A,
         Self {
             train: TrainState::new(config.adam),
             config,
+            space: <A::Space as Params>::ZERO,
             rollout: Rollout::new(A::ZERO_ACTION),
-            obs_norm: RunningNorm::new(),
-            return_norm: RunningNorm::new(),
+            obs_norm: RunningNorm::ZERO,
+            return_norm: RunningNorm::ZERO,
             discounted_return: 0.0,
             steps: 0,
-            actor_cache: A::EMPTY_CACHE,
-            critic_cache: C::EMPTY_CACHE,
+            actor_cache: A::ZERO_CACHE,
+            critic_cache: C::ZERO_CACHE,
         }
     }
 
@@ -348,44 +388,46 @@ impl<A: Actor<OBS>, C: Network<OBS, 1>, const OBS: usize, const N: usize> Ppo<A,
     /// `init` rejects the zero configuration itself.
     ///
     /// ```
-    /// use microrl::algo::{Ppo, PpoConfig};
-    /// use microrl::nn::Mlp;
-    /// use microrl::policy::CategoricalPolicy;
+    /// use microrl::algo::PpoConfig;
     /// # use rand_core::SeedableRng;
-    /// type Agent = Ppo<CategoricalPolicy<Mlp<4, 32, 2>>, Mlp<4, 32, 1>, 4, 256>;
-    /// // On an MCU: `static AGENT: ConstStaticCell<Agent> = ConstStaticCell::new(Agent::ZEROED);`
-    /// let mut agent = Box::new(Agent::ZEROED);
+    /// use microrl::env::CartPole;
+    /// type Agent = microrl::agent::Ppo<CartPole, 32, 256>;
+    /// // On an MCU: `static AGENT: ConstStaticCell<Agent> = ConstStaticCell::new(Agent::ZERO);`
+    /// let mut agent = Box::new(Agent::ZERO);
     /// # let mut rng = rand_xoshiro::Xoshiro128PlusPlus::seed_from_u64(0);
-    /// assert!(agent.init(&mut rng).is_err()); // the zero configuration is invalid
+    /// let env = CartPole::new();
+    /// assert!(agent.init(&env, &mut rng).is_err()); // the zero configuration is invalid
     /// agent.config = PpoConfig::CARTPOLE;
-    /// assert!(agent.init(&mut rng).is_ok());
+    /// assert!(agent.init(&env, &mut rng).is_ok());
     /// ```
-    pub const ZEROED: Self = {
-        let mut agent = Self::new(PpoConfig::ZEROED);
-        agent.obs_norm = <RunningNorm<OBS> as crate::params::Params>::ZERO;
-        agent.return_norm = <RunningNorm<1> as crate::params::Params>::ZERO;
-        agent
-    };
+    pub const ZERO: Self = Self::new(PpoConfig::ZERO);
 
-    /// Initialises the weights (orthogonal: actor output gain 0.01, critic
-    /// output gain 1), resets Adam, the normalisers and the step count, all in
-    /// place (no stack temporary the size of a network).
+    /// Initialises the agent for `env`: its action space (actuator bounds),
+    /// the weights (orthogonal: actor output gain 0.01, critic output gain
+    /// 1), Adam, the normalisers and the step count, all in place (no stack
+    /// temporary the size of a network).
     ///
     /// # Errors
     /// [`Error::InvalidConfig`] if the configuration does not
-    /// [`validate`](PpoConfig::validate) for a rollout of `N`.
-    pub fn init<R: Rng + ?Sized>(&mut self, rng: &mut R) -> Result<(), Error> {
+    /// [`validate`](PpoConfig::validate) for a rollout of `N`; nothing is
+    /// changed then.
+    pub fn init<E, R>(&mut self, env: &E, rng: &mut R) -> Result<(), Error>
+    where
+        E: Env<Obs = SVector<f32, OBS>, Space = A::Space>,
+        R: Rng + ?Sized,
+    {
         self.config.validate(N)?;
-        self.train.params.a.init(rng);
+        self.space = env.action_space();
+        self.train.params.actor.init(rng);
         self.train
             .params
-            .b
+            .critic
             .init_orthogonal(rng, gain::HIDDEN, gain::VALUE);
         self.train.zero_grad();
         self.train.optimizer.config = self.config.adam;
         self.train.optimizer.reset();
-        self.obs_norm = RunningNorm::new();
-        self.return_norm = RunningNorm::new();
+        self.obs_norm = RunningNorm::ZERO;
+        self.return_norm = RunningNorm::ZERO;
         self.discounted_return = 0.0;
         self.steps = 0;
         self.rollout.clear();
@@ -394,33 +436,38 @@ impl<A: Actor<OBS>, C: Network<OBS, 1>, const OBS: usize, const N: usize> Ppo<A,
 
     /// The actor.
     pub fn actor(&self) -> &A {
-        &self.train.params.a
+        &self.train.params.actor
     }
 
     /// The critic.
     pub fn critic(&self) -> &C {
-        &self.train.params.b
+        &self.train.params.critic
     }
 
-    /// A deployable copy: the actor and the (frozen) observation statistics.
-    pub fn policy(&self) -> Normalized<A, OBS>
+    /// Copies the deployable policy — the actor, the (frozen) observation
+    /// statistics and the action space — into `out` (caller-owned memory).
+    pub fn export(&self, out: &mut Policy<A, OBS>) {
+        out.actor.copy_from(&self.train.params.actor);
+        out.obs_norm.copy_from(&self.obs_norm);
+        out.space = self.space;
+    }
+
+    /// A deployable copy (see [`export`](Self::export)).
+    pub fn policy(&self) -> Policy<A, OBS>
     where
         A: Clone,
     {
-        Normalized {
-            policy: self.train.params.a.clone(),
+        Policy {
+            actor: self.train.params.actor.clone(),
             obs_norm: self.obs_norm.clone(),
+            space: self.space,
         }
     }
 
-    /// The observation as the networks see it, without updating statistics.
+    /// The observation as the networks see it, without updating statistics
+    /// (the identity while the normaliser is empty, e.g. `normalize_obs = false`).
     fn observe(&self, obs: &SVector<f32, OBS>) -> Result<SVector<f32, OBS>, Error> {
-        if self.config.normalize_obs {
-            self.obs_norm.normalize(obs)
-        } else {
-            crate::error::check_all_finite(obs.as_slice())?;
-            Ok(*obs)
-        }
+        self.obs_norm.normalize(obs)
     }
 
     /// Reward scaling (Gymnasium `NormalizeReward`): `r / √(Var[G] + ε)` with
@@ -448,12 +495,12 @@ impl<A: Actor<OBS>, C: Network<OBS, 1>, const OBS: usize, const N: usize> Ppo<A,
     pub fn collect<E, R>(
         &mut self,
         env: &mut E,
-        cursor: &mut Cursor<OBS>,
+        cursor: &mut Cursor<SVector<f32, OBS>>,
         rng: &mut R,
         on_episode: impl FnMut(Episode),
     ) -> Result<(), Error>
     where
-        E: Env<OBS, Action = A::Action>,
+        E: Env<Obs = SVector<f32, OBS>, Space = A::Space>,
         R: Rng + ?Sized,
     {
         self.collect_until(env, cursor, rng, on_episode, false)
@@ -464,13 +511,13 @@ impl<A: Actor<OBS>, C: Network<OBS, 1>, const OBS: usize, const N: usize> Ppo<A,
     pub(crate) fn collect_until<E, R>(
         &mut self,
         env: &mut E,
-        cursor: &mut Cursor<OBS>,
+        cursor: &mut Cursor<SVector<f32, OBS>>,
         rng: &mut R,
         mut on_episode: impl FnMut(Episode),
         stop_at_episode_end: bool,
     ) -> Result<(), Error>
     where
-        E: Env<OBS, Action = A::Action>,
+        E: Env<Obs = SVector<f32, OBS>, Space = A::Space>,
         R: Rng + ?Sized,
     {
         self.rollout.clear();
@@ -480,13 +527,15 @@ impl<A: Actor<OBS>, C: Network<OBS, 1>, const OBS: usize, const N: usize> Ppo<A,
             } else {
                 self.observe(&cursor.obs)?
             };
-            let (action, log_prob) = self.train.params.a.sample(&obs, rng)?;
-            let v = value(&self.train.params.b, &obs);
+            let (action, log_prob) = self.train.params.actor.sample(&obs, rng)?;
+            let v = value(&self.train.params.critic, &obs);
             check_finite(v)?;
-            let step = cursor.advance(env, action, rng, &mut on_episode)?;
+            // The plant receives the command; the rollout keeps the raw sample.
+            let command = self.space.command(&action);
+            let step = cursor.advance(env, command, rng, &mut on_episode)?;
             let reward = self.scale_reward(step.reward, step.done())?;
             let final_value = if step.truncated {
-                value(&self.train.params.b, &self.observe(&step.obs)?)
+                value(&self.train.params.critic, &self.observe(&step.obs)?)
             } else {
                 0.0
             };
@@ -504,7 +553,7 @@ impl<A: Actor<OBS>, C: Network<OBS, 1>, const OBS: usize, const N: usize> Ppo<A,
                 break;
             }
         }
-        let last_value = value(&self.train.params.b, &self.observe(&cursor.obs)?);
+        let last_value = value(&self.train.params.critic, &self.observe(&cursor.obs)?);
         self.rollout
             .compute_advantages(last_value, self.config.gamma, self.config.gae_lambda);
         self.steps += self.rollout.len() as u64;
@@ -557,7 +606,7 @@ impl<A: Actor<OBS>, C: Network<OBS, 1>, const OBS: usize, const N: usize> Ppo<A,
                 for k in start..start + batch {
                     let i = usize::from(self.rollout.indices[k]);
                     let (obs, action) = (&self.rollout.obs[i], &self.rollout.actions[i]);
-                    let actor = &self.train.params.a;
+                    let actor = &self.train.params.actor;
                     let (log_prob, entropy) = actor.evaluate(obs, action, &mut self.actor_cache)?;
                     let advantage = (self.rollout.advantages[i] - mean) * inv_std;
                     let s = clipped_surrogate(log_prob, self.rollout.log_probs[i], advantage, clip);
@@ -566,10 +615,10 @@ impl<A: Actor<OBS>, C: Network<OBS, 1>, const OBS: usize, const N: usize> Ppo<A,
                         action,
                         s.d_log_prob * inv_batch,
                         -c.ent_coef * inv_batch,
-                        &mut self.train.grads.a,
+                        &mut self.train.grads.actor,
                     );
 
-                    let critic = &self.train.params.b;
+                    let critic = &self.train.params.critic;
                     let v = critic.forward_train(obs, &mut self.critic_cache)[0];
                     let vl = value_loss(
                         v,
@@ -578,7 +627,7 @@ impl<A: Actor<OBS>, C: Network<OBS, 1>, const OBS: usize, const N: usize> Ppo<A,
                         c.value_clip,
                     );
                     let d_value = SVector::<f32, 1>::new(c.vf_coef * vl.d_value * inv_batch);
-                    critic.backward(&self.critic_cache, &d_value, &mut self.train.grads.b);
+                    critic.backward(&self.critic_cache, &d_value, &mut self.train.grads.critic);
 
                     let kl = approx_kl(log_prob - self.rollout.log_probs[i]);
                     epoch_kl += kl;
@@ -610,14 +659,14 @@ impl<A: Actor<OBS>, C: Network<OBS, 1>, const OBS: usize, const N: usize> Ppo<A,
     }
 }
 
-impl<A: Actor<OBS>, C: Network<OBS, 1>, const OBS: usize, const N: usize> Act<OBS>
+impl<A: Actor<OBS>, C: Network<OBS, 1>, const OBS: usize, const N: usize> Controller<OBS>
     for Ppo<A, C, OBS, N>
 {
     type Action = A::Action;
 
     /// What [`policy`](Self::policy)`().act(obs)` returns, without the copy.
     fn act(&self, obs: &SVector<f32, OBS>) -> Result<A::Action, Error> {
-        self.train.params.a.act(&self.obs_norm.normalize(obs)?)
+        crate::policy::act(&self.train.params.actor, &self.obs_norm, &self.space, obs)
     }
 }
 
@@ -625,9 +674,10 @@ impl<A: Actor<OBS>, C: Network<OBS, 1>, const OBS: usize, const N: usize> Act<OB
 mod tests {
     use super::*;
     use crate::nn::Mlp;
-    use crate::policy::CategoricalPolicy;
+    use crate::policy::CategoricalActor;
 
-    type Agent = Ppo<CategoricalPolicy<Mlp<4, 8, 2>>, Mlp<4, 8, 1>, 4, 64>;
+    type Agent = Ppo<CategoricalActor<Mlp<4, 8, 2>>, Mlp<4, 8, 1>, 4, 64>;
+    use crate::error::Error;
 
     static STATIC_AGENT: Agent = Ppo::new(PpoConfig::DEFAULT);
 
@@ -635,12 +685,21 @@ mod tests {
     fn agent_can_be_static_and_config_validates() {
         assert_eq!(STATIC_AGENT.steps, 0);
         assert!(PpoConfig::DEFAULT.validate(64).is_ok());
-        assert_eq!(PpoConfig::DEFAULT.validate(63), Err(Error::InvalidConfig));
+        assert_eq!(
+            PpoConfig::DEFAULT.validate(63),
+            Err(Error::config(
+                "minibatches",
+                "must divide the rollout length"
+            ))
+        );
         let bad = PpoConfig {
             gamma: 1.5,
             ..PpoConfig::DEFAULT
         };
-        assert_eq!(bad.validate(64), Err(Error::InvalidConfig));
+        assert_eq!(
+            bad.validate(64),
+            Err(Error::config("gamma", "must be in [0, 1]"))
+        );
         let a2c: PpoConfig = A2cConfig::DEFAULT.into();
         assert!(a2c.validate(5).is_ok());
     }

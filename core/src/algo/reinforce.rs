@@ -20,7 +20,7 @@ use nalgebra::SVector;
 use rand_core::Rng;
 
 use super::ppo::{Ppo, PpoConfig, UpdateStats};
-use super::{Act, Actor, Cursor, Episode, Normalized};
+use super::{Actor, Controller, Cursor, Episode, Policy};
 use crate::env::Env;
 use crate::error::Error;
 use crate::nn::Network;
@@ -29,6 +29,8 @@ use crate::optim::{AdamConfig, Schedule};
 /// REINFORCE hyper-parameters.
 #[derive(Clone, Copy, Debug, PartialEq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(default, deny_unknown_fields))]
 pub struct ReinforceConfig {
     /// Environment steps the learning-rate schedule runs over. Default 500 000.
     pub total_steps: u64,
@@ -43,6 +45,7 @@ pub struct ReinforceConfig {
     /// Normalise `G_t − V(s_t)` over the episode. Default true.
     pub normalize_advantages: bool,
     /// Global gradient-norm clip. Default `Some(0.5)`.
+    #[cfg_attr(feature = "serde", serde(with = "crate::config::optional"))]
     pub max_grad_norm: Option<f32>,
     /// Running observation normalisation. Default true.
     pub normalize_obs: bool,
@@ -94,13 +97,20 @@ impl<A: Actor<OBS>, C: Network<OBS, 1>, const OBS: usize, const N: usize> Reinfo
         }
     }
 
-    /// Initialises weights, optimiser and statistics.
+    /// Initialises the agent for `env` (see [`Ppo::init`]).
     ///
     /// # Errors
     /// [`Error::InvalidConfig`] for an invalid configuration.
-    pub fn init<R: Rng + ?Sized>(&mut self, rng: &mut R) -> Result<(), Error> {
-        self.inner.init(rng)
+    pub fn init<E, R>(&mut self, env: &E, rng: &mut R) -> Result<(), Error>
+    where
+        E: Env<Obs = SVector<f32, OBS>, Space = A::Space>,
+        R: Rng + ?Sized,
+    {
+        self.inner.init(env, rng)
     }
+
+    /// All-zero storage for a `static`; see [`Ppo::ZERO`].
+    pub const ZERO: Self = Self { inner: Ppo::ZERO };
 
     /// Runs one episode (or `N` steps, whichever ends first) and computes the
     /// Monte-Carlo advantages.
@@ -110,12 +120,12 @@ impl<A: Actor<OBS>, C: Network<OBS, 1>, const OBS: usize, const N: usize> Reinfo
     pub fn collect<E, R>(
         &mut self,
         env: &mut E,
-        cursor: &mut Cursor<OBS>,
+        cursor: &mut Cursor<SVector<f32, OBS>>,
         rng: &mut R,
         on_episode: impl FnMut(Episode),
     ) -> Result<(), Error>
     where
-        E: Env<OBS, Action = A::Action>,
+        E: Env<Obs = SVector<f32, OBS>, Space = A::Space>,
         R: Rng + ?Sized,
     {
         self.inner.collect_until(env, cursor, rng, on_episode, true)
@@ -134,8 +144,23 @@ impl<A: Actor<OBS>, C: Network<OBS, 1>, const OBS: usize, const N: usize> Reinfo
         self.inner.steps
     }
 
+    /// The actor.
+    pub fn actor(&self) -> &A {
+        self.inner.actor()
+    }
+
+    /// The critic (the baseline).
+    pub fn critic(&self) -> &C {
+        self.inner.critic()
+    }
+
+    /// Copies the deployable policy into `out` (see [`Ppo::export`]).
+    pub fn export(&self, out: &mut Policy<A, OBS>) {
+        self.inner.export(out);
+    }
+
     /// A deployable copy of the policy with its frozen normaliser.
-    pub fn policy(&self) -> Normalized<A, OBS>
+    pub fn policy(&self) -> Policy<A, OBS>
     where
         A: Clone,
     {
@@ -143,7 +168,7 @@ impl<A: Actor<OBS>, C: Network<OBS, 1>, const OBS: usize, const N: usize> Reinfo
     }
 }
 
-impl<A: Actor<OBS>, C: Network<OBS, 1>, const OBS: usize, const N: usize> Act<OBS>
+impl<A: Actor<OBS>, C: Network<OBS, 1>, const OBS: usize, const N: usize> Controller<OBS>
     for Reinforce<A, C, OBS, N>
 {
     type Action = A::Action;

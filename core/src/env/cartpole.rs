@@ -54,7 +54,7 @@
 use nalgebra::SVector;
 use rand_core::Rng;
 
-use super::{Env, Step, uniform_f64};
+use super::{Continuous, Discrete, Env, Step, uniform_f64};
 use crate::error::{Error, check_finite};
 
 /// Gravitational acceleration, m/s².
@@ -166,7 +166,7 @@ impl CartPole {
     ///
     /// Gymnasium's expressions in Gymnasium's order, in `f64`; Python
     /// evaluates `a * b * c / d` as `((a * b) * c) / d`, and so does Rust.
-    fn apply_force(&mut self, force: f64) -> Step<4> {
+    fn apply_force(&mut self, force: f64) -> Step<SVector<f32, 4>> {
         let [x, x_dot, theta, theta_dot] = self.state;
         let costheta = libm::cos(theta);
         let sintheta = libm::sin(theta);
@@ -218,8 +218,9 @@ impl Default for CartPole {
     }
 }
 
-impl Env<4> for CartPole {
-    type Action = usize;
+impl Env for CartPole {
+    type Obs = SVector<f32, 4>;
+    type Space = Discrete<2>;
     const SOLVED_RETURN: f32 = 475.0;
 
     fn reset<R: Rng + ?Sized>(&mut self, rng: &mut R) -> SVector<f32, 4> {
@@ -227,7 +228,7 @@ impl Env<4> for CartPole {
     }
 
     /// Pushes left (`0`) or right (`1`) with 10 N for 0.02 s.
-    fn step(&mut self, action: usize) -> Result<Step<4>, Error> {
+    fn step(&mut self, action: usize) -> Result<Step<SVector<f32, 4>>, Error> {
         let force = match action {
             0 => -FORCE_MAG,
             1 => FORCE_MAG,
@@ -287,9 +288,15 @@ impl CartPoleContinuous {
     }
 }
 
-impl Env<4> for CartPoleContinuous {
-    type Action = SVector<f32, 1>;
+impl Env for CartPoleContinuous {
+    type Obs = SVector<f32, 4>;
+    type Space = Continuous<1>;
     const SOLVED_RETURN: f32 = 475.0;
+
+    /// `[−1, 1]`: the force is `a · 10` N.
+    fn action_space(&self) -> Continuous<1> {
+        Continuous::symmetric(1.0)
+    }
 
     fn reset<R: Rng + ?Sized>(&mut self, rng: &mut R) -> SVector<f32, 4> {
         self.inner.reset_state(rng)
@@ -297,7 +304,7 @@ impl Env<4> for CartPoleContinuous {
 
     /// Pushes with `clip(a, −1, 1) · 10` N for 0.02 s; the clip is exact in
     /// `f32`, the product is computed in `f64` (like a Python `float`).
-    fn step(&mut self, action: SVector<f32, 1>) -> Result<Step<4>, Error> {
+    fn step(&mut self, action: SVector<f32, 1>) -> Result<Step<SVector<f32, 4>>, Error> {
         let a = action[0];
         check_finite(a)?;
         Ok(self

@@ -5,6 +5,15 @@
 //! physics — bit for bit — on the device.
 //!
 //! Design:
+//! - **Sizes are stated once, by the environment.** [`Env::Obs`] is the
+//!   observation vector (`SVector<f32, N>`) and [`Env::Space`] the action
+//!   space ([`Discrete<N>`] or [`Continuous<A>`]); agents derive their network
+//!   sizes from these (see [`agent`](crate::agent)), so a custom plant writes
+//!   its dimensions in exactly one place.
+//! - **The action space carries the actuator bounds.** [`Continuous`] holds
+//!   `low`/`high`; the actor copies them at initialisation and clips every
+//!   command it sends — in training, in evaluation and once deployed — so an
+//!   environment receives in-range actions and firmware never re-clips by hand.
 //! - **Gymnasium's contract.** [`Env::reset`] returns the first observation;
 //!   [`Env::step`] returns a [`Step`] with the next observation, the reward and
 //!   two separate flags: `terminated` (the MDP reached a terminal state: no
@@ -16,9 +25,7 @@
 //! - **Settable state.** Each environment exposes its physical state so tests
 //!   can replay reference trajectories and firmware can log or restore it.
 //! - **Actions are the policy's type.** Discrete environments take `usize`,
-//!   continuous ones `SVector<f32, A>`; the environment clips continuous
-//!   actions to its actuator range, so a raw Gaussian sample can be passed
-//!   unchanged.
+//!   continuous ones `SVector<f32, A>` ([`ActionOf<E>`]).
 //! - **`f64` physics, `f32` interface.** The physical state and the
 //!   integration are `f64`, evaluated operation for operation as Gymnasium
 //!   evaluates them (with the pure-Rust [`libm`] for `sin`/`cos`/`fmod`, the
@@ -46,7 +53,8 @@ use nalgebra::SVector;
 use rand_core::Rng;
 
 use crate::error::Error;
-use crate::rng;
+use crate::params::{Params, TensorShape, tag};
+use crate::{math, rng};
 
 /// Uniform `f64` in `[low, high)` from one `u32` of `rng`, computed in `f64`
 /// (`low + (high − low)·u` with `u` = [`rng::uniform`], a multiple of 2⁻²⁴),
@@ -58,9 +66,9 @@ pub(crate) fn uniform_f64<R: Rng + ?Sized>(rng: &mut R, low: f64, high: f64) -> 
 
 /// The result of one environment step.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Step<const OBS: usize> {
+pub struct Step<O> {
     /// Observation after the step.
-    pub obs: SVector<f32, OBS>,
+    pub obs: O,
     /// Reward for the transition.
     pub reward: f32,
     /// The episode ended in a terminal state (no bootstrap from `obs`).
@@ -69,7 +77,7 @@ pub struct Step<const OBS: usize> {
     pub truncated: bool,
 }
 
-impl<const OBS: usize> Step<OBS> {
+impl<O> Step<O> {
     /// `terminated || truncated`: the caller must [`Env::reset`] next.
     #[inline]
     pub fn done(&self) -> bool {
@@ -77,23 +85,228 @@ impl<const OBS: usize> Step<OBS> {
     }
 }
 
-/// A reinforcement-learning environment with `OBS`-dimensional observations.
-pub trait Env<const OBS: usize> {
-    /// What [`step`](Env::step) accepts: `usize` or `SVector<f32, A>`.
-    type Action: Copy;
+mod sealed {
+    pub trait Sealed {}
+    impl<const N: usize> Sealed for nalgebra::SVector<f32, N> {}
+}
+
+/// An observation vector: `SVector<f32, N>` (the only implementor), whose
+/// length `N` is the environment's observation size.
+pub trait Observation: sealed::Sealed + Copy + core::fmt::Debug + PartialEq {
+    /// The number of `f32` values, `N`.
+    const DIM: usize;
+}
+
+impl<const N: usize> Observation for SVector<f32, N> {
+    const DIM: usize = N;
+}
+
+/// An action space: what an environment accepts and a policy produces.
+///
+/// It is [`Params`]: a deployed [`Policy`](crate::policy::Policy) stores its
+/// space (a [`Continuous`] space's bounds) next to the weights, so the
+/// exported file carries the actuator range it was trained with.
+pub trait ActionSpace: Params + Copy + core::fmt::Debug + PartialEq {
+    /// The action value: `usize` ([`Discrete`]) or `SVector<f32, A>` ([`Continuous`]).
+    type Action: Copy + core::fmt::Debug + PartialEq;
+    /// The space an environment has unless it says otherwise: [`Discrete`]
+    /// has no parameters; [`Continuous`] defaults to `[−1, 1]` per dimension.
+    const DEFAULT: Self;
+    /// Number of discrete actions, or of action dimensions.
+    const DIM: usize;
+
+    /// The command the actuator receives for `action`: `action` itself
+    /// ([`Discrete`]) or `clip(action, low, high)` ([`Continuous`]).
+    fn command(&self, action: &Self::Action) -> Self::Action;
+}
+
+/// `N` discrete actions `0..N` (the actor outputs `N` logits).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Discrete<const N: usize>;
+
+impl<const N: usize> ActionSpace for Discrete<N> {
+    type Action = usize;
+    const DEFAULT: Self = Discrete;
+    const DIM: usize = N;
+
+    #[inline]
+    fn command(&self, action: &usize) -> usize {
+        *action
+    }
+}
+
+/// No tensors: a discrete space has no parameters to save.
+impl<const N: usize> Params for Discrete<N> {
+    const TENSORS: usize = 0;
+    const LEN: usize = 0;
+    const ZERO: Self = Discrete;
+
+    fn tensor(&self, _: usize) -> &[f32] {
+        &[]
+    }
+
+    fn tensor_mut(&mut self, _: usize) -> &mut [f32] {
+        &mut []
+    }
+
+    fn shape(_: usize) -> TensorShape {
+        TensorShape {
+            rows: 0,
+            cols: 0,
+            tag: tag::PLAIN,
+        }
+    }
+}
+
+/// `A` continuous actuators with the bounds `low ≤ a ≤ high` (per dimension).
+///
+/// Policies sample freely (the log-probability refers to the raw sample, as
+/// in SB3) and send `clip(a, low, high)` to the plant.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Continuous<const A: usize> {
+    /// Lower bound of each actuator command.
+    pub low: [f32; A],
+    /// Upper bound of each actuator command.
+    pub high: [f32; A],
+}
+
+impl<const A: usize> Continuous<A> {
+    /// `−limit ≤ a ≤ limit` on every dimension (e.g. ±2 N·m of torque).
+    pub const fn symmetric(limit: f32) -> Self {
+        Self {
+            low: [-limit; A],
+            high: [limit; A],
+        }
+    }
+}
+
+impl<const A: usize> ActionSpace for Continuous<A> {
+    type Action = SVector<f32, A>;
+    const DEFAULT: Self = Self::symmetric(1.0);
+    const DIM: usize = A;
+
+    /// `clip(action, low, high)` per dimension (NaN stays NaN: callers check
+    /// actions for finiteness first).
+    #[inline]
+    fn command(&self, action: &SVector<f32, A>) -> SVector<f32, A> {
+        let mut out = *action;
+        for i in 0..A {
+            out[i] = math::clamp(out[i], self.low[i], self.high[i]);
+        }
+        out
+    }
+}
+
+/// Two tensors, `low` and `high`, tagged [`tag::BOUNDS`].
+impl<const A: usize> Params for Continuous<A> {
+    const TENSORS: usize = 2;
+    const LEN: usize = 2 * A;
+    const ZERO: Self = Self {
+        low: [0.0; A],
+        high: [0.0; A],
+    };
+
+    fn tensor(&self, i: usize) -> &[f32] {
+        match i {
+            0 => &self.low,
+            1 => &self.high,
+            _ => &[],
+        }
+    }
+
+    fn tensor_mut(&mut self, i: usize) -> &mut [f32] {
+        match i {
+            0 => &mut self.low,
+            1 => &mut self.high,
+            _ => &mut [],
+        }
+    }
+
+    fn shape(i: usize) -> TensorShape {
+        if i < 2 {
+            TensorShape {
+                rows: A as u32,
+                cols: 1,
+                tag: tag::BOUNDS,
+            }
+        } else {
+            TensorShape {
+                rows: 0,
+                cols: 0,
+                tag: tag::PLAIN,
+            }
+        }
+    }
+}
+
+/// The action type of environment `E`.
+pub type ActionOf<E> = <<E as Env>::Space as ActionSpace>::Action;
+
+/// The observation size of environment `E` (`E::Obs::DIM`).
+pub const fn obs_dim<E: Env>() -> usize {
+    <E::Obs as Observation>::DIM
+}
+
+/// A reinforcement-learning environment (Gymnasium's `reset`/`step`).
+///
+/// A custom plant states its sizes here and nowhere else:
+///
+/// ```
+/// use microrl::env::{Continuous, Env, Step};
+/// use microrl::{Error, SVector};
+/// use rand_core::Rng;
+///
+/// /// A DC motor's speed error and current; the action is the voltage.
+/// struct Motor { speed: f32, current: f32 }
+///
+/// impl Env for Motor {
+///     type Obs = SVector<f32, 2>;       // two readings
+///     type Space = Continuous<1>;       // one actuator…
+///     const SOLVED_RETURN: f32 = -20.0;
+///     fn action_space(&self) -> Continuous<1> {
+///         Continuous::symmetric(12.0)   // …limited to ±12 V
+///     }
+///     fn reset<R: Rng + ?Sized>(&mut self, _rng: &mut R) -> SVector<f32, 2> {
+///         *self = Motor { speed: 1.0, current: 0.0 };
+///         SVector::<f32, 2>::new(self.speed, self.current)
+///     }
+///     fn step(&mut self, volts: SVector<f32, 1>) -> Result<Step<Self::Obs>, Error> {
+///         self.current += 0.1 * (volts[0] - self.current);
+///         self.speed += 0.05 * (self.current - self.speed);
+///         let obs = SVector::<f32, 2>::new(self.speed, self.current);
+///         let reward = -self.speed * self.speed;
+///         Ok(Step { obs, reward, terminated: false, truncated: false })
+///     }
+/// }
+/// ```
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not an environment: implement `microrl::env::Env` for it",
+    note = "an environment states its observation type (`type Obs = SVector<f32, N>`) and its action space (`type Space = Discrete<N>` or `Continuous<A>`)"
+)]
+pub trait Env {
+    /// The observation: `SVector<f32, N>` with `N` the observation size.
+    type Obs: Observation;
+    /// The action space: [`Discrete<N>`] or [`Continuous<A>`].
+    type Space: ActionSpace;
 
     /// Mean episode return at which the task counts as solved
     /// (475 for CartPole, −200 for Pendulum).
     const SOLVED_RETURN: f32;
 
+    /// The action space with its bounds (for [`Continuous`]: the actuator
+    /// range). Default: [`ActionSpace::DEFAULT`].
+    fn action_space(&self) -> Self::Space {
+        <Self::Space as ActionSpace>::DEFAULT
+    }
+
     /// Starts a new episode and returns its first observation.
-    fn reset<R: Rng + ?Sized>(&mut self, rng: &mut R) -> SVector<f32, OBS>;
+    fn reset<R: Rng + ?Sized>(&mut self, rng: &mut R) -> Self::Obs;
 
     /// Advances one time step.
     ///
     /// # Errors
     /// [`Error::InvalidAction`] for a discrete action out of range,
-    /// [`Error::NonFinite`] for a non-finite continuous action. The
-    /// environment's state is unchanged on error.
-    fn step(&mut self, action: Self::Action) -> Result<Step<OBS>, Error>;
+    /// [`Error::NonFinite`] for a non-finite continuous action (for
+    /// example). The environment's state should be unchanged on error.
+    fn step(&mut self, action: ActionOf<Self>) -> Result<Step<Self::Obs>, Error>;
 }

@@ -48,7 +48,7 @@
 use nalgebra::SVector;
 use rand_core::Rng;
 
-use super::{Env, Step, uniform_f64};
+use super::{Continuous, Env, Step, uniform_f64};
 use crate::error::{Error, check_finite};
 
 use core::f64::consts::{PI, TAU};
@@ -158,9 +158,15 @@ impl Default for Pendulum {
     }
 }
 
-impl Env<3> for Pendulum {
-    type Action = SVector<f32, 1>;
+impl Env for Pendulum {
+    type Obs = SVector<f32, 3>;
+    type Space = Continuous<1>;
     const SOLVED_RETURN: f32 = -200.0;
+
+    /// `[−2, 2]` N·m of torque.
+    fn action_space(&self) -> Continuous<1> {
+        Continuous::symmetric(MAX_TORQUE)
+    }
 
     fn reset<R: Rng + ?Sized>(&mut self, rng: &mut R) -> SVector<f32, 3> {
         let th = uniform_f64(rng, -PI, PI);
@@ -171,7 +177,7 @@ impl Env<3> for Pendulum {
     }
 
     /// Applies the torque `clip(u, −2, 2)` for 0.05 s.
-    fn step(&mut self, action: SVector<f32, 1>) -> Result<Step<3>, Error> {
+    fn step(&mut self, action: SVector<f32, 1>) -> Result<Step<SVector<f32, 3>>, Error> {
         let u = action[0];
         check_finite(u)?;
         let u = u.clamp(-MAX_TORQUE, MAX_TORQUE);

@@ -49,7 +49,7 @@ where
     type Input = A::Input;
     type Output = B::Output;
     type Cache = (A::Cache, B::Cache);
-    const EMPTY_CACHE: Self::Cache = (A::EMPTY_CACHE, B::EMPTY_CACHE);
+    const ZERO_CACHE: Self::Cache = (A::ZERO_CACHE, B::ZERO_CACHE);
 
     #[inline]
     fn forward(&self, x: &Self::Input) -> Self::Output {

@@ -154,7 +154,7 @@ impl<const I: usize, const O: usize, A: Activation> Layer for Dense<I, O, A> {
     type Input = SVector<f32, I>;
     type Output = SVector<f32, O>;
     type Cache = DenseCache<I, O>;
-    const EMPTY_CACHE: Self::Cache = DenseCache::ZERO;
+    const ZERO_CACHE: Self::Cache = DenseCache::ZERO;
 
     #[inline]
     fn forward(&self, x: &Self::Input) -> Self::Output {
@@ -335,7 +335,7 @@ mod tests {
         let mut layer = Dense::<3, 2, Tanh>::ZERO;
         fd::randomise(&mut layer, &mut rng, 1.0);
         let x = SVector::<f32, 3>::new(0.1, 0.2, -0.3);
-        let mut cache = Dense::<3, 2, Tanh>::EMPTY_CACHE;
+        let mut cache = Dense::<3, 2, Tanh>::ZERO_CACHE;
         layer.forward_train(&x, &mut cache);
         let d_out = SVector::<f32, 2>::new(1.0, -2.0);
         let mut once = Dense::<3, 2, Tanh>::ZERO;

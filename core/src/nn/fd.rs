@@ -104,7 +104,7 @@ pub fn check_layer<L, const I: usize, const O: usize>(
     let mut c = SVector::<f32, O>::zeros();
     rng::fill_normal(rng, c.as_mut_slice());
 
-    let mut cache = L::EMPTY_CACHE;
+    let mut cache = L::ZERO_CACHE;
     let mut grad = L::ZERO;
     layer.forward_train(x, &mut cache);
     let d_input = layer.backward(&cache, &c, &mut grad);

@@ -45,7 +45,7 @@ pub trait Layer: Params {
     /// Activations recorded by [`forward_train`](Layer::forward_train) for one sample.
     type Cache;
     /// A zeroed cache, usable in `static` initialisers.
-    const EMPTY_CACHE: Self::Cache;
+    const ZERO_CACHE: Self::Cache;
 
     /// Inference: no cache, no gradient memory.
     fn forward(&self, x: &Self::Input) -> Self::Output;
@@ -200,7 +200,7 @@ mod tests {
             SVector::<f32, 2>::new(0.1, 0.2),
             SVector::<f32, 2>::new(-1.0, 0.5),
         ];
-        let mut cache = Mlp1::<2, 4, 1>::EMPTY_CACHE;
+        let mut cache = Mlp1::<2, 4, 1>::ZERO_CACHE;
         let mut batch = Mlp1::<2, 4, 1>::ZERO;
         accumulate_gradients(&net, &mut batch, &mut cache, &inputs, |_, _| {
             SVector::<f32, 1>::new(1.0)
@@ -219,7 +219,7 @@ mod tests {
         let mut net = Mlp::<4, 8, 2>::ZERO;
         net.init_orthogonal(&mut rng, gain::HIDDEN, 1.0);
         let x = SVector::<f32, 4>::new(0.1, -0.2, 0.3, -0.4);
-        let mut cache = Mlp::<4, 8, 2>::EMPTY_CACHE;
+        let mut cache = Mlp::<4, 8, 2>::ZERO_CACHE;
         assert_eq!(net.forward(&x), net.forward_train(&x, &mut cache));
     }
 }

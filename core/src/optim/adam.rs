@@ -18,6 +18,8 @@ use crate::params::Params;
 /// [`Schedule`](super::Schedule) can drive it).
 #[derive(Clone, Copy, Debug, PartialEq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(default, deny_unknown_fields))]
 pub struct AdamConfig {
     /// Decay of the first-moment estimate. Default `0.9`.
     pub beta1: f32,
@@ -38,21 +40,29 @@ impl AdamConfig {
     /// Checks `β₁, β₂ ∈ [0, 1)` and a finite `ε > 0`.
     ///
     /// # Errors
-    /// [`Error::InvalidConfig`] otherwise.
+    /// [`Error::InvalidConfig`] naming the field otherwise.
     pub fn validate(&self) -> Result<(), Error> {
         let beta_ok = |b: f32| (0.0..1.0).contains(&b);
-        if beta_ok(self.beta1) && beta_ok(self.beta2) && self.eps > 0.0 && self.eps.is_finite() {
-            Ok(())
-        } else {
-            Err(Error::InvalidConfig)
+        if !beta_ok(self.beta1) {
+            return Err(Error::config("adam.beta1", "must be in [0, 1)"));
         }
+        if !beta_ok(self.beta2) {
+            return Err(Error::config("adam.beta2", "must be in [0, 1)"));
+        }
+        if !(self.eps.is_normal() && self.eps > 0.0) {
+            return Err(Error::config(
+                "adam.eps",
+                "must be a finite, normal number > 0",
+            ));
+        }
+        Ok(())
     }
 }
 
 impl AdamConfig {
     /// Every field zero (invalid: `ε = 0`): the placeholder inside the
-    /// agents' `ZEROED` values, which `init` replaces.
-    pub(crate) const ZEROED: Self = Self {
+    /// agents' `ZERO` values, which `init` replaces.
+    pub(crate) const ZERO: Self = Self {
         beta1: 0.0,
         beta2: 0.0,
         eps: 0.0,
@@ -200,12 +210,12 @@ mod tests {
         );
         assert_eq!(
             adam.step(&mut theta, &P::new(1.0, 0.0), -0.1),
-            Err(Error::InvalidConfig)
+            Err(Error::config("learning_rate", "must be finite and >= 0"))
         );
         adam.config.beta1 = 1.0;
         assert_eq!(
             adam.step(&mut theta, &P::new(1.0, 0.0), 0.1),
-            Err(Error::InvalidConfig)
+            Err(Error::config("adam.beta1", "must be in [0, 1)"))
         );
         assert_eq!(theta, P::new(1.0, 1.0));
         assert_eq!(adam.t, 0);

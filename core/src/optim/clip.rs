@@ -16,7 +16,7 @@ use crate::params::Params;
 /// unchanged), [`Error::InvalidConfig`] if `max_norm` is negative or NaN.
 pub fn clip_grad_norm<P: Params>(grads: &mut P, max_norm: f32) -> Result<f32, Error> {
     if max_norm.is_nan() || max_norm < 0.0 {
-        return Err(Error::InvalidConfig);
+        return Err(Error::config("max_grad_norm", "must be >= 0"));
     }
     let norm = math::sqrt(grads.norm_squared());
     if !norm.is_finite() {
@@ -66,7 +66,7 @@ mod tests {
         assert_eq!(clip_grad_norm(&mut grads, 1.0), Err(Error::NonFinite));
         assert_eq!(
             clip_grad_norm(&mut grads, f32::NAN),
-            Err(Error::InvalidConfig)
+            Err(Error::config("max_grad_norm", "must be >= 0"))
         );
     }
 }

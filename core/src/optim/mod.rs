@@ -76,9 +76,7 @@ impl<P: Params, O: Optimizer<P>> TrainState<P, O> {
     /// [`Error::NonFinite`] for a NaN/infinite gradient, [`Error::InvalidConfig`]
     /// for a bad `lr` or `max_grad_norm`; the parameters are unchanged.
     pub fn apply(&mut self, lr: f32, max_grad_norm: Option<f32>) -> Result<f32, Error> {
-        if !(lr.is_finite() && lr >= 0.0) {
-            return Err(Error::InvalidConfig);
-        }
+        check_lr(lr)?;
         let norm = match max_grad_norm {
             Some(max_norm) => clip_grad_norm(&mut self.grads, max_norm)?,
             None => crate::math::sqrt(self.grads.norm_squared()),
@@ -93,7 +91,7 @@ pub(crate) fn check_lr(lr: f32) -> Result<(), Error> {
     if lr.is_finite() && lr >= 0.0 {
         Ok(())
     } else {
-        Err(Error::InvalidConfig)
+        Err(Error::config("learning_rate", "must be finite and >= 0"))
     }
 }
 
@@ -134,7 +132,10 @@ mod tests {
         state.grads.first.bias[3] = f32::NAN;
         assert_eq!(state.apply(1e-3, Some(0.5)), Err(Error::NonFinite));
         assert_eq!(state.params, before);
-        assert_eq!(state.apply(f32::NAN, None), Err(Error::InvalidConfig));
+        assert_eq!(
+            state.apply(f32::NAN, None),
+            Err(Error::config("learning_rate", "must be finite and >= 0"))
+        );
         assert_eq!(state.params, before);
     }
 
@@ -146,7 +147,7 @@ mod tests {
             .params
             .init_orthogonal(&mut fd::rng(2), gain::HIDDEN, gain::VALUE);
         let x = SVector::<f32, 4>::new(0.1, 0.2, 0.3, 0.4);
-        let mut cache = Mlp::<4, 64, 1>::EMPTY_CACHE;
+        let mut cache = Mlp::<4, 64, 1>::ZERO_CACHE;
         let mut loss = 0.0;
         for _ in 0..200 {
             state.zero_grad();

@@ -3,6 +3,12 @@
 //! A schedule is evaluated at `progress ∈ [0, 1]`, the fraction of training
 //! already done (CleanRL anneals with `frac = 1 − (update − 1) / num_updates`,
 //! i.e. `progress = (update − 1) / num_updates`).
+//!
+//! With the `serde` feature a schedule reads and writes as a bare number
+//! (constant) or a table `{ start = …, end = … }` (linear), e.g.
+//! `learning_rate = 3e-4` or `learning_rate = { start = 1e-3, end = 0.0 }`.
+
+use crate::error::Error;
 
 /// A value that may change over training.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -40,12 +46,108 @@ impl Schedule {
         }
     }
 
+    /// Checks that the schedule starts finite, `> 0` and `≤ max`, and never
+    /// goes below zero nor above `max`.
+    ///
+    /// # Errors
+    /// `InvalidConfig` naming `field` otherwise.
+    pub fn validate(&self, field: &'static str, max: f32) -> Result<(), Error> {
+        let (start, end) = match *self {
+            Self::Constant(v) => (v, v),
+            Self::Linear { start, end } => (start, end),
+        };
+        if !(start.is_finite() && start > 0.0 && start <= max) {
+            return Err(Error::config(
+                field,
+                "must start finite, > 0 and not absurdly large",
+            ));
+        }
+        if !(end.is_finite() && end >= 0.0 && end <= max) {
+            return Err(Error::config(field, "must end finite and >= 0"));
+        }
+        Ok(())
+    }
+
     /// The value after `step` of `total` steps.
     pub fn at(&self, step: u64, total: u64) -> f32 {
         if total == 0 {
             return self.value(1.0);
         }
         self.value(step as f32 / total as f32)
+    }
+}
+
+#[cfg(feature = "serde")]
+mod serde_impl {
+    use core::fmt;
+
+    use serde::de::{self, MapAccess, Visitor};
+    use serde::ser::SerializeStruct;
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    use super::Schedule;
+
+    impl Serialize for Schedule {
+        fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+            match *self {
+                Schedule::Constant(v) => s.serialize_f32(v),
+                Schedule::Linear { start, end } => {
+                    let mut st = s.serialize_struct("Linear", 2)?;
+                    st.serialize_field("start", &start)?;
+                    st.serialize_field("end", &end)?;
+                    st.end()
+                }
+            }
+        }
+    }
+
+    struct ScheduleVisitor;
+
+    impl<'de> Visitor<'de> for ScheduleVisitor {
+        type Value = Schedule;
+
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("a number (constant) or { start, end } (linear)")
+        }
+
+        fn visit_f64<E: de::Error>(self, v: f64) -> Result<Schedule, E> {
+            Ok(Schedule::Constant(v as f32))
+        }
+
+        fn visit_i64<E: de::Error>(self, v: i64) -> Result<Schedule, E> {
+            Ok(Schedule::Constant(v as f32))
+        }
+
+        fn visit_u64<E: de::Error>(self, v: u64) -> Result<Schedule, E> {
+            Ok(Schedule::Constant(v as f32))
+        }
+
+        fn visit_map<M: MapAccess<'de>>(self, mut map: M) -> Result<Schedule, M::Error> {
+            let (mut start, mut end) = (None, None);
+            while let Some(key) = map.next_key::<Key>()? {
+                match key {
+                    Key::Start => start = Some(map.next_value::<f32>()?),
+                    Key::End => end = Some(map.next_value::<f32>()?),
+                }
+            }
+            Ok(Schedule::Linear {
+                start: start.ok_or_else(|| de::Error::missing_field("start"))?,
+                end: end.ok_or_else(|| de::Error::missing_field("end"))?,
+            })
+        }
+    }
+
+    #[derive(Deserialize)]
+    #[serde(field_identifier, rename_all = "lowercase")]
+    enum Key {
+        Start,
+        End,
+    }
+
+    impl<'de> Deserialize<'de> for Schedule {
+        fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Schedule, D::Error> {
+            d.deserialize_any(ScheduleVisitor)
+        }
     }
 }
 
@@ -64,6 +166,41 @@ mod tests {
         assert_eq!(s.value(f32::NAN), 3e-4);
         assert_eq!(s.at(25, 100), s.value(0.25));
         assert_eq!(s.at(0, 0), 0.0);
+    }
+
+    #[test]
+    fn validation_names_the_field() {
+        assert!(
+            Schedule::linear_to_zero(3e-4)
+                .validate("learning_rate", 1.0)
+                .is_ok()
+        );
+        for bad in [
+            Schedule::Constant(0.0),
+            Schedule::Constant(-1e-3),
+            Schedule::Constant(f32::NAN),
+            Schedule::Constant(1e9),
+            Schedule::Linear {
+                start: 1e-3,
+                end: -1e-3,
+            },
+            Schedule::Linear {
+                start: 1e-3,
+                end: f32::INFINITY,
+            },
+        ] {
+            let err = bad.validate("learning_rate", 1.0).unwrap_err();
+            assert!(
+                matches!(
+                    err,
+                    Error::InvalidConfig {
+                        field: "learning_rate",
+                        ..
+                    }
+                ),
+                "{bad:?}: {err:?}"
+            );
+        }
     }
 
     #[test]

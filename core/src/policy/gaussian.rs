@@ -5,7 +5,8 @@
 //! parameter tensor of its own. Semantics follow SB3:
 //! - the **raw sample** `u = μ + σ ⊙ ε` is what [`Gaussian::log_prob`] refers to
 //!   and what a rollout stores;
-//! - clipping to the actuator range ([`clip_action`]) is applied only to the
+//! - clipping to the actuator range (the action space's
+//!   [`command`](crate::env::ActionSpace::command)) is applied only to the
 //!   copy sent to the plant, never to the stored sample;
 //! - optional **tanh squashing** maps `u` to `a = tanh(u) ∈ (−1, 1)`, with the
 //!   change-of-variables correction
@@ -159,16 +160,6 @@ impl<const A: usize> Gaussian<A> {
         }
         grad
     }
-}
-
-/// Clamps each component to `[low, high]`: the copy of an action sent to the
-/// actuator. The stored raw sample stays unclipped.
-pub fn clip_action<const A: usize>(
-    action: &SVector<f32, A>,
-    low: f32,
-    high: f32,
-) -> SVector<f32, A> {
-    action.map(|a| crate::math::clamp(a, low, high))
 }
 
 impl<const A: usize> Params for Gaussian<A> {
@@ -374,7 +365,8 @@ mod tests {
     #[test]
     fn clipping_applies_only_to_the_copy() {
         let raw = SVector::<f32, 3>::new(-3.0, 0.5, 7.0);
-        let sent = clip_action(&raw, -1.0, 1.0);
+        use crate::env::{ActionSpace, Continuous};
+        let sent = Continuous::<3>::symmetric(1.0).command(&raw);
         assert_eq!(sent, SVector::<f32, 3>::new(-1.0, 0.5, 1.0));
         assert_eq!(raw[2], 7.0);
     }

@@ -1,132 +1,355 @@
-//! Action distributions and inference-only policies.
+//! Actors, action distributions and deployable policies.
 //!
-//! A *distribution head* turns a network output into actions and supplies the
-//! log-probabilities, entropies and gradients that policy-gradient losses need:
-//! [`Categorical`] for discrete actions (the network outputs logits) and
-//! [`Gaussian`] for continuous ones (the network outputs the mean; the head
-//! owns a learnable `log_std`).
+//! Three layers, one name each:
+//! - A *distribution head* turns a network output into actions and supplies
+//!   the log-probabilities, entropies and gradients that policy-gradient
+//!   losses need: [`Categorical`] for discrete actions (the network outputs
+//!   logits) and [`Gaussian`] for continuous ones (the network outputs the
+//!   mean; the head owns a learnable `log_std`).
+//! - An **actor** ([`Actor`]) is a network with a head: [`CategoricalActor`]
+//!   and [`GaussianActor`]. It works on the *network's* input (a normalised
+//!   observation) and is what the algorithms train: [`Actor::mode`],
+//!   [`Actor::sample`], [`Actor::evaluate`], [`Actor::backward`].
+//! - A **policy** ([`Policy`]) is what gets deployed: the actor, the frozen
+//!   observation normaliser and the action space (the actuator bounds), all
+//!   serialised together. [`Controller::act`] maps a *raw* observation to the
+//!   command the actuator receives. Learning agents implement [`Controller`]
+//!   with the very same function ([`act`]), so an agent's own deterministic
+//!   evaluation and its exported policy pick bit-identical actions.
 //!
-//! [`CategoricalPolicy`] and [`GaussianPolicy`] are the deployment copies: the
-//! parameters and nothing else — no gradients, caches or optimiser moments —
-//! with a forward pass that needs no scratch memory. They validate the
-//! observation and the network output, so a NaN from a broken sensor becomes
-//! [`Error::NonFinite`] instead of a NaN actuator command.
+//! The deployment copies hold the parameters and nothing else — no gradients,
+//! caches or optimiser moments — with a forward pass that needs no scratch
+//! memory. They validate the observation and the network output, so a NaN
+//! from a broken sensor becomes [`Error::NonFinite`] instead of a NaN
+//! actuator command.
 
 mod categorical;
 mod gaussian;
 
 pub use categorical::Categorical;
-pub use gaussian::{Gaussian, GaussianGrad, clip_action};
+pub use gaussian::{Gaussian, GaussianGrad};
 
 use nalgebra::SVector;
 use rand_core::Rng;
 
+use crate::env::{ActionSpace, Continuous, Discrete};
 use crate::error::{Error, check_all_finite};
 use crate::impl_params;
-use crate::nn::Layer;
+use crate::nn::{Layer, gain};
+use crate::normalize::RunningNorm;
 use crate::params::Params;
 
-/// A discrete-action policy for deployment: a network producing logits.
+/// What policy-gradient algorithms need from an actor with `OBS` inputs.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not an actor for {OBS}-dimensional observations",
+    label = "the actor's network input size must equal the observation size",
+    note = "derive matching sizes from the environment with `microrl::agent::{{Ppo, ActorCritic, …}}<YourEnv, HIDDEN, …>`"
+)]
+pub trait Actor<const OBS: usize>: Params {
+    /// The action space: [`Discrete<N>`] or [`Continuous<A>`].
+    type Space: ActionSpace<Action = Self::Action>;
+    /// The action type: `usize` or `SVector<f32, A>`.
+    type Action: Copy + core::fmt::Debug + PartialEq;
+    /// Per-sample training cache (network activations and head output).
+    type Cache;
+    /// An all-zero action, for `const` rollout buffers.
+    const ZERO_ACTION: Self::Action;
+    /// A zeroed cache, for `const` initialisers.
+    const ZERO_CACHE: Self::Cache;
+
+    /// Orthogonal initialisation (hidden gain √2, output gain 0.01, CleanRL)
+    /// and, for Gaussian heads, `log σ = 0`.
+    fn init<R: Rng + ?Sized>(&mut self, rng: &mut R);
+
+    /// The deterministic action (the distribution's mode) for the network
+    /// input `input`, before the action space's [`command`](ActionSpace::command).
+    ///
+    /// # Errors
+    /// [`Error::NonFinite`] for a non-finite input or network output.
+    fn mode(&self, input: &SVector<f32, OBS>) -> Result<Self::Action, Error>;
+
+    /// A sampled action and its log-probability (of the raw sample).
+    ///
+    /// # Errors
+    /// As [`mode`](Actor::mode).
+    fn sample<R: Rng + ?Sized>(
+        &self,
+        input: &SVector<f32, OBS>,
+        rng: &mut R,
+    ) -> Result<(Self::Action, f32), Error>;
+
+    /// Training forward pass: `(log π(action|input), H[π(·|input)])`,
+    /// recording what [`backward`](Actor::backward) needs in `cache`.
+    ///
+    /// # Errors
+    /// [`Error::NonFinite`] for a non-finite network output,
+    /// [`Error::InvalidAction`] for an out-of-range discrete action.
+    fn evaluate(
+        &self,
+        input: &SVector<f32, OBS>,
+        action: &Self::Action,
+        cache: &mut Self::Cache,
+    ) -> Result<(f32, f32), Error>;
+
+    /// Adds into `grad` the gradient of `d_log_prob · log π + d_entropy · H`
+    /// for the sample recorded in `cache` by [`evaluate`](Actor::evaluate).
+    fn backward(
+        &self,
+        cache: &Self::Cache,
+        action: &Self::Action,
+        d_log_prob: f32,
+        d_entropy: f32,
+        grad: &mut Self,
+    );
+}
+
+/// Cache of an [`Actor`] built on a network `N`: its activations and its output.
+#[derive(Clone, Debug)]
+pub struct HeadCache<C, const A: usize> {
+    /// The network's activation cache.
+    pub net: C,
+    /// The network's output (logits or mean).
+    pub output: SVector<f32, A>,
+}
+
+const fn zero_vector<const A: usize>() -> SVector<f32, A> {
+    SVector::from_array_storage(nalgebra::ArrayStorage([[0.0; A]; 1]))
+}
+
+/// A discrete-action actor: a network producing logits.
 #[derive(Clone, Debug, PartialEq)]
-pub struct CategoricalPolicy<N> {
-    /// Maps an observation to action logits.
+pub struct CategoricalActor<N> {
+    /// Maps an input to action logits.
     pub net: N,
 }
 
-impl_params!(impl[N: Params] CategoricalPolicy<N> { net: N });
+impl_params!(impl[N: Params] CategoricalActor<N> { net: N });
 
-impl<N, const OBS: usize, const ACT: usize> CategoricalPolicy<N>
+impl<N, const OBS: usize, const ACT: usize> CategoricalActor<N>
 where
     N: Layer<Input = SVector<f32, OBS>, Output = SVector<f32, ACT>>,
 {
-    /// The action distribution at `obs`.
+    /// The action distribution at `input`.
     ///
     /// # Errors
-    /// [`Error::NonFinite`] if the observation or the resulting logits are not finite.
-    pub fn distribution(&self, obs: &SVector<f32, OBS>) -> Result<Categorical<ACT>, Error> {
-        check_all_finite(obs.as_slice())?;
-        Categorical::from_logits(&self.net.forward(obs))
-    }
-
-    /// The deterministic (most probable) action: what evaluation and deployment use.
-    ///
-    /// # Errors
-    /// As [`distribution`](Self::distribution).
-    pub fn act(&self, obs: &SVector<f32, OBS>) -> Result<usize, Error> {
-        Ok(self.distribution(obs)?.mode())
-    }
-
-    /// A sampled action and its log-probability.
-    ///
-    /// # Errors
-    /// As [`distribution`](Self::distribution).
-    pub fn sample<R: Rng + ?Sized>(
-        &self,
-        obs: &SVector<f32, OBS>,
-        rng: &mut R,
-    ) -> Result<(usize, f32), Error> {
-        let dist = self.distribution(obs)?;
-        let action = dist.sample(rng);
-        Ok((action, dist.log_probs()[action]))
+    /// [`Error::NonFinite`] if the input or the resulting logits are not finite.
+    pub fn distribution(&self, input: &SVector<f32, OBS>) -> Result<Categorical<ACT>, Error> {
+        check_all_finite(input.as_slice())?;
+        Categorical::from_logits(&self.net.forward(input))
     }
 }
 
-/// A continuous-action policy for deployment: a network producing the mean of
-/// a diagonal Gaussian, and the Gaussian's `log_std`.
+impl<N, const OBS: usize, const ACT: usize> Actor<OBS> for CategoricalActor<N>
+where
+    N: Layer<Input = SVector<f32, OBS>, Output = SVector<f32, ACT>>,
+{
+    type Space = Discrete<ACT>;
+    type Action = usize;
+    type Cache = HeadCache<N::Cache, ACT>;
+    const ZERO_ACTION: usize = 0;
+    const ZERO_CACHE: Self::Cache = HeadCache {
+        net: N::ZERO_CACHE,
+        output: zero_vector(),
+    };
+
+    fn init<R: Rng + ?Sized>(&mut self, rng: &mut R) {
+        self.net.init_orthogonal(rng, gain::HIDDEN, gain::POLICY);
+    }
+
+    /// The most probable action.
+    fn mode(&self, input: &SVector<f32, OBS>) -> Result<usize, Error> {
+        Ok(self.distribution(input)?.mode())
+    }
+
+    fn sample<R: Rng + ?Sized>(
+        &self,
+        input: &SVector<f32, OBS>,
+        rng: &mut R,
+    ) -> Result<(usize, f32), Error> {
+        let dist = self.distribution(input)?;
+        let action = dist.sample(rng);
+        Ok((action, dist.log_probs()[action]))
+    }
+
+    fn evaluate(
+        &self,
+        input: &SVector<f32, OBS>,
+        action: &usize,
+        cache: &mut Self::Cache,
+    ) -> Result<(f32, f32), Error> {
+        cache.output = self.net.forward_train(input, &mut cache.net);
+        let dist = Categorical::from_logits(&cache.output)?;
+        Ok((dist.log_prob(*action)?, dist.entropy()))
+    }
+
+    fn backward(
+        &self,
+        cache: &Self::Cache,
+        action: &usize,
+        d_log_prob: f32,
+        d_entropy: f32,
+        grad: &mut Self,
+    ) {
+        // `evaluate` succeeded on these logits and this action, so neither
+        // call below can fail; a zero gradient is the safe fallback anyway.
+        let Ok(dist) = Categorical::from_logits(&cache.output) else {
+            return;
+        };
+        let Ok(d_lp) = dist.grad_log_prob(*action) else {
+            return;
+        };
+        let d_logits = d_lp * d_log_prob + dist.grad_entropy() * d_entropy;
+        self.net.backward(&cache.net, &d_logits, &mut grad.net);
+    }
+}
+
+/// A continuous-action actor: a network producing the mean of a diagonal
+/// Gaussian, and the Gaussian's `log_std`.
 #[derive(Clone, Debug, PartialEq)]
-pub struct GaussianPolicy<N, const ACT: usize> {
-    /// Maps an observation to the action mean.
+pub struct GaussianActor<N, const ACT: usize> {
+    /// Maps an input to the action mean.
     pub net: N,
     /// The state-independent `log_std`.
     pub head: Gaussian<ACT>,
 }
 
-impl_params!(impl[N: Params, const ACT: usize] GaussianPolicy<N, ACT> { net: N, head: Gaussian<ACT> });
+impl_params!(impl[N: Params, const ACT: usize] GaussianActor<N, ACT> { net: N, head: Gaussian<ACT> });
 
-impl<N, const OBS: usize, const ACT: usize> GaussianPolicy<N, ACT>
+impl<N, const OBS: usize, const ACT: usize> GaussianActor<N, ACT>
 where
     N: Layer<Input = SVector<f32, OBS>, Output = SVector<f32, ACT>>,
 {
-    /// The mean action `μ(obs)`.
+    /// The mean action `μ(input)`.
     ///
     /// # Errors
-    /// [`Error::NonFinite`] if the observation or the mean is not finite.
-    pub fn mean(&self, obs: &SVector<f32, OBS>) -> Result<SVector<f32, ACT>, Error> {
-        check_all_finite(obs.as_slice())?;
-        let mean = self.net.forward(obs);
+    /// [`Error::NonFinite`] if the input or the mean is not finite.
+    pub fn mean(&self, input: &SVector<f32, OBS>) -> Result<SVector<f32, ACT>, Error> {
+        check_all_finite(input.as_slice())?;
+        let mean = self.net.forward(input);
         check_all_finite(mean.as_slice())?;
         Ok(mean)
     }
+}
 
-    /// The deterministic action `μ(obs)` (unsquashed; clip the copy sent to
-    /// the plant with [`clip_action`]).
-    ///
-    /// # Errors
-    /// As [`mean`](Self::mean).
-    pub fn act(&self, obs: &SVector<f32, OBS>) -> Result<SVector<f32, ACT>, Error> {
-        self.mean(obs)
+impl<N, const OBS: usize, const ACT: usize> Actor<OBS> for GaussianActor<N, ACT>
+where
+    N: Layer<Input = SVector<f32, OBS>, Output = SVector<f32, ACT>>,
+{
+    type Space = Continuous<ACT>;
+    type Action = SVector<f32, ACT>;
+    type Cache = HeadCache<N::Cache, ACT>;
+    const ZERO_ACTION: SVector<f32, ACT> = zero_vector();
+    const ZERO_CACHE: Self::Cache = HeadCache {
+        net: N::ZERO_CACHE,
+        output: zero_vector(),
+    };
+
+    fn init<R: Rng + ?Sized>(&mut self, rng: &mut R) {
+        self.net.init_orthogonal(rng, gain::HIDDEN, gain::POLICY);
+        self.head = Gaussian::with_log_std(0.0);
     }
 
-    /// The deterministic action of a tanh-squashed policy, `tanh(μ(obs))`.
-    ///
-    /// # Errors
-    /// As [`mean`](Self::mean).
-    pub fn act_squashed(&self, obs: &SVector<f32, OBS>) -> Result<SVector<f32, ACT>, Error> {
-        Ok(Gaussian::squash(&self.mean(obs)?))
+    /// The mean `μ(input)` (unclipped; [`Policy`] clips it to the bounds).
+    fn mode(&self, input: &SVector<f32, OBS>) -> Result<Self::Action, Error> {
+        self.mean(input)
     }
 
-    /// A raw sample `u ~ 𝒩(μ(obs), σ²)` and its log-probability.
-    ///
-    /// # Errors
-    /// As [`mean`](Self::mean).
-    pub fn sample<R: Rng + ?Sized>(
+    /// A raw sample `u ~ 𝒩(μ(input), σ²)` and its log-probability.
+    fn sample<R: Rng + ?Sized>(
         &self,
-        obs: &SVector<f32, OBS>,
+        input: &SVector<f32, OBS>,
         rng: &mut R,
-    ) -> Result<(SVector<f32, ACT>, f32), Error> {
-        let mean = self.mean(obs)?;
+    ) -> Result<(Self::Action, f32), Error> {
+        let mean = self.mean(input)?;
         let raw = self.head.sample(&mean, rng);
         Ok((raw, self.head.log_prob(&mean, &raw)))
+    }
+
+    fn evaluate(
+        &self,
+        input: &SVector<f32, OBS>,
+        action: &Self::Action,
+        cache: &mut Self::Cache,
+    ) -> Result<(f32, f32), Error> {
+        cache.output = self.net.forward_train(input, &mut cache.net);
+        check_all_finite(cache.output.as_slice())?;
+        Ok((
+            self.head.log_prob(&cache.output, action),
+            self.head.entropy(),
+        ))
+    }
+
+    fn backward(
+        &self,
+        cache: &Self::Cache,
+        action: &Self::Action,
+        d_log_prob: f32,
+        d_entropy: f32,
+        grad: &mut Self,
+    ) {
+        let g = self.head.grad_log_prob(&cache.output, action);
+        grad.head.log_std += g.log_std * d_log_prob + self.head.grad_entropy() * d_entropy;
+        self.net
+            .backward(&cache.net, &(g.mean * d_log_prob), &mut grad.net);
+    }
+}
+
+/// The one deterministic decision rule: normalise the raw observation with
+/// the (frozen) statistics, take the actor's mode, and map it to the
+/// actuator command. [`Policy`] and every learning agent's [`Controller`]
+/// implementation call exactly this, so deployment acts bit for bit as the
+/// agent acted in its own evaluation.
+///
+/// # Errors
+/// [`Error::NonFinite`] for a non-finite observation or network output.
+#[inline]
+pub fn act<A: Actor<OBS>, const OBS: usize>(
+    actor: &A,
+    obs_norm: &RunningNorm<OBS>,
+    space: &A::Space,
+    obs: &SVector<f32, OBS>,
+) -> Result<A::Action, Error> {
+    let input = obs_norm.normalize(obs)?;
+    Ok(space.command(&actor.mode(&input)?))
+}
+
+/// A deployable policy: the actor, the frozen observation normaliser and the
+/// action space it was trained in, serialised together (in that order).
+///
+/// Its size is the actor's parameters plus `2·OBS + 1` statistics (and the
+/// bounds of a continuous space): no gradients, caches or optimiser state.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Policy<A: Actor<OBS>, const OBS: usize> {
+    /// The trained actor.
+    pub actor: A,
+    /// Observation statistics, frozen (only read) at deployment.
+    pub obs_norm: RunningNorm<OBS>,
+    /// The action space, with the actuator bounds of a continuous one.
+    pub space: A::Space,
+}
+
+impl_params!(impl[A: Actor<OBS>, const OBS: usize] Policy<A, OBS> { actor: A, obs_norm: RunningNorm<OBS>, space: A::Space });
+
+/// Anything that maps a raw observation to an actuator command
+/// deterministically: a deployed [`Policy`], or a learning agent acting with
+/// its current weights (without copying them; on an MCU, evaluating while
+/// training then needs no second actor in RAM).
+pub trait Controller<const OBS: usize> {
+    /// The action type.
+    type Action: Copy;
+
+    /// The command for the raw (unnormalised) observation `obs`.
+    ///
+    /// # Errors
+    /// [`Error::NonFinite`] for a non-finite observation or network output.
+    fn act(&self, obs: &SVector<f32, OBS>) -> Result<Self::Action, Error>;
+}
+
+impl<A: Actor<OBS>, const OBS: usize> Controller<OBS> for Policy<A, OBS> {
+    type Action = A::Action;
+
+    fn act(&self, obs: &SVector<f32, OBS>) -> Result<A::Action, Error> {
+        act(&self.actor, &self.obs_norm, &self.space, obs)
     }
 }
 
@@ -137,14 +360,14 @@ mod tests {
 
     #[test]
     fn categorical_policy_acts_and_rejects_nan() {
-        let mut policy = CategoricalPolicy {
+        let mut policy = CategoricalActor {
             net: Mlp::<4, 16, 2>::ZERO,
         };
         policy
             .net
             .init_orthogonal(&mut fd::rng(1), gain::HIDDEN, gain::POLICY);
         let obs = SVector::<f32, 4>::new(0.01, -0.02, 0.03, 0.04);
-        let action = policy.act(&obs).unwrap();
+        let action = policy.mode(&obs).unwrap();
         assert!(action < 2);
         let (sampled, log_prob) = policy.sample(&obs, &mut fd::rng(2)).unwrap();
         assert!(sampled < 2 && log_prob <= 0.0);
@@ -152,29 +375,45 @@ mod tests {
         let probs = policy.distribution(&obs).unwrap().probs();
         assert!((probs[0] - 0.5).abs() < 0.05);
         let bad = SVector::<f32, 4>::new(0.0, f32::NAN, 0.0, 0.0);
-        assert_eq!(policy.act(&bad), Err(Error::NonFinite));
-        assert_eq!(
-            CategoricalPolicy::<Mlp<4, 16, 2>>::LEN,
-            Mlp::<4, 16, 2>::LEN
-        );
+        assert_eq!(policy.mode(&bad), Err(Error::NonFinite));
+        assert_eq!(CategoricalActor::<Mlp<4, 16, 2>>::LEN, Mlp::<4, 16, 2>::LEN);
     }
 
     #[test]
     fn gaussian_policy_acts_and_rejects_infinity() {
-        let mut policy = GaussianPolicy {
+        let mut actor = GaussianActor {
             net: Mlp::<3, 8, 1>::ZERO,
             head: Gaussian::with_log_std(-0.5),
         };
-        policy
+        actor
             .net
             .init_orthogonal(&mut fd::rng(3), gain::HIDDEN, gain::POLICY);
         let obs = SVector::<f32, 3>::new(1.0, 0.0, -0.5);
-        let mean = policy.act(&obs).unwrap();
-        assert!(policy.act_squashed(&obs).unwrap()[0].abs() < 1.0);
-        let (raw, log_prob) = policy.sample(&obs, &mut fd::rng(4)).unwrap();
-        assert_eq!(log_prob, policy.head.log_prob(&mean, &raw));
+        let mean = actor.mode(&obs).unwrap();
+        let (raw, log_prob) = actor.sample(&obs, &mut fd::rng(4)).unwrap();
+        assert_eq!(log_prob, actor.head.log_prob(&mean, &raw));
         let bad = SVector::<f32, 3>::new(f32::INFINITY, 0.0, 0.0);
-        assert_eq!(policy.act(&bad), Err(Error::NonFinite));
-        assert_eq!(GaussianPolicy::<Mlp<3, 8, 1>, 1>::TENSORS, 7);
+        assert_eq!(actor.mode(&bad), Err(Error::NonFinite));
+        assert_eq!(GaussianActor::<Mlp<3, 8, 1>, 1>::TENSORS, 7);
+    }
+
+    /// The deployed Gaussian policy returns the command the actuator
+    /// receives: the mean clipped to the space's bounds.
+    #[test]
+    fn deployed_gaussian_policy_clips_to_its_bounds() {
+        let mut policy = Policy::<GaussianActor<Mlp<3, 8, 1>, 1>, 3> {
+            actor: GaussianActor::ZERO,
+            obs_norm: RunningNorm::ZERO,
+            space: Continuous::symmetric(0.25),
+        };
+        policy.actor.net.second.second.bias[0] = 3.0; // mean 3 everywhere
+        let obs = SVector::<f32, 3>::new(1.0, 2.0, 3.0);
+        assert_eq!(policy.act(&obs).unwrap()[0], 0.25);
+        policy.actor.net.second.second.bias[0] = -0.1;
+        assert_eq!(policy.act(&obs).unwrap()[0], -0.1);
+        assert_eq!(
+            Policy::<GaussianActor<Mlp<3, 8, 1>, 1>, 3>::TENSORS,
+            7 + 3 + 2
+        );
     }
 }

@@ -1,0 +1,96 @@
+//! Agents named from the environment: state each size once.
+//!
+//! An environment declares its observation (`type Obs = SVector<f32, 3>`) and
+//! action space (`type Space = Continuous<1>`); these aliases derive every
+//! network size from it, so a user's program names only the environment and
+//! the widths it chooses:
+//!
+//! ```
+//! use microrl::agent;
+//! use microrl::env::Pendulum;
+//!
+//! type Agent = agent::Ppo<Pendulum, 64, 2048>;  // 3-64-64-1 Gaussian actor, 3-64-64-1 critic
+//! type Deployed = microrl::Deployed<Agent>;     // what the firmware loads
+//! # let _ = core::mem::size_of::<Deployed>();
+//! ```
+//!
+//! `H` is the width of the two tanh hidden layers of both networks
+//! ([`Mlp`]): SB3's and CleanRL's default architecture. The actor is
+//! [`CategoricalActor`] for a [`Discrete`] space and [`GaussianActor`] for a
+//! [`Continuous`] one. For other architectures (ReLU, three layers,
+//! different actor and critic widths) name the algorithm's struct directly,
+//! e.g. [`algo::Ppo<Actor, Critic, OBS, N>`](crate::algo::Ppo); a mismatch
+//! between its sizes and the environment's is then refused at compile time
+//! with a message that says so.
+//!
+//! How (stable Rust, no `generic_const_exprs`): the observation type
+//! `SVector<f32, OBS>` and the action space carry their sizes as const
+//! generics, and [`AgentTypes`] — implemented for them — maps them to the agent
+//! types through generic associated types.
+
+use nalgebra::SVector;
+
+use crate::algo;
+use crate::env::{Continuous, Discrete, Env};
+use crate::nn::Mlp;
+use crate::policy::{CategoricalActor, GaussianActor};
+
+/// An action space that knows its default actor for `OBS` inputs and hidden width `H`.
+pub trait ActorFor {
+    /// The actor: two tanh hidden layers of `H` units.
+    type Actor<const OBS: usize, const H: usize>: crate::policy::Actor<OBS, Space = Self>;
+}
+
+impl<const N: usize> ActorFor for Discrete<N> {
+    type Actor<const OBS: usize, const H: usize> = CategoricalActor<Mlp<OBS, H, N>>;
+}
+
+impl<const A: usize> ActorFor for Continuous<A> {
+    type Actor<const OBS: usize, const H: usize> = GaussianActor<Mlp<OBS, H, A>, A>;
+}
+
+/// An observation type that knows the agents built on it (implemented for
+/// `SVector<f32, OBS>`).
+pub trait AgentTypes {
+    /// PPO with rollout `N`.
+    type Ppo<S: ActorFor, const H: usize, const N: usize>;
+    /// REINFORCE with episodes up to `N` steps.
+    type Reinforce<S: ActorFor, const H: usize, const N: usize>;
+    /// The online actor-critic.
+    type ActorCritic<S: ActorFor, const H: usize>;
+    /// The deployable policy.
+    type Policy<S: ActorFor, const H: usize>;
+}
+
+impl<const OBS: usize> AgentTypes for SVector<f32, OBS> {
+    type Ppo<S: ActorFor, const H: usize, const N: usize> =
+        algo::Ppo<S::Actor<OBS, H>, Mlp<OBS, H, 1>, OBS, N>;
+    type Reinforce<S: ActorFor, const H: usize, const N: usize> =
+        algo::Reinforce<S::Actor<OBS, H>, Mlp<OBS, H, 1>, OBS, N>;
+    type ActorCritic<S: ActorFor, const H: usize> =
+        algo::ActorCritic<S::Actor<OBS, H>, Mlp<OBS, H, 1>, OBS>;
+    type Policy<S: ActorFor, const H: usize> = crate::policy::Policy<S::Actor<OBS, H>, OBS>;
+}
+
+/// PPO on `E`: actor and critic with two hidden layers of `H` tanh units, a
+/// rollout of `N` steps.
+pub type Ppo<E, const H: usize, const N: usize> =
+    <<E as Env>::Obs as AgentTypes>::Ppo<<E as Env>::Space, H, N>;
+
+/// A2C on `E` (PPO's machinery with one epoch over one minibatch; configure
+/// it with [`A2cConfig`](crate::algo::A2cConfig)): `N` is the n of the n-step
+/// return.
+pub type A2c<E, const H: usize, const N: usize> = Ppo<E, H, N>;
+
+/// REINFORCE with a learned baseline on `E`; episodes up to `N` steps are
+/// kept whole.
+pub type Reinforce<E, const H: usize, const N: usize> =
+    <<E as Env>::Obs as AgentTypes>::Reinforce<<E as Env>::Space, H, N>;
+
+/// The online one-step actor-critic on `E` (no rollout buffer).
+pub type ActorCritic<E, const H: usize> =
+    <<E as Env>::Obs as AgentTypes>::ActorCritic<<E as Env>::Space, H>;
+
+/// The deployable policy of any agent above with width `H` on `E` (the same
+/// type as [`Deployed<Agent>`](crate::Deployed)).
+pub type Policy<E, const H: usize> = <<E as Env>::Obs as AgentTypes>::Policy<<E as Env>::Space, H>;

@@ -1,0 +1,132 @@
+//! Validation helpers and the `serde` glue shared by every configuration
+//! struct.
+//!
+//! Design: each configuration (`PpoConfig`, `AcConfig`, `AdamConfig`, …) has
+//! a `validate` method that checks *every* field before an agent touches
+//! anything, and refuses with [`Error::InvalidConfig`] naming the field (its
+//! Rust name, which is also its key in TOML/JSON) and the constraint. The
+//! helpers here keep those methods one line per field.
+//!
+//! With the `serde` feature the configurations derive `Serialize` and
+//! `Deserialize` (no_std, no allocation): a [`Schedule`](crate::optim::Schedule)
+//! is written as a number (constant) or `{ start = …, end = … }` (linear),
+//! and an `Option<f32>` switch such as `max_grad_norm` as a number or `false`
+//! (off) — TOML has no null.
+
+use crate::error::Error;
+
+/// `Ok` when `ok`, otherwise `InvalidConfig { field, reason }`.
+///
+/// # Errors
+/// As described.
+#[inline]
+pub fn check(field: &'static str, ok: bool, reason: &'static str) -> Result<(), Error> {
+    if ok {
+        Ok(())
+    } else {
+        Err(Error::config(field, reason))
+    }
+}
+
+/// `x ∈ [0, 1]` (a discount, a GAE λ).
+///
+/// # Errors
+/// `InvalidConfig` naming `field` otherwise (NaN included).
+#[inline]
+pub fn unit(field: &'static str, x: f32) -> Result<(), Error> {
+    check(field, (0.0..=1.0).contains(&x), "must be in [0, 1]")
+}
+
+/// A finite `x ≥ 0` (a loss coefficient).
+///
+/// # Errors
+/// `InvalidConfig` naming `field` otherwise.
+#[inline]
+pub fn non_negative(field: &'static str, x: f32) -> Result<(), Error> {
+    check(field, x.is_finite() && x >= 0.0, "must be finite and >= 0")
+}
+
+/// `None` (the feature is off) or a finite `x > 0`.
+///
+/// # Errors
+/// `InvalidConfig` naming `field` for zero, negative, NaN or infinite.
+#[inline]
+pub fn positive_or_off(field: &'static str, x: Option<f32>) -> Result<(), Error> {
+    check(
+        field,
+        x.is_none_or(|x| x.is_finite() && x > 0.0),
+        "must be finite and > 0 (or off)",
+    )
+}
+
+/// `serde(with = "crate::config::optional")` for `Option<f32>` switches: a
+/// number is `Some`, `false` (or a unit/none) is `None`; `None` serialises
+/// as `false`.
+#[cfg(feature = "serde")]
+pub mod optional {
+    use core::fmt;
+
+    use serde::de::{self, Visitor};
+    use serde::{Deserializer, Serializer};
+
+    /// Writes `Some(x)` as `x` and `None` as `false`.
+    ///
+    /// # Errors
+    /// The serializer's.
+    pub fn serialize<S: Serializer>(value: &Option<f32>, s: S) -> Result<S::Ok, S::Error> {
+        match value {
+            Some(x) => s.serialize_f32(*x),
+            None => s.serialize_bool(false),
+        }
+    }
+
+    struct OptionalF32;
+
+    impl<'de> Visitor<'de> for OptionalF32 {
+        type Value = Option<f32>;
+
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("a number, or `false` to switch it off")
+        }
+
+        fn visit_f64<E: de::Error>(self, v: f64) -> Result<Self::Value, E> {
+            Ok(Some(v as f32))
+        }
+
+        fn visit_i64<E: de::Error>(self, v: i64) -> Result<Self::Value, E> {
+            Ok(Some(v as f32))
+        }
+
+        fn visit_u64<E: de::Error>(self, v: u64) -> Result<Self::Value, E> {
+            Ok(Some(v as f32))
+        }
+
+        fn visit_bool<E: de::Error>(self, v: bool) -> Result<Self::Value, E> {
+            if v {
+                Err(E::invalid_value(de::Unexpected::Bool(true), &self))
+            } else {
+                Ok(None)
+            }
+        }
+
+        fn visit_none<E: de::Error>(self) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+
+        fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+
+        fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+            d.deserialize_any(OptionalF32)
+        }
+    }
+
+    /// Reads a number as `Some`, `false`/null as `None`.
+    ///
+    /// # Errors
+    /// Anything else.
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<f32>, D::Error> {
+        d.deserialize_any(OptionalF32)
+    }
+}

@@ -1,0 +1,645 @@
+//! The training loop, as a library: collect → update → gated evaluation →
+//! early stop, for any agent on any environment, with no allocation.
+//!
+//! Design (after RLtools' `rl/loop`, in Rust terms):
+//! - **Data separate from operations.** [`Trainer`] holds only the loop's
+//!   own state — the [`Cursor`] into the training episode, the three RNG
+//!   streams, counters and the evaluation record — and borrows the agent and
+//!   the environments for each call. It is `no_std` and allocation-free; a
+//!   firmware keeps it on the stack or in a `static` like everything else.
+//! - **One trait per role.** An algorithm implements [`Learner`] (one
+//!   *iteration*: a rollout and its update for PPO/A2C, an episode for
+//!   REINFORCE, one online step for the actor-critic); the caller observes the
+//!   run through [`Hooks`] — episode finished, update finished with its
+//!   diagnostics, evaluation result, end of iteration (which may stop the
+//!   run). The desktop harness draws its progress bar and CSV and the
+//!   firmware logs over defmt from the same loop.
+//! - **"Solved" is decided on one set of start states and reported on
+//!   another.** Two evaluation streams: the *selection* stream plays the
+//!   quick evaluation after every evaluation interval and, when that reaches
+//!   the threshold, the deciding one ([`RunConfig::select_episodes`]); the
+//!   run stops there (early stop) and the *report* stream — start states the
+//!   stopping decision never saw — plays the evaluation that is reported
+//!   ([`Outcome::report`]). A policy that only learned the selection starts
+//!   shows it in the report.
+//! - **Deterministic.** Given the seeds, a run is bit-identical on every
+//!   platform: the loop adds no randomness of its own, and evaluation
+//!   streams never perturb the training stream.
+//!
+//! ```
+//! use microrl::agent;
+//! use microrl::algo::PpoConfig;
+//! use microrl::env::CartPole;
+//! use microrl::train::{RunConfig, Trainer};
+//! use rand_xoshiro::Xoshiro128PlusPlus;
+//!
+//! type Agent = agent::Ppo<CartPole, 32, 256>;
+//! let mut agent = Box::new(Agent::new(PpoConfig { total_steps: 20_000, ..PpoConfig::CARTPOLE }));
+//! let (mut env, mut eval_env) = (CartPole::new(), CartPole::new());
+//! let config = RunConfig::new(20_000, 475.0);
+//! let mut trainer = Trainer::<_, Xoshiro128PlusPlus>::start(&mut *agent, &mut env, config, 0)?;
+//! let outcome = trainer.run(&mut *agent, &mut env, &mut eval_env, &mut ())?;
+//! assert!(outcome.steps <= 20_000 + 256);
+//! # Ok::<(), microrl::Error>(())
+//! ```
+
+use core::marker::PhantomData;
+use core::ops::ControlFlow;
+
+use nalgebra::SVector;
+use rand_core::{Rng, SeedableRng};
+
+use crate::algo::{
+    AcStats, Actor, ActorCritic, Cursor, Episode, Ppo, Reinforce, UpdateStats, evaluate,
+};
+use crate::env::{ActionOf, Env};
+use crate::error::Error;
+use crate::nn::Network;
+use crate::policy::{Controller, Policy};
+
+/// What every agent offers independently of the environment it trains on.
+pub trait Agent {
+    /// The deployable policy type (see [`Deployed`]).
+    type Policy;
+    /// Diagnostics of one iteration ([`UpdateStats`] or [`AcStats`]).
+    type Stats: Copy + core::fmt::Debug;
+
+    /// Environment steps taken so far.
+    fn steps(&self) -> u64;
+
+    /// Gradient updates made by one iteration.
+    fn updates_per_iteration(&self) -> u64;
+
+    /// Copies the deployable policy into `out` (caller-owned memory).
+    fn export(&self, out: &mut Self::Policy);
+}
+
+/// The deployable policy of agent type `A`: what the firmware loads and runs,
+/// e.g. `Deployed<agent::Ppo<MyPlant, 64, 2048>>`.
+pub type Deployed<A> = <A as Agent>::Policy;
+
+/// An agent that trains on environment `E`.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot train on `{E}`",
+    label = "the agent's observation size or action space differs from the environment's",
+    note = "derive the agent from the environment so the sizes agree by construction: `microrl::agent::Ppo<{E}, HIDDEN, ROLLOUT>` (or `agent::ActorCritic`, `agent::A2c`, `agent::Reinforce`)"
+)]
+pub trait Learner<E: Env>: Agent {
+    /// Initialises the agent for `env` (action space, weights, optimiser,
+    /// statistics).
+    ///
+    /// # Errors
+    /// [`Error::InvalidConfig`] naming the field; nothing changes then.
+    fn init<R: Rng + ?Sized>(&mut self, env: &E, rng: &mut R) -> Result<(), Error>;
+
+    /// The deterministic command for a raw observation: what the exported
+    /// policy returns, bit for bit.
+    ///
+    /// # Errors
+    /// [`Error::NonFinite`] for a non-finite observation or network output.
+    fn act(&self, obs: &E::Obs) -> Result<ActionOf<E>, Error>;
+
+    /// One iteration: a rollout and its update, an episode (REINFORCE), or
+    /// one online step; finished episodes go to `on_episode`.
+    ///
+    /// # Errors
+    /// The algorithm's errors (non-finite data, the environment's errors).
+    fn iterate<R: Rng + ?Sized>(
+        &mut self,
+        env: &mut E,
+        cursor: &mut Cursor<E::Obs>,
+        rng: &mut R,
+        on_episode: &mut dyn FnMut(Episode),
+    ) -> Result<Self::Stats, Error>;
+}
+
+impl<A, C, const OBS: usize, const N: usize> Agent for Ppo<A, C, OBS, N>
+where
+    A: Actor<OBS>,
+    C: Network<OBS, 1>,
+{
+    type Policy = Policy<A, OBS>;
+    type Stats = UpdateStats;
+    fn steps(&self) -> u64 {
+        self.steps
+    }
+    fn updates_per_iteration(&self) -> u64 {
+        1
+    }
+    fn export(&self, out: &mut Policy<A, OBS>) {
+        Ppo::export(self, out);
+    }
+}
+
+impl<A, C, E, const OBS: usize, const N: usize> Learner<E> for Ppo<A, C, OBS, N>
+where
+    A: Actor<OBS>,
+    C: Network<OBS, 1>,
+    E: Env<Obs = SVector<f32, OBS>, Space = A::Space>,
+{
+    fn init<R: Rng + ?Sized>(&mut self, env: &E, rng: &mut R) -> Result<(), Error> {
+        Ppo::init(self, env, rng)
+    }
+    fn act(&self, obs: &E::Obs) -> Result<ActionOf<E>, Error> {
+        Controller::act(self, obs)
+    }
+    fn iterate<R: Rng + ?Sized>(
+        &mut self,
+        env: &mut E,
+        cursor: &mut Cursor<E::Obs>,
+        rng: &mut R,
+        on_episode: &mut dyn FnMut(Episode),
+    ) -> Result<UpdateStats, Error> {
+        self.collect(env, cursor, rng, on_episode)?;
+        self.update(rng)
+    }
+}
+
+impl<A, C, const OBS: usize, const N: usize> Agent for Reinforce<A, C, OBS, N>
+where
+    A: Actor<OBS>,
+    C: Network<OBS, 1>,
+{
+    type Policy = Policy<A, OBS>;
+    type Stats = UpdateStats;
+    fn steps(&self) -> u64 {
+        self.inner.steps
+    }
+    fn updates_per_iteration(&self) -> u64 {
+        1
+    }
+    fn export(&self, out: &mut Policy<A, OBS>) {
+        Reinforce::export(self, out);
+    }
+}
+
+impl<A, C, E, const OBS: usize, const N: usize> Learner<E> for Reinforce<A, C, OBS, N>
+where
+    A: Actor<OBS>,
+    C: Network<OBS, 1>,
+    E: Env<Obs = SVector<f32, OBS>, Space = A::Space>,
+{
+    fn init<R: Rng + ?Sized>(&mut self, env: &E, rng: &mut R) -> Result<(), Error> {
+        Reinforce::init(self, env, rng)
+    }
+    fn act(&self, obs: &E::Obs) -> Result<ActionOf<E>, Error> {
+        Controller::act(self, obs)
+    }
+    fn iterate<R: Rng + ?Sized>(
+        &mut self,
+        env: &mut E,
+        cursor: &mut Cursor<E::Obs>,
+        rng: &mut R,
+        on_episode: &mut dyn FnMut(Episode),
+    ) -> Result<UpdateStats, Error> {
+        self.collect(env, cursor, rng, on_episode)?;
+        self.update(rng)
+    }
+}
+
+impl<A, C, const OBS: usize> Agent for ActorCritic<A, C, OBS>
+where
+    A: Actor<OBS>,
+    C: Network<OBS, 1>,
+{
+    type Policy = Policy<A, OBS>;
+    type Stats = AcStats;
+    fn steps(&self) -> u64 {
+        self.steps
+    }
+    fn updates_per_iteration(&self) -> u64 {
+        1
+    }
+    fn export(&self, out: &mut Policy<A, OBS>) {
+        ActorCritic::export(self, out);
+    }
+}
+
+impl<A, C, E, const OBS: usize> Learner<E> for ActorCritic<A, C, OBS>
+where
+    A: Actor<OBS>,
+    C: Network<OBS, 1>,
+    E: Env<Obs = SVector<f32, OBS>, Space = A::Space>,
+{
+    fn init<R: Rng + ?Sized>(&mut self, env: &E, rng: &mut R) -> Result<(), Error> {
+        ActorCritic::init(self, env, rng)
+    }
+    fn act(&self, obs: &E::Obs) -> Result<ActionOf<E>, Error> {
+        Controller::act(self, obs)
+    }
+    fn iterate<R: Rng + ?Sized>(
+        &mut self,
+        env: &mut E,
+        cursor: &mut Cursor<E::Obs>,
+        rng: &mut R,
+        on_episode: &mut dyn FnMut(Episode),
+    ) -> Result<AcStats, Error> {
+        self.step(env, cursor, rng, on_episode)
+    }
+}
+
+/// How a run is driven and judged. Every field has a default (see
+/// [`RunConfig::new`]); with the `serde` feature it (de)serialises with the
+/// field names as keys.
+#[derive(Clone, Copy, Debug, PartialEq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(deny_unknown_fields))]
+pub struct RunConfig {
+    /// Environment-step budget; the run ends at the first iteration that
+    /// reaches it.
+    pub total_steps: u64,
+    /// Mean evaluation return that counts as solved (e.g.
+    /// [`Env::SOLVED_RETURN`]).
+    pub threshold: f32,
+    /// Evaluate whenever the step count crosses a multiple of this, until
+    /// solved. Default 1: after every iteration (every rollout for PPO).
+    pub eval_interval: u64,
+    /// Evaluate whenever the step count crosses a multiple of this once
+    /// solved (only without early stop; for the learning curve). Default 10 000.
+    pub solved_eval_interval: u64,
+    /// Episodes of the quick evaluation (selection stream) that gates the
+    /// deciding one; 0 disables evaluation during training. Default 10.
+    pub quick_episodes: u32,
+    /// Episodes of the deciding evaluation (selection stream). Default 100.
+    pub select_episodes: u32,
+    /// Episodes of the reported evaluation (report stream, start states the
+    /// stopping decision never saw). Default 100.
+    pub report_episodes: u32,
+    /// Stop at the first deciding evaluation that reaches the threshold.
+    /// Default true.
+    pub early_stop: bool,
+}
+
+impl RunConfig {
+    /// A budget and a threshold with the defaults listed on each field.
+    pub const fn new(total_steps: u64, threshold: f32) -> Self {
+        Self {
+            total_steps,
+            threshold,
+            eval_interval: 1,
+            solved_eval_interval: 10_000,
+            quick_episodes: 10,
+            select_episodes: 100,
+            report_episodes: 100,
+            early_stop: true,
+        }
+    }
+
+    /// Checks every field.
+    ///
+    /// # Errors
+    /// [`Error::InvalidConfig`] naming the field: a zero budget or interval,
+    /// a non-finite threshold, no deciding or reported episodes while
+    /// evaluation is on (a gate that cannot fail is no gate).
+    pub fn validate(&self) -> Result<(), Error> {
+        use crate::config::check;
+        check("total_steps", self.total_steps > 0, "must be > 0")?;
+        check("threshold", self.threshold.is_finite(), "must be finite")?;
+        check("eval_interval", self.eval_interval > 0, "must be > 0")?;
+        check(
+            "solved_eval_interval",
+            self.solved_eval_interval > 0,
+            "must be > 0",
+        )?;
+        check(
+            "select_episodes",
+            self.quick_episodes == 0 || self.select_episodes > 0,
+            "must be > 0 while quick_episodes > 0",
+        )?;
+        check("report_episodes", self.report_episodes > 0, "must be > 0")
+    }
+}
+
+/// Which evaluation a result comes from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum EvalKind {
+    /// The quick gate (selection stream).
+    Quick,
+    /// The deciding evaluation (selection stream).
+    Select,
+    /// The reported evaluation (report stream).
+    Report,
+}
+
+/// One deterministic evaluation.
+#[derive(Clone, Copy, Debug, PartialEq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct Evaluation {
+    /// Which one.
+    pub kind: EvalKind,
+    /// Environment steps trained when it ran.
+    pub step: u64,
+    /// Episodes played.
+    pub episodes: u32,
+    /// Mean return.
+    pub mean: f32,
+    /// Standard deviation of the returns.
+    pub std: f32,
+}
+
+/// Where a run stands after an iteration (what [`Hooks::on_iteration`] sees).
+#[derive(Clone, Copy, Debug, PartialEq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct Progress {
+    /// Environment steps so far.
+    pub steps: u64,
+    /// Training episodes finished.
+    pub episodes: u64,
+    /// Gradient updates so far.
+    pub updates: u64,
+    /// First step at which the deciding evaluation reached the threshold.
+    pub solved_at_step: Option<u64>,
+    /// The evaluation this iteration ran (the deciding one if it ran,
+    /// otherwise the quick one), if any.
+    pub evaluation: Option<Evaluation>,
+}
+
+/// The result of [`Trainer::run`].
+#[derive(Clone, Copy, Debug, PartialEq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct Outcome {
+    /// Environment steps taken.
+    pub steps: u64,
+    /// Training episodes finished.
+    pub episodes: u64,
+    /// Gradient updates made.
+    pub updates: u64,
+    /// First step at which the deciding evaluation (selection stream)
+    /// reached the threshold; `None` if it never did.
+    pub solved_at_step: Option<u64>,
+    /// The deciding evaluation that passed, if any.
+    pub selection: Option<Evaluation>,
+    /// The reported evaluation on held-out start states (report stream).
+    pub report: Evaluation,
+}
+
+impl Outcome {
+    /// Solved on held-out start states: the deciding evaluation passed and
+    /// the reported one reaches `threshold` too.
+    pub fn solved(&self, threshold: f32) -> bool {
+        self.solved_at_step.is_some() && self.report.mean >= threshold
+    }
+}
+
+/// Observers of a run. Every method has an empty default; `()` observes
+/// nothing.
+pub trait Hooks<S> {
+    /// A training episode finished.
+    fn on_episode(&mut self, _episode: Episode) {}
+    /// An iteration's update finished, `steps` environment steps in.
+    fn on_update(&mut self, _steps: u64, _stats: &S) {}
+    /// An evaluation finished.
+    fn on_evaluation(&mut self, _evaluation: &Evaluation) {}
+    /// An iteration (and its evaluation, if any) finished; `Break` stops
+    /// the run there (e.g. a wall-clock budget or an operator's stop).
+    fn on_iteration(&mut self, _progress: &Progress) -> ControlFlow<()> {
+        ControlFlow::Continue(())
+    }
+}
+
+impl<S> Hooks<S> for () {}
+
+/// The seed of the selection-evaluation stream derived from a training seed
+/// (the same derivation on every platform).
+pub const fn select_seed(seed: u64) -> u64 {
+    seed ^ 0x5eed_e7a1_0000_0000
+}
+
+/// The seed of the report-evaluation stream derived from a training seed.
+pub const fn report_seed(seed: u64) -> u64 {
+    seed ^ 0x4e1d_0a75_0000_0000
+}
+
+/// An agent borrowed as a [`Controller`] for [`evaluate`].
+struct Acting<'a, L, E>(&'a L, PhantomData<E>);
+
+impl<L, E, const OBS: usize> Controller<OBS> for Acting<'_, L, E>
+where
+    L: Learner<E>,
+    E: Env<Obs = SVector<f32, OBS>>,
+{
+    type Action = ActionOf<E>;
+    fn act(&self, obs: &SVector<f32, OBS>) -> Result<ActionOf<E>, Error> {
+        self.0.act(obs)
+    }
+}
+
+/// The loop's state between iterations (see the module docs).
+#[derive(Clone, Debug)]
+pub struct Trainer<O, R> {
+    /// How the run is driven and judged.
+    pub config: RunConfig,
+    /// The training episode in progress.
+    pub cursor: Cursor<O>,
+    /// The training stream (sampling, shuffles, resets).
+    pub rng: R,
+    /// The selection-evaluation stream.
+    pub select_rng: R,
+    /// The report-evaluation stream.
+    pub report_rng: R,
+    /// Training episodes finished.
+    pub episodes: u64,
+    /// Gradient updates made.
+    pub updates: u64,
+    /// First step at which the deciding evaluation passed.
+    pub solved_at_step: Option<u64>,
+    /// The deciding evaluation that passed.
+    pub selection: Option<Evaluation>,
+    /// Step count after the previous iteration (for evaluation intervals).
+    pub steps_before: u64,
+}
+
+impl<const OBS: usize, R: Rng> Trainer<SVector<f32, OBS>, R> {
+    /// A trainer for an agent that is already initialised: checks `config`,
+    /// resets `env` from `rng` and starts counting.
+    ///
+    /// # Errors
+    /// [`Error::InvalidConfig`] naming the [`RunConfig`] field.
+    pub fn new<E: Env<Obs = SVector<f32, OBS>>>(
+        config: RunConfig,
+        env: &mut E,
+        mut rng: R,
+        select_rng: R,
+        report_rng: R,
+    ) -> Result<Self, Error> {
+        config.validate()?;
+        let cursor = Cursor::start(env, &mut rng);
+        Ok(Self {
+            config,
+            cursor,
+            rng,
+            select_rng,
+            report_rng,
+            episodes: 0,
+            updates: 0,
+            solved_at_step: None,
+            selection: None,
+            steps_before: 0,
+        })
+    }
+
+    /// The usual start: seeds the three streams from `seed` ([`select_seed`],
+    /// [`report_seed`]), initialises `agent` for `env` from the training
+    /// stream, then resets `env`.
+    ///
+    /// # Errors
+    /// [`Error::InvalidConfig`] from the run or the agent's configuration.
+    pub fn start<L, E>(
+        agent: &mut L,
+        env: &mut E,
+        config: RunConfig,
+        seed: u64,
+    ) -> Result<Self, Error>
+    where
+        L: Learner<E>,
+        E: Env<Obs = SVector<f32, OBS>>,
+        R: SeedableRng,
+    {
+        config.validate()?;
+        let mut rng = R::seed_from_u64(seed);
+        agent.init(env, &mut rng)?;
+        Self::new(
+            config,
+            env,
+            rng,
+            R::seed_from_u64(select_seed(seed)),
+            R::seed_from_u64(report_seed(seed)),
+        )
+    }
+
+    /// One iteration of `agent` on `env`, then the evaluation due (on
+    /// `eval_env`, from the selection stream).
+    ///
+    /// # Errors
+    /// The agent's, the environment's or the evaluation's first error.
+    pub fn iterate<L, E, H>(
+        &mut self,
+        agent: &mut L,
+        env: &mut E,
+        eval_env: &mut E,
+        hooks: &mut H,
+    ) -> Result<Progress, Error>
+    where
+        L: Learner<E>,
+        E: Env<Obs = SVector<f32, OBS>>,
+        H: Hooks<L::Stats>,
+    {
+        let episodes = &mut self.episodes;
+        let stats = agent.iterate(env, &mut self.cursor, &mut self.rng, &mut |e| {
+            *episodes += 1;
+            hooks.on_episode(e);
+        })?;
+        self.updates += agent.updates_per_iteration();
+        let steps = agent.steps();
+        hooks.on_update(steps, &stats);
+
+        let c = self.config;
+        let interval = if self.solved_at_step.is_some() {
+            c.solved_eval_interval
+        } else {
+            c.eval_interval
+        };
+        let due = c.quick_episodes > 0 && steps / interval != self.steps_before / interval;
+        self.steps_before = steps;
+        let mut evaluation = None;
+        if due {
+            let acting = Acting(&*agent, PhantomData);
+            let (mean, std) = evaluate(&acting, eval_env, c.quick_episodes, &mut self.select_rng)?;
+            let quick = Evaluation {
+                kind: EvalKind::Quick,
+                step: steps,
+                episodes: c.quick_episodes,
+                mean,
+                std,
+            };
+            hooks.on_evaluation(&quick);
+            evaluation = Some(quick);
+            if self.solved_at_step.is_none() && mean >= c.threshold {
+                let (mean, std) =
+                    evaluate(&acting, eval_env, c.select_episodes, &mut self.select_rng)?;
+                let select = Evaluation {
+                    kind: EvalKind::Select,
+                    step: steps,
+                    episodes: c.select_episodes,
+                    mean,
+                    std,
+                };
+                hooks.on_evaluation(&select);
+                if mean >= c.threshold {
+                    self.solved_at_step = Some(steps);
+                    self.selection = Some(select);
+                }
+                evaluation = Some(select);
+            }
+        }
+        Ok(Progress {
+            steps,
+            episodes: self.episodes,
+            updates: self.updates,
+            solved_at_step: self.solved_at_step,
+            evaluation,
+        })
+    }
+
+    /// The reported evaluation: [`RunConfig::report_episodes`] deterministic
+    /// episodes on `eval_env` from the report stream.
+    ///
+    /// # Errors
+    /// The evaluation's first error.
+    pub fn report<L, E>(&mut self, agent: &L, eval_env: &mut E) -> Result<Evaluation, Error>
+    where
+        L: Learner<E>,
+        E: Env<Obs = SVector<f32, OBS>>,
+    {
+        let episodes = self.config.report_episodes;
+        let acting = Acting(agent, PhantomData);
+        let (mean, std) = evaluate(&acting, eval_env, episodes, &mut self.report_rng)?;
+        Ok(Evaluation {
+            kind: EvalKind::Report,
+            step: agent.steps(),
+            episodes,
+            mean,
+            std,
+        })
+    }
+
+    /// Iterates until the budget is spent, the deciding evaluation passes
+    /// (with early stop) or a hook breaks; then the reported evaluation.
+    ///
+    /// # Errors
+    /// The first error of an iteration or an evaluation; the agent keeps
+    /// every update made before it.
+    pub fn run<L, E, H>(
+        &mut self,
+        agent: &mut L,
+        env: &mut E,
+        eval_env: &mut E,
+        hooks: &mut H,
+    ) -> Result<Outcome, Error>
+    where
+        L: Learner<E>,
+        E: Env<Obs = SVector<f32, OBS>>,
+        H: Hooks<L::Stats>,
+    {
+        while agent.steps() < self.config.total_steps {
+            let progress = self.iterate(agent, env, eval_env, hooks)?;
+            let stop = hooks.on_iteration(&progress).is_break()
+                || (self.config.early_stop && progress.solved_at_step.is_some());
+            if stop {
+                break;
+            }
+        }
+        let report = self.report(agent, eval_env)?;
+        hooks.on_evaluation(&report);
+        Ok(Outcome {
+            steps: agent.steps(),
+            episodes: self.episodes,
+            updates: self.updates,
+            solved_at_step: self.solved_at_step,
+            selection: self.selection,
+            report,
+        })
+    }
+}
