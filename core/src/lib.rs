@@ -12,7 +12,7 @@
 //!
 //! Read top-down; each layer only uses the ones below it.
 //!
-//! 1. [`env`] — **your plant.** Implement [`env::Env`]: the observation type
+//! 1. [`env`](mod@env) — **your plant.** Implement [`env::Env`]: the observation type
 //!    (`SVector<f32, N>`), the action space ([`env::Discrete`] or
 //!    [`env::Continuous`] with actuator bounds), `reset` and `step` with
 //!    Gymnasium's `terminated`/`truncated`. The sizes are stated here, once.

@@ -11,7 +11,7 @@
 //!   needs no flag and no mutable access.
 //! - **It is part of the policy.** The statistics implement [`Params`] with the
 //!   [`STATISTICS`](crate::params::tag::STATISTICS) tag, so they serialise next
-//!   to the weights ([`Normalized`](crate::algo::Normalized)) and a policy can
+//!   to the weights ([`Policy`](crate::policy::Policy)) and a policy can
 //!   never be deployed with someone else's normaliser.
 //! - **Same update as Gymnasium.** Chan et al.'s parallel variance update with a
 //!   batch of one, starting from `count = 1e-4, μ = 0, σ² = 1` (Gymnasium's

@@ -183,7 +183,7 @@ pub fn load<P: Params>(blob: &[u8]) -> Result<Box<P>, microrl::Error> {
 /// `log_std = 0`, an empty normaliser, the task's action space) serialised
 /// in the core's binary format.
 pub fn init_blob(arch: Arch, seed: u64) -> anyhow::Result<Vec<u8>> {
-    fn fresh<A: Actor<OBS> + Params, E: Env, const OBS: usize>(
+    fn fresh<A: Actor<OBS> + Params, E, const OBS: usize>(
         env: &E,
         seed: u64,
     ) -> Result<Vec<u8>, microrl::Error>

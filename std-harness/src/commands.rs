@@ -11,6 +11,7 @@ use serde_json::{Value, json};
 use serde::Serialize;
 
 use crate::arch::{self, Arch};
+use crate::eval;
 use crate::train::{self, EnvName, TrainOptions};
 
 /// What a command produced.
@@ -134,7 +135,7 @@ pub fn act(arch: Option<Arch>, policy: &Path, obs: &[f32]) -> anyhow::Result<Rep
     let blob = std::fs::read(policy).with_context(|| format!("reading {}", policy.display()))?;
     let arch = match arch {
         Some(a) => a,
-        None => train::detect(&blob).with_context(|| policy.display().to_string())?,
+        None => eval::detect(&blob).with_context(|| policy.display().to_string())?,
     };
     let action = arch::act(arch, &blob, obs)?;
     let line = match (
@@ -224,7 +225,7 @@ pub fn eval(
     seed: u64,
 ) -> anyhow::Result<Report> {
     let blob = std::fs::read(policy).with_context(|| format!("reading {}", policy.display()))?;
-    let s = train::eval(env, &blob, episodes, seed)?;
+    let s = eval::eval(env, &blob, episodes, seed)?;
     let lines = vec![format!(
         "{}: {} deterministic episodes on {}: mean return {:.1} ± {:.1} ({} threshold {})",
         policy.display(),
@@ -369,9 +370,9 @@ pub fn validate(
 pub fn export(env: Option<EnvName>, policy: &Path, out: &Path) -> anyhow::Result<Report> {
     let blob = std::fs::read(policy).with_context(|| format!("reading {}", policy.display()))?;
     // Loading validates checksum, shapes, tensor kinds and finiteness.
-    let arch = train::detect(&blob).with_context(|| policy.display().to_string())?;
+    let arch = eval::detect(&blob).with_context(|| policy.display().to_string())?;
     let env = env.unwrap_or(arch.env());
-    train::eval(Some(env), &blob, 1, 0)?;
+    eval::eval(Some(env), &blob, 1, 0)?;
     let is_rust = out.extension().is_some_and(|e| e == "rs");
     if is_rust {
         let mut src = format!(

@@ -9,6 +9,7 @@
 pub mod arch;
 pub mod commands;
 pub mod curve;
+pub mod eval;
 pub mod plot;
 pub mod train;
 

@@ -40,7 +40,6 @@ use microrl::{Params, SVector, agent, serialize};
 use rand_xoshiro::Xoshiro128PlusPlus;
 use serde::{Deserialize, Serialize};
 
-use crate::arch::Arch;
 use crate::curve::{CurveRow, LearningCurve};
 
 /// PPO rollout length for CartPole (one minibatch = a quarter).
@@ -703,99 +702,4 @@ fn progress_bar(opts: &TrainOptions) -> Option<indicatif::ProgressBar> {
     bar.set_style(style);
     bar.set_prefix(format!("{} {}", opts.algo.name(), opts.env.name()));
     Some(bar)
-}
-
-/// The result of `microrl eval`.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct EvalSummary {
-    /// Task name.
-    pub env: &'static str,
-    /// The policy's architecture.
-    pub arch: Arch,
-    /// Episodes played.
-    pub episodes: u32,
-    /// Mean return.
-    pub mean: f32,
-    /// Standard deviation of the returns.
-    pub std: f32,
-    /// Threshold the task counts as solved at.
-    pub threshold: f32,
-    /// `mean >= threshold`.
-    pub solved: bool,
-}
-
-/// Loads `blob` (any policy file `train`, `init` or `export` wrote), checks
-/// it acts in `env` (default: the task its architecture is for) and plays
-/// `episodes` deterministic episodes.
-pub fn eval(
-    env: Option<EnvName>,
-    blob: &[u8],
-    episodes: u32,
-    seed: u64,
-) -> anyhow::Result<EvalSummary> {
-    use rand_core::SeedableRng;
-    anyhow::ensure!(episodes > 0, "--episodes must be > 0");
-    let arch = detect(blob)?;
-    let env = env.unwrap_or(arch.env());
-    anyhow::ensure!(
-        arch.env() == env,
-        "this is a {} policy ({}): it acts in {}, not {}",
-        arch.name(),
-        arch.layers(),
-        arch.env().name(),
-        env.name()
-    );
-    let mut rng = Xoshiro128PlusPlus::seed_from_u64(seed);
-    fn play<P, E, const OBS: usize>(
-        blob: &[u8],
-        mut env: E,
-        episodes: u32,
-        rng: &mut Xoshiro128PlusPlus,
-    ) -> anyhow::Result<(f32, f32)>
-    where
-        P: Params + microrl::Controller<OBS, Action = microrl::env::ActionOf<E>>,
-        E: Env<Obs = SVector<f32, OBS>>,
-    {
-        let policy = crate::arch::load::<P>(blob)?;
-        microrl::algo::evaluate(&*policy, &mut env, episodes, rng).map_err(anyhow::Error::msg)
-    }
-    use crate::arch::{
-        CartPoleContinuousPolicy, CartPolePolicy, CartPoleSmallPolicy, PendulumPolicy,
-    };
-    let (mean, std) = match arch {
-        Arch::Cartpole => play::<CartPolePolicy, _, 4>(blob, CartPole::new(), episodes, &mut rng)?,
-        Arch::CartpoleSmall => {
-            play::<CartPoleSmallPolicy, _, 4>(blob, CartPole::new(), episodes, &mut rng)?
-        }
-        Arch::CartpoleContinuous => play::<CartPoleContinuousPolicy, _, 4>(
-            blob,
-            CartPoleContinuous::new(),
-            episodes,
-            &mut rng,
-        )?,
-        Arch::Pendulum => play::<PendulumPolicy, _, 3>(blob, Pendulum::new(), episodes, &mut rng)?,
-    };
-    let threshold = env.threshold();
-    Ok(EvalSummary {
-        env: env.name(),
-        arch,
-        episodes,
-        mean,
-        std,
-        threshold,
-        solved: mean >= threshold,
-    })
-}
-
-/// The architecture of a policy file, or an error saying why none loads it.
-pub fn detect(blob: &[u8]) -> anyhow::Result<Arch> {
-    if let Some(arch) = Arch::detect(blob) {
-        return Ok(arch);
-    }
-    // Say why: the format-level error if the blob is damaged, else a shape mismatch.
-    serialize::verify(blob).map_err(|e| anyhow::anyhow!("not a valid policy file: {e}"))?;
-    bail!(
-        "not a policy file of a known architecture ({})",
-        Arch::ALL.map(Arch::name).join(", ")
-    )
 }

@@ -59,7 +59,8 @@ pub struct PpoConfig {
     pub total_steps: u64,
     /// Adam learning rate over training progress. Default `3e-4 → 0` (linear).
     pub learning_rate: Schedule,
-    /// Clip range `ε` over training progress. Default constant 0.2.
+    /// Clip range `ε` over training progress (a constant `+∞` switches
+    /// clipping off, as A2C and REINFORCE use it). Default constant 0.2.
     pub clip_range: Schedule,
     /// Discount `γ`. Default 0.99.
     pub gamma: f32,
@@ -702,5 +703,134 @@ mod tests {
         );
         let a2c: PpoConfig = A2cConfig::DEFAULT.into();
         assert!(a2c.validate(5).is_ok());
+    }
+
+    /// Every float field × {NaN, ±∞, negative, zero, huge}: accepted only
+    /// where the value means something, otherwise refused naming the field.
+    #[test]
+    fn every_invalid_value_is_refused_naming_its_field() {
+        let bad = [f32::NAN, f32::INFINITY, f32::NEG_INFINITY, -0.5, 0.0, 1e9];
+        type Set = fn(&mut PpoConfig, f32);
+        let fields: [(&str, Set, &[f32]); 10] = [
+            ("gamma", |c, x| c.gamma = x, &[0.0]),
+            ("gae_lambda", |c, x| c.gae_lambda = x, &[0.0]),
+            (
+                "learning_rate",
+                |c, x| c.learning_rate = Schedule::Constant(x),
+                &[],
+            ),
+            // +∞ (or huge): no clipping, how A2C and REINFORCE run on this machinery.
+            (
+                "clip_range",
+                |c, x| c.clip_range = Schedule::Constant(x),
+                &[f32::INFINITY, 1e9],
+            ),
+            ("ent_coef", |c, x| c.ent_coef = x, &[0.0, 1e9]),
+            ("vf_coef", |c, x| c.vf_coef = x, &[0.0, 1e9]),
+            ("max_grad_norm", |c, x| c.max_grad_norm = Some(x), &[1e9]),
+            ("target_kl", |c, x| c.target_kl = Some(x), &[1e9]),
+            ("value_clip", |c, x| c.value_clip = Some(x), &[1e9]),
+            ("adam.eps", |c, x| c.adam.eps = x, &[]),
+        ];
+        for (field, set, accepted) in fields {
+            for x in bad {
+                let mut c = PpoConfig::DEFAULT;
+                set(&mut c, x);
+                let result = c.validate(64);
+                if accepted.iter().any(|a| a.to_bits() == x.to_bits()) {
+                    assert_eq!(result, Ok(()), "{field} = {x}");
+                } else {
+                    assert!(
+                        matches!(result, Err(Error::InvalidConfig { field: f, .. }) if f == field),
+                        "{field} = {x}: {result:?}"
+                    );
+                }
+            }
+        }
+        let mut c = PpoConfig::DEFAULT;
+        c.adam.eps = 1e-40; // denormal
+        assert!(c.validate(64).is_err());
+        c = PpoConfig {
+            total_steps: 0,
+            ..PpoConfig::DEFAULT
+        };
+        assert_eq!(
+            c.validate(64),
+            Err(Error::config(
+                "total_steps",
+                "must be > 0 when a schedule anneals over it"
+            ))
+        );
+        c = PpoConfig {
+            epochs: 0,
+            ..PpoConfig::DEFAULT
+        };
+        assert!(matches!(
+            c.validate(64),
+            Err(Error::InvalidConfig {
+                field: "epochs",
+                ..
+            })
+        ));
+        c = PpoConfig {
+            minibatches: 0,
+            ..PpoConfig::DEFAULT
+        };
+        assert!(matches!(
+            c.validate(64),
+            Err(Error::InvalidConfig {
+                field: "minibatches",
+                ..
+            })
+        ));
+        // A2C and REINFORCE run with an infinite clip range: meaningful, accepted.
+        assert_eq!(A2cConfig::DEFAULT.to_ppo().validate(32), Ok(()));
+    }
+
+    #[test]
+    fn online_actor_critic_refuses_before_any_step() {
+        use crate::algo::AcConfig;
+        for (config, field) in [
+            (
+                AcConfig {
+                    actor_lr: Schedule::Constant(-1e-3),
+                    ..AcConfig::DEFAULT
+                },
+                "actor_lr",
+            ),
+            (
+                AcConfig {
+                    actor_lr: Schedule::Constant(f32::NAN),
+                    ..AcConfig::DEFAULT
+                },
+                "actor_lr",
+            ),
+            (
+                AcConfig {
+                    critic_lr: Schedule::Constant(0.0),
+                    ..AcConfig::DEFAULT
+                },
+                "critic_lr",
+            ),
+            (
+                AcConfig {
+                    gamma: 1.5,
+                    ..AcConfig::DEFAULT
+                },
+                "gamma",
+            ),
+            (
+                AcConfig {
+                    max_grad_norm: Some(-1.0),
+                    ..AcConfig::DEFAULT
+                },
+                "max_grad_norm",
+            ),
+        ] {
+            assert!(
+                matches!(config.validate(), Err(Error::InvalidConfig { field: f, .. }) if f == field),
+                "{config:?}"
+            );
+        }
     }
 }

@@ -37,7 +37,7 @@ impl AdamConfig {
         eps: 1e-5,
     };
 
-    /// Checks `β₁, β₂ ∈ [0, 1)` and a finite `ε > 0`.
+    /// Checks `β₁, β₂ ∈ [0, 1)` and a normal `ε ∈ (0, 1]`.
     ///
     /// # Errors
     /// [`Error::InvalidConfig`] naming the field otherwise.
@@ -49,10 +49,11 @@ impl AdamConfig {
         if !beta_ok(self.beta2) {
             return Err(Error::config("adam.beta2", "must be in [0, 1)"));
         }
-        if !(self.eps.is_normal() && self.eps > 0.0) {
+        // A denormal ε flushes to zero on some FPUs; ε > 1 swamps every step.
+        if !(self.eps.is_normal() && self.eps > 0.0 && self.eps <= 1.0) {
             return Err(Error::config(
                 "adam.eps",
-                "must be a finite, normal number > 0",
+                "must be a normal number in (0, 1]",
             ));
         }
         Ok(())
