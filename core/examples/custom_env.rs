@@ -1,9 +1,8 @@
-//! Your own plant: a DC-motor speed loop defined here, learned by PPO and by the
-//! online actor-critic, each judged against the best proportional controller.
+//! A plant of your own, a DC-motor speed loop, learned by PPO and by the online
+//! actor-critic; "solved" means better than the best proportional controller.
 //!
 //! `cargo run --release -p microrl --example custom_env --features std [-- out.mrlp]`
-//! saves the PPO policy (default: the temp directory); exits 1 unless both agents
-//! beat every P gain on 1 000 held-out episodes.
+//! saves the PPO policy (default: the temp directory); exits 1 unless both solve.
 
 use microrl::algo::{AcConfig, PpoConfig};
 use microrl::env::{Continuous, Env, Step};
@@ -63,7 +62,7 @@ impl<S> Hooks<S> for Print {
 /// Trains `agent` from seed 0; true if it beats every P gain on held-out starts.
 fn train<L: Learner<Motor>>(name: &'static str, agent: &mut L) -> Result<bool, Error> {
     let (mut env, mut eval_env) = (Motor::default(), Motor::default());
-    // Train the whole budget (PPO's learning rate anneals over it) rather than stop
+    // Train the whole budget (the learning rates anneal over it) rather than stop
     // at the first passing evaluation; report on 1 000 held-out episodes.
     let mut run = RunConfig::new(STEPS, Motor::SOLVED_RETURN);
     (run.early_stop, run.eval_interval, run.report_episodes) = (false, 2_000, 1_000);
@@ -76,19 +75,17 @@ const STEPS: u64 = 20_000;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut ppo = agent::Ppo::<Motor, 32, 1024>::new(PpoConfig::DEFAULT);
-    ppo.config.learning_rate = Schedule::linear_to_zero(3e-3); // to 0 over total_steps
+    ppo.config.learning_rate = Schedule::linear_to_zero(3e-3); // 3e-3 → 0 over total_steps
     (ppo.config.total_steps, ppo.config.gamma) = (STEPS, 0.9);
     let mut ac = agent::ActorCritic::<Motor, 32>::new(AcConfig::DEFAULT);
-    ac.config.gamma = 0.9;
-    let solved = [train("ppo", &mut ppo)?, train("ac", &mut ac)?];
-    println!(
-        "better than any P gain: ppo {}, ac {}",
-        solved[0], solved[1]
-    );
+    ac.config.actor_lr = Schedule::linear_to_zero(1e-3);
+    (ac.config.total_steps, ac.config.gamma) = (STEPS, 0.9);
+    let (ppo_solved, ac_solved) = (train("ppo", &mut ppo)?, train("ac", &mut ac)?);
+    println!("better than any P gain: ppo {ppo_solved}, ac {ac_solved}");
 
     let path = std::env::args().nth(1).map(std::path::PathBuf::from);
     let path = path.unwrap_or_else(|| std::env::temp_dir().join("motor.mrlp"));
     std::fs::write(&path, microrl::serialize::to_vec(&ppo.policy())?)?;
     println!("PPO policy saved to {}", path.display());
-    std::process::exit(if solved == [true; 2] { 0 } else { 1 })
+    std::process::exit(if ppo_solved && ac_solved { 0 } else { 1 })
 }

@@ -2,13 +2,22 @@
 //!
 //! The library holds what every binary shares: the defmt transport
 //! (semihosting under QEMU, RTT on a real board), the panic and HardFault
-//! handlers that end a QEMU run with a non-zero exit status, and [`exit`].
-//! Binaries: `infer` (deterministic CartPole episodes from an exported policy).
+//! handlers that end a QEMU run with a non-zero exit status, [`exit`], the
+//! defmt-logging training hooks ([`Log`]), the end-of-run report
+//! ([`finish`]) and the plant interface ([`plant`]).
+//!
+//! Binaries: `train-ppo` and `train-ac` (CartPole learned on the MCU through
+//! `microrl::train::Trainer`), `plant` (a simulated DC motor behind the
+//! [`plant::Plant`] trait, learned the same way), `infer` (deterministic
+//! CartPole episodes from an exported policy) and `bench` (instruction
+//! counts).
 
 #![no_std]
 #![deny(unsafe_code)]
 
 pub mod icount;
+pub mod plant;
+mod progress;
 pub mod stack;
 
 #[cfg(all(feature = "semihosting", feature = "rtt"))]
@@ -25,97 +34,78 @@ use cortex_m_rt::{ExceptionFrame, exception};
 #[cfg(feature = "semihosting")]
 use cortex_m_semihosting::debug;
 use microrl::Params;
-use microrl::algo::{Act, evaluate};
-use microrl::env::Env;
+use microrl::train::Outcome;
 
-/// The seed of the evaluation episodes' RNG stream for training seed `seed`:
-/// the same derivation as `microrl train`, so a firmware run and a desktop run
-/// with the same seed play the same evaluation episodes.
-pub const fn eval_seed(seed: u64) -> u64 {
-    seed ^ 0x5eed_e7a1_0000_0000
-}
-
-/// Episodes of the quick deterministic evaluation after every training
-/// iteration (as `microrl train`).
-pub const QUICK_EVAL_EPISODES: u32 = 10;
-/// Episodes of the deciding evaluation (as `microrl train`).
-pub const EVAL_EPISODES: u32 = 100;
-
-/// The outcome of [`evaluate_gated`].
-#[derive(Clone, Copy, Debug)]
-pub struct Gated {
-    /// Mean return of the quick evaluation.
-    pub quick: f32,
-    /// Mean and standard deviation of the deciding evaluation, run only when
-    /// the quick one reached the threshold.
-    pub full: Option<(f32, f32)>,
-}
-
-impl Gated {
-    /// Whether the deciding evaluation reached `threshold`.
-    pub fn solved(&self, threshold: f32) -> bool {
-        self.full.is_some_and(|(mean, _)| mean >= threshold)
-    }
-}
-
-/// `microrl train`'s evaluation protocol: [`QUICK_EVAL_EPISODES`]
-/// deterministic episodes, and when their mean reaches `threshold` the
-/// deciding [`EVAL_EPISODES`] ones, all from `rng` (the evaluation stream), so
-/// the desktop and the MCU play the same evaluation episodes. `agent` acts
-/// with its current weights ([`Act`]), without a copy.
-///
-/// # Errors
-/// The evaluation's error (a non-finite observation or network output).
-pub fn evaluate_gated<P, E, R, const OBS: usize>(
-    agent: &P,
-    env: &mut E,
-    threshold: f32,
-    rng: &mut R,
-) -> Result<Gated, microrl::Error>
-where
-    P: Act<OBS>,
-    E: Env<OBS, Action = P::Action>,
-    R: rand_core::Rng,
-{
-    let (quick, _) = evaluate(agent, env, QUICK_EVAL_EPISODES, rng)?;
-    let full = if quick >= threshold {
-        Some(evaluate(agent, env, EVAL_EPISODES, rng)?)
-    } else {
-        None
-    };
-    Ok(Gated { quick, full })
-}
+pub use progress::{Line, Log, LogStats};
 
 /// Returns the value of `result`, or logs `what` and the error and exits
 /// with status 1.
+#[inline]
 pub fn ok_or_exit<T>(result: Result<T, microrl::Error>, what: &str) -> T {
     match result {
         Ok(value) => value,
-        Err(e) => {
-            defmt::error!("{=str} failed: {}", what, e);
-            exit(false)
-        }
+        Err(e) => fail(what, e),
     }
 }
 
-/// FNV-1a of every parameter's `f32` bits of `policy` then `obs_norm`,
+/// The error path of [`ok_or_exit`], once per binary rather than once per
+/// result type.
+#[cold]
+#[inline(never)]
+fn fail(what: &str, e: microrl::Error) -> ! {
+    defmt::error!("{=str} failed: {}", what, e);
+    exit(false)
+}
+
+/// FNV-1a of every parameter's `f32` bits of `actor` then `obs_norm`,
 /// tensor by tensor (the order of [`Params::tensor`]) — the serialisation
-/// order of the exported `Normalized { policy, obs_norm }`. The desktop
-/// computes the same checksum of its policy file to prove that both trained
-/// bit-identical weights.
-pub fn params_fnv<P: Params, N: Params>(policy: &P, obs_norm: &N) -> u32 {
+/// order of an exported `microrl::Policy { actor, obs_norm, space }` (a
+/// discrete space has no tensors). The desktop computes the same checksum of
+/// its policy file to prove that both trained bit-identical weights.
+///
+/// An agent's `actor()` and `obs_norm` are the tensors its `export` copies,
+/// so the checksum of a training agent needs no exported copy in RAM.
+pub fn params_fnv<A: Params, N: Params>(actor: &A, obs_norm: &N) -> u32 {
     let mut h = Fnv1a::default();
-    for i in 0..P::TENSORS {
-        for x in policy.tensor(i) {
-            h.write_u32(x.to_bits());
-        }
+    for i in 0..A::TENSORS {
+        h.write_f32s(actor.tensor(i));
     }
     for i in 0..N::TENSORS {
-        for x in obs_norm.tensor(i) {
-            h.write_u32(x.to_bits());
-        }
+        h.write_f32s(obs_norm.tensor(i));
     }
     h.0
+}
+
+/// Ends a training run: logs the line the host tests parse, the peak stack,
+/// and exits with status 0 iff the run solved the task on held-out start
+/// states ([`Outcome::solved`]): `solved: step <first passing step> updates
+/// <n> eval <reported mean> (<its f32 bits>) ± <std> policy_fnv <checksum>`,
+/// or `not solved: …`. `eval` is the *reported* evaluation (the report
+/// stream, start states the stopping decision never saw).
+pub fn finish(outcome: &Outcome, threshold: f32, policy_fnv: u32) -> ! {
+    let report = outcome.report;
+    let solved = outcome.solved(threshold);
+    match outcome.solved_at_step {
+        Some(step) if solved => defmt::info!(
+            "solved: step {=u64} updates {=u64} eval {=f32} ({=u32:#010x}) ± {=f32} policy_fnv {=u32:#010x}",
+            step,
+            outcome.updates,
+            report.mean,
+            report.mean.to_bits(),
+            report.std,
+            policy_fnv
+        ),
+        _ => defmt::error!(
+            "not solved: {=u64} steps, deciding evaluation passed at step {=?}, reported eval {=f32} ({=u32:#010x}), threshold {=f32}",
+            outcome.steps,
+            outcome.solved_at_step,
+            report.mean,
+            report.mean.to_bits(),
+            threshold
+        ),
+    }
+    log_stack();
+    exit(solved)
 }
 
 /// Logs the peak stack use measured by [`stack::peak`] in the common form
@@ -195,5 +185,12 @@ impl Fnv1a {
     /// Mixes a `u32` in (little-endian bytes).
     pub fn write_u32(&mut self, x: u32) {
         self.write(&x.to_le_bytes());
+    }
+    /// Mixes in the bits of every `f32` of `xs` ([`write_u32`](Self::write_u32)).
+    #[inline(never)]
+    pub fn write_f32s(&mut self, xs: &[f32]) {
+        for x in xs {
+            self.write_u32(x.to_bits());
+        }
     }
 }

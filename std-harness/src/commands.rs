@@ -340,7 +340,7 @@ pub fn validate(
     ];
     for r in &rows {
         lines.push(format!(
-            "{:>6} {:>18} {:>13.1} {:>9.2} {:>6}",
+            "{:>6} {:>18} {:>13.2} {:>9.2} {:>6}",
             r.seed,
             r.solved_at_step.map_or("-".to_string(), |s| s.to_string()),
             r.eval_mean,

@@ -10,40 +10,46 @@
 //! - `infer`: per episode, the return's `f32` bits, the length and FNV-1a
 //!   checksums of the action sequence and of every observation's `f32` bits
 //!   must equal a host replay of the same policy on the same episodes.
-//! - `train-ppo` / `train-ac`: the firmware runs the protocol of `microrl train
-//!   --small` (same seeds, RNG streams and evaluations), so the step at which
-//!   it solves CartPole, the 100-episode evaluation's bits and a checksum of
-//!   the learned weights must equal the harness's own run. `train-ppo` must
-//!   also stay within its memory budget (flash ≤ 64 KB, static RAM + measured
-//!   peak stack ≤ 64 KB).
+//! - `train-ppo` / `train-ac`: the firmware runs `microrl::train::Trainer`
+//!   with the protocol of `microrl train --small` (same seeds, RNG streams
+//!   and evaluations), so the step at which it solves CartPole, the reported
+//!   evaluation's bits and a checksum of the learned weights must equal the
+//!   harness's own run. `train-ppo` must also stay within its memory budget
+//!   (flash ≤ 64 KB, static RAM + measured peak stack ≤ 64 KB).
+//! - `plant`: learns the simulated DC motor behind the plant interface and
+//!   must exit 0 with a `solved` line.
 //! - `bench`: runs under `-icount shift=0` and must report every figure.
 //!
 //! QEMU's exit status is the firmware's (`microrl_firmware::exit`, or 1 from
-//! the panic and HardFault handlers). Without `qemu-system-arm` the tests fail
-//! with an install hint; `MICRORL_SKIP_QEMU=1` skips them instead (README).
+//! the panic and HardFault handlers). Without `qemu-system-arm` or the
+//! `thumbv7em-none-eabihf` target the tests skip with one line on stderr
+//! saying what is missing and how to install it — or fail with it when
+//! `MICRORL_REQUIRE_FIRMWARE=1` (CI); `MICRORL_SKIP_QEMU=1` skips them on
+//! purpose (README).
 
 use std::collections::HashMap;
-use std::io::Read;
+use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-use microrl::Params;
-use microrl::algo::Normalized;
 use microrl::env::{CartPole, Env};
-use microrl::nn::Mlp;
-use microrl::policy::CategoricalPolicy;
-use microrl::serialize;
-use microrl_harness::train::{Algo, EnvName, Overrides, TrainOptions, TrainSummary, train};
+use microrl::{Controller, Params, agent, serialize};
+use microrl_harness::train::{Algo, EnvName, TrainOptions, TrainSummary, train};
 use rand_core::SeedableRng;
 use rand_xoshiro::Xoshiro128PlusPlus;
 
-/// The firmware's small CartPole policy type (`infer`, `train-ppo`, `train-ac`).
-type SmallPolicy = Normalized<CategoricalPolicy<Mlp<4, 32, 2>>, 4>;
+/// The firmware's small CartPole policy type (`infer`, `train-ppo`, `train-ac`):
+/// 4-32-32-2 actor, frozen normaliser, discrete action space.
+type SmallPolicy = agent::Policy<CartPole, 32>;
 
-/// Opt-out for machines without QEMU (documented in the README).
+/// Opt-out: skip the firmware tests on purpose (documented in the README).
 const SKIP_VAR: &str = "MICRORL_SKIP_QEMU";
+/// CI: a missing QEMU or Cortex-M target fails the tests instead of skipping them.
+const REQUIRE_VAR: &str = "MICRORL_REQUIRE_FIRMWARE";
+/// The firmware's target.
+const TARGET: &str = "thumbv7em-none-eabihf";
 /// Longest a single firmware run may take before it counts as hung.
 const QEMU_TIMEOUT: Duration = Duration::from_secs(600);
 
@@ -51,19 +57,113 @@ fn firmware_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../firmware-example")
 }
 
+fn env_is_1(var: &str) -> bool {
+    std::env::var_os(var).is_some_and(|v| v == "1")
+}
+
+/// One line on stderr that the test harness does not capture (it captures
+/// only the `print!` macros), so a skip is seen in a passing run.
+fn loud(message: &str) {
+    let _ = writeln!(std::io::stderr(), "{message}");
+}
+
 /// The built firmware ELFs by binary name, or `None` when skipped.
 fn firmware() -> Option<&'static HashMap<String, PathBuf>> {
-    if std::env::var_os(SKIP_VAR).is_some_and(|v| v == "1") {
-        eprintln!("{SKIP_VAR}=1: skipping the QEMU firmware test");
-        return None;
+    enum Built {
+        Elfs(HashMap<String, PathBuf>),
+        Skip,
+        Failed(String),
     }
-    static BUILT: OnceLock<Result<HashMap<String, PathBuf>, String>> = OnceLock::new();
-    match BUILT.get_or_init(|| {
-        check_qemu()?;
-        build_firmware()
-    }) {
-        Ok(elfs) => Some(elfs),
-        Err(e) => panic!("{e}"),
+    static BUILT: OnceLock<Built> = OnceLock::new();
+    let built = BUILT.get_or_init(|| {
+        let required = env_is_1(REQUIRE_VAR);
+        if env_is_1(SKIP_VAR) {
+            if !required {
+                loud(&format!(
+                    "SKIPPING the firmware tests (QEMU, Cortex-M4F): {SKIP_VAR}=1"
+                ));
+                return Built::Skip;
+            }
+            loud(&format!("{REQUIRE_VAR}=1 overrides {SKIP_VAR}=1"));
+        }
+        if let Err(missing) = check_tools() {
+            if required {
+                return Built::Failed(format!("{REQUIRE_VAR}=1, but {missing}"));
+            }
+            loud(&format!(
+                "SKIPPING the firmware tests (QEMU, Cortex-M4F): {missing}"
+            ));
+            return Built::Skip;
+        }
+        match build_firmware() {
+            Ok(elfs) => Built::Elfs(elfs),
+            Err(e) => Built::Failed(e),
+        }
+    });
+    match built {
+        Built::Elfs(elfs) => Some(elfs),
+        Built::Skip => None,
+        Built::Failed(e) => panic!("{e}"),
+    }
+}
+
+/// `Err(what is missing and how to install it)` unless both the
+/// `thumbv7em-none-eabihf` target and `qemu-system-arm` are there.
+fn check_tools() -> Result<(), String> {
+    let mut missing = Vec::new();
+    let mut install = Vec::new();
+    if let Err(e) = check_target() {
+        missing.push(e);
+        install.push(format!("`rustup target add {TARGET}`"));
+    }
+    if let Err(e) = check_qemu() {
+        missing.push(e);
+        install.push(
+            "`apt-get install qemu-system-arm binutils-arm-none-eabi` (Debian/Ubuntu; \
+             macOS: `brew install qemu arm-none-eabi-binutils`)"
+                .to_owned(),
+        );
+    }
+    if missing.is_empty() {
+        Ok(())
+    } else {
+        Err(format!(
+            "missing {}: install with {} (or set {SKIP_VAR}=1 to skip these tests)",
+            missing.join(" and "),
+            install.join(" and ")
+        ))
+    }
+}
+
+/// The Cortex-M4F target of the toolchain the firmware builds with (the
+/// repository's `rust-toolchain.toml` applies in `firmware-example/`):
+/// `rustup target list --installed`, or without rustup the target's
+/// directory in the sysroot.
+fn check_target() -> Result<(), String> {
+    let missing = || format!("the Rust target `{TARGET}`");
+    let rustup = Command::new("rustup")
+        .current_dir(firmware_dir())
+        .args(["target", "list", "--installed"])
+        .output();
+    if let Ok(out) = rustup
+        && out.status.success()
+    {
+        let listed = String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .any(|l| l.trim() == TARGET);
+        return if listed { Ok(()) } else { Err(missing()) };
+    }
+    let rustc = std::env::var("RUSTC").unwrap_or_else(|_| "rustc".into());
+    let sysroot = Command::new(rustc)
+        .current_dir(firmware_dir())
+        .args(["--print", "sysroot"])
+        .output()
+        .map_err(|_| missing())?;
+    let sysroot = PathBuf::from(String::from_utf8_lossy(&sysroot.stdout).trim());
+    if sysroot.join("lib/rustlib").join(TARGET).is_dir() {
+        Ok(())
+    } else {
+        Err(missing())
     }
 }
 
@@ -71,14 +171,13 @@ fn check_qemu() -> Result<(), String> {
     match Command::new("qemu-system-arm").arg("--version").output() {
         Ok(out) if out.status.success() => Ok(()),
         Ok(out) => Err(format!(
-            "`qemu-system-arm --version` failed: {}",
-            String::from_utf8_lossy(&out.stderr)
+            "a working `qemu-system-arm` (`--version` failed: {})",
+            String::from_utf8_lossy(&out.stderr).trim()
         )),
-        Err(e) => Err(format!(
-            "qemu-system-arm not found ({e}). The firmware tests boot the firmware in QEMU: \
-             install it (Debian/Ubuntu: `sudo apt-get install qemu-system-arm`, \
-             macOS: `brew install qemu`), or set {SKIP_VAR}=1 to skip them."
-        )),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            Err("`qemu-system-arm` (not on PATH)".to_owned())
+        }
+        Err(e) => Err(format!("`qemu-system-arm` ({e})")),
     }
 }
 
@@ -96,11 +195,7 @@ fn build_firmware() -> Result<HashMap<String, PathBuf>, String> {
         .output()
         .map_err(|e| format!("running cargo for firmware-example: {e}"))?;
     if !out.status.success() {
-        return Err(
-            "building firmware-example failed (see above); it needs the \
-                    thumbv7em-none-eabihf target: `rustup target add thumbv7em-none-eabihf`"
-                .into(),
-        );
+        return Err("building firmware-example failed (see above)".into());
     }
     let mut elfs = HashMap::new();
     for line in String::from_utf8_lossy(&out.stdout).lines() {
@@ -257,19 +352,19 @@ impl Fnv1a {
     }
 }
 
-/// `microrl_firmware::params_fnv`: the policy's tensors, then the normaliser's.
+/// `microrl_firmware::params_fnv`: the actor's tensors, then the normaliser's
+/// (the serialisation order; the discrete action space has no tensors).
 fn params_fnv(policy: &SmallPolicy) -> u32 {
+    fn write<P: Params>(h: &mut Fnv1a, p: &P) {
+        for i in 0..P::TENSORS {
+            for x in p.tensor(i) {
+                h.write_u32(x.to_bits());
+            }
+        }
+    }
     let mut h = Fnv1a::new();
-    for i in 0..<CategoricalPolicy<Mlp<4, 32, 2>> as Params>::TENSORS {
-        for x in policy.policy.tensor(i) {
-            h.write_u32(x.to_bits());
-        }
-    }
-    for i in 0..<microrl::normalize::RunningNorm<4> as Params>::TENSORS {
-        for x in policy.obs_norm.tensor(i) {
-            h.write_u32(x.to_bits());
-        }
-    }
+    write(&mut h, &policy.actor);
+    write(&mut h, &policy.obs_norm);
     h.0
 }
 
@@ -317,21 +412,44 @@ fn committed_policy() -> Vec<u8> {
 fn harness_run(algo: Algo, steps: u64, name: &str) -> (TrainSummary, Vec<u8>) {
     let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
     let opts = TrainOptions {
-        env: EnvName::Cartpole,
-        algo,
-        seed: 0,
-        steps,
-        overrides: Overrides::default(),
-        threshold: EnvName::Cartpole.threshold(),
-        eval_episodes: 100,
-        early_stop: true,
-        out: Some(out.clone()),
-        progress: false,
         small: true,
+        out: Some(out),
+        progress: false,
+        ..TrainOptions::new(EnvName::Cartpole, algo, 0, steps)
     };
     let summary = train(&opts).expect("harness training runs");
-    let blob = std::fs::read(out.join("policy.mrlp")).expect("policy written");
+    let path = summary.policy.clone().expect("policy written");
+    let blob = std::fs::read(path).expect("read the policy");
     (summary, blob)
+}
+
+/// The MCU's `solved:` line (`microrl_firmware::finish`) against the
+/// desktop's run of the same protocol: the same first passing step, the same
+/// reported evaluation bits and the same weights.
+fn assert_solved_like_desktop(run: &Run, summary: &TrainSummary, blob: &[u8]) {
+    let solved = run.line("INFO solved:");
+    let step = summary.solved_at_step.expect("the desktop run solves");
+    assert!(summary.solved, "{summary:?}");
+    assert_eq!(
+        after(solved, "step").parse::<u64>().unwrap(),
+        step,
+        "MCU and desktop solved at different steps"
+    );
+    assert_eq!(
+        after(solved, "updates").parse::<u64>().unwrap(),
+        summary.updates,
+        "MCU and desktop made different numbers of updates"
+    );
+    assert_eq!(
+        bits_after(solved, "eval"),
+        summary.eval_mean.to_bits(),
+        "MCU and desktop reported evaluations differ"
+    );
+    assert_eq!(
+        hex(after(solved, "policy_fnv")),
+        params_fnv(&load_small(blob)),
+        "MCU and desktop learned different weights"
+    );
 }
 
 #[test]
@@ -430,23 +548,12 @@ fn train_ppo_solves_cartpole_like_the_desktop_within_budget() {
         "train-ppo exit status\n{}",
         run.lines.join("\n")
     );
-    let solved = run.line("INFO solved:");
 
-    // train-ppo: SEED 0, TOTAL_STEPS 100 000, PpoConfig::CARTPOLE, rollout 256.
+    // train-ppo: seed 0, 100 000 steps, PpoConfig::CARTPOLE, rollout 256,
+    // RunConfig::new(100_000, 475) — `microrl train --small`.
     let (summary, blob) = harness_run(Algo::Ppo, 100_000, "fw-train-ppo");
-    let step = summary.solved_at_step.expect("the desktop run solves");
-    assert_eq!(after(solved, "step").parse::<u64>().unwrap(), step);
-    assert_eq!(
-        bits_after(solved, "eval"),
-        summary.eval_mean.to_bits(),
-        "MCU and desktop 100-episode evaluations differ"
-    );
-    assert!(summary.eval_mean >= 475.0);
-    assert_eq!(
-        hex(after(solved, "policy_fnv")),
-        params_fnv(&load_small(&blob)),
-        "MCU and desktop learned different weights"
-    );
+    assert_solved_like_desktop(&run, &summary, &blob);
+    assert!(summary.eval_mean >= 475.0, "{summary:?}");
 
     // Memory budget: flash ≤ 64 KB, static RAM + measured peak stack ≤ 64 KB.
     let (flash, ram) = footprint(&elfs["train-ppo"]);
@@ -469,21 +576,36 @@ fn train_ac_learns_like_the_desktop() {
         "train-ac exit status\n{}",
         run.lines.join("\n")
     );
-    let last = run.line("INFO final eval");
-
-    // train-ac: SEED 0, TOTAL_STEPS 60 000, AcConfig::DEFAULT, blocks of 1 000.
+    // train-ac: seed 0, 60 000 steps, AcConfig::DEFAULT, an evaluation every
+    // 1 000 steps — `microrl train --algo ac --small --steps 60000`.
     let (summary, blob) = harness_run(Algo::Ac, 60_000, "fw-train-ac");
+    assert_solved_like_desktop(&run, &summary, &blob);
+}
+
+#[test]
+fn plant_learns_the_simulated_motor() {
+    let Some(elfs) = firmware() else { return };
+    let run = run_qemu(&elfs["plant"], false);
     assert_eq!(
-        after(run.line("INFO solved:"), "step")
-            .parse::<u64>()
-            .unwrap(),
-        summary.solved_at_step.expect("the desktop run solves")
+        run.status,
+        Some(0),
+        "plant exit status\n{}",
+        run.lines.join("\n")
     );
-    assert_eq!(bits_after(last, "episodes:"), summary.eval_mean.to_bits());
-    assert_eq!(
-        hex(after(last, "policy_fnv")),
-        params_fnv(&load_small(&blob))
-    );
+    let solved = run.line("INFO solved:");
+    let eval: f32 = after(solved, "eval").parse().expect("eval");
+    // The learned policy beats the feed-forward controller on the same
+    // held-out start states, and its deployed copy ran the plant.
+    let baseline: f32 = after(run.line("INFO baseline:"), "episodes:")
+        .parse()
+        .expect("baseline");
+    assert!(eval > baseline, "learned {eval} <= feed-forward {baseline}");
+    let deployed = run
+        .lines
+        .iter()
+        .filter(|l| l.starts_with("INFO deployed: episode"))
+        .count();
+    assert_eq!(deployed, 3, "{}", run.lines.join("\n"));
 }
 
 #[test]
@@ -501,10 +623,13 @@ fn bench_reports_every_instruction_count() {
     for name in [
         "mlp-4-64-64-2",
         "act-4-64-64-2",
+        "policy-4-64-64-2",
         "mlp-18-64-64-4",
         "act-18-64-64-4",
+        "policy-18-64-64-4",
         "mlp-4-32-32-2",
         "act-4-32-32-2",
+        "policy-4-32-32-2",
         "ac-step",
         "ppo-collect-256",
         "ppo-update-256",

@@ -22,14 +22,15 @@
 //!   update are single measurements of millions of instructions (±40).
 //! - **Representative inputs.** Inference cycles through 8 observations
 //!   (CartPole states for the 4-input nets, uniform in `[-1, 1)` for the
-//!   18-input one) on orthogonally initialised weights. The network kernels
+//!   18-input one) on orthogonally initialised weights; the deployed
+//!   policy's normaliser holds the statistics of those observations. The network kernels
 //!   are branch-free (tanh clamps with predicated moves), so the counts
 //!   hardly depend on the weights or the inputs.
 //! - **Memory.** The two training agents (41.7 KB + 54.0 KB) live in
-//!   `static`s: [`ConstStaticCell`]s holding the agents' all-zero `ZEROED`
+//!   `static`s: [`ConstStaticCell`]s holding the agents' all-zero `ZERO`
 //!   values, which land in `.bss` (no flash image, never built on the stack);
 //!   the configuration is set and `init` runs in place. The
-//!   inference-only policies (up to 22.5 KB) live on the stack of one
+//!   inference-only policies (up to 22.7 KB) live on the stack of one
 //!   function at a time; the run logs the measured stack peak. No
 //!   `static mut`, no `unsafe`.
 //! - **Output.** One defmt line per figure, `bench <name>: <n> instructions`
@@ -44,27 +45,24 @@ use core::hint::black_box;
 use cortex_m::asm::nop;
 use cortex_m::peripheral::DWT;
 use cortex_m_rt::entry;
-use microrl::SVector;
-use microrl::algo::ac::{AcConfig, ActorCritic};
-use microrl::algo::ppo::{Ppo, PpoConfig};
-use microrl::algo::{Actor, Cursor};
-use microrl::env::{CartPole, Env};
+use microrl::algo::{AcConfig, Actor, Cursor, PpoConfig};
+use microrl::env::{CartPole, Discrete, Env};
 use microrl::nn::{Mlp, Network};
-use microrl::policy::CategoricalPolicy;
+use microrl::normalize::RunningNorm;
+use microrl::policy::CategoricalActor;
+use microrl::{Controller, Params, Policy, SVector, agent};
 use microrl_firmware::icount::Ticks;
 use microrl_firmware::{exit, log_stack, ok_or_exit};
 use rand_core::SeedableRng;
 use rand_xoshiro::Xoshiro128PlusPlus;
 use static_cell::ConstStaticCell;
 
-/// The small actor/critic pair of the firmware's training binaries.
-type SmallActor = CategoricalPolicy<Mlp<4, 32, 2>>;
-type SmallCritic = Mlp<4, 32, 1>;
-/// Online actor-critic on CartPole.
-type AcAgent = ActorCritic<SmallActor, SmallCritic, 4>;
+/// Online actor-critic on CartPole with the 4-32-32 actor and critic of the
+/// firmware's training binaries.
+type AcAgent = agent::ActorCritic<CartPole, 32>;
 /// PPO rollout length (as `train-ppo` and `microrl train --small`).
 const ROLLOUT: usize = 256;
-type PpoAgent = Ppo<SmallActor, SmallCritic, 4, ROLLOUT>;
+type PpoAgent = agent::Ppo<CartPole, 32, ROLLOUT>;
 
 /// PPO with the tuned CartPole hyper-parameters (γ 0.98, λ 0.8, 10 epochs of
 /// 4 minibatches, learning rate 1e-3 at the first update).
@@ -73,8 +71,8 @@ const PPO_CONFIG: PpoConfig = PpoConfig {
     ..PpoConfig::CARTPOLE
 };
 
-static AC: ConstStaticCell<AcAgent> = ConstStaticCell::new(AcAgent::ZEROED);
-static PPO: ConstStaticCell<PpoAgent> = ConstStaticCell::new(PpoAgent::ZEROED);
+static AC: ConstStaticCell<AcAgent> = ConstStaticCell::new(AcAgent::ZERO);
+static PPO: ConstStaticCell<PpoAgent> = ConstStaticCell::new(PpoAgent::ZERO);
 
 const SEED: u64 = 0;
 /// Repetitions of one inference per measurement.
@@ -244,26 +242,35 @@ fn probe_dwt(mut dcb: cortex_m::peripheral::DCB, mut dwt: DWT) {
     );
 }
 
-/// Forward pass and deterministic action of a freshly initialised
-/// `CategoricalPolicy<N>`, `INFER_REPS` times each.
+/// Forward pass, the actor's deterministic action ([`Actor::mode`]) and the
+/// deployed policy's command ([`Controller::act`]: normalise with frozen
+/// statistics, then the mode) of a freshly initialised
+/// `CategoricalActor<N>`, `INFER_REPS` times each.
 #[inline(never)]
 fn bench_inference<N, const OBS: usize, const ACT: usize>(
     ticks: &Ticks,
     ipt: u64,
-    names: [&str; 2],
+    names: [&str; 3],
     obs: &[SVector<f32, OBS>; N_OBS],
     rng: &mut Xoshiro128PlusPlus,
 ) where
     N: Network<OBS, ACT>,
 {
     // On this function's stack: gone once it returns.
-    let mut policy = CategoricalPolicy { net: N::ZERO };
-    Actor::init(&mut policy, rng);
+    let mut policy = Policy {
+        actor: CategoricalActor { net: N::ZERO },
+        obs_norm: RunningNorm::ZERO,
+        space: Discrete::<ACT>,
+    };
+    Actor::init(&mut policy.actor, rng);
+    for o in obs {
+        ok_or_exit(policy.obs_norm.update(o), "normaliser");
+    }
     defmt::info!(
         "{=str}: {=usize} parameters, {=usize} bytes",
-        names[1],
-        N::LEN,
-        core::mem::size_of::<N>()
+        names[2],
+        Policy::<CategoricalActor<N>, OBS>::LEN,
+        core::mem::size_of::<Policy<CategoricalActor<N>, OBS>>()
     );
     // Check once, outside the measurements, that inference succeeds.
     for o in obs {
@@ -278,7 +285,12 @@ fn bench_inference<N, const OBS: usize, const ACT: usize>(
     });
     let (mlp, ()) = ticks.measure(|| {
         repeat(reps, |i| {
-            black_box(policy.net.forward(black_box(&obs[idx(i)])));
+            black_box(policy.actor.net.forward(black_box(&obs[idx(i)])));
+        })
+    });
+    let (mode, ()) = ticks.measure(|| {
+        repeat(reps, |i| {
+            let _ = black_box(policy.actor.mode(black_box(&obs[idx(i)])));
         })
     });
     let (act, ()) = ticks.measure(|| {
@@ -287,7 +299,8 @@ fn bench_inference<N, const OBS: usize, const ACT: usize>(
         })
     });
     report(names[0], ipt, reps, mlp, empty);
-    report(names[1], ipt, reps, act, empty);
+    report(names[1], ipt, reps, mode, empty);
+    report(names[2], ipt, reps, act, empty);
 }
 
 /// `N_OBS` CartPole observations along a random-action trajectory.
@@ -328,21 +341,21 @@ fn main() -> ! {
     bench_inference::<Mlp<4, 64, 2>, 4, 2>(
         &ticks,
         ipt,
-        ["mlp-4-64-64-2", "act-4-64-64-2"],
+        ["mlp-4-64-64-2", "act-4-64-64-2", "policy-4-64-64-2"],
         &cartpole_obs,
         &mut rng,
     );
     bench_inference::<Mlp<18, 64, 4>, 18, 4>(
         &ticks,
         ipt,
-        ["mlp-18-64-64-4", "act-18-64-64-4"],
+        ["mlp-18-64-64-4", "act-18-64-64-4", "policy-18-64-64-4"],
         &wide_obs,
         &mut rng,
     );
     bench_inference::<Mlp<4, 32, 2>, 4, 2>(
         &ticks,
         ipt,
-        ["mlp-4-32-32-2", "act-4-32-32-2"],
+        ["mlp-4-32-32-2", "act-4-32-32-2", "policy-4-32-32-2"],
         &cartpole_obs,
         &mut rng,
     );
@@ -354,8 +367,8 @@ fn main() -> ! {
         "ac: actor 4-32-32-2, critic 4-32-32-1, agent {=usize} bytes static",
         core::mem::size_of::<AcAgent>()
     );
-    ok_or_exit(ac.init(&mut rng), "ac init");
     let mut env = CartPole::new();
+    ok_or_exit(ac.init(&env, &mut rng), "ac init");
     let mut cursor = Cursor::start(&mut env, &mut rng);
     let mut episodes = 0u32;
     let (empty, ()) = ticks.measure(|| {
@@ -383,8 +396,8 @@ fn main() -> ! {
         ROLLOUT,
         core::mem::size_of::<PpoAgent>()
     );
-    ok_or_exit(ppo.init(&mut rng), "ppo init");
     let mut env = CartPole::new();
+    ok_or_exit(ppo.init(&env, &mut rng), "ppo init");
     let mut cursor = Cursor::start(&mut env, &mut rng);
     let (collect, result) = ticks.measure(|| ppo.collect(&mut env, &mut cursor, &mut rng, |_| {}));
     ok_or_exit(result, "ppo collect");

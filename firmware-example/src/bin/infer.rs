@@ -11,19 +11,16 @@
 #![forbid(unsafe_code)]
 
 use cortex_m_rt::entry;
-use microrl::algo::Normalized;
 use microrl::env::{CartPole, Env};
-use microrl::nn::Mlp;
-use microrl::params::Params;
-use microrl::policy::CategoricalPolicy;
-use microrl::serialize;
+use microrl::{Controller, Params, agent, serialize};
 use microrl_firmware::{Fnv1a, exit, log_stack};
 use rand_core::SeedableRng;
 use rand_xoshiro::Xoshiro128PlusPlus;
 
-/// The harness's MCU-sized CartPole actor (`microrl train --small`): a
-/// 4-32-32-2 tanh MLP producing logits, plus the frozen observation normaliser.
-type Policy = Normalized<CategoricalPolicy<Mlp<4, 32, 2>>, 4>;
+/// The harness's MCU-sized CartPole policy (`microrl train --small`): a
+/// 4-32-32-2 tanh MLP producing logits, the frozen observation normaliser
+/// and the (parameterless) discrete action space.
+type Policy = agent::Policy<CartPole, 32>;
 
 /// The exported blob, in flash.
 static BLOB: &[u8] = include_bytes!("../../policies/cartpole-small.mrlp");
@@ -33,7 +30,7 @@ const SEED: u64 = 0;
 
 #[entry]
 fn main() -> ! {
-    // The weights (1 290 f32, 5 160 bytes) live on the stack: `Policy::ZERO` is a
+    // The weights (1 291 f32, 5 164 bytes) live on the stack: `Policy::ZERO` is a
     // plain value and `load` overwrites it in place, so no `static mut`.
     let mut policy = Policy::ZERO;
     if let Err(e) = serialize::load(&mut policy, BLOB) {
