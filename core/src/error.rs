@@ -41,6 +41,12 @@ pub enum Error {
     TrailingBytes,
     /// The CRC-32 stored in the blob does not match its contents.
     ChecksumMismatch,
+    /// The environment — a real plant's sensors or actuators — reported a
+    /// fault; `what` says which (e.g. `"encoder read"`).
+    Plant {
+        /// What failed.
+        what: &'static str,
+    },
 }
 
 impl Error {
@@ -56,6 +62,7 @@ impl fmt::Display for Error {
             Error::InvalidConfig { field, reason } => {
                 return write!(f, "invalid configuration: `{field}` {reason}");
             }
+            Error::Plant { what } => return write!(f, "the plant reported a fault: {what}"),
             Error::NonFinite => "value is NaN or infinite",
             Error::InvalidAction => "action index out of range",
             Error::BufferTooSmall => "output buffer too small",

@@ -115,4 +115,17 @@ pub use error::Error;
 pub use nalgebra::{SMatrix, SVector};
 pub use params::{Pair, Params, TensorShape};
 pub use policy::{Controller, Policy};
+/// The RNG traits every `reset`, `sample` and shuffle takes (re-exported so a
+/// custom environment needs no separate `rand_core` dependency).
+pub use rand_core;
 pub use train::Deployed;
+
+/// What a program that trains or deploys usually needs, in one `use`:
+/// `use microrl::prelude::*;`.
+pub mod prelude {
+    pub use crate::algo::{A2cConfig, AcConfig, PpoConfig, ReinforceConfig};
+    pub use crate::env::{ActionSpace, Continuous, Discrete, Env, Step};
+    pub use crate::train::{Agent, Deployed, Hooks, Learner, RunConfig, Trainer};
+    pub use crate::{Controller, Error, Params, SVector, agent, serialize};
+    pub use rand_core::{Rng, SeedableRng};
+}

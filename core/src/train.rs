@@ -252,11 +252,12 @@ pub struct RunConfig {
     /// Mean evaluation return that counts as solved (e.g.
     /// [`Env::SOLVED_RETURN`]).
     pub threshold: f32,
-    /// Evaluate whenever the step count crosses a multiple of this, until
-    /// solved. Default 1: after every iteration (every rollout for PPO).
+    /// Evaluate after the first iteration that crosses each multiple of this
+    /// many environment steps, until solved. Default 1 000; `1` evaluates
+    /// after every iteration (every rollout, for PPO).
     pub eval_interval: u64,
-    /// Evaluate whenever the step count crosses a multiple of this once
-    /// solved (only without early stop; for the learning curve). Default 10 000.
+    /// Once solved (only without early stop; for the learning curve),
+    /// evaluate every this many steps. Default 10 000.
     pub solved_eval_interval: u64,
     /// Episodes of the quick evaluation (selection stream) that gates the
     /// deciding one; 0 disables evaluation during training. Default 10.
@@ -277,7 +278,7 @@ impl RunConfig {
         Self {
             total_steps,
             threshold,
-            eval_interval: 1,
+            eval_interval: 1_000,
             solved_eval_interval: 10_000,
             quick_episodes: 10,
             select_episodes: 100,
@@ -337,6 +338,27 @@ pub struct Evaluation {
     pub mean: f32,
     /// Standard deviation of the returns.
     pub std: f32,
+}
+
+impl core::fmt::Display for EvalKind {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.pad(match self {
+            EvalKind::Quick => "quick",
+            EvalKind::Select => "deciding",
+            EvalKind::Report => "held-out",
+        })
+    }
+}
+
+/// `held-out eval at step 20480: 500.0 ± 0.0 (100 episodes)`.
+impl core::fmt::Display for Evaluation {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(
+            f,
+            "{} eval at step {}: {:.1} ± {:.1} ({} episodes)",
+            self.kind, self.step, self.mean, self.std, self.episodes
+        )
+    }
 }
 
 /// Where a run stands after an iteration (what [`Hooks::on_iteration`] sees).
@@ -447,8 +469,8 @@ pub struct Trainer<O, R> {
     pub solved_at_step: Option<u64>,
     /// The deciding evaluation that passed.
     pub selection: Option<Evaluation>,
-    /// Step count after the previous iteration (for evaluation intervals).
-    pub steps_before: u64,
+    /// The step count at or after which the next evaluation is due.
+    pub next_eval: u64,
 }
 
 impl<const OBS: usize, R: Rng> Trainer<SVector<f32, OBS>, R> {
@@ -476,7 +498,7 @@ impl<const OBS: usize, R: Rng> Trainer<SVector<f32, OBS>, R> {
             updates: 0,
             solved_at_step: None,
             selection: None,
-            steps_before: 0,
+            next_eval: config.eval_interval,
         })
     }
 
@@ -526,26 +548,88 @@ impl<const OBS: usize, R: Rng> Trainer<SVector<f32, OBS>, R> {
         E: Env<Obs = SVector<f32, OBS>>,
         H: Hooks<L::Stats>,
     {
+        self.train_step(agent, env, hooks)?;
+        self.evaluate_due(agent, eval_env, hooks)
+    }
+
+    /// [`iterate`](Self::iterate) with one environment — a real plant, of
+    /// which there is only one: the evaluation runs on `env` itself, and the
+    /// training episode it interrupted is then restarted (its partial return
+    /// is dropped; the rollout in progress is unaffected, evaluations happen
+    /// between updates).
+    ///
+    /// # Errors
+    /// As [`iterate`](Self::iterate).
+    pub fn iterate_single<L, E, H>(
+        &mut self,
+        agent: &mut L,
+        env: &mut E,
+        hooks: &mut H,
+    ) -> Result<Progress, Error>
+    where
+        L: Learner<E>,
+        E: Env<Obs = SVector<f32, OBS>>,
+        H: Hooks<L::Stats>,
+    {
+        self.train_step(agent, env, hooks)?;
+        let progress = self.evaluate_due(agent, env, hooks)?;
+        if progress.evaluation.is_some() {
+            self.cursor = Cursor::start(env, &mut self.rng);
+        }
+        Ok(progress)
+    }
+
+    /// One [`Learner::iterate`], counting episodes and updates.
+    fn train_step<L, E, H>(
+        &mut self,
+        agent: &mut L,
+        env: &mut E,
+        hooks: &mut H,
+    ) -> Result<(), Error>
+    where
+        L: Learner<E>,
+        E: Env<Obs = SVector<f32, OBS>>,
+        H: Hooks<L::Stats>,
+    {
         let episodes = &mut self.episodes;
         let stats = agent.iterate(env, &mut self.cursor, &mut self.rng, &mut |e| {
             *episodes += 1;
             hooks.on_episode(e);
         })?;
         self.updates += agent.updates_per_iteration();
-        let steps = agent.steps();
-        hooks.on_update(steps, &stats);
+        hooks.on_update(agent.steps(), &stats);
+        Ok(())
+    }
 
+    /// The quick (and, when it passes, the deciding) evaluation if one is due.
+    fn evaluate_due<L, E, H>(
+        &mut self,
+        agent: &L,
+        eval_env: &mut E,
+        hooks: &mut H,
+    ) -> Result<Progress, Error>
+    where
+        L: Learner<E>,
+        E: Env<Obs = SVector<f32, OBS>>,
+        H: Hooks<L::Stats>,
+    {
         let c = self.config;
-        let interval = if self.solved_at_step.is_some() {
-            c.solved_eval_interval
-        } else {
-            c.eval_interval
-        };
-        let due = c.quick_episodes > 0 && steps / interval != self.steps_before / interval;
-        self.steps_before = steps;
+        let steps = agent.steps();
+        // Additions only (no 64-bit division: a few hundred bytes less flash
+        // on a 32-bit MCU): the next multiple of the interval past `steps`.
+        let due = c.quick_episodes > 0 && steps >= self.next_eval;
+        if due {
+            if self.solved_at_step.is_some() {
+                self.next_eval = steps.saturating_add(c.solved_eval_interval);
+            } else {
+                while self.next_eval <= steps {
+                    self.next_eval = self.next_eval.saturating_add(c.eval_interval);
+                }
+            }
+        }
         let mut evaluation = None;
         if due {
-            let acting = Acting(&*agent, PhantomData);
+            let acting = Acting(agent, PhantomData);
             let (mean, std) = evaluate(&acting, eval_env, c.quick_episodes, &mut self.select_rng)?;
             let quick = Evaluation {
                 kind: EvalKind::Quick,
@@ -570,6 +654,7 @@ impl<const OBS: usize, R: Rng> Trainer<SVector<f32, OBS>, R> {
                 if mean >= c.threshold {
                     self.solved_at_step = Some(steps);
                     self.selection = Some(select);
+                    self.next_eval = steps.saturating_add(c.solved_eval_interval);
                 }
                 evaluation = Some(select);
             }
@@ -607,6 +692,8 @@ impl<const OBS: usize, R: Rng> Trainer<SVector<f32, OBS>, R> {
 
     /// Iterates until the budget is spent, the deciding evaluation passes
     /// (with early stop) or a hook breaks; then the reported evaluation.
+    /// (With one environment, e.g. a real plant, see
+    /// [`run_single`](Self::run_single).)
     ///
     /// # Errors
     /// The first error of an iteration or an evaluation; the agent keeps
@@ -631,6 +718,49 @@ impl<const OBS: usize, R: Rng> Trainer<SVector<f32, OBS>, R> {
                 break;
             }
         }
+        self.finish(agent, eval_env, hooks)
+    }
+
+    /// [`run`](Self::run) on a single environment (see
+    /// [`iterate_single`](Self::iterate_single)); the reported evaluation
+    /// also runs on it.
+    ///
+    /// # Errors
+    /// As [`run`](Self::run).
+    pub fn run_single<L, E, H>(
+        &mut self,
+        agent: &mut L,
+        env: &mut E,
+        hooks: &mut H,
+    ) -> Result<Outcome, Error>
+    where
+        L: Learner<E>,
+        E: Env<Obs = SVector<f32, OBS>>,
+        H: Hooks<L::Stats>,
+    {
+        while agent.steps() < self.config.total_steps {
+            let progress = self.iterate_single(agent, env, hooks)?;
+            let stop = hooks.on_iteration(&progress).is_break()
+                || (self.config.early_stop && progress.solved_at_step.is_some());
+            if stop {
+                break;
+            }
+        }
+        self.finish(agent, env, hooks)
+    }
+
+    /// The reported evaluation and the outcome.
+    fn finish<L, E, H>(
+        &mut self,
+        agent: &L,
+        eval_env: &mut E,
+        hooks: &mut H,
+    ) -> Result<Outcome, Error>
+    where
+        L: Learner<E>,
+        E: Env<Obs = SVector<f32, OBS>>,
+        H: Hooks<L::Stats>,
+    {
         let report = self.report(agent, eval_env)?;
         hooks.on_evaluation(&report);
         Ok(Outcome {
@@ -641,5 +771,243 @@ impl<const OBS: usize, R: Rng> Trainer<SVector<f32, OBS>, R> {
             selection: self.selection,
             report,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::algo::PpoConfig;
+    use crate::env::{Discrete, Step};
+    use crate::nn::Mlp;
+    use crate::policy::CategoricalActor;
+    use rand_xoshiro::Xoshiro128PlusPlus;
+
+    /// Episodes of 4 steps whose every reward is the start state `u ∈ [0, 1)`
+    /// drawn at reset: an episode's return identifies its start state.
+    #[derive(Clone, Default)]
+    struct Starts {
+        u: f32,
+        t: u32,
+    }
+
+    impl Env for Starts {
+        type Obs = SVector<f32, 2>;
+        type Space = Discrete<2>;
+        const SOLVED_RETURN: f32 = 0.0;
+        fn reset<R: Rng + ?Sized>(&mut self, rng: &mut R) -> SVector<f32, 2> {
+            self.u = crate::rng::uniform(rng);
+            self.t = 0;
+            SVector::<f32, 2>::new(self.u, 0.0)
+        }
+        fn step(&mut self, _action: usize) -> Result<Step<SVector<f32, 2>>, Error> {
+            self.t += 1;
+            Ok(Step {
+                obs: SVector::<f32, 2>::new(self.u, self.t as f32),
+                reward: self.u,
+                terminated: self.t == 4,
+                truncated: false,
+            })
+        }
+    }
+
+    type Agent = Ppo<CategoricalActor<Mlp<2, 4, 2>>, Mlp<2, 4, 1>, 2, 16>;
+
+    #[derive(Default)]
+    struct Count {
+        episodes: u64,
+        updates: u64,
+        evaluations: std::vec::Vec<Evaluation>,
+        stop_after: Option<u64>,
+        iterations: u64,
+    }
+
+    impl<S> Hooks<S> for Count {
+        fn on_episode(&mut self, _: Episode) {
+            self.episodes += 1;
+        }
+        fn on_update(&mut self, _: u64, _: &S) {
+            self.updates += 1;
+        }
+        fn on_evaluation(&mut self, e: &Evaluation) {
+            self.evaluations.push(*e);
+        }
+        fn on_iteration(&mut self, _: &Progress) -> ControlFlow<()> {
+            self.iterations += 1;
+            if self.stop_after == Some(self.iterations) {
+                ControlFlow::Break(())
+            } else {
+                ControlFlow::Continue(())
+            }
+        }
+    }
+
+    fn mean_return(seed: u64, skip: u32, episodes: u32) -> f32 {
+        let mut rng = Xoshiro128PlusPlus::seed_from_u64(seed);
+        let mut env = Starts::default();
+        for _ in 0..skip {
+            env.reset(&mut rng);
+        }
+        // As `evaluate` sums: per step in f32, per episode in f64.
+        let sum: f64 = (0..episodes)
+            .map(|_| {
+                let u = env.reset(&mut rng)[0];
+                f64::from(((u + u) + u) + u)
+            })
+            .sum();
+        (sum / f64::from(episodes)) as f32
+    }
+
+    /// The loop stops at the first deciding evaluation that passes, and the
+    /// reported evaluation plays start states from its own stream.
+    #[test]
+    fn stops_on_selection_and_reports_on_held_out_starts() {
+        let mut agent = std::boxed::Box::new(Agent::new(PpoConfig::DEFAULT));
+        let (mut env, mut eval_env) = (Starts::default(), Starts::default());
+        let config = RunConfig {
+            eval_interval: 1,
+            quick_episodes: 3,
+            select_episodes: 5,
+            report_episodes: 7,
+            ..RunConfig::new(1_000, 0.0)
+        };
+        let mut trainer =
+            Trainer::<_, Xoshiro128PlusPlus>::start(&mut *agent, &mut env, config, 11).unwrap();
+        let mut hooks = Count::default();
+        let outcome = trainer
+            .run(&mut *agent, &mut env, &mut eval_env, &mut hooks)
+            .unwrap();
+        // Every return is ≥ 0: solved at the first evaluation, after one rollout.
+        assert_eq!(outcome.solved_at_step, Some(16));
+        assert_eq!((outcome.steps, outcome.updates, hooks.updates), (16, 1, 1));
+        assert_eq!(outcome.episodes, 4);
+        assert_eq!(hooks.episodes, 4);
+        let kinds: std::vec::Vec<EvalKind> = hooks.evaluations.iter().map(|e| e.kind).collect();
+        assert_eq!(kinds, [EvalKind::Quick, EvalKind::Select, EvalKind::Report]);
+        // The selection stream: 3 quick episodes, then 5 deciding ones.
+        let select = outcome.selection.unwrap();
+        assert_eq!(select.mean, mean_return(select_seed(11), 3, 5));
+        // The report stream: its own start states.
+        assert_eq!(outcome.report.episodes, 7);
+        assert_eq!(outcome.report.mean, mean_return(report_seed(11), 0, 7));
+        assert_ne!(outcome.report.mean, mean_return(select_seed(11), 8, 7));
+        assert!(outcome.solved(0.0));
+        assert!(!outcome.solved(3.9));
+    }
+
+    #[test]
+    fn a_hook_can_stop_the_run_and_the_budget_ends_it() {
+        let config = RunConfig {
+            quick_episodes: 0,
+            ..RunConfig::new(160, 0.0)
+        };
+        let run = |stop_after| {
+            let mut agent = std::boxed::Box::new(Agent::new(PpoConfig::DEFAULT));
+            let (mut env, mut eval_env) = (Starts::default(), Starts::default());
+            let mut trainer =
+                Trainer::<_, Xoshiro128PlusPlus>::start(&mut *agent, &mut env, config, 1).unwrap();
+            let mut hooks = Count {
+                stop_after,
+                ..Count::default()
+            };
+            trainer
+                .run(&mut *agent, &mut env, &mut eval_env, &mut hooks)
+                .unwrap()
+        };
+        assert_eq!(run(Some(3)).steps, 48);
+        let full = run(None);
+        assert_eq!((full.steps, full.solved_at_step), (160, None));
+    }
+
+    /// One environment: evaluations run on it and the training episode
+    /// restarts; the run is still deterministic.
+    #[test]
+    fn a_single_plant_serves_training_and_evaluation() {
+        let run = || {
+            let mut agent = std::boxed::Box::new(Agent::new(PpoConfig::DEFAULT));
+            let mut env = Starts::default();
+            let config = RunConfig {
+                eval_interval: 32,
+                early_stop: false,
+                solved_eval_interval: 32,
+                ..RunConfig::new(128, 0.0)
+            };
+            let mut trainer =
+                Trainer::<_, Xoshiro128PlusPlus>::start(&mut *agent, &mut env, config, 5).unwrap();
+            let mut hooks = Count::default();
+            let outcome = trainer
+                .run_single(&mut *agent, &mut env, &mut hooks)
+                .unwrap();
+            (outcome, hooks.evaluations.len())
+        };
+        let (outcome, evaluations) = run();
+        assert_eq!(outcome.steps, 128);
+        assert_eq!(outcome.solved_at_step, Some(32));
+        // Quick + deciding at 32, quick at 64, 96, 128, and the report.
+        assert_eq!(evaluations, 6);
+        assert_eq!(run().0, outcome);
+    }
+
+    #[test]
+    fn run_config_refuses_vacuous_gates() {
+        let ok = RunConfig::new(100, 1.0);
+        assert_eq!(ok.validate(), Ok(()));
+        for (c, field) in [
+            (
+                RunConfig {
+                    total_steps: 0,
+                    ..ok
+                },
+                "total_steps",
+            ),
+            (
+                RunConfig {
+                    threshold: f32::NAN,
+                    ..ok
+                },
+                "threshold",
+            ),
+            (
+                RunConfig {
+                    eval_interval: 0,
+                    ..ok
+                },
+                "eval_interval",
+            ),
+            (
+                RunConfig {
+                    select_episodes: 0,
+                    ..ok
+                },
+                "select_episodes",
+            ),
+            (
+                RunConfig {
+                    report_episodes: 0,
+                    ..ok
+                },
+                "report_episodes",
+            ),
+        ] {
+            assert!(
+                matches!(c.validate(), Err(Error::InvalidConfig { field: f, .. }) if f == field),
+                "{c:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn evaluations_display_for_logs() {
+        let e = Evaluation {
+            kind: EvalKind::Report,
+            step: 2048,
+            episodes: 100,
+            mean: 500.0,
+            std: 0.0,
+        };
+        assert_eq!(
+            std::format!("{e}"),
+            "held-out eval at step 2048: 500.0 ± 0.0 (100 episodes)"
+        );
     }
 }

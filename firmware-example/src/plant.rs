@@ -103,11 +103,12 @@ pub trait Task<P: Plant> {
 
 /// A [`Plant`] and a [`Task`] as a `microrl` environment.
 ///
-/// A hardware fault ends the step with `Error::NonFinite` (the core's
-/// `Error` has no variant for foreign errors) and is kept in
-/// [`fault`](Self::fault) with its own type, for the firmware to report; a
-/// fault during `reset` (which cannot return an error) is reported by the
-/// next step, before anything is sent to the actuator.
+/// A hardware fault ends the step with `Error::Plant { what }` naming the
+/// operation that failed (`"actuator write"`, `"sensor read"`, `"reset"`)
+/// and is kept in [`fault`](Self::fault) with the board's own error type,
+/// for the firmware to report; a fault during `reset` (which cannot return
+/// an error) is reported by the next step, before anything is sent to the
+/// actuator.
 #[derive(Debug)]
 pub struct PlantEnv<P: Plant, T> {
     /// The hardware.
@@ -131,10 +132,10 @@ impl<P: Plant, T: Task<P>> PlantEnv<P, T> {
         }
     }
 
-    fn latch<X>(&mut self, result: Result<X, P::Error>) -> Result<X, Error> {
+    fn latch<X>(&mut self, result: Result<X, P::Error>, what: &'static str) -> Result<X, Error> {
         result.map_err(|e| {
             self.fault.get_or_insert(e);
-            Error::NonFinite
+            Error::Plant { what }
         })
     }
 }
@@ -151,18 +152,20 @@ impl<P: Plant, T: Task<P>> Env for PlantEnv<P, T> {
     fn reset<R: Rng + ?Sized>(&mut self, rng: &mut R) -> P::Obs {
         self.steps = 0;
         let first = self.plant.reset(rng).and_then(|()| self.plant.read());
-        self.latch(first).unwrap_or_default()
+        self.latch(first, "reset").unwrap_or_default()
     }
 
     fn step(&mut self, command: Command<P>) -> Result<Step<P::Obs>, Error> {
         if self.fault.is_some() {
-            return Err(Error::NonFinite);
+            return Err(Error::Plant {
+                what: "an earlier fault",
+            });
         }
         let written = self.plant.write(command);
-        self.latch(written)?;
+        self.latch(written, "actuator write")?;
         self.plant.wait();
         let read = self.plant.read();
-        let obs = self.latch(read)?;
+        let obs = self.latch(read, "sensor read")?;
         self.steps += 1;
         let terminated = self.task.terminated(&obs);
         Ok(Step {

@@ -345,6 +345,20 @@ pub trait Controller<const OBS: usize> {
     fn act(&self, obs: &SVector<f32, OBS>) -> Result<Self::Action, Error>;
 }
 
+/// A closure is a controller too — a hand-written baseline (a P or PID law)
+/// is evaluated with the same [`evaluate`](crate::algo::evaluate) as a
+/// learned policy: `evaluate(&|o: &SVector<f32, 2>| Ok(SVector::<f32, 1>::new(0.07 * o[0])), …)`.
+impl<F, A: Copy, const OBS: usize> Controller<OBS> for F
+where
+    F: Fn(&SVector<f32, OBS>) -> Result<A, Error>,
+{
+    type Action = A;
+
+    fn act(&self, obs: &SVector<f32, OBS>) -> Result<A, Error> {
+        self(obs)
+    }
+}
+
 impl<A: Actor<OBS>, const OBS: usize> Controller<OBS> for Policy<A, OBS> {
     type Action = A::Action;
 

@@ -34,7 +34,10 @@ type Agent = agent::Ppo<CartPole, 32, 256>;
 const SEED: u64 = 0;
 /// Budget 100 000 steps (the learning rate and clip range anneal over it),
 /// evaluation after every rollout, early stop.
-const RUN: RunConfig = RunConfig::new(100_000, CartPole::SOLVED_RETURN);
+const RUN: RunConfig = RunConfig {
+    eval_interval: 1,
+    ..RunConfig::new(100_000, CartPole::SOLVED_RETURN)
+};
 
 static AGENT: ConstStaticCell<Agent> = ConstStaticCell::new(Agent::ZERO);
 
