@@ -113,130 +113,91 @@ pub trait Learner<E: Env>: Agent {
     ) -> Result<Self::Stats, Error>;
 }
 
-impl<A, C, const OBS: usize, const N: usize> Agent for Ppo<A, C, OBS, N>
-where
-    A: Actor<OBS>,
-    C: Network<OBS, 1>,
-{
-    type Policy = Policy<A, OBS>;
-    type Stats = UpdateStats;
-    fn steps(&self) -> u64 {
-        self.steps
-    }
-    fn updates_per_iteration(&self) -> u64 {
-        1
-    }
-    fn export(&self, out: &mut Policy<A, OBS>) {
-        Ppo::export(self, out);
-    }
+/// [`Agent`] and [`Learner`] for one algorithm struct generic over an actor
+/// `A`, a critic `C` and `OBS` (plus its own const parameters): the three
+/// algorithms differ only in how many steps they have taken and in what one
+/// iteration is.
+macro_rules! learner {
+    (
+        impl[$(const $param:ident: usize),*] $ty:ty,
+        stats = $stats:ty,
+        steps = |$s0:ident| $steps:expr,
+        iterate = |$s:ident, $env:ident, $cursor:ident, $rng:ident, $on_episode:ident| $iterate:expr
+    ) => {
+        impl<A, C, const OBS: usize $(, const $param: usize)*> Agent for $ty
+        where
+            A: Actor<OBS>,
+            C: Network<OBS, 1>,
+        {
+            type Policy = Policy<A, OBS>;
+            type Stats = $stats;
+            fn steps(&self) -> u64 {
+                let $s0 = self;
+                $steps
+            }
+            fn updates_per_iteration(&self) -> u64 {
+                1
+            }
+            fn export(&self, out: &mut Policy<A, OBS>) {
+                <$ty>::export(self, out);
+            }
+        }
+
+        impl<A, C, E, const OBS: usize $(, const $param: usize)*> Learner<E> for $ty
+        where
+            A: Actor<OBS>,
+            C: Network<OBS, 1>,
+            E: Env<Obs = SVector<f32, OBS>, Space = A::Space>,
+        {
+            fn init<R: Rng + ?Sized>(&mut self, env: &E, rng: &mut R) -> Result<(), Error> {
+                <$ty>::init(self, env, rng)
+            }
+            fn act(&self, obs: &E::Obs) -> Result<ActionOf<E>, Error> {
+                Controller::act(self, obs)
+            }
+            fn iterate<R: Rng + ?Sized>(
+                &mut self,
+                $env: &mut E,
+                $cursor: &mut Cursor<E::Obs>,
+                $rng: &mut R,
+                $on_episode: &mut dyn FnMut(Episode),
+            ) -> Result<$stats, Error> {
+                let $s = self;
+                $iterate
+            }
+        }
+    };
 }
 
-impl<A, C, E, const OBS: usize, const N: usize> Learner<E> for Ppo<A, C, OBS, N>
-where
-    A: Actor<OBS>,
-    C: Network<OBS, 1>,
-    E: Env<Obs = SVector<f32, OBS>, Space = A::Space>,
-{
-    fn init<R: Rng + ?Sized>(&mut self, env: &E, rng: &mut R) -> Result<(), Error> {
-        Ppo::init(self, env, rng)
+// PPO and A2C: one iteration is a rollout of `N` steps and its update.
+learner!(
+    impl[const N: usize] Ppo<A, C, OBS, N>,
+    stats = UpdateStats,
+    steps = |s| s.steps,
+    iterate = |s, env, cursor, rng, on_episode| {
+        s.collect(env, cursor, rng, on_episode)?;
+        s.update(rng)
     }
-    fn act(&self, obs: &E::Obs) -> Result<ActionOf<E>, Error> {
-        Controller::act(self, obs)
-    }
-    fn iterate<R: Rng + ?Sized>(
-        &mut self,
-        env: &mut E,
-        cursor: &mut Cursor<E::Obs>,
-        rng: &mut R,
-        on_episode: &mut dyn FnMut(Episode),
-    ) -> Result<UpdateStats, Error> {
-        self.collect(env, cursor, rng, on_episode)?;
-        self.update(rng)
-    }
-}
+);
 
-impl<A, C, const OBS: usize, const N: usize> Agent for Reinforce<A, C, OBS, N>
-where
-    A: Actor<OBS>,
-    C: Network<OBS, 1>,
-{
-    type Policy = Policy<A, OBS>;
-    type Stats = UpdateStats;
-    fn steps(&self) -> u64 {
-        self.inner.steps
+// REINFORCE: one iteration is an episode (at most `N` steps) and its update.
+learner!(
+    impl[const N: usize] Reinforce<A, C, OBS, N>,
+    stats = UpdateStats,
+    steps = |s| s.inner.steps,
+    iterate = |s, env, cursor, rng, on_episode| {
+        s.collect(env, cursor, rng, on_episode)?;
+        s.update(rng)
     }
-    fn updates_per_iteration(&self) -> u64 {
-        1
-    }
-    fn export(&self, out: &mut Policy<A, OBS>) {
-        Reinforce::export(self, out);
-    }
-}
+);
 
-impl<A, C, E, const OBS: usize, const N: usize> Learner<E> for Reinforce<A, C, OBS, N>
-where
-    A: Actor<OBS>,
-    C: Network<OBS, 1>,
-    E: Env<Obs = SVector<f32, OBS>, Space = A::Space>,
-{
-    fn init<R: Rng + ?Sized>(&mut self, env: &E, rng: &mut R) -> Result<(), Error> {
-        Reinforce::init(self, env, rng)
-    }
-    fn act(&self, obs: &E::Obs) -> Result<ActionOf<E>, Error> {
-        Controller::act(self, obs)
-    }
-    fn iterate<R: Rng + ?Sized>(
-        &mut self,
-        env: &mut E,
-        cursor: &mut Cursor<E::Obs>,
-        rng: &mut R,
-        on_episode: &mut dyn FnMut(Episode),
-    ) -> Result<UpdateStats, Error> {
-        self.collect(env, cursor, rng, on_episode)?;
-        self.update(rng)
-    }
-}
-
-impl<A, C, const OBS: usize> Agent for ActorCritic<A, C, OBS>
-where
-    A: Actor<OBS>,
-    C: Network<OBS, 1>,
-{
-    type Policy = Policy<A, OBS>;
-    type Stats = AcStats;
-    fn steps(&self) -> u64 {
-        self.steps
-    }
-    fn updates_per_iteration(&self) -> u64 {
-        1
-    }
-    fn export(&self, out: &mut Policy<A, OBS>) {
-        ActorCritic::export(self, out);
-    }
-}
-
-impl<A, C, E, const OBS: usize> Learner<E> for ActorCritic<A, C, OBS>
-where
-    A: Actor<OBS>,
-    C: Network<OBS, 1>,
-    E: Env<Obs = SVector<f32, OBS>, Space = A::Space>,
-{
-    fn init<R: Rng + ?Sized>(&mut self, env: &E, rng: &mut R) -> Result<(), Error> {
-        ActorCritic::init(self, env, rng)
-    }
-    fn act(&self, obs: &E::Obs) -> Result<ActionOf<E>, Error> {
-        Controller::act(self, obs)
-    }
-    fn iterate<R: Rng + ?Sized>(
-        &mut self,
-        env: &mut E,
-        cursor: &mut Cursor<E::Obs>,
-        rng: &mut R,
-        on_episode: &mut dyn FnMut(Episode),
-    ) -> Result<AcStats, Error> {
-        self.step(env, cursor, rng, on_episode)
-    }
-}
+// The online actor-critic: one iteration is one environment step and its update.
+learner!(
+    impl[] ActorCritic<A, C, OBS>,
+    stats = AcStats,
+    steps = |s| s.steps,
+    iterate = |s, env, cursor, rng, on_episode| s.step(env, cursor, rng, on_episode)
+);
 
 /// How a run is driven and judged. Every field has a default (see
 /// [`RunConfig::new`]); with the `serde` feature it (de)serialises with the

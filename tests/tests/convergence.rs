@@ -8,22 +8,10 @@
 //! regression in the core or the defaults fails CI. Seeds are fixed: the runs
 //! are deterministic, so a failure reproduces exactly.
 
-use microrl_harness::train::{Algo, EnvName, Overrides, TrainOptions, TrainSummary, train};
+use microrl_harness::train::{Algo, EnvName, TrainOptions, TrainSummary, train};
 
 fn run(env: EnvName, algo: Algo, seed: u64, steps: u64) -> TrainSummary {
-    let opts = TrainOptions {
-        env,
-        algo,
-        seed,
-        steps,
-        overrides: Overrides::default(),
-        threshold: env.threshold(),
-        eval_episodes: 100,
-        early_stop: true,
-        out: None,
-        progress: false,
-        small: false,
-    };
+    let opts = TrainOptions::new(env, algo, seed, steps);
     let summary = train(&opts).expect("training runs");
     println!(
         "{} {} seed {seed}: solved at {:?}, eval {:.1} ± {:.1}, {:.2} s",

@@ -249,14 +249,16 @@ pub const fn obs_dim<E: Env>() -> usize {
 
 /// A reinforcement-learning environment (Gymnasium's `reset`/`step`).
 ///
-/// A custom plant states its sizes here and nowhere else:
+/// A custom plant states its sizes here and nowhere else. Scale continuous
+/// actions to about ±1 and convert to physical units in `step`: the Gaussian
+/// actor starts with σ = 1 in action units (as SB3's).
 ///
 /// ```
 /// use microrl::env::{Continuous, Env, Step};
 /// use microrl::{Error, SVector};
 /// use rand_core::Rng;
 ///
-/// /// A DC motor's speed error and current; the action is the voltage.
+/// /// A DC motor's speed error and current; the action is the PWM duty cycle.
 /// struct Motor { speed: f32, current: f32 }
 ///
 /// impl Env for Motor {
@@ -264,14 +266,14 @@ pub const fn obs_dim<E: Env>() -> usize {
 ///     type Space = Continuous<1>;       // one actuator…
 ///     const SOLVED_RETURN: f32 = -20.0;
 ///     fn action_space(&self) -> Continuous<1> {
-///         Continuous::symmetric(12.0)   // …limited to ±12 V
+///         Continuous::symmetric(1.0)    // …a duty cycle of ±100 %
 ///     }
 ///     fn reset<R: Rng + ?Sized>(&mut self, _rng: &mut R) -> SVector<f32, 2> {
 ///         *self = Motor { speed: 1.0, current: 0.0 };
 ///         SVector::<f32, 2>::new(self.speed, self.current)
 ///     }
-///     fn step(&mut self, volts: SVector<f32, 1>) -> Result<Step<Self::Obs>, Error> {
-///         self.current += 0.1 * (volts[0] - self.current);
+///     fn step(&mut self, duty: SVector<f32, 1>) -> Result<Step<Self::Obs>, Error> {
+///         self.current += 0.1 * (12.0 * duty[0] - self.current); // 12 V supply
 ///         self.speed += 0.05 * (self.current - self.speed);
 ///         let obs = SVector::<f32, 2>::new(self.speed, self.current);
 ///         let reward = -self.speed * self.speed;

@@ -347,7 +347,21 @@ pub trait Controller<const OBS: usize> {
 
 /// A closure is a controller too — a hand-written baseline (a P or PID law)
 /// is evaluated with the same [`evaluate`](crate::algo::evaluate) as a
-/// learned policy: `evaluate(&|o: &SVector<f32, 2>| Ok(SVector::<f32, 1>::new(0.07 * o[0])), …)`.
+/// learned policy:
+///
+/// ```
+/// use microrl::algo::evaluate;
+/// use microrl::env::CartPole;
+/// use microrl::{Error, SVector};
+/// use rand_core::SeedableRng;
+///
+/// // Push towards the side the pole leans to.
+/// let lean = |o: &SVector<f32, 4>| Ok::<_, Error>(usize::from(o[2] + 0.5 * o[3] > 0.0));
+/// let mut rng = rand_xoshiro::Xoshiro128PlusPlus::seed_from_u64(0);
+/// let (mean, _) = evaluate(&lean, &mut CartPole::new(), 10, &mut rng)?;
+/// assert!(mean > 100.0);
+/// # Ok::<(), Error>(())
+/// ```
 impl<F, A: Copy, const OBS: usize> Controller<OBS> for F
 where
     F: Fn(&SVector<f32, OBS>) -> Result<A, Error>,
