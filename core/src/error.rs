@@ -18,6 +18,16 @@ pub enum Error {
     NonFinite,
     /// A discrete action index was not smaller than the number of actions.
     InvalidAction,
+    /// `update` was called without a complete, not yet trained-on rollout
+    /// (none collected since the last update, or the last `collect` was
+    /// refused and its partial rollout discarded).
+    RolloutIncomplete,
+    /// A reward's return or advantage is so large (beyond 1e15) that
+    /// training on it would overflow `f32`; the rollout was refused.
+    ValueOverflow,
+    /// A gradient component is so large (|g| > 1e15) that the optimiser's
+    /// moments or the gradient norm would overflow; nothing was applied.
+    GradientOverflow,
     /// A hyper-parameter is outside its valid range: `field` names it (the
     /// configuration struct's field name, which is also its key in a TOML or
     /// JSON configuration) and `reason` states the constraint it broke.
@@ -47,6 +57,25 @@ pub enum Error {
         /// What failed.
         what: &'static str,
     },
+    /// A loaded (or saved) value is finite but outside the domain of its
+    /// tensor: a negative normaliser variance or count, a `log_std` outside
+    /// [`LOG_STD_MIN`](crate::policy::LOG_STD_MIN)`..=`[`LOG_STD_MAX`](crate::policy::LOG_STD_MAX),
+    /// actuator bounds with `low > high`. `tensor` is the index of the
+    /// offending tensor in the blob (the order of
+    /// [`Params::tensor`](crate::Params::tensor)) and `reason` the constraint
+    /// it broke.
+    OutOfDomain {
+        /// Index of the offending tensor.
+        tensor: u32,
+        /// The constraint, e.g. `"variance must be >= 0"`.
+        reason: &'static str,
+    },
+    /// An episode ran for `max_steps` steps without terminating or being
+    /// truncated (see [`algo::evaluate_capped`](crate::algo::evaluate_capped)).
+    EpisodeTooLong {
+        /// The step cap that was reached.
+        max_steps: u32,
+    },
 }
 
 impl Error {
@@ -63,8 +92,20 @@ impl fmt::Display for Error {
                 return write!(f, "invalid configuration: `{field}` {reason}");
             }
             Error::Plant { what } => return write!(f, "the plant reported a fault: {what}"),
+            Error::OutOfDomain { tensor, reason } => {
+                return write!(f, "tensor {tensor} is out of its domain: {reason}");
+            }
+            Error::EpisodeTooLong { max_steps } => {
+                return write!(
+                    f,
+                    "episode did not end within {max_steps} steps (no termination or truncation)"
+                );
+            }
             Error::NonFinite => "value is NaN or infinite",
             Error::InvalidAction => "action index out of range",
+            Error::RolloutIncomplete => "no complete rollout to train on (collect first)",
+            Error::ValueOverflow => "return or advantage too large (> 1e15) to train on",
+            Error::GradientOverflow => "gradient too large (|g| > 1e15): the update would overflow",
             Error::BufferTooSmall => "output buffer too small",
             Error::Truncated => "input ends early (truncated)",
             Error::BadMagic => "not a microrl parameter blob (bad magic)",
@@ -119,6 +160,19 @@ mod tests {
         extern crate std;
         use std::string::ToString;
         assert!(Error::ChecksumMismatch.to_string().contains("CRC-32"));
+        assert_eq!(
+            Error::OutOfDomain {
+                tensor: 8,
+                reason: "variance must be >= 0"
+            }
+            .to_string(),
+            "tensor 8 is out of its domain: variance must be >= 0"
+        );
+        assert!(
+            Error::EpisodeTooLong { max_steps: 7 }
+                .to_string()
+                .contains("within 7 steps")
+        );
         assert_eq!(
             Error::config("clip_range", "must be > 0").to_string(),
             "invalid configuration: `clip_range` must be > 0"

@@ -158,8 +158,21 @@ fn ppo(c: &mut Criterion) {
     let mut group = c.benchmark_group("ppo_update");
     // Tens of milliseconds per update: equal-sized samples, not a linear ramp.
     group.sampling_mode(SamplingMode::Flat).sample_size(10);
+    // An update consumes its rollout: collect a fresh one (untimed) before
+    // each timed update.
     group.bench_function("cartpole_64", |b| {
-        b.iter(|| agent.update(&mut rng).unwrap());
+        b.iter_custom(|iters| {
+            let mut total = std::time::Duration::ZERO;
+            for _ in 0..iters {
+                agent
+                    .collect(&mut env, &mut cursor, &mut rng, |_| {})
+                    .unwrap();
+                let start = std::time::Instant::now();
+                black_box(agent.update(&mut rng).unwrap());
+                total += start.elapsed();
+            }
+            total
+        });
     });
     group.finish();
 }

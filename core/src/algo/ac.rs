@@ -25,7 +25,7 @@ use crate::env::{ActionSpace, Env};
 use crate::error::{Error, check_finite};
 use crate::nn::{Network, gain};
 use crate::normalize::RunningNorm;
-use crate::optim::{AdamConfig, Optimizer, Schedule, TrainState};
+use crate::optim::{AdamConfig, Optimizer, Schedule, TrainState, check_gradient, check_lr};
 use crate::params::Params;
 
 /// Online actor-critic hyper-parameters.
@@ -221,11 +221,38 @@ impl<A: Actor<OBS>, C: Network<OBS, 1>, const OBS: usize> ActorCritic<A, C, OBS>
     /// Acts once in `env` from `cursor` and updates critic and actor from the
     /// TD error of that transition.
     ///
+    /// Transactional for the agent: every input, both gradients and both
+    /// learning rates are checked before either network changes, and on any
+    /// error the observation statistics and the step count are restored — a
+    /// refused step changes nothing in the agent (the environment and
+    /// `cursor` have moved on with the plant).
+    ///
     /// # Errors
-    /// [`Error::NonFinite`] for a non-finite observation, reward, network
-    /// output or gradient (weights untouched by the failing step), and the
-    /// environment's own errors.
+    /// [`Error::InvalidConfig`] for an invalid configuration,
+    /// [`Error::NonFinite`] for a non-finite observation, reward, TD error,
+    /// network output or gradient, [`Error::GradientOverflow`] for an
+    /// unusable gradient, and the environment's own errors.
     pub fn step<E, R>(
+        &mut self,
+        env: &mut E,
+        cursor: &mut Cursor<SVector<f32, OBS>>,
+        rng: &mut R,
+        on_episode: impl FnMut(Episode),
+    ) -> Result<AcStats, Error>
+    where
+        E: Env<Obs = SVector<f32, OBS>, Space = A::Space>,
+        R: Rng + ?Sized,
+    {
+        self.config.validate()?;
+        let saved = (self.obs_norm.clone(), self.steps);
+        let result = self.try_step(env, cursor, rng, on_episode);
+        if result.is_err() {
+            (self.obs_norm, self.steps) = saved;
+        }
+        result
+    }
+
+    fn try_step<E, R>(
         &mut self,
         env: &mut E,
         cursor: &mut Cursor<SVector<f32, OBS>>,
@@ -244,6 +271,7 @@ impl<A: Actor<OBS>, C: Network<OBS, 1>, const OBS: usize> ActorCritic<A, C, OBS>
         };
         let (action, _) = self.actor.params.sample(&obs, rng)?;
         let step = cursor.advance(env, self.space.command(&action), rng, &mut on_episode)?;
+        let progress = self.steps;
         self.steps += 1;
 
         // δ = r + γ V(s′)(1 − terminated) − V(s), from the critic before updating.
@@ -280,15 +308,17 @@ impl<A: Actor<OBS>, C: Network<OBS, 1>, const OBS: usize> ActorCritic<A, C, OBS>
             &mut self.actor.grads,
         );
 
-        // Check both gradients before applying either, so a failure leaves both untouched.
-        if !(self.critic.grads.is_finite() && self.actor.grads.is_finite()) {
-            return Err(Error::NonFinite);
-        }
-        let progress = self.steps - 1;
-        self.critic
-            .apply(c.critic_lr.at(progress, c.total_steps), c.max_grad_norm)?;
-        self.actor
-            .apply(c.actor_lr.at(progress, c.total_steps), c.max_grad_norm)?;
+        // Check both gradients and both learning rates before applying
+        // either: with them valid (and the configuration validated) neither
+        // `apply` can fail, so a step is never half-applied.
+        check_gradient(&self.critic.grads)?;
+        check_gradient(&self.actor.grads)?;
+        let critic_lr = c.critic_lr.at(progress, c.total_steps);
+        let actor_lr = c.actor_lr.at(progress, c.total_steps);
+        check_lr(critic_lr)?;
+        check_lr(actor_lr)?;
+        self.critic.apply(critic_lr, c.max_grad_norm)?;
+        self.actor.apply(actor_lr, c.max_grad_norm)?;
         Ok(AcStats {
             delta,
             value: v,

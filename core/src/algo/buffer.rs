@@ -9,6 +9,10 @@
 //!
 //! Observations are stored *as the networks saw them* (normalised), so the
 //! update re-evaluates exactly the inputs the rollout acted on.
+//!
+//! A rollout is *ready* once its advantages are computed and until an update
+//! consumes it: an update is refused on a rollout that is incomplete (a
+//! refused `collect` discards its partial rollout) or already trained on.
 
 use nalgebra::SVector;
 
@@ -41,6 +45,8 @@ pub struct Rollout<const OBS: usize, A, const N: usize> {
     /// Minibatch index permutation (shuffled in place each epoch).
     pub indices: [u16; N],
     len: usize,
+    /// Advantages computed and not yet trained on.
+    ready: bool,
 }
 
 impl<const OBS: usize, A: Copy, const N: usize> Rollout<OBS, A, N> {
@@ -62,12 +68,24 @@ impl<const OBS: usize, A: Copy, const N: usize> Rollout<OBS, A, N> {
             returns: [0.0; N],
             indices: [0; N],
             len: 0,
+            ready: false,
         }
     }
 
     /// Number of stored transitions.
     pub fn len(&self) -> usize {
         self.len
+    }
+
+    /// Complete: advantages computed and not yet trained on (an update
+    /// consumes the rollout; a refused `collect` leaves none).
+    pub fn is_ready(&self) -> bool {
+        self.ready
+    }
+
+    /// Marks the rollout as trained on: the next update needs a new one.
+    pub fn consume(&mut self) {
+        self.ready = false;
     }
 
     /// No transitions stored.
@@ -83,6 +101,7 @@ impl<const OBS: usize, A: Copy, const N: usize> Rollout<OBS, A, N> {
     /// Forgets the stored transitions (the memory is reused).
     pub fn clear(&mut self) {
         self.len = 0;
+        self.ready = false;
     }
 
     /// Appends one transition.
@@ -110,6 +129,7 @@ impl<const OBS: usize, A: Copy, const N: usize> Rollout<OBS, A, N> {
     /// `returns = advantages + values` for the stored transitions, with
     /// `last_value = V(observation after the last step)`.
     pub fn compute_advantages(&mut self, last_value: f32, gamma: f32, lambda: f32) {
+        self.ready = self.len > 0;
         let n = self.len;
         let traj = Trajectory {
             rewards: &self.rewards[..n],

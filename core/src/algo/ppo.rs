@@ -492,7 +492,10 @@ impl<A: Actor<OBS>, C: Network<OBS, 1>, const OBS: usize, const N: usize> Ppo<A,
     ///
     /// # Errors
     /// [`Error::NonFinite`] for a non-finite observation, reward or network
-    /// output; the environment's own errors. The weights are never touched.
+    /// output; the environment's own errors. A refused collect changes
+    /// nothing in the agent: the weights are never touched, the normalisers
+    /// are restored and the partial rollout is discarded (so `update` then
+    /// refuses with [`Error::RolloutIncomplete`]).
     pub fn collect<E, R>(
         &mut self,
         env: &mut E,
@@ -509,7 +512,37 @@ impl<A: Actor<OBS>, C: Network<OBS, 1>, const OBS: usize, const N: usize> Ppo<A,
 
     /// [`collect`](Self::collect), optionally stopping early at the end of
     /// the first episode (REINFORCE's episode-by-episode updates).
+    ///
+    /// Transactional for the agent: on an error the observation and return
+    /// statistics are restored and the partial rollout is discarded, so the
+    /// agent is as before the call (the environment and `cursor` have moved
+    /// on — they follow the plant).
     pub(crate) fn collect_until<E, R>(
+        &mut self,
+        env: &mut E,
+        cursor: &mut Cursor<SVector<f32, OBS>>,
+        rng: &mut R,
+        on_episode: impl FnMut(Episode),
+        stop_at_episode_end: bool,
+    ) -> Result<(), Error>
+    where
+        E: Env<Obs = SVector<f32, OBS>, Space = A::Space>,
+        R: Rng + ?Sized,
+    {
+        let saved = (
+            self.obs_norm.clone(),
+            self.return_norm.clone(),
+            self.discounted_return,
+        );
+        let result = self.collect_rollout(env, cursor, rng, on_episode, stop_at_episode_end);
+        if result.is_err() {
+            (self.obs_norm, self.return_norm, self.discounted_return) = saved;
+            self.rollout.clear();
+        }
+        result
+    }
+
+    fn collect_rollout<E, R>(
         &mut self,
         env: &mut E,
         cursor: &mut Cursor<SVector<f32, OBS>>,
@@ -557,6 +590,15 @@ impl<A: Actor<OBS>, C: Network<OBS, 1>, const OBS: usize, const N: usize> Ppo<A,
         let last_value = value(&self.train.params.critic, &self.observe(&cursor.obs)?);
         self.rollout
             .compute_advantages(last_value, self.config.gamma, self.config.gae_lambda);
+        // Value targets whose square (the value loss) or whose gradients
+        // would overflow are refused here, before any update can half-apply.
+        let n = self.rollout.len();
+        let usable = |x: &f32| x.is_finite() && x.abs() <= crate::optim::MAX_GRADIENT;
+        if !(self.rollout.returns[..n].iter().all(usable)
+            && self.rollout.advantages[..n].iter().all(usable))
+        {
+            return Err(Error::ValueOverflow);
+        }
         self.steps += self.rollout.len() as u64;
         Ok(())
     }
@@ -564,13 +606,22 @@ impl<A: Actor<OBS>, C: Network<OBS, 1>, const OBS: usize, const N: usize> Ppo<A,
     /// One PPO update on the collected rollout (see the module docs).
     ///
     /// # Errors
-    /// [`Error::NonFinite`] for a non-finite network output or gradient,
-    /// [`Error::InvalidConfig`] for an invalid configuration. Optimiser steps
-    /// taken before the error stay applied; the failing one is not.
+    /// [`Error::RolloutIncomplete`] without a complete rollout that has not
+    /// been trained on yet, [`Error::InvalidConfig`] for an invalid
+    /// configuration — both before anything changes; [`Error::NonFinite`] or
+    /// [`Error::GradientOverflow`] for a non-finite network output or an
+    /// unusable gradient mid-update: the failing minibatch step is not
+    /// applied, the finite steps before it stay applied, and the rollout is
+    /// consumed either way.
     pub fn update<R: Rng + ?Sized>(&mut self, rng: &mut R) -> Result<UpdateStats, Error> {
         let c = self.config;
         let n = self.rollout.len();
+        if !self.rollout.is_ready() {
+            return Err(Error::RolloutIncomplete);
+        }
         c.validate(n)?;
+        // Trained on once: a second update needs a new rollout.
+        self.rollout.consume();
         // Schedules are evaluated at the progress *before* this rollout (CleanRL).
         let progress_steps = self.steps.saturating_sub(n as u64);
         let lr = c.learning_rate.at(progress_steps, c.total_steps);

@@ -9,7 +9,7 @@
 //!
 //! `ε` defaults to `1e-5`, SB3's PPO setting (PyTorch's own default is `1e-8`).
 
-use super::{Optimizer, check_lr};
+use super::{Optimizer, check_gradient, check_lr};
 use crate::error::Error;
 use crate::math;
 use crate::params::Params;
@@ -106,9 +106,7 @@ impl<P: Params> Optimizer<P> for Adam<P> {
     fn step(&mut self, params: &mut P, grads: &P, lr: f32) -> Result<(), Error> {
         check_lr(lr)?;
         self.config.validate()?;
-        if !grads.is_finite() {
-            return Err(Error::NonFinite);
-        }
+        check_gradient(grads)?;
         let AdamConfig { beta1, beta2, eps } = self.config;
         self.t = self.t.saturating_add(1);
         let t = self.t as f32;

@@ -73,10 +73,13 @@ impl<P: Params, O: Optimizer<P>> TrainState<P, O> {
     /// norm before clipping.
     ///
     /// # Errors
-    /// [`Error::NonFinite`] for a NaN/infinite gradient, [`Error::InvalidConfig`]
-    /// for a bad `lr` or `max_grad_norm`; the parameters are unchanged.
+    /// [`Error::NonFinite`] for a NaN/infinite gradient,
+    /// [`Error::GradientOverflow`] for a component beyond [`MAX_GRADIENT`],
+    /// [`Error::InvalidConfig`] for a bad `lr` or `max_grad_norm`; the
+    /// parameters and the optimiser state are unchanged.
     pub fn apply(&mut self, lr: f32, max_grad_norm: Option<f32>) -> Result<f32, Error> {
         check_lr(lr)?;
+        check_gradient(&self.grads)?;
         let norm = match max_grad_norm {
             Some(max_norm) => clip_grad_norm(&mut self.grads, max_norm)?,
             None => crate::math::sqrt(self.grads.norm_squared()),
@@ -86,8 +89,37 @@ impl<P: Params, O: Optimizer<P>> TrainState<P, O> {
     }
 }
 
+/// The largest gradient component an optimiser accepts. Beyond it `g²` (and
+/// with it Adam's second moment or a global gradient norm over up to 10⁸
+/// parameters) could overflow `f32` and silently freeze the weights it
+/// touches; real gradients are many orders of magnitude smaller.
+pub const MAX_GRADIENT: f32 = 1e15;
+
+/// Checks a gradient before anything is applied: every component finite and
+/// within [`MAX_GRADIENT`], so no moment, norm or parameter can overflow.
+///
+/// # Errors
+/// [`Error::NonFinite`] for a NaN or infinite component,
+/// [`Error::GradientOverflow`] for one beyond [`MAX_GRADIENT`].
+pub fn check_gradient<P: Params>(grads: &P) -> Result<(), Error> {
+    for i in 0..P::TENSORS {
+        for &g in grads.tensor(i) {
+            if !g.is_finite() {
+                return Err(Error::NonFinite);
+            }
+            if g.abs() > MAX_GRADIENT {
+                return Err(Error::GradientOverflow);
+            }
+        }
+    }
+    Ok(())
+}
+
 /// `Ok(())` for a finite, non-negative learning rate.
-pub(crate) fn check_lr(lr: f32) -> Result<(), Error> {
+///
+/// # Errors
+/// `InvalidConfig { field: "learning_rate", .. }` otherwise.
+pub fn check_lr(lr: f32) -> Result<(), Error> {
     if lr.is_finite() && lr >= 0.0 {
         Ok(())
     } else {

@@ -3,7 +3,7 @@
 //! Stateless: the optimiser for the smallest MCUs, where Adam's two extra
 //! copies of the network do not fit (e.g. online actor-critic on a few KiB).
 
-use super::{Optimizer, check_lr};
+use super::{Optimizer, check_gradient, check_lr};
 use crate::error::Error;
 use crate::params::Params;
 
@@ -14,9 +14,7 @@ pub struct Sgd;
 impl<P: Params> Optimizer<P> for Sgd {
     fn step(&mut self, params: &mut P, grads: &P, lr: f32) -> Result<(), Error> {
         check_lr(lr)?;
-        if !grads.is_finite() {
-            return Err(Error::NonFinite);
-        }
+        check_gradient(grads)?;
         params.add_scaled(-lr, grads);
         Ok(())
     }

@@ -1,0 +1,340 @@
+//! Fault injection: a learning controller never corrupts itself.
+//!
+//! [`Faulty`] wraps an environment and, at chosen steps, replaces the reward
+//! or an observation with NaN, ±∞ or a huge finite value (a broken sensor, a
+//! reward bug, a cosmic ray). For every algorithm the training loop runs
+//! through those faults; after every refused iteration the *entire* agent
+//! state — weights, Adam moments and step count, observation and reward
+//! normalisers, step counters, the rollout (whether it can be trained on and,
+//! if so, its transitions) — must hash identically to before, and
+//! training must continue and still solve CartPole on held-out start states.
+//! Gradient buffers and activation caches are scratch (overwritten before
+//! every use) and are not part of the state.
+
+use microrl::algo::{A2cConfig, AcConfig, ActorCritic, Ppo, PpoConfig, Reinforce, ReinforceConfig};
+use microrl::env::{ActionOf, CartPole, Env, Step};
+use microrl::nn::Network;
+use microrl::policy::Actor;
+use microrl::train::{Learner, RunConfig, Trainer};
+use microrl::{Error, Params, SVector, agent};
+use rand_xoshiro::Xoshiro128PlusPlus;
+
+/// What to inject.
+#[derive(Clone, Copy, Debug)]
+enum Fault {
+    Reward(f32),
+    Obs(f32),
+}
+
+/// An environment that injects `faults[k]` at global step `at[k]`.
+#[derive(Clone)]
+struct Faulty<E> {
+    inner: E,
+    step: u64,
+    schedule: Vec<(u64, Fault)>,
+}
+
+impl<E: Env<Obs = SVector<f32, 4>>> Env for Faulty<E> {
+    type Obs = E::Obs;
+    type Space = E::Space;
+    const SOLVED_RETURN: f32 = E::SOLVED_RETURN;
+    fn action_space(&self) -> E::Space {
+        self.inner.action_space()
+    }
+    fn reset<R: rand_core::Rng + ?Sized>(&mut self, rng: &mut R) -> E::Obs {
+        self.inner.reset(rng)
+    }
+    fn step(&mut self, action: ActionOf<E>) -> Result<Step<E::Obs>, Error> {
+        let mut step = self.inner.step(action)?;
+        self.step += 1;
+        for &(at, fault) in &self.schedule {
+            if at == self.step {
+                match fault {
+                    Fault::Reward(r) => step.reward = r,
+                    Fault::Obs(x) => step.obs[1] = x,
+                }
+            }
+        }
+        Ok(step)
+    }
+}
+
+/// FNV-1a over `f32` bits and integers.
+#[derive(Default)]
+struct Hash(u64);
+
+impl Hash {
+    fn u64(&mut self, x: u64) {
+        for b in x.to_le_bytes() {
+            self.0 = (self.0 ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+    fn floats(&mut self, xs: &[f32]) {
+        for x in xs {
+            self.u64(u64::from(x.to_bits()));
+        }
+    }
+    fn params<P: Params>(&mut self, p: &P) {
+        for i in 0..P::TENSORS {
+            self.floats(p.tensor(i));
+        }
+    }
+}
+
+/// The whole agent state of an algorithm, hashed.
+trait StateHash {
+    fn state_hash(&self) -> u64;
+}
+
+fn ppo_hash<A: Actor<4>, C: Network<4, 1>, const N: usize>(a: &Ppo<A, C, 4, N>) -> u64 {
+    let mut h = Hash(0xcbf2_9ce4_8422_2325);
+    h.params(&a.train.params);
+    h.params(&a.train.optimizer.m);
+    h.params(&a.train.optimizer.v);
+    h.u64(u64::from(a.train.optimizer.t));
+    h.params(&a.obs_norm);
+    h.params(&a.return_norm);
+    h.floats(&[a.discounted_return]);
+    h.u64(a.steps);
+    // A rollout is state while it can be trained on; once consumed by an
+    // update (or discarded by a refused collect) it holds nothing.
+    let r = &a.rollout;
+    let n = if r.is_ready() { r.len() } else { 0 };
+    h.u64(n as u64);
+    h.u64(u64::from(r.is_ready()));
+    for t in 0..n {
+        h.floats(r.obs[t].as_slice());
+        h.floats(&[r.log_probs[t], r.values[t], r.rewards[t]]);
+        h.floats(&[r.advantages[t], r.returns[t], r.final_values[t]]);
+        h.u64(u64::from(r.terminated[t]) * 2 + u64::from(r.truncated[t]));
+    }
+    h.0
+}
+
+impl<A: Actor<4>, C: Network<4, 1>, const N: usize> StateHash for Ppo<A, C, 4, N> {
+    fn state_hash(&self) -> u64 {
+        ppo_hash(self)
+    }
+}
+
+impl<A: Actor<4>, C: Network<4, 1>, const N: usize> StateHash for Reinforce<A, C, 4, N> {
+    fn state_hash(&self) -> u64 {
+        ppo_hash(&self.inner)
+    }
+}
+
+impl<A: Actor<4>, C: Network<4, 1>> StateHash for ActorCritic<A, C, 4> {
+    fn state_hash(&self) -> u64 {
+        let mut h = Hash(0xcbf2_9ce4_8422_2325);
+        h.params(&self.actor.params);
+        h.params(&self.actor.optimizer.m);
+        h.params(&self.actor.optimizer.v);
+        h.u64(u64::from(self.actor.optimizer.t));
+        h.params(&self.critic.params);
+        h.params(&self.critic.optimizer.m);
+        h.params(&self.critic.optimizer.v);
+        h.u64(u64::from(self.critic.optimizer.t));
+        h.params(&self.obs_norm);
+        h.u64(self.steps);
+        h.0
+    }
+}
+
+/// A fault every `every` steps, cycling through every kind.
+fn schedule(every: u64, until: u64) -> Vec<(u64, Fault)> {
+    let kinds = [
+        Fault::Reward(f32::NAN),
+        Fault::Obs(f32::INFINITY),
+        Fault::Reward(f32::INFINITY),
+        Fault::Obs(f32::NAN),
+        Fault::Reward(f32::NEG_INFINITY),
+        Fault::Reward(3e38),
+        Fault::Obs(f32::NEG_INFINITY),
+        Fault::Reward(-1e30),
+    ];
+    (1..)
+        .map(|k| k * every)
+        .take_while(|&s| s <= until)
+        .zip(kinds.iter().cycle())
+        .map(|(s, &f)| (s, f))
+        .collect()
+}
+
+/// Trains `agent` on faulty CartPole; checks every refusal left the agent
+/// unchanged and that training still solves. Returns the number of refusals.
+fn survive<L>(name: &str, agent: &mut L, run: RunConfig, every: u64) -> usize
+where
+    L: Learner<Faulty<CartPole>> + StateHash,
+{
+    let faults = schedule(every, run.total_steps);
+    let mut env = Faulty {
+        inner: CartPole::new(),
+        step: 0,
+        schedule: faults.clone(),
+    };
+    let mut eval_env = Faulty {
+        inner: CartPole::new(),
+        step: 0,
+        schedule: Vec::new(),
+    };
+    let mut trainer = Trainer::<_, Xoshiro128PlusPlus>::start(agent, &mut env, run, 3).unwrap();
+    let mut refused = 0;
+    let mut kinds = std::collections::BTreeSet::new();
+    while agent.steps() < run.total_steps {
+        let before = agent.state_hash();
+        match trainer.iterate(agent, &mut env, &mut eval_env, &mut ()) {
+            Ok(p) => {
+                if p.solved_at_step.is_some() {
+                    break;
+                }
+            }
+            Err(e) => {
+                refused += 1;
+                kinds.insert(format!("{e:?}"));
+                assert_eq!(
+                    agent.state_hash(),
+                    before,
+                    "{name}: refused iteration ({e}) changed the agent"
+                );
+                // The cursor follows the plant, whose episode went bad: start a new one.
+                trainer.cursor = microrl::algo::Cursor::start(&mut env, &mut trainer.rng);
+            }
+        }
+    }
+    let report = trainer.report(agent, &mut eval_env).unwrap();
+    println!(
+        "{name}: {refused} refused iterations ({kinds:?}), solved at {:?}, held-out {:.1}",
+        trainer.solved_at_step, report.mean
+    );
+    assert!(refused >= 4, "{name}: only {refused} faults hit");
+    assert!(
+        trainer.solved_at_step.is_some() && report.mean >= 475.0,
+        "{name}: not solved through the faults (held-out {})",
+        report.mean
+    );
+    refused
+}
+
+#[test]
+fn ppo_survives_faults() {
+    let mut agent = Box::new(agent::Ppo::<Faulty<CartPole>, 64, 256>::new(PpoConfig {
+        total_steps: 100_000,
+        ..PpoConfig::CARTPOLE
+    }));
+    let run = RunConfig {
+        eval_interval: 1,
+        ..RunConfig::new(100_000, 475.0)
+    };
+    survive("ppo", &mut *agent, run, 997);
+}
+
+#[test]
+fn a2c_survives_faults() {
+    let config = A2cConfig {
+        total_steps: 500_000,
+        ..A2cConfig::DEFAULT
+    };
+    let mut agent = Box::new(agent::A2c::<Faulty<CartPole>, 64, 32>::new(config.to_ppo()));
+    let run = RunConfig {
+        eval_interval: 1_000,
+        ..RunConfig::new(500_000, 475.0)
+    };
+    survive("a2c", &mut *agent, run, 1_999);
+}
+
+#[test]
+fn reinforce_survives_faults() {
+    let mut agent = Box::new(agent::Reinforce::<Faulty<CartPole>, 64, 500>::new(
+        ReinforceConfig::DEFAULT,
+    ));
+    let run = RunConfig {
+        eval_interval: 1,
+        ..RunConfig::new(500_000, 475.0)
+    };
+    survive("reinforce", &mut *agent, run, 9_973);
+}
+
+#[test]
+fn online_actor_critic_survives_faults() {
+    let mut agent = Box::new(agent::ActorCritic::<Faulty<CartPole>, 64>::new(AcConfig {
+        total_steps: 500_000,
+        ..AcConfig::DEFAULT
+    }));
+    let run = RunConfig {
+        eval_interval: 1_000,
+        ..RunConfig::new(500_000, 475.0)
+    };
+    survive("ac", &mut *agent, run, 997);
+}
+
+/// An update needs a complete rollout it has not trained on: after a refused
+/// collect (partial rollout discarded) and after an update, it refuses.
+#[test]
+fn update_refuses_without_a_fresh_complete_rollout() {
+    let mut agent = Box::new(agent::Ppo::<Faulty<CartPole>, 8, 64>::new(
+        PpoConfig::DEFAULT,
+    ));
+    let mut env = Faulty {
+        inner: CartPole::new(),
+        step: 0,
+        schedule: vec![(100, Fault::Reward(f32::NAN))],
+    };
+    let mut rng = microrl_tests::rng(1);
+    agent.init(&env, &mut rng).unwrap();
+    assert_eq!(agent.update(&mut rng), Err(Error::RolloutIncomplete));
+    let mut cursor = microrl::algo::Cursor::start(&mut env, &mut rng);
+    agent
+        .collect(&mut env, &mut cursor, &mut rng, |_| {})
+        .unwrap();
+    agent.update(&mut rng).unwrap();
+    assert_eq!(agent.update(&mut rng), Err(Error::RolloutIncomplete));
+    // Steps 65..=128: the NaN at step 100 refuses the collect.
+    let before = agent.state_hash();
+    assert_eq!(
+        agent.collect(&mut env, &mut cursor, &mut rng, |_| {}),
+        Err(Error::NonFinite)
+    );
+    assert_eq!(agent.state_hash(), before);
+    assert_eq!(agent.update(&mut rng), Err(Error::RolloutIncomplete));
+    assert_eq!(agent.state_hash(), before);
+}
+
+/// A finite but enormous reward: Adam's second moment would overflow and
+/// freeze the weights; the step is refused instead, and learning goes on.
+#[test]
+fn huge_finite_rewards_never_freeze_the_weights() {
+    let mut ac = Box::new(agent::ActorCritic::<Faulty<CartPole>, 16>::new(AcConfig {
+        max_grad_norm: None,
+        ..AcConfig::DEFAULT
+    }));
+    let mut env = Faulty {
+        inner: CartPole::new(),
+        step: 0,
+        schedule: vec![(5, Fault::Reward(1e25))],
+    };
+    let mut rng = microrl_tests::rng(2);
+    ac.init(&env, &mut rng).unwrap();
+    let mut cursor = microrl::algo::Cursor::start(&mut env, &mut rng);
+    for _ in 0..4 {
+        ac.step(&mut env, &mut cursor, &mut rng, |_| {}).unwrap();
+    }
+    let before = ac.state_hash();
+    assert_eq!(
+        ac.step(&mut env, &mut cursor, &mut rng, |_| {}),
+        Err(Error::GradientOverflow)
+    );
+    assert_eq!(ac.state_hash(), before);
+    let critic = ac.critic.params.clone();
+    for _ in 0..10 {
+        ac.step(&mut env, &mut cursor, &mut rng, |_| {}).unwrap();
+    }
+    assert!(ac.critic.optimizer.v.is_finite());
+    // Every critic weight still moves.
+    let moved = (0..<microrl::nn::Mlp<4, 16, 1> as Params>::LEN)
+        .filter(|&k| ac.critic.params.get_flat(k) != critic.get_flat(k))
+        .count();
+    assert!(
+        moved > <microrl::nn::Mlp<4, 16, 1> as Params>::LEN / 2,
+        "{moved}"
+    );
+}
