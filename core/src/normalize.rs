@@ -26,9 +26,9 @@
 
 use nalgebra::SVector;
 
-use crate::error::{Error, check_all_finite};
+use crate::error::{Error, check_all_finite, check_finite};
 use crate::math;
-use crate::params::{Params, TensorShape, tag};
+use crate::params::{Params, TensorData, TensorShape, out_of_domain, tag};
 
 /// `ε` added to the variance before the square root.
 pub const EPSILON: f32 = 1e-8;
@@ -64,25 +64,32 @@ impl<const N: usize> RunningNorm<N> {
     /// Folds one observation into the statistics.
     ///
     /// # Errors
-    /// [`Error::NonFinite`] if `x` has a NaN or infinite component; the
-    /// statistics are unchanged.
+    /// [`Error::NonFinite`] if `x` has a NaN or infinite component, or if the
+    /// updated statistics would not be finite (an observation so large that
+    /// `(x − μ)²` overflows `f32`); the statistics are unchanged.
     pub fn update(&mut self, x: &SVector<f32, N>) -> Result<(), Error> {
         check_all_finite(x.as_slice())?;
-        if !self.has_statistics() {
+        // Compute into temporaries and commit only finite results, so a
+        // refused update changes nothing.
+        let (mut mean, mut var, count) = if self.has_statistics() {
+            (self.mean, self.var, self.count[0])
+        } else {
             // Gymnasium's prior: a pseudo-count of 1e-4 at μ = 0, σ² = 1.
-            self.mean.fill(0.0);
-            self.var.fill(1.0);
-            self.count[0] = INITIAL_COUNT;
-        }
-        let count = self.count[0];
+            (SVector::zeros(), SVector::repeat(1.0), INITIAL_COUNT)
+        };
         let total = count + 1.0;
         for i in 0..N {
-            let delta = x[i] - self.mean[i];
-            self.mean[i] += delta / total;
+            let delta = x[i] - mean[i];
+            mean[i] += delta / total;
             // M2 = σ²·n + δ²·n·1/(n+1); σ² = M2/(n+1)   (Chan et al. 1979)
-            let m2 = self.var[i] * count + delta * delta * count / total;
-            self.var[i] = m2 / total;
+            let m2 = var[i] * count + delta * delta * count / total;
+            var[i] = m2 / total;
         }
+        check_all_finite(mean.as_slice())?;
+        check_all_finite(var.as_slice())?;
+        check_finite(total)?;
+        self.mean = mean;
+        self.var = var;
         self.count[0] = total;
         Ok(())
     }
@@ -91,7 +98,10 @@ impl<const N: usize> RunningNorm<N> {
     /// no observation has been folded in (see [`has_statistics`](Self::has_statistics)).
     ///
     /// # Errors
-    /// [`Error::NonFinite`] if `x` has a NaN or infinite component.
+    /// [`Error::NonFinite`] if `x` has a NaN or infinite component, or if the
+    /// statistics are outside their domain and give a NaN (a negative
+    /// variance or a non-finite statistic written into the public fields;
+    /// [`serialize::load`](crate::serialize::load) never produces those).
     pub fn normalize(&self, x: &SVector<f32, N>) -> Result<SVector<f32, N>, Error> {
         check_all_finite(x.as_slice())?;
         if !self.has_statistics() {
@@ -100,8 +110,10 @@ impl<const N: usize> RunningNorm<N> {
         let mut out = SVector::<f32, N>::zeros();
         for i in 0..N {
             let z = (x[i] - self.mean[i]) / math::sqrt(self.var[i] + EPSILON);
-            out[i] = z.clamp(-CLIP, CLIP);
+            // `math::clamp` keeps a NaN (never panics); it is refused below.
+            out[i] = math::clamp(z, -CLIP, CLIP);
         }
+        check_all_finite(out.as_slice())?;
         Ok(out)
     }
 
@@ -160,6 +172,21 @@ impl<const N: usize> Params for RunningNorm<N> {
             tag: tag::STATISTICS,
         }
     }
+
+    /// The variance (tensor 1) and the count (tensor 2) must be `≥ 0`; the
+    /// mean may be any finite value.
+    fn check_values<'a>(
+        first: usize,
+        tensor: &dyn Fn(usize) -> TensorData<'a>,
+    ) -> Result<(), Error> {
+        if !tensor(first + 1).iter().all(|v| v >= 0.0) {
+            return out_of_domain(first + 1, "normaliser variance must be >= 0");
+        }
+        if !tensor(first + 2).iter().all(|c| c >= 0.0) {
+            return out_of_domain(first + 2, "normaliser count must be >= 0");
+        }
+        Ok(())
+    }
 }
 
 #[cfg(test)]
@@ -213,6 +240,54 @@ mod tests {
             norm.normalize(&SVector::<f32, 2>::new(f32::INFINITY, 0.0)),
             Err(Error::NonFinite)
         );
+    }
+
+    #[test]
+    fn domain_is_variance_and_count_non_negative() {
+        let mut norm = RunningNorm::<2>::ZERO;
+        assert_eq!(norm.check_domain(), Ok(()));
+        norm.update(&SVector::<f32, 2>::new(1.0, -3.0)).unwrap();
+        assert_eq!(norm.check_domain(), Ok(()));
+        norm.mean[0] = -1e30; // any finite mean
+        assert_eq!(norm.check_domain(), Ok(()));
+        let mut bad = norm.clone();
+        bad.var[1] = -1.0;
+        assert!(matches!(
+            bad.check_domain(),
+            Err(Error::OutOfDomain { tensor: 1, .. })
+        ));
+        // A negative variance in memory gives NaN: `normalize` refuses it.
+        assert_eq!(
+            bad.normalize(&SVector::<f32, 2>::new(0.0, 0.0)),
+            Err(Error::NonFinite)
+        );
+        let mut bad = norm.clone();
+        bad.count[0] = -0.5;
+        assert!(matches!(
+            bad.check_domain(),
+            Err(Error::OutOfDomain { tensor: 2, .. })
+        ));
+    }
+
+    /// `(x − μ)²` overflows for |x| ≈ 10³⁸: the update used to commit an
+    /// infinite variance (and every later `normalize` gave 0 or NaN).
+    #[test]
+    fn overflowing_update_is_refused_without_change() {
+        let mut norm = RunningNorm::<2>::ZERO;
+        norm.update(&SVector::<f32, 2>::new(1.0, 2.0)).unwrap();
+        let before = norm.clone();
+        assert_eq!(
+            norm.update(&SVector::<f32, 2>::new(f32::MAX, 0.0)),
+            Err(Error::NonFinite)
+        );
+        assert_eq!(norm, before);
+        let mut empty = RunningNorm::<2>::ZERO;
+        assert_eq!(
+            empty.update(&SVector::<f32, 2>::new(0.0, f32::MIN)),
+            Err(Error::NonFinite)
+        );
+        assert_eq!(empty, RunningNorm::ZERO);
+        assert!(!empty.has_statistics());
     }
 
     #[test]

@@ -12,8 +12,20 @@
 //!
 //! Every type has a `const ZERO`, so parameters, gradients and optimiser state
 //! can be placed in `static`s on a microcontroller.
+//!
+//! Some tensors have a *domain* narrower than "any finite `f32`": a
+//! normaliser's variance and count are `≥ 0`, a Gaussian's `log_std` lies in
+//! [`LOG_STD_MIN`](crate::policy::LOG_STD_MIN)`..=`[`LOG_STD_MAX`](crate::policy::LOG_STD_MAX),
+//! actuator bounds have `low ≤ high`. A type states its domain in
+//! [`Params::check_values`] (the default accepts everything), which reads the
+//! candidate values through [`TensorData`] views — so
+//! [`serialize::load`](crate::serialize::load) checks a blob's payload *in
+//! place*, before writing a single scalar and without a temporary copy of the
+//! destination.
 
 use nalgebra::{ArrayStorage, SMatrix};
+
+use crate::error::Error;
 
 /// Shape and meaning of one tensor, as recorded in the serialised header.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -43,6 +55,72 @@ pub mod tag {
     pub const STATISTICS: u32 = 0x400;
     /// Actuator bounds of a continuous action space (`low`, then `high`).
     pub const BOUNDS: u32 = 0x500;
+}
+
+/// Read-only view of one tensor's candidate values: either `f32`s in memory
+/// or the little-endian `f32`s of a blob's payload, read without copying.
+///
+/// [`Params::check_values`] receives one of these per tensor.
+#[derive(Clone, Copy, Debug)]
+pub struct TensorData<'a>(Repr<'a>);
+
+#[derive(Clone, Copy, Debug)]
+enum Repr<'a> {
+    Floats(&'a [f32]),
+    LeBytes(&'a [u8]),
+}
+
+impl<'a> TensorData<'a> {
+    /// A view of values in memory.
+    pub const fn from_slice(values: &'a [f32]) -> Self {
+        Self(Repr::Floats(values))
+    }
+
+    /// A view of consecutive little-endian `f32`s (a trailing partial value,
+    /// which a checked blob never has, is ignored).
+    pub const fn from_le_bytes(bytes: &'a [u8]) -> Self {
+        Self(Repr::LeBytes(bytes))
+    }
+
+    /// Number of values.
+    pub const fn len(&self) -> usize {
+        match self.0 {
+            Repr::Floats(v) => v.len(),
+            Repr::LeBytes(b) => b.len() / 4,
+        }
+    }
+
+    /// `true` when the view holds no value.
+    pub const fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Value `k` (`None` past the end).
+    pub fn get(&self, k: usize) -> Option<f32> {
+        match self.0 {
+            Repr::Floats(v) => v.get(k).copied(),
+            Repr::LeBytes(b) => {
+                let at = k.checked_mul(4)?;
+                let c = b.get(at..at.checked_add(4)?)?;
+                Some(f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+            }
+        }
+    }
+
+    /// The values in order.
+    pub fn iter(&self) -> impl Iterator<Item = f32> + 'a {
+        let this = *self;
+        (0..this.len()).filter_map(move |k| this.get(k))
+    }
+}
+
+/// `Err(`[`Error::OutOfDomain`]`)` naming tensor `tensor` (saturated to
+/// `u32::MAX`) and `reason` — for [`Params::check_values`] implementations.
+pub fn out_of_domain(tensor: usize, reason: &'static str) -> Result<(), Error> {
+    Err(Error::OutOfDomain {
+        tensor: u32::try_from(tensor).unwrap_or(u32::MAX),
+        reason,
+    })
 }
 
 /// A fixed-size collection of `f32` tensors.
@@ -131,6 +209,42 @@ pub trait Params: Sized {
             k -= len;
         }
         None
+    }
+
+    /// Checks that candidate values for this type lie in its domain, before
+    /// anyone writes them. `tensor(first + i)` is the view of the candidate
+    /// for this type's tensor `i` (`first` is where this type's tensors start
+    /// in an enclosing value, so that errors name the tensor's index in the
+    /// whole blob). [`serialize::load`](crate::serialize::load) and
+    /// [`serialize::save`](crate::serialize::save) call it only on finite
+    /// values; write the checks so that NaN fails them anyway (`x >= 0.0`,
+    /// not `!(x < 0.0)`).
+    ///
+    /// The default accepts every value (weights, biases, means). Types with
+    /// a narrower domain override it: [`RunningNorm`](crate::normalize::RunningNorm)
+    /// (variance and count `≥ 0`), [`Gaussian`](crate::policy::Gaussian)
+    /// (`log_std` within [`LOG_STD_MIN`](crate::policy::LOG_STD_MIN)`..=`[`LOG_STD_MAX`](crate::policy::LOG_STD_MAX)),
+    /// [`Continuous`](crate::env::Continuous) (`low ≤ high`); composites made
+    /// with [`impl_params!`](crate::impl_params) ask each field in turn.
+    ///
+    /// # Errors
+    /// [`Error::OutOfDomain`] naming the first offending tensor (see
+    /// [`out_of_domain`]).
+    fn check_values<'a>(
+        first: usize,
+        tensor: &dyn Fn(usize) -> TensorData<'a>,
+    ) -> Result<(), Error> {
+        let _ = (first, tensor);
+        Ok(())
+    }
+
+    /// [`check_values`](Params::check_values) on this value's own tensors:
+    /// `Ok(())` when every tensor lies in its domain.
+    ///
+    /// # Errors
+    /// [`Error::OutOfDomain`] naming the first offending tensor.
+    fn check_domain(&self) -> Result<(), Error> {
+        Self::check_values(0, &|i| TensorData::from_slice(self.tensor(i)))
     }
 }
 
@@ -228,6 +342,18 @@ macro_rules! impl_params {
                 )+
                 $crate::TensorShape { rows: 0, cols: 0, tag: $crate::params::tag::PLAIN }
             }
+
+            fn check_values<'a>(
+                first: usize,
+                tensor: &dyn Fn(usize) -> $crate::params::TensorData<'a>,
+            ) -> ::core::result::Result<(), $crate::Error> {
+                let mut _first = first;
+                $(
+                    <$fty as $crate::Params>::check_values(_first, tensor)?;
+                    _first += <$fty as $crate::Params>::TENSORS;
+                )+
+                ::core::result::Result::Ok(())
+            }
         }
     };
 }
@@ -284,6 +410,88 @@ mod tests {
         assert!(p.tensor(2).is_empty());
         assert_eq!(p.get_flat(9), Some(9.0));
         assert_eq!(p.get_flat(10), None);
+    }
+
+    #[test]
+    fn tensor_data_reads_floats_and_le_bytes_alike() {
+        let values = [1.5f32, -0.0, f32::MAX];
+        let mut bytes = [0u8; 13]; // 3 values + 1 stray byte, ignored
+        for (c, v) in bytes.chunks_exact_mut(4).zip(values) {
+            c.copy_from_slice(&v.to_le_bytes());
+        }
+        for view in [
+            TensorData::from_slice(&values),
+            TensorData::from_le_bytes(&bytes),
+        ] {
+            assert_eq!(view.len(), 3);
+            assert!(!view.is_empty());
+            assert_eq!(view.get(2), Some(f32::MAX));
+            assert_eq!(view.get(3), None);
+            assert_eq!(view.get(usize::MAX), None);
+            assert!(view.iter().map(f32::to_bits).eq(values.map(f32::to_bits)));
+        }
+        assert!(TensorData::from_le_bytes(&bytes[..3]).is_empty());
+    }
+
+    /// A leaf with a domain, to check that composites ask every field with
+    /// the right tensor offset.
+    #[derive(Clone, Debug, PartialEq)]
+    struct Positive(SVector<f32, 2>);
+
+    impl Params for Positive {
+        const TENSORS: usize = 1;
+        const LEN: usize = 2;
+        const ZERO: Self = Positive(<SVector<f32, 2> as Params>::ZERO);
+        fn tensor(&self, i: usize) -> &[f32] {
+            self.0.tensor(i)
+        }
+        fn tensor_mut(&mut self, i: usize) -> &mut [f32] {
+            self.0.tensor_mut(i)
+        }
+        fn shape(i: usize) -> TensorShape {
+            <SVector<f32, 2> as Params>::shape(i)
+        }
+        fn check_values<'a>(
+            first: usize,
+            tensor: &dyn Fn(usize) -> TensorData<'a>,
+        ) -> Result<(), Error> {
+            if tensor(first).iter().all(|x| x > 0.0) {
+                Ok(())
+            } else {
+                out_of_domain(first, "must be > 0")
+            }
+        }
+    }
+
+    #[test]
+    fn composites_check_every_field_at_its_offset() {
+        type Nested = Pair<Two, Pair<Positive, Positive>>;
+        let mut p = Nested::ZERO;
+        // Plain tensors accept anything, even zero and negative values.
+        p.a.a.fill(-1.0);
+        p.b.a.0.fill(1.0);
+        p.b.b.0.fill(2.0);
+        assert_eq!(p.check_domain(), Ok(()));
+        p.b.b.0[1] = 0.0;
+        assert_eq!(
+            p.check_domain(),
+            Err(Error::OutOfDomain {
+                tensor: 3,
+                reason: "must be > 0"
+            })
+        );
+        p.b.a.0[0] = -1.0;
+        assert!(matches!(
+            p.check_domain(),
+            Err(Error::OutOfDomain { tensor: 2, .. })
+        ));
+        assert_eq!(
+            out_of_domain(usize::MAX, "x"),
+            Err(Error::OutOfDomain {
+                tensor: u32::MAX,
+                reason: "x"
+            })
+        );
     }
 
     #[test]

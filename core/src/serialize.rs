@@ -17,13 +17,23 @@
 //! | end − 4 | 4 | CRC-32 (IEEE 802.3) of every preceding byte |
 //!
 //! [`load`] checks, in order: magic, version, exact total length, checksum,
-//! tensor and scalar counts, every tensor's shape and kind, and that every
-//! scalar is finite — and writes into the destination only if all pass. The
-//! CRC-32 detects every error burst of up to 32 bits, so any single corrupted
-//! byte is rejected.
+//! tensor and scalar counts, every tensor's shape and kind, that every
+//! scalar is finite, and that every tensor lies in its *domain*
+//! ([`Params::check_values`]: a normaliser's variance and count `≥ 0`, a
+//! Gaussian's `log_std` within
+//! [`LOG_STD_MIN`](crate::policy::LOG_STD_MIN)`..=`[`LOG_STD_MAX`](crate::policy::LOG_STD_MAX),
+//! actuator bounds `low ≤ high`) — and writes into the destination only if
+//! all pass. The domain is checked on the blob's bytes in place, so `load`
+//! needs neither an allocator nor a temporary copy of the destination (18 KB
+//! for a 4-64-64-2 policy: too much for an MCU stack). The CRC-32 detects
+//! every error burst of up to 32 bits, so any single corrupted byte is
+//! rejected; a blob with a *recomputed* checksum around a value outside its
+//! domain (one that would load and then fail every `act`) is refused with
+//! [`Error::OutOfDomain`] naming the tensor. [`save`] refuses what `load`
+//! would refuse.
 
 use crate::error::Error;
-use crate::params::{Params, TensorShape};
+use crate::params::{Params, TensorData, TensorShape};
 
 /// Magic number at the start of every blob.
 pub const MAGIC: [u8; 4] = *b"MRLP";
@@ -44,8 +54,9 @@ pub const fn encoded_len<P: Params>() -> usize {
 ///
 /// # Errors
 /// [`Error::BufferTooSmall`] if `out` is shorter than [`encoded_len::<P>()`](encoded_len),
-/// [`Error::NonFinite`] if a parameter is NaN or infinite (such a blob could not
-/// be loaded). Nothing is written on error.
+/// [`Error::NonFinite`] if a parameter is NaN or infinite, [`Error::OutOfDomain`]
+/// if a tensor is outside its domain ([`Params::check_domain`]; such blobs
+/// could not be loaded). Nothing is written on error.
 pub fn save<P: Params>(params: &P, out: &mut [u8]) -> Result<usize, Error> {
     let len = encoded_len::<P>();
     if out.len() < len {
@@ -54,6 +65,7 @@ pub fn save<P: Params>(params: &P, out: &mut [u8]) -> Result<usize, Error> {
     if !params.is_finite() {
         return Err(Error::NonFinite);
     }
+    params.check_domain()?;
     let mut w = Writer { buf: out, pos: 0 };
     w.bytes(&MAGIC);
     w.bytes(&VERSION.to_le_bytes());
@@ -81,8 +93,10 @@ pub fn save<P: Params>(params: &P, out: &mut [u8]) -> Result<usize, Error> {
 /// # Errors
 /// [`Error::Truncated`], [`Error::BadMagic`], [`Error::UnsupportedVersion`],
 /// [`Error::ShapeMismatch`] (different layer dimensions, tensor kinds or
-/// activations), [`Error::TrailingBytes`], [`Error::ChecksumMismatch`] or
-/// [`Error::NonFinite`]. On any error `params` is unchanged.
+/// activations), [`Error::TrailingBytes`], [`Error::ChecksumMismatch`],
+/// [`Error::NonFinite`] or [`Error::OutOfDomain`] (a finite value outside its
+/// tensor's domain, e.g. a negative normaliser variance). On any error
+/// `params` is unchanged.
 pub fn load<P: Params>(params: &mut P, bytes: &[u8]) -> Result<(), Error> {
     let header = verify(bytes)?;
     if header.tensors as usize != P::TENSORS || header.scalars as usize != P::LEN {
@@ -99,6 +113,15 @@ pub fn load<P: Params>(params: &mut P, bytes: &[u8]) -> Result<(), Error> {
     if scalars.clone().any(|x| !x.is_finite()) {
         return Err(Error::NonFinite);
     }
+    // Domains, read from the payload in place. Tensor `i` starts after the
+    // destination's tensors `0..i` — the same lengths the write below uses.
+    let dst: &P = params;
+    let bytes_of = |j: usize| dst.tensor(j).len().saturating_mul(4);
+    P::check_values(0, &|i| {
+        let start = (0..i).fold(0usize, |at, j| at.saturating_add(bytes_of(j)));
+        let end = start.saturating_add(bytes_of(i));
+        TensorData::from_le_bytes(payload.get(start..end).unwrap_or(&[]))
+    })?;
     // Every check passed: now write.
     let mut scalars = scalars;
     for i in 0..P::TENSORS {
@@ -399,6 +422,97 @@ mod tests {
         let mut dst = Policy::ZERO;
         assert_eq!(load(&mut dst, &blob), Err(Error::NonFinite));
         assert!(dst == Policy::ZERO);
+    }
+
+    /// Writes `value` over scalar `k` of `blob` and recomputes the CRC.
+    fn patch(blob: &mut [u8], tensors: usize, k: usize, value: f32) {
+        let at = HEADER_LEN + TENSOR_DESCRIPTOR_LEN * tensors + 4 * k;
+        blob[at..at + 4].copy_from_slice(&value.to_le_bytes());
+        let n = blob.len();
+        let crc = crc32(&blob[..n - 4]);
+        blob[n - 4..].copy_from_slice(&crc.to_le_bytes());
+    }
+
+    /// A blob with a valid CRC around a negative normaliser variance used to
+    /// load (and every `act` then failed); likewise a negative count, an
+    /// absurd `log_std` and inverted actuator bounds.
+    #[test]
+    fn values_outside_their_domain_are_refused_both_ways() {
+        use crate::env::Continuous;
+        use crate::normalize::RunningNorm;
+        use crate::policy::{LOG_STD_MAX, Policy as Deployed};
+        type G = Deployed<GaussianActor<Mlp<3, 4, 1>, 1>, 3>;
+        let mut good = G::ZERO;
+        good.actor
+            .net
+            .init_orthogonal(&mut fd::rng(9), gain::HIDDEN, gain::POLICY);
+        good.space = Continuous::symmetric(2.0);
+        good.obs_norm = RunningNorm::ZERO;
+        good.obs_norm
+            .update(&nalgebra::SVector::<f32, 3>::new(1.0, 2.0, 3.0))
+            .unwrap();
+        let mut blob = vec![0u8; encoded_len::<G>()];
+        save(&good, &mut blob).unwrap();
+        let mut dst = G::ZERO;
+        load(&mut dst, &blob).unwrap();
+        assert!(dst == good);
+
+        // Flat scalar index of each tensor's first value.
+        let starts: std::vec::Vec<usize> = (0..G::TENSORS)
+            .scan(0, |at, i| {
+                let s = *at;
+                *at += good.tensor(i).len();
+                Some(s)
+            })
+            .collect();
+        let actor_t = GaussianActor::<Mlp<3, 4, 1>, 1>::TENSORS;
+        let (log_std_t, var_t, count_t, low_t, high_t) = (
+            actor_t - 1,
+            actor_t + 1,
+            actor_t + 2,
+            actor_t + 3,
+            actor_t + 4,
+        );
+        for (tensor, offset, value) in [
+            (var_t, 0, -1.0),
+            (var_t, 2, -1e-30),
+            (count_t, 0, -1.0),
+            (log_std_t, 0, LOG_STD_MAX + 1.0),
+            (log_std_t, 0, -100.0),
+            (low_t, 0, 3.0),   // low 3 > high 2
+            (high_t, 0, -2.5), // high −2.5 < low −2
+        ] {
+            let mut bad = blob.clone();
+            patch(&mut bad, G::TENSORS, starts[tensor] + offset, value);
+            let sentinel = good.clone();
+            let mut dst = sentinel.clone();
+            let expected_tensor = if tensor == low_t { high_t } else { tensor };
+            match load(&mut dst, &bad) {
+                Err(Error::OutOfDomain { tensor: t, .. }) => {
+                    assert_eq!(t as usize, expected_tensor, "value {value}")
+                }
+                other => panic!("tensor {tensor} = {value}: {other:?}"),
+            }
+            assert!(dst == sentinel, "destination modified");
+        }
+        // Edge values are inside the domain.
+        for (tensor, value) in [(var_t, 0.0), (count_t, 0.0), (log_std_t, LOG_STD_MAX)] {
+            let mut edge = blob.clone();
+            patch(&mut edge, G::TENSORS, starts[tensor], value);
+            assert_eq!(load(&mut dst, &edge), Ok(()), "tensor {tensor} = {value}");
+        }
+        // `save` refuses what `load` would.
+        let mut bad = good.clone();
+        bad.obs_norm.var[0] = -1.0;
+        let mut out = vec![0u8; encoded_len::<G>()];
+        assert_eq!(
+            save(&bad, &mut out),
+            Err(Error::OutOfDomain {
+                tensor: var_t as u32,
+                reason: "normaliser variance must be >= 0"
+            })
+        );
+        assert!(out.iter().all(|&b| b == 0));
     }
 
     #[test]

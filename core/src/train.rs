@@ -809,11 +809,11 @@ mod tests {
         for _ in 0..skip {
             env.reset(&mut rng);
         }
-        // As `evaluate` sums: per step in f32, per episode in f64.
+        // As `evaluate` sums: every step's reward and every return in f64.
         let sum: f64 = (0..episodes)
             .map(|_| {
-                let u = env.reset(&mut rng)[0];
-                f64::from(((u + u) + u) + u)
+                let u = f64::from(env.reset(&mut rng)[0]);
+                ((u + u) + u) + u
             })
             .sum();
         (sum / f64::from(episodes)) as f32

@@ -55,15 +55,22 @@ pub struct Episode {
 
 /// The environment-side state a training loop carries between steps: the
 /// current raw observation and the running return of the current episode.
+///
+/// The counters cannot overflow or stall: the return is accumulated in `f64`
+/// (exact for integer rewards up to 2⁵³, where an `f32` sum stops growing at
+/// 2²⁴ = 16 777 216) and reported in [`Episode::ret`] as `f32`, saturated to
+/// `±f32::MAX`; the episode length saturates at `u32::MAX` (an endless episode
+/// of 2³² steps keeps reporting `u32::MAX` instead of panicking or wrapping to
+/// 0) and the total step count at `u64::MAX`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Cursor<O> {
     /// The observation the agent acts on next (raw, unnormalised).
     pub obs: O,
-    /// Return of the current episode so far.
-    pub ret: f32,
-    /// Length of the current episode so far.
+    /// Return of the current episode so far (accumulated in `f64`).
+    pub ret: f64,
+    /// Length of the current episode so far (saturating at `u32::MAX`).
     pub len: u32,
-    /// Environment steps taken in total.
+    /// Environment steps taken in total (saturating at `u64::MAX`).
     pub steps: u64,
 }
 
@@ -99,12 +106,12 @@ impl<const OBS: usize> Cursor<SVector<f32, OBS>> {
         let step = env.step(action)?;
         check_finite(step.reward)?;
         check_all_finite(step.obs.as_slice())?;
-        self.ret += step.reward;
-        self.len += 1;
-        self.steps += 1;
+        self.ret += f64::from(step.reward);
+        self.len = self.len.saturating_add(1);
+        self.steps = self.steps.saturating_add(1);
         if step.done() {
             on_episode(Episode {
-                ret: self.ret,
+                ret: saturating_f32(self.ret),
                 len: self.len,
             });
             self.obs = env.reset(rng);
@@ -117,11 +124,30 @@ impl<const OBS: usize> Cursor<SVector<f32, OBS>> {
     }
 }
 
+/// `x` as `f32`, saturated to `±f32::MAX` instead of overflowing to `±∞`
+/// (a NaN stays NaN).
+fn saturating_f32(x: f64) -> f32 {
+    const MAX: f64 = f32::MAX as f64;
+    if x > MAX {
+        f32::MAX
+    } else if x < -MAX {
+        -f32::MAX
+    } else {
+        x as f32
+    }
+}
+
+/// The step cap per episode of [`evaluate`]: 1 000 000 steps, 2 000 times
+/// Gymnasium's CartPole-v1 limit (500) and 5 000 times Pendulum-v1's (200),
+/// so only an environment that never terminates or truncates reaches it.
+pub const EVAL_MAX_STEPS: u32 = 1_000_000;
+
 /// Mean and standard deviation of the returns of `episodes` deterministic
-/// episodes of `policy` on `env` (the episodes' start states drawn from `rng`).
+/// episodes of `policy` on `env` (the episodes' start states drawn from `rng`),
+/// each capped at [`EVAL_MAX_STEPS`] steps: [`evaluate_capped`] with that cap.
 ///
 /// # Errors
-/// The first error from the policy or the environment.
+/// As [`evaluate_capped`].
 pub fn evaluate<P, E, R, const OBS: usize>(
     policy: &P,
     env: &mut E,
@@ -133,25 +159,64 @@ where
     E: Env<Obs = SVector<f32, OBS>>,
     R: Rng + ?Sized,
 {
+    evaluate_capped(policy, env, episodes, EVAL_MAX_STEPS, rng)
+}
+
+/// Mean and standard deviation of the returns of `episodes` deterministic
+/// episodes of `policy` on `env` (the episodes' start states drawn from
+/// `rng`), refusing an episode that runs `max_steps` steps without
+/// terminating or being truncated — an environment that never ends would
+/// otherwise hang the caller (on an MCU, the whole firmware).
+///
+/// Returns are accumulated in `f64` and reported as `f32` saturated to
+/// `±f32::MAX`; `episodes = 0` gives `(0, 0)`.
+///
+/// # Errors
+/// [`Error::InvalidConfig`] for `max_steps = 0`; [`Error::EpisodeTooLong`]
+/// when an episode reaches `max_steps` steps without ending;
+/// [`Error::NonFinite`] for a non-finite reward; otherwise the first error
+/// from the policy or the environment.
+pub fn evaluate_capped<P, E, R, const OBS: usize>(
+    policy: &P,
+    env: &mut E,
+    episodes: u32,
+    max_steps: u32,
+    rng: &mut R,
+) -> Result<(f32, f32), Error>
+where
+    P: Controller<OBS, Action = ActionOf<E>> + ?Sized,
+    E: Env<Obs = SVector<f32, OBS>>,
+    R: Rng + ?Sized,
+{
+    if max_steps == 0 {
+        return Err(Error::config("max_steps", "must be > 0"));
+    }
     let (mut sum, mut sum_sq) = (0.0f64, 0.0f64);
     for _ in 0..episodes {
         let mut obs = env.reset(rng);
-        let mut ret = 0.0f32;
+        let mut ret = 0.0f64;
+        let mut steps = 0u32;
         loop {
+            if steps == max_steps {
+                return Err(Error::EpisodeTooLong { max_steps });
+            }
             let step = env.step(policy.act(&obs)?)?;
-            ret += step.reward;
+            check_finite(step.reward)?;
+            steps += 1;
+            ret += f64::from(step.reward);
             obs = step.obs;
             if step.done() {
                 break;
             }
         }
-        sum += f64::from(ret);
-        sum_sq += f64::from(ret) * f64::from(ret);
+        sum += ret;
+        sum_sq += ret * ret;
     }
     let n = f64::from(episodes.max(1));
     let mean = sum / n;
     let var = (sum_sq / n - mean * mean).max(0.0);
-    Ok((mean as f32, math::sqrt(var as f32)))
+    // As before, the square root is libm's in f32 (`math`), never platform maths.
+    Ok((saturating_f32(mean), math::sqrt(saturating_f32(var))))
 }
 
 /// `V(s)` of a critic network.

@@ -237,6 +237,20 @@ impl<const A: usize> Params for Continuous<A> {
             }
         }
     }
+
+    /// `low ≤ high` on every dimension (equal bounds, a fixed command, are
+    /// allowed); the error names the `high` tensor.
+    fn check_values<'a>(
+        first: usize,
+        tensor: &dyn Fn(usize) -> crate::params::TensorData<'a>,
+    ) -> Result<(), Error> {
+        let (low, high) = (tensor(first), tensor(first + 1));
+        if low.len() == high.len() && low.iter().zip(high.iter()).all(|(l, h)| l <= h) {
+            Ok(())
+        } else {
+            crate::params::out_of_domain(first + 1, "actuator bounds need low <= high")
+        }
+    }
 }
 
 /// The action type of environment `E`.

@@ -6,6 +6,14 @@
 //! entropy and their gradients with respect to the logits) reads those
 //! log-probabilities.
 //!
+//! **Every log-probability is finite**, for every finite logit vector: the
+//! difference `lᵢ − m` of two finite logits can overflow (`f32::MIN −
+//! f32::MAX = −∞`), so it saturates at `−f32::MAX`, the most negative finite
+//! `f32` — a probability that underflows to exactly 0 either way. A
+//! zero-probability term of the entropy is then `0 · (−f32::MAX) = 0`, its
+//! limit, instead of `0 · (−∞) = NaN`, so the entropy and its gradient are
+//! finite too.
+//!
 //! Gradients with respect to the logits `l`:
 //! - `∂ log p_a / ∂l = onehot(a) − p`
 //! - `∂H / ∂lⱼ = −pⱼ (log pⱼ + H)` where `H = −Σ pᵢ log pᵢ`.
@@ -34,8 +42,12 @@ impl<const A: usize> Categorical<A> {
         // Subtract the max first: `(l − m)` is exact for nearby logits, whereas
         // `l − (m + ln Σ)` would lose the small `ln Σ` to rounding when |m| is large.
         let log_sum = math::ln(sum);
+        // `l − m` overflows to −∞ only for logits more than f32::MAX apart;
+        // saturating keeps log p finite (the probability is 0 either way).
+        // `max(−f32::MAX)` is exact for every finite difference, and
+        // `−f32::MAX − ln Σ` rounds back to −f32::MAX (ln Σ ≤ ln A is tiny).
         Ok(Self {
-            log_probs: logits.map(|l| (l - max) - log_sum),
+            log_probs: logits.map(|l| (l - max).max(-f32::MAX) - log_sum),
         })
     }
 
@@ -60,7 +72,8 @@ impl<const A: usize> Categorical<A> {
             .ok_or(Error::InvalidAction)
     }
 
-    /// Entropy `H = −Σ pᵢ log pᵢ` in nats.
+    /// Entropy `H = −Σ pᵢ log pᵢ` in nats. Finite: every `log pᵢ` is, so a
+    /// term with `pᵢ = 0` is `0 · log pᵢ = 0` (its limit), never `0 · (−∞)`.
     pub fn entropy(&self) -> f32 {
         -self
             .log_probs
@@ -108,7 +121,8 @@ impl<const A: usize> Categorical<A> {
         Ok(grad)
     }
 
-    /// `∂H / ∂logits`, with `∂H/∂lⱼ = −pⱼ (log pⱼ + H)`.
+    /// `∂H / ∂logits`, with `∂H/∂lⱼ = −pⱼ (log pⱼ + H)` (finite: every
+    /// `log pⱼ` is).
     pub fn grad_entropy(&self) -> SVector<f32, A> {
         let entropy = self.entropy();
         self.log_probs.map(|lp| -math::exp(lp) * (lp + entropy))
@@ -187,6 +201,42 @@ mod tests {
         let dist = Categorical::from_logits(&SVector::<f32, 2>::new(-1e4, 1e4)).unwrap();
         assert_eq!(dist.mode(), 1);
         assert_eq!(dist.log_prob(1).unwrap(), 0.0);
+    }
+
+    /// Logits more than `f32::MAX` apart: `l − m` overflows to −∞, and the
+    /// entropy used to be `0 · (−∞) = NaN`.
+    #[test]
+    fn extreme_finite_logits_give_finite_log_probs_and_entropy() {
+        for logits in [
+            SVector::<f32, 3>::new(f32::MAX, f32::MIN, 0.0),
+            SVector::<f32, 3>::new(f32::MIN, f32::MIN, f32::MAX),
+            SVector::<f32, 3>::new(f32::MIN, 0.0, f32::MIN),
+            SVector::<f32, 3>::new(f32::MAX, f32::MAX, f32::MIN),
+        ] {
+            let dist = Categorical::from_logits(&logits).unwrap();
+            assert!(
+                dist.log_probs()
+                    .iter()
+                    .all(|lp| lp.is_finite() && *lp <= 0.0),
+                "{logits:?}: {:?}",
+                dist.log_probs()
+            );
+            let h = dist.entropy();
+            assert!(h.is_finite() && h >= 0.0, "{logits:?}: H = {h}");
+            assert!(dist.grad_entropy().iter().all(|g| g.is_finite()));
+            for a in 0..3 {
+                assert!(dist.grad_log_prob(a).unwrap().iter().all(|g| g.is_finite()));
+            }
+            assert!((dist.probs().sum() - 1.0).abs() < 1e-6);
+        }
+        let dist = Categorical::from_logits(&SVector::<f32, 2>::new(f32::MAX, f32::MIN)).unwrap();
+        assert_eq!(dist.log_prob(0).unwrap(), 0.0);
+        assert_eq!(dist.log_prob(1).unwrap(), -f32::MAX);
+        assert_eq!(dist.entropy(), 0.0);
+        // Two equal extremes share the mass.
+        let dist = Categorical::from_logits(&SVector::<f32, 3>::new(f32::MAX, f32::MIN, f32::MAX))
+            .unwrap();
+        assert!((dist.entropy() - math::ln(2.0)).abs() < 1e-6);
     }
 
     #[test]

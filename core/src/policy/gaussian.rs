@@ -23,16 +23,44 @@
 //! the unsquashed one. The entropy of a squashed Gaussian has no closed form;
 //! [`Gaussian::squashed_entropy_estimate`] gives the single-sample
 //! reparameterised estimate with its pathwise gradient.
+//!
+//! **Domain of `log_std`**: see [`Gaussian`] (actors refuse non-finite
+//! results; stored values must lie in [`LOG_STD_MIN`]`..=`[`LOG_STD_MAX`]).
 
 use core::f32::consts::LN_2;
 
 use nalgebra::SVector;
 use rand_core::Rng;
 
-use crate::params::{Params, TensorShape, tag};
+use crate::error::Error;
+use crate::params::{Params, TensorData, TensorShape, out_of_domain, tag};
 use crate::{math, rng};
 
+/// Smallest `log σ` a stored [`Gaussian`] may hold (`σ ≈ 2.1·10⁻⁹`; SB3's
+/// lower clamp for SAC).
+pub const LOG_STD_MIN: f32 = -20.0;
+/// Largest `log σ` a stored [`Gaussian`] may hold (`σ ≈ 4.9·10⁸`; see
+/// [`Gaussian`] for why this is wider than SB3's 2).
+pub const LOG_STD_MAX: f32 = 20.0;
+
 /// State-independent standard deviation parameters of a diagonal Gaussian.
+///
+/// **Domain of `log_std`.** The head's functions are plain `f32` maths: for a
+/// `log σ` far outside any useful range (e.g. 100, `σ = e¹⁰⁰` overflows) they
+/// return infinities or NaN. Two guards keep such values away from callers:
+/// - the actor ([`GaussianActor`](crate::policy::GaussianActor)) checks every
+///   sample, log-probability and entropy it returns and refuses a non-finite
+///   one with [`Error::NonFinite`](crate::Error::NonFinite) — whatever the
+///   cause (huge `log σ`, an action of 10³⁰ whose `z²` overflows);
+/// - a *stored* `log σ` must lie in [`LOG_STD_MIN`]`..=`[`LOG_STD_MAX`]
+///   (`σ ∈ [e⁻²⁰, e²⁰] ≈ [2·10⁻⁹, 5·10⁸]`), checked by
+///   [`serialize::load`](crate::serialize::load) and
+///   [`serialize::save`](crate::serialize::save) through
+///   [`Params::check_values`]. The range is wider than SB3's SAC clamp
+///   `[−20, 2]` on purpose: PPO leaves `log σ` unconstrained (as SB3's PPO
+///   does) and an actuator in physical units (±12 V) can legitimately need
+///   `σ > e²`; within `±20`, `σ`, `1/σ` and `σ²` are all comfortably finite in
+///   `f32`, and anything outside is a corrupted file or a diverged run.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Gaussian<const A: usize> {
     /// `log σ` per action dimension.
@@ -185,6 +213,21 @@ impl<const A: usize> Params for Gaussian<A> {
             shape.tag = tag::LOG_STD;
         }
         shape
+    }
+
+    /// Every `log σ` must lie in [`LOG_STD_MIN`]`..=`[`LOG_STD_MAX`].
+    fn check_values<'a>(
+        first: usize,
+        tensor: &dyn Fn(usize) -> TensorData<'a>,
+    ) -> Result<(), Error> {
+        if tensor(first)
+            .iter()
+            .all(|ls| (LOG_STD_MIN..=LOG_STD_MAX).contains(&ls))
+        {
+            Ok(())
+        } else {
+            out_of_domain(first, "log_std must lie in [-20, 20]")
+        }
     }
 }
 
@@ -359,6 +402,34 @@ mod tests {
                 (var - target_var).abs() < 0.01 * target_var,
                 "variance {var} vs {target_var}"
             );
+        }
+    }
+
+    #[test]
+    fn stored_log_std_must_lie_in_its_range() {
+        let mut head = Gaussian::<2>::with_log_std(LOG_STD_MIN);
+        assert_eq!(head.check_domain(), Ok(()));
+        head.log_std[1] = LOG_STD_MAX;
+        assert_eq!(head.check_domain(), Ok(()));
+        for bad in [LOG_STD_MAX + 0.01, LOG_STD_MIN - 0.01, 100.0, f32::NAN] {
+            head.log_std[1] = bad;
+            assert!(
+                matches!(
+                    head.check_domain(),
+                    Err(Error::OutOfDomain { tensor: 0, .. })
+                ),
+                "log_std {bad} accepted"
+            );
+        }
+        // Within the range, every head quantity is finite for O(1) inputs.
+        for ls in [LOG_STD_MIN, LOG_STD_MAX] {
+            let head = Gaussian::<1>::with_log_std(ls);
+            let (mean, raw) = (SVector::<f32, 1>::new(1.0), SVector::<f32, 1>::new(-1.0));
+            assert!(head.log_prob(&mean, &raw).is_finite());
+            assert!(head.entropy().is_finite());
+            assert!(head.std()[0].is_finite() && head.std()[0] > 0.0);
+            let g = head.grad_log_prob(&mean, &raw);
+            assert!(g.mean[0].is_finite() && g.log_std[0].is_finite());
         }
     }
 

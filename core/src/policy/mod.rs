@@ -22,18 +22,25 @@
 //! memory. They validate the observation and the network output, so a NaN
 //! from a broken sensor becomes [`Error::NonFinite`] instead of a NaN
 //! actuator command.
+//!
+//! **No non-finite `Ok`.** Every [`Actor`] method that returns numbers checks
+//! its inputs (observation, action) *and* its results (logits or mean, sample,
+//! log-probability, entropy): an infinite observation is refused even though
+//! `tanh` would saturate it into a finite output, and a result that
+//! overflows (a Gaussian `log σ` of 100, an action of 10³⁰) is refused rather
+//! than returned as ±∞ or NaN — all with [`Error::NonFinite`].
 
 mod categorical;
 mod gaussian;
 
 pub use categorical::Categorical;
-pub use gaussian::{Gaussian, GaussianGrad};
+pub use gaussian::{Gaussian, GaussianGrad, LOG_STD_MAX, LOG_STD_MIN};
 
 use nalgebra::SVector;
 use rand_core::Rng;
 
 use crate::env::{ActionSpace, Continuous, Discrete};
-use crate::error::{Error, check_all_finite};
+use crate::error::{Error, check_all_finite, check_finite};
 use crate::impl_params;
 use crate::nn::{Layer, gain};
 use crate::normalize::RunningNorm;
@@ -68,22 +75,28 @@ pub trait Actor<const OBS: usize>: Params {
     /// [`Error::NonFinite`] for a non-finite input or network output.
     fn mode(&self, input: &SVector<f32, OBS>) -> Result<Self::Action, Error>;
 
-    /// A sampled action and its log-probability (of the raw sample).
+    /// A sampled action and its log-probability (of the raw sample), both
+    /// finite.
     ///
     /// # Errors
-    /// As [`mode`](Actor::mode).
+    /// As [`mode`](Actor::mode), and [`Error::NonFinite`] when the sample or
+    /// its log-probability is not finite (e.g. a Gaussian `log σ` so large
+    /// that `σ·ε` overflows).
     fn sample<R: Rng + ?Sized>(
         &self,
         input: &SVector<f32, OBS>,
         rng: &mut R,
     ) -> Result<(Self::Action, f32), Error>;
 
-    /// Training forward pass: `(log π(action|input), H[π(·|input)])`,
-    /// recording what [`backward`](Actor::backward) needs in `cache`.
+    /// Training forward pass: `(log π(action|input), H[π(·|input)])`, both
+    /// finite, recording what [`backward`](Actor::backward) needs in `cache`.
     ///
     /// # Errors
-    /// [`Error::NonFinite`] for a non-finite network output,
-    /// [`Error::InvalidAction`] for an out-of-range discrete action.
+    /// [`Error::NonFinite`] for a non-finite input, action, network output,
+    /// log-probability or entropy; [`Error::InvalidAction`] for an
+    /// out-of-range discrete action. The input and action are checked before
+    /// `cache` is touched; after a later refusal `cache` holds scratch values
+    /// that [`backward`](Actor::backward) must not be called with.
     fn evaluate(
         &self,
         input: &SVector<f32, OBS>,
@@ -177,9 +190,18 @@ where
         action: &usize,
         cache: &mut Self::Cache,
     ) -> Result<(f32, f32), Error> {
+        check_all_finite(input.as_slice())?;
+        if *action >= ACT {
+            return Err(Error::InvalidAction);
+        }
         cache.output = self.net.forward_train(input, &mut cache.net);
+        // Finite logits give finite log-probabilities and entropy (see
+        // `Categorical`); checked anyway, as the contract promises.
         let dist = Categorical::from_logits(&cache.output)?;
-        Ok((dist.log_prob(*action)?, dist.entropy()))
+        let (log_prob, entropy) = (dist.log_prob(*action)?, dist.entropy());
+        check_finite(log_prob)?;
+        check_finite(entropy)?;
+        Ok((log_prob, entropy))
     }
 
     fn backward(
@@ -262,7 +284,10 @@ where
     ) -> Result<(Self::Action, f32), Error> {
         let mean = self.mean(input)?;
         let raw = self.head.sample(&mean, rng);
-        Ok((raw, self.head.log_prob(&mean, &raw)))
+        check_all_finite(raw.as_slice())?;
+        let log_prob = self.head.log_prob(&mean, &raw);
+        check_finite(log_prob)?;
+        Ok((raw, log_prob))
     }
 
     fn evaluate(
@@ -271,12 +296,15 @@ where
         action: &Self::Action,
         cache: &mut Self::Cache,
     ) -> Result<(f32, f32), Error> {
+        check_all_finite(input.as_slice())?;
+        check_all_finite(action.as_slice())?;
         cache.output = self.net.forward_train(input, &mut cache.net);
         check_all_finite(cache.output.as_slice())?;
-        Ok((
-            self.head.log_prob(&cache.output, action),
-            self.head.entropy(),
-        ))
+        let log_prob = self.head.log_prob(&cache.output, action);
+        let entropy = self.head.entropy();
+        check_finite(log_prob)?;
+        check_finite(entropy)?;
+        Ok((log_prob, entropy))
     }
 
     fn backward(
@@ -423,6 +451,93 @@ mod tests {
         let bad = SVector::<f32, 3>::new(f32::INFINITY, 0.0, 0.0);
         assert_eq!(actor.mode(&bad), Err(Error::NonFinite));
         assert_eq!(GaussianActor::<Mlp<3, 8, 1>, 1>::TENSORS, 7);
+    }
+
+    /// `tanh` saturates ±∞ into finite activations, so the network output
+    /// alone cannot reveal an infinite observation: `evaluate` checks its
+    /// input (and, for a Gaussian, the action) before anything else.
+    #[test]
+    fn evaluate_refuses_non_finite_inputs_and_actions() {
+        let mut cat = CategoricalActor {
+            net: Mlp::<3, 8, 2>::ZERO,
+        };
+        cat.init(&mut fd::rng(5));
+        let mut gauss = GaussianActor {
+            net: Mlp::<3, 8, 1>::ZERO,
+            head: Gaussian::with_log_std(0.0),
+        };
+        gauss.init(&mut fd::rng(6));
+        let mut cat_cache = CategoricalActor::<Mlp<3, 8, 2>>::ZERO_CACHE;
+        let mut g_cache = GaussianActor::<Mlp<3, 8, 1>, 1>::ZERO_CACHE;
+        let action = SVector::<f32, 1>::new(0.3);
+        for bad in [f32::INFINITY, f32::NEG_INFINITY, f32::NAN] {
+            let input = SVector::<f32, 3>::new(0.1, bad, -0.2);
+            assert_eq!(
+                cat.evaluate(&input, &0, &mut cat_cache),
+                Err(Error::NonFinite),
+                "{bad}"
+            );
+            assert_eq!(
+                gauss.evaluate(&input, &action, &mut g_cache),
+                Err(Error::NonFinite),
+                "{bad}"
+            );
+            let ok_input = SVector::<f32, 3>::new(0.1, 0.0, -0.2);
+            assert_eq!(
+                gauss.evaluate(&ok_input, &SVector::<f32, 1>::new(bad), &mut g_cache),
+                Err(Error::NonFinite),
+                "action {bad}"
+            );
+        }
+        // Refused before the cache is touched.
+        assert_eq!(cat_cache.output, SVector::<f32, 2>::zeros());
+        assert_eq!(g_cache.output, SVector::<f32, 1>::zeros());
+        // An action so far from the mean that z² overflows: log π = −∞, refused.
+        let input = SVector::<f32, 3>::new(0.1, 0.0, -0.2);
+        assert_eq!(
+            gauss.evaluate(&input, &SVector::<f32, 1>::new(1e30), &mut g_cache),
+            Err(Error::NonFinite)
+        );
+        assert_eq!(
+            cat.evaluate(&input, &2, &mut cat_cache),
+            Err(Error::InvalidAction)
+        );
+        let (lp, h) = gauss.evaluate(&input, &action, &mut g_cache).unwrap();
+        assert!(lp.is_finite() && h.is_finite());
+    }
+
+    /// A finite but absurd `log σ` (100: σ = e¹⁰⁰ overflows) made `sample`
+    /// return `Ok(([inf], -inf))`.
+    #[test]
+    fn sample_never_returns_a_non_finite_ok() {
+        let mut actor = GaussianActor {
+            net: Mlp::<3, 8, 1>::ZERO,
+            head: Gaussian::with_log_std(100.0),
+        };
+        actor.init(&mut fd::rng(7));
+        actor.head = Gaussian::with_log_std(100.0);
+        let input = SVector::<f32, 3>::new(0.1, 0.0, -0.2);
+        let mut rng = fd::rng(8);
+        for _ in 0..100 {
+            assert_eq!(actor.sample(&input, &mut rng), Err(Error::NonFinite));
+        }
+        // Large but representable: σ = e⁵⁰ ≈ 5·10²¹ samples and scores finitely.
+        actor.head = Gaussian::with_log_std(50.0);
+        for _ in 0..100 {
+            let (raw, lp) = actor.sample(&input, &mut rng).unwrap();
+            assert!(raw[0].is_finite() && lp.is_finite());
+        }
+        // Σ log σ overflows (log-density −∞, entropy +∞): `evaluate` refuses.
+        let mut wide = GaussianActor {
+            net: Mlp::<3, 8, 2>::ZERO,
+            head: Gaussian::with_log_std(f32::MAX),
+        };
+        wide.head.log_std[1] = f32::MAX;
+        let mut cache = GaussianActor::<Mlp<3, 8, 2>, 2>::ZERO_CACHE;
+        assert_eq!(
+            wide.evaluate(&input, &SVector::<f32, 2>::zeros(), &mut cache),
+            Err(Error::NonFinite)
+        );
     }
 
     /// The deployed Gaussian policy returns the command the actuator
