@@ -11,6 +11,7 @@ use serde_json::{Value, json};
 use serde::Serialize;
 
 use crate::arch::{self, Arch};
+use crate::atomic;
 use crate::eval;
 use crate::train::{self, EnvName, TrainOptions};
 
@@ -58,7 +59,7 @@ pub fn info() -> Report {
 /// `microrl init`: writes a freshly initialised policy blob.
 pub fn init(arch: Arch, seed: u64, out: &Path) -> anyhow::Result<Report> {
     let blob = arch::init_blob(arch, seed)?;
-    std::fs::write(out, &blob).with_context(|| format!("writing {}", out.display()))?;
+    atomic::write_file(out, &blob)?;
     Ok(Report {
         lines: vec![format!(
             "wrote {} ({} bytes): {} policy, orthogonal init, seed {seed}",
@@ -68,7 +69,7 @@ pub fn init(arch: Arch, seed: u64, out: &Path) -> anyhow::Result<Report> {
         )],
         json: json!({
             "command": "init", "arch": arch, "seed": seed,
-            "path": out, "bytes": blob.len(), "crc32": format!("{:08x}", serialize::crc32(&blob[..blob.len() - 4])),
+            "path": out, "bytes": blob.len(), "crc32": format!("{:08x}", serialize::crc32(&blob[..blob.len().saturating_sub(4)])),
         }),
     })
 }
@@ -124,6 +125,7 @@ pub fn inspect(path: &Path) -> anyhow::Result<Report> {
         lines,
         json: json!({
             "command": "inspect", "path": path, "bytes": blob.len(), "version": header.version,
+            "crc32": format!("{:08x}", serialize::crc32(&blob[..blob.len().saturating_sub(4)])),
             "tensors": tensors, "params": header.scalars, "arch": arch,
         }),
     })
@@ -224,6 +226,10 @@ pub fn eval(
     episodes: u32,
     seed: u64,
 ) -> anyhow::Result<Report> {
+    anyhow::ensure!(
+        episodes > 0,
+        "--episodes must be > 0: an evaluation of no episodes says nothing"
+    );
     let blob = std::fs::read(policy).with_context(|| format!("reading {}", policy.display()))?;
     let s = eval::eval(env, &blob, episodes, seed)?;
     let lines = vec![format!(
@@ -257,17 +263,24 @@ pub struct SeedResult {
     pub pass: bool,
 }
 
-/// `microrl validate`: trains `seeds` seeds in parallel and checks that at
-/// least `min_pass` reach `threshold`. The report's `pass` field is what the
-/// process exit status reflects.
+/// Stack of each training thread (generous, as when it was introduced;
+/// the agents themselves are boxed).
+const TRAIN_THREAD_STACK: usize = 64 << 20;
+
+/// `microrl validate`: trains `seeds` seeds in parallel (`jobs` threads, at
+/// most one per seed) and checks that at least `min_pass` reach `threshold`.
+/// The report's `pass` field is what the process exit status reflects.
+///
+/// # Errors
+/// `seeds`, `min_pass` or `jobs` out of range, invalid training options, a
+/// seed's training failing, or a training thread that cannot be started
+/// (those already started stop without training).
 pub fn validate(
     base: &TrainOptions,
     seeds: u64,
     min_pass: u64,
     jobs: usize,
 ) -> anyhow::Result<(Report, bool)> {
-    use std::sync::Mutex;
-    use std::sync::atomic::{AtomicU64, Ordering};
     anyhow::ensure!(
         seeds > 0,
         "--seeds must be > 0: a gate over no seeds cannot fail"
@@ -276,43 +289,12 @@ pub fn validate(
         (1..=seeds).contains(&min_pass),
         "--min-pass must be between 1 and --seeds ({seeds})"
     );
+    anyhow::ensure!(jobs > 0, "--jobs must be > 0");
+    base.check()?;
     let start = std::time::Instant::now();
     let threshold = base.threshold;
-    let next = AtomicU64::new(0);
-    let results: Mutex<Vec<anyhow::Result<train::TrainSummary>>> = Mutex::new(Vec::new());
-    let jobs = jobs.clamp(1, seeds.max(1) as usize);
-    std::thread::scope(|scope| {
-        for _ in 0..jobs {
-            std::thread::Builder::new()
-                .stack_size(64 << 20)
-                .spawn_scoped(scope, || {
-                    loop {
-                        let seed = next.fetch_add(1, Ordering::Relaxed);
-                        if seed >= seeds {
-                            break;
-                        }
-                        let opts = TrainOptions {
-                            seed,
-                            progress: false,
-                            out: base.out.as_ref().map(|d| d.join(format!("seed{seed}"))),
-                            ..base.clone()
-                        };
-                        let r = train::train(&opts);
-                        if let Ok(mut v) = results.lock() {
-                            v.push(r);
-                        }
-                    }
-                })
-                .expect("spawning a training thread");
-        }
-    });
-    let mut summaries = Vec::new();
-    for r in results
-        .into_inner()
-        .map_err(|_| anyhow::anyhow!("a training thread panicked"))?
-    {
-        summaries.push(r?);
-    }
+    let jobs = jobs.min(usize::try_from(seeds).unwrap_or(usize::MAX));
+    let mut summaries = train_seeds(base, seeds, jobs, |_| TRAIN_THREAD_STACK)?;
     summaries.sort_by_key(|s| s.seed);
     let rows: Vec<SeedResult> = summaries
         .iter()
@@ -364,6 +346,113 @@ pub fn validate(
     Ok((Report { lines, json }, ok))
 }
 
+/// Trains seeds `0..seeds` on `jobs` threads (thread `i` with a stack of
+/// `stack(i)` bytes), each thread taking the next seed until none is left.
+///
+/// No thread starts training before every thread has started.
+///
+/// # Errors
+/// A thread cannot be started (out of memory or threads): the threads
+/// already started end without training, and the error says which thread
+/// failed. A seed's training fails: the others stop taking seeds, and the
+/// error of the lowest failing seed is returned. A thread panicked.
+fn train_seeds(
+    base: &TrainOptions,
+    seeds: u64,
+    jobs: usize,
+    stack: impl Fn(usize) -> usize,
+) -> anyhow::Result<Vec<train::TrainSummary>> {
+    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+    let next = AtomicU64::new(0);
+    let stop = AtomicBool::new(false);
+    // Set once every thread is started (true) or one could not be (false).
+    let all_started = std::sync::OnceLock::<bool>::new();
+    let worker = || {
+        let mut done = Vec::new();
+        if !*all_started.wait() {
+            return done;
+        }
+        while !stop.load(Ordering::Relaxed) {
+            let seed = next.fetch_add(1, Ordering::Relaxed);
+            if seed >= seeds {
+                break;
+            }
+            let opts = TrainOptions {
+                seed,
+                progress: false,
+                out: base.out.as_ref().map(|d| d.join(format!("seed{seed}"))),
+                ..base.clone()
+            };
+            let result = train::train(&opts);
+            if result.is_err() {
+                stop.store(true, Ordering::Relaxed);
+            }
+            done.push((seed, result));
+        }
+        done
+    };
+    /// Releases the waiting threads (to end without training) if the
+    /// spawning loop unwinds before it decides.
+    struct ReleaseOnUnwind<'a>(&'a std::sync::OnceLock<bool>);
+    impl Drop for ReleaseOnUnwind<'_> {
+        fn drop(&mut self) {
+            let _ = self.0.set(false);
+        }
+    }
+    std::thread::scope(|scope| {
+        let release = ReleaseOnUnwind(&all_started);
+        let mut handles = Vec::with_capacity(jobs);
+        let mut spawn_error = None;
+        for i in 0..jobs {
+            match std::thread::Builder::new()
+                .name(format!("train-{i}"))
+                .stack_size(stack(i))
+                .spawn_scoped(scope, worker)
+            {
+                Ok(handle) => handles.push(handle),
+                Err(e) => {
+                    stop.store(true, Ordering::Relaxed);
+                    spawn_error = Some(anyhow::anyhow!(
+                        "could not start training thread {} of {jobs}: {e}; \
+                         the {i} already started stopped without training; try a smaller --jobs",
+                        i + 1
+                    ));
+                    break;
+                }
+            }
+        }
+        let _ = all_started.set(spawn_error.is_none());
+        drop(release);
+        // Join every started thread by hand: a panic becomes an error here
+        // instead of being re-raised when the scope ends.
+        let mut summaries = Vec::new();
+        let mut failures = Vec::new();
+        let mut panicked = false;
+        for handle in handles {
+            match handle.join() {
+                Ok(done) => {
+                    for (seed, result) in done {
+                        match result {
+                            Ok(s) => summaries.push(s),
+                            Err(e) => failures.push((seed, e)),
+                        }
+                    }
+                }
+                Err(_) => panicked = true,
+            }
+        }
+        if let Some(e) = spawn_error {
+            return Err(e);
+        }
+        failures.sort_by_key(|(seed, _)| *seed);
+        if let Some((seed, e)) = failures.into_iter().next() {
+            return Err(e.context(format!("seed {seed}")));
+        }
+        anyhow::ensure!(!panicked, "a training thread panicked");
+        Ok(summaries)
+    })
+}
+
 /// `microrl export`: checks that a trained policy file loads as `env`'s
 /// policy type and writes it for the firmware, as raw bytes (`.mrlp`/`.bin`)
 /// or as a Rust source file with a `static` byte array (`.rs`).
@@ -382,7 +471,7 @@ pub fn export(env: Option<EnvName>, policy: &Path, out: &Path) -> anyhow::Result
              pub static POLICY: [u8; {}] = [",
             env.name(),
             policy.display(),
-            serialize::crc32(&blob[..blob.len() - 4]),
+            serialize::crc32(&blob[..blob.len().saturating_sub(4)]),
             blob.len()
         );
         for (i, b) in blob.iter().enumerate() {
@@ -392,9 +481,9 @@ pub fn export(env: Option<EnvName>, policy: &Path, out: &Path) -> anyhow::Result
             src.push_str(&format!(" 0x{b:02x},"));
         }
         src.push_str("\n];\n");
-        std::fs::write(out, src).with_context(|| format!("writing {}", out.display()))?;
+        atomic::write_file(out, src.as_bytes())?;
     } else {
-        std::fs::write(out, &blob).with_context(|| format!("writing {}", out.display()))?;
+        atomic::write_file(out, &blob)?;
     }
     Ok(Report {
         lines: vec![format!(
@@ -443,6 +532,51 @@ mod tests {
         std::fs::write(&path, &blob).unwrap();
         assert!(inspect(&path).is_err());
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_training_thread_that_cannot_start_is_an_error() {
+        use crate::train::Algo;
+        let base = TrainOptions::new(EnvName::Cartpole, Algo::Ppo, 0, 256);
+        // The OS refuses a 2^62-byte stack (beyond any address space), as it
+        // refuses a 64 MiB one under a low `ulimit -v`.
+        let huge = usize::MAX / 4;
+        let err = train_seeds(&base, 4, 3, |i| if i == 0 { 1 << 20 } else { huge }).unwrap_err();
+        let msg = format!("{err:#}");
+        assert!(
+            msg.contains("could not start training thread 2 of 3")
+                && msg.contains("1 already started stopped without training"),
+            "{msg}"
+        );
+        let err = train_seeds(&base, 2, 2, |_| huge).unwrap_err();
+        assert!(format!("{err:#}").contains("thread 1 of 2"), "{err:#}");
+        // The same pool with stacks the OS grants trains every seed.
+        let done = train_seeds(&base, 3, 2, |_| 8 << 20).unwrap();
+        let mut seeds: Vec<u64> = done.iter().map(|s| s.seed).collect();
+        seeds.sort_unstable();
+        assert_eq!(seeds, [0, 1, 2]);
+    }
+
+    #[test]
+    fn validate_refuses_empty_gates_and_zero_jobs() {
+        use crate::train::Algo;
+        let base = TrainOptions::new(EnvName::Cartpole, Algo::Ppo, 0, 256);
+        for (seeds, min_pass, jobs, needle) in [
+            (0, 0, 1, "--seeds"),
+            (2, 0, 1, "--min-pass"),
+            (2, 3, 1, "--min-pass"),
+            (2, 1, 0, "--jobs"),
+        ] {
+            let err = validate(&base, seeds, min_pass, jobs).unwrap_err();
+            assert!(format!("{err:#}").contains(needle), "{needle}: {err:#}");
+        }
+        // --jobs is clamped to the number of seeds.
+        let (report, _) = validate(&base, 1, 1, 64).unwrap();
+        assert!(
+            report.lines[0].contains("1 parallel jobs"),
+            "{}",
+            report.lines[0]
+        );
     }
 
     #[test]

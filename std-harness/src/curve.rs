@@ -10,8 +10,6 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
-use anyhow::Context;
-
 use crate::plot::{self, Chart, Series};
 
 /// The CSV header line written by [`LearningCurve::write_csv`].
@@ -92,22 +90,25 @@ impl LearningCurve {
         out
     }
 
-    /// Writes [`Self::to_csv`] to `path`, replacing any existing file.
+    /// Writes [`Self::to_csv`] to `path`, replacing any existing file
+    /// atomically ([`crate::atomic::write_file`]).
     pub fn write_csv(&self, path: &Path) -> anyhow::Result<()> {
-        std::fs::write(path, self.to_csv())
-            .with_context(|| format!("writing learning curve {}", path.display()))
+        crate::atomic::write_file(path, self.to_csv().as_bytes())
     }
 
     /// Renders the curve as PNG bytes of the given size: the mean training
     /// return as a line, evaluation means as markers, and `threshold` (e.g.
     /// the return at which the task counts as solved) as a dashed line.
+    ///
+    /// # Errors
+    /// The PNG encoder refuses the size.
     pub fn render_png(
         &self,
         title: &str,
         threshold: Option<f64>,
         width: u32,
         height: u32,
-    ) -> Vec<u8> {
+    ) -> anyhow::Result<Vec<u8>> {
         let train: Vec<(f64, f64)> = self
             .rows
             .iter()
@@ -143,15 +144,16 @@ impl LearningCurve {
         plot::render_png(&chart, width, height)
     }
 
-    /// Writes the plot of [`Self::render_png`] to `path` at 800x500.
+    /// Writes the plot of [`Self::render_png`] to `path` at 800x500,
+    /// replacing any existing file atomically.
     pub fn write_png(
         &self,
         path: &Path,
         title: &str,
         threshold: Option<f64>,
     ) -> anyhow::Result<()> {
-        let bytes = self.render_png(title, threshold, plot::DEFAULT_WIDTH, plot::DEFAULT_HEIGHT);
-        std::fs::write(path, bytes).with_context(|| format!("writing plot {}", path.display()))
+        let bytes = self.render_png(title, threshold, plot::DEFAULT_WIDTH, plot::DEFAULT_HEIGHT)?;
+        crate::atomic::write_file(path, &bytes)
     }
 }
 

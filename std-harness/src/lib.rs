@@ -7,6 +7,7 @@
 //! `--json`, exactly one JSON object as its last line of standard output.
 
 pub mod arch;
+pub mod atomic;
 pub mod commands;
 pub mod curve;
 pub mod eval;

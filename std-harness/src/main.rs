@@ -123,7 +123,7 @@ enum Command {
         /// Seeds that must pass (default: all).
         #[arg(long)]
         min_pass: Option<u64>,
-        /// Parallel jobs (default: all cores).
+        /// Parallel jobs (default: all cores; at most one per seed).
         #[arg(long)]
         jobs: Option<usize>,
         /// Also write each seed's outputs under this directory.
@@ -175,8 +175,65 @@ enum Command {
     },
 }
 
-fn main() -> anyhow::Result<()> {
-    let cli = Cli::parse();
+/// Every failure is one line on standard error and a non-zero exit status:
+/// usage errors (exit 2), command errors (exit 1) and — a bug — panics (101).
+fn main() {
+    std::panic::set_hook(Box::new(|info| {
+        eprintln!(
+            "error: internal error (a bug in microrl, please report it): {}",
+            one_line(&info.to_string())
+        );
+    }));
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) if !e.use_stderr() => e.exit(), // --help, --version
+        Err(e) => {
+            eprintln!("{}", clap_one_line(&e.render().to_string()));
+            std::process::exit(2);
+        }
+    };
+    match run(cli) {
+        Ok(true) => {}
+        Ok(false) => std::process::exit(1),
+        Err(e) => {
+            eprintln!("error: {}", one_line(&format!("{e:#}")));
+            std::process::exit(1);
+        }
+    }
+}
+
+/// `text` with its lines joined by spaces (a TOML or OS message can span lines).
+fn one_line(text: &str) -> String {
+    text.lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// clap's usage error on one line: the message and its tips, without the
+/// usage block and the "try --help" footer.
+fn clap_one_line(rendered: &str) -> String {
+    let mut out = String::new();
+    for line in rendered.lines().map(str::trim) {
+        if line.starts_with("Usage:") || line.starts_with("For more information") {
+            break;
+        }
+        if line.is_empty() {
+            continue;
+        }
+        if !out.is_empty() {
+            out.push_str(if out.ends_with(':') { " " } else { "; " });
+        }
+        out.push_str(line);
+    }
+    out.push_str(" (see --help)");
+    out
+}
+
+/// Runs the command; `Ok(false)`: it ran but its verdict is a failure
+/// (`validate` below `--min-pass`).
+fn run(cli: Cli) -> anyhow::Result<bool> {
     let mut ok = true;
     let report = match cli.command.unwrap_or(Command::Info) {
         Command::Info => commands::info(),
@@ -232,8 +289,5 @@ fn main() -> anyhow::Result<()> {
     if cli.json {
         println!("{}", serde_json::to_string(&report.json)?);
     }
-    if !ok {
-        std::process::exit(1);
-    }
-    Ok(())
+    Ok(ok)
 }

@@ -66,14 +66,18 @@ pub const DEFAULT_WIDTH: u32 = 800;
 pub const DEFAULT_HEIGHT: u32 = 500;
 
 /// Renders `chart` to `path` as an 800x500 PNG.
+/// The file is replaced atomically ([`crate::atomic::write_file`]).
 pub fn write_png(path: &Path, chart: &Chart) -> anyhow::Result<()> {
-    let bytes = render_png(chart, DEFAULT_WIDTH, DEFAULT_HEIGHT);
-    std::fs::write(path, bytes).with_context(|| format!("writing plot {}", path.display()))
+    let bytes = render_png(chart, DEFAULT_WIDTH, DEFAULT_HEIGHT)?;
+    crate::atomic::write_file(path, &bytes)
 }
 
 /// Renders `chart` as PNG bytes (8-bit RGB). A zero width or height is
 /// treated as 1; very small images simply leave out what does not fit.
-pub fn render_png(chart: &Chart, width: u32, height: u32) -> Vec<u8> {
+///
+/// # Errors
+/// The PNG encoder refuses the image (a size beyond the format's limits).
+pub fn render_png(chart: &Chart, width: u32, height: u32) -> anyhow::Result<Vec<u8>> {
     let canvas = render(chart, width.max(1), height.max(1));
     encode_png(&canvas)
 }
@@ -891,21 +895,21 @@ impl Mask {
     }
 }
 
-fn encode_png(canvas: &Canvas) -> Vec<u8> {
+fn encode_png(canvas: &Canvas) -> anyhow::Result<Vec<u8>> {
     let mut out = Vec::new();
     let mut encoder = png::Encoder::new(&mut out, canvas.width as u32, canvas.height as u32);
     encoder.set_color(png::ColorType::Rgb);
     encoder.set_depth(png::BitDepth::Eight);
-    // Writing into a Vec cannot fail, and the header is valid: the
-    // dimensions are non-zero and the buffer has exactly width*height*3 bytes.
+    // Writing into a Vec cannot fail and the buffer has exactly
+    // width*height*3 bytes, but the format limits the dimensions.
     let mut writer = encoder
         .write_header()
-        .expect("PNG header for a non-empty RGB image");
+        .with_context(|| format!("PNG of {}x{}", canvas.width, canvas.height))?;
     writer
         .write_image_data(&canvas.pixels)
-        .expect("PNG data of the announced size");
-    writer.finish().expect("finishing a PNG in memory");
-    out
+        .context("encoding the PNG image")?;
+    writer.finish().context("finishing the PNG image")?;
+    Ok(out)
 }
 
 // ---------------------------------------------------------------------------
@@ -1221,7 +1225,7 @@ mod tests {
                 markers: true,
             },
         ];
-        let bytes = render_png(&chart(&series, Some((475.0, "solved"))), 640, 400);
+        let bytes = render_png(&chart(&series, Some((475.0, "solved"))), 640, 400).unwrap();
         assert_eq!(&bytes[..8], b"\x89PNG\r\n\x1a\n");
         let (w, h, pixels) = decode(&bytes);
         assert_eq!((w, h), (640, 400));
@@ -1243,7 +1247,7 @@ mod tests {
             color: BLUE,
             markers: false,
         }];
-        let (_, _, pixels) = decode(&render_png(&chart(&series, None), 800, 500));
+        let (_, _, pixels) = decode(&render_png(&chart(&series, None), 800, 500).unwrap());
         assert!(count_color(&pixels, BLUE) > 300);
     }
 
@@ -1269,7 +1273,8 @@ mod tests {
                     markers,
                 }];
                 for (w, h) in [(800, 500), (120, 80), (1, 1), (0, 0)] {
-                    let (dw, dh, _) = decode(&render_png(&chart(&series, Some((1.0, "t"))), w, h));
+                    let (dw, dh, _) =
+                        decode(&render_png(&chart(&series, Some((1.0, "t"))), w, h).unwrap());
                     assert_eq!((dw, dh), (w.max(1), h.max(1)));
                 }
             }
@@ -1282,9 +1287,9 @@ mod tests {
             series: &[],
             threshold: None,
         };
-        decode(&render_png(&empty, 300, 200));
+        decode(&render_png(&empty, 300, 200).unwrap());
         // A non-finite threshold is ignored.
-        decode(&render_png(&chart(&[], Some((f64::NAN, "nan"))), 300, 200));
+        decode(&render_png(&chart(&[], Some((f64::NAN, "nan"))), 300, 200).unwrap());
     }
 
     #[test]
@@ -1296,7 +1301,7 @@ mod tests {
             color: BLUE,
             markers: false,
         }];
-        let (_, _, pixels) = decode(&render_png(&chart(&series, None), 400, 300));
+        let (_, _, pixels) = decode(&render_png(&chart(&series, None), 400, 300).unwrap());
         assert!(count_color(&pixels, BLUE) > 0);
     }
 
@@ -1315,7 +1320,7 @@ mod tests {
             color: BLUE,
             markers: false,
         }];
-        let (_, _, pixels) = decode(&render_png(&chart(&series, None), 400, 300));
+        let (_, _, pixels) = decode(&render_png(&chart(&series, None), 400, 300).unwrap());
         assert!(count_color(&pixels, BLUE) > 50);
     }
 
@@ -1466,7 +1471,7 @@ mod tests {
         write_png(&dir.join("sample_curve.png"), &cartpole).unwrap();
         std::fs::write(
             dir.join("sample_curve_small.png"),
-            render_png(&cartpole, 400, 250),
+            render_png(&cartpole, 400, 250).unwrap(),
         )
         .unwrap();
 
@@ -1509,7 +1514,7 @@ mod tests {
         };
         std::fs::write(
             dir.join("sample_font.png"),
-            render_png(&font_chart, 1800, 1000),
+            render_png(&font_chart, 1800, 1000).unwrap(),
         )
         .unwrap();
     }

@@ -54,6 +54,16 @@ pub const REINFORCE_STEPS: usize = 500;
 pub const AC_EVAL_INTERVAL: u64 = 1000;
 /// A learning-curve row at least this often (environment steps).
 const CURVE_INTERVAL: u64 = 1000;
+/// The files of a run directory (`--out`).
+pub const POLICY_FILE: &str = "policy.mrlp";
+/// The learning curve's CSV in a run directory.
+pub const CURVE_CSV_FILE: &str = "curve.csv";
+/// The learning curve's plot in a run directory.
+pub const CURVE_PNG_FILE: &str = "curve.png";
+/// Every figure and the full configuration of a run.
+pub const SUMMARY_FILE: &str = "summary.json";
+/// Everything a run directory holds.
+pub const RUN_FILES: [&str; 4] = [POLICY_FILE, CURVE_CSV_FILE, CURVE_PNG_FILE, SUMMARY_FILE];
 
 /// A training task.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, Serialize, Deserialize)]
@@ -142,8 +152,23 @@ impl Overrides {
     }
 
     /// Parses TOML text.
+    ///
+    /// # Errors
+    /// The TOML is malformed: one line naming the line and column.
     pub fn parse(text: &str) -> anyhow::Result<Self> {
-        Ok(Overrides(toml::from_str(text)?))
+        toml::from_str(text).map(Overrides).map_err(|e| {
+            let at = e.span().map(|span| {
+                let before = text.get(..span.start).unwrap_or(text);
+                let line = before.matches('\n').count() + 1;
+                let column = before.len() - before.rfind('\n').map_or(0, |i| i + 1) + 1;
+                format!("line {line}, column {column}: ")
+            });
+            anyhow::anyhow!(
+                "{}{}",
+                at.unwrap_or_default(),
+                e.message().trim().replace('\n', " ")
+            )
+        })
     }
 }
 
@@ -325,6 +350,40 @@ impl TrainOptions {
         }
     }
 
+    /// Checks the options the command line sets, naming the option: a zero
+    /// `--steps` budget or `--eval-episodes`, a non-finite `--threshold`, and
+    /// whatever else the core's [`RunConfig::validate`] refuses.
+    ///
+    /// # Errors
+    /// One line naming the option and its constraint.
+    pub fn check(&self) -> anyhow::Result<()> {
+        anyhow::ensure!(
+            self.steps > 0,
+            "--steps must be > 0 (the environment-step budget)"
+        );
+        anyhow::ensure!(
+            self.eval_episodes > 0,
+            "--eval-episodes must be > 0 (the episodes that decide and report \"solved\")"
+        );
+        anyhow::ensure!(
+            self.threshold.is_finite(),
+            "--threshold must be a finite number, not {}",
+            self.threshold
+        );
+        self.run_config().validate().map_err(|e| match e {
+            microrl::Error::InvalidConfig { field, reason } => {
+                let option = match field {
+                    "total_steps" => "--steps",
+                    "select_episodes" | "report_episodes" => "--eval-episodes",
+                    "threshold" => "--threshold",
+                    _ => "the run's options",
+                };
+                anyhow::anyhow!("invalid {option}: `{field}` {reason}")
+            }
+            e => anyhow::anyhow!("invalid run options: {e}"),
+        })
+    }
+
     /// The loop's configuration for these options.
     pub fn run_config(&self) -> RunConfig {
         RunConfig {
@@ -388,6 +447,9 @@ pub struct TrainSummary {
     pub run: RunConfig,
     /// Where the policy was written.
     pub policy: Option<PathBuf>,
+    /// The CRC-32 the policy file ends with (8 hex digits, as `inspect` and
+    /// `init` print it): which policy this summary describes.
+    pub policy_crc32: Option<String>,
     /// Where the learning curve (CSV) was written.
     pub curve_csv: Option<PathBuf>,
     /// Where the learning-curve plot (PNG) was written.
@@ -513,6 +575,11 @@ impl<S: AsDiagnostics> Hooks<S> for Observer {
 
 /// Trains as `opts` says, writes the outputs and returns the summary.
 pub fn train(opts: &TrainOptions) -> anyhow::Result<TrainSummary> {
+    opts.check()?;
+    if let Some(dir) = &opts.out {
+        // Refuse an --out that is not a run before training, not after.
+        crate::atomic::check_run_dir(dir, &RUN_FILES)?;
+    }
     let config = AlgoConfig::resolve(opts.env, opts.algo, opts.steps, &opts.overrides)?;
     if opts.small && opts.env != EnvName::Cartpole {
         bail!(
@@ -657,34 +724,45 @@ where
         config,
         run: run_config,
         policy: None,
+        policy_crc32: None,
         curve_csv: None,
         curve_png: None,
     };
     if let Some(dir) = &opts.out {
         let mut policy = Box::new(L::Policy::ZERO);
         agent.export(&mut policy);
-        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-        let policy_path = dir.join("policy.mrlp");
         let blob = serialize::to_vec(&*policy).map_err(anyhow::Error::msg)?;
-        std::fs::write(&policy_path, blob)
-            .with_context(|| format!("writing {}", policy_path.display()))?;
-        let csv = dir.join("curve.csv");
-        observer.curve.write_csv(&csv)?;
-        let png = dir.join("curve.png");
+        let csv = observer.curve.to_csv();
         let title = format!(
             "{} {} seed {}",
             opts.algo.name(),
             opts.env.name(),
             opts.seed
         );
-        observer
-            .curve
-            .write_png(&png, &title, Some(f64::from(opts.threshold)))?;
-        summary.policy = Some(policy_path);
-        summary.curve_csv = Some(csv);
-        summary.curve_png = Some(png);
+        let png = observer.curve.render_png(
+            &title,
+            Some(f64::from(opts.threshold)),
+            crate::plot::DEFAULT_WIDTH,
+            crate::plot::DEFAULT_HEIGHT,
+        )?;
+        summary.policy = Some(dir.join(POLICY_FILE));
+        summary.policy_crc32 = Some(format!(
+            "{:08x}",
+            serialize::crc32(&blob[..blob.len().saturating_sub(4)])
+        ));
+        summary.curve_csv = Some(dir.join(CURVE_CSV_FILE));
+        summary.curve_png = Some(dir.join(CURVE_PNG_FILE));
         let json = serde_json::to_string_pretty(&summary)?;
-        std::fs::write(dir.join("summary.json"), json)?;
+        // All four files appear together, replacing a previous run whole.
+        crate::atomic::write_run_dir(
+            dir,
+            &[
+                (POLICY_FILE, &blob),
+                (CURVE_CSV_FILE, csv.as_bytes()),
+                (CURVE_PNG_FILE, &png),
+                (SUMMARY_FILE, json.as_bytes()),
+            ],
+        )?;
     }
     Ok(summary)
 }

@@ -15,6 +15,31 @@ fn microrl(args: &[&str]) -> (bool, String, String) {
     )
 }
 
+/// Runs microrl expecting a refusal: a non-zero exit and exactly one line on
+/// standard error, `error: …`, even with backtraces switched on (anyhow would
+/// print one). Returns that line.
+fn refused(args: &[&str]) -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_microrl"))
+        .args(args)
+        .env("RUST_BACKTRACE", "1")
+        .output()
+        .expect("run microrl");
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(!out.status.success(), "{args:?} accepted: {stderr}");
+    assert!(out.status.code().is_some(), "{args:?}: killed by a signal");
+    assert_one_line_error(&stderr, args);
+    stderr.trim_end().to_string()
+}
+
+fn assert_one_line_error(stderr: &str, what: impl std::fmt::Debug) {
+    let lines: Vec<&str> = stderr.trim_end().lines().collect();
+    assert!(
+        lines.len() == 1 && lines[0].starts_with("error: "),
+        "{what:?}: not a one-line error:\n{stderr}"
+    );
+    assert!(!stderr.contains("panicked"), "{what:?}: {stderr}");
+}
+
 fn last_json(stdout: &str) -> serde_json::Value {
     let last = stdout.lines().last().expect("some output");
     let value: serde_json::Value = serde_json::from_str(last).expect("last line is JSON");
@@ -244,24 +269,42 @@ fn config_overrides_are_checked() {
     assert!(!ok);
     assert!(stderr.contains("not_a_key"), "{stderr}");
     // Out-of-range values are refused before any rollout, naming the field.
-    for (text, field) in [
-        ("clip_range = -0.2\n", "clip_range"),
-        ("clip_range = nan\n", "clip_range"),
-        ("learning_rate = 1e9\n", "learning_rate"),
-        ("max_grad_norm = -1.0\n", "max_grad_norm"),
-        ("target_kl = nan\n", "target_kl"),
-        ("epochs = 0\n", "epochs"),
-        ("[adam]\neps = 0.0\n", "adam.eps"),
+    // Every optional switch (a number, or `false` for off) refuses NaN,
+    // negative and zero values too; the online actor-critic's own keys as well.
+    let mut cases = vec![
+        ("ppo", "clip_range = -0.2\n".to_string(), "clip_range"),
+        ("ppo", "clip_range = nan\n".to_string(), "clip_range"),
+        ("ppo", "learning_rate = 1e9\n".to_string(), "learning_rate"),
+        ("ppo", "epochs = 0\n".to_string(), "epochs"),
+        ("ppo", "[adam]\neps = 0.0\n".to_string(), "adam.eps"),
         (
-            "learning_rate = { start = 1e-3, end = -1e-3 }\n",
+            "ppo",
+            "learning_rate = { start = 1e-3, end = -1e-3 }\n".to_string(),
             "learning_rate",
         ),
-    ] {
-        std::fs::write(&config, text).unwrap();
-        let (ok, _, stderr) = microrl(&["train", "--steps", "512", "--config", cfg]);
-        assert!(!ok, "{text} accepted");
-        assert!(stderr.contains(&format!("`{field}`")), "{text}: {stderr}");
+    ];
+    for key in ["max_grad_norm", "value_clip", "target_kl"] {
+        for value in ["-1.0", "nan", "0.0"] {
+            cases.push(("ppo", format!("{key} = {value}\n"), key));
+        }
     }
+    for key in ["actor_lr", "critic_lr"] {
+        for value in ["-1e-3", "nan", "1e9"] {
+            cases.push(("ac", format!("{key} = {value}\n"), key));
+        }
+    }
+    for (algo, text, field) in &cases {
+        std::fs::write(&config, text).unwrap();
+        let line = refused(&["train", "--algo", algo, "--steps", "512", "--config", cfg]);
+        assert!(
+            line.contains(&format!("`{field}`")),
+            "{algo} {text}: {line}"
+        );
+    }
+    // A malformed file is one line too, naming where.
+    std::fs::write(&config, "gamma = \n").unwrap();
+    let line = refused(&["train", "--steps", "512", "--config", cfg]);
+    assert!(line.contains("line 1"), "{line}");
     // Nested keys merge over the defaults; a feature switches off with `false`.
     std::fs::write(&config, "max_grad_norm = false\n[adam]\neps = 1e-7\n").unwrap();
     let (ok, stdout, stderr) = microrl(&["train", "--steps", "512", "--config", cfg, "--json"]);
@@ -305,4 +348,351 @@ fn validate_exit_status_follows_the_pass_criterion() {
     ]);
     assert!(ok);
     assert_eq!(last_json(&stdout)["passed"], 2);
+}
+
+#[test]
+fn zero_budgets_episodes_and_jobs_are_refused_naming_the_option() {
+    let dir = temp_dir("zero");
+    let policy = dir.join("p.mrlp");
+    let policy = policy.to_str().unwrap();
+    let (ok, _, stderr) = microrl(&["init", "--out", policy]);
+    assert!(ok, "{stderr}");
+    // A directory that is not a run is refused before training, untouched.
+    let mine = dir.join("mine");
+    std::fs::create_dir(&mine).unwrap();
+    std::fs::write(mine.join("notes.txt"), "keep").unwrap();
+    let mine = mine.to_str().unwrap();
+    for (args, option) in [
+        (&["validate", "--seeds", "0"][..], "--seeds"),
+        (
+            &["validate", "--seeds", "2", "--min-pass", "0"],
+            "--min-pass",
+        ),
+        (
+            &["validate", "--seeds", "2", "--min-pass", "3"],
+            "--min-pass",
+        ),
+        (
+            &[
+                "validate",
+                "--env",
+                "pendulum",
+                "--steps",
+                "0",
+                "--eval-episodes",
+                "0",
+            ],
+            "--steps",
+        ),
+        (
+            &[
+                "validate",
+                "--seeds",
+                "1",
+                "--steps",
+                "256",
+                "--eval-episodes",
+                "0",
+            ],
+            "--eval-episodes",
+        ),
+        (
+            &["validate", "--seeds", "1", "--threshold", "nan"],
+            "--threshold",
+        ),
+        (&["validate", "--seeds", "2", "--jobs", "0"], "--jobs"),
+        (&["train", "--steps", "0"], "--steps"),
+        (
+            &["train", "--steps", "256", "--eval-episodes", "0"],
+            "--eval-episodes",
+        ),
+        (
+            &["eval", "--policy", policy, "--episodes", "0"],
+            "--episodes",
+        ),
+        (&["train", "--sed", "3"], "--seed"),
+        (&["eval"], "--policy"),
+        (&["train", "--out", mine], "notes.txt"),
+        (&["train", "--out", "."], "name the run directory"),
+    ] {
+        let line = refused(args);
+        assert!(line.contains(option), "{args:?}: {line}");
+        assert!(!line.contains("meets"), "{args:?}: {line}");
+    }
+    assert_eq!(listing(&dir.join("mine")), ["notes.txt"]);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[cfg(unix)]
+#[test]
+fn validate_jobs_beyond_memory_is_an_error_not_a_panic() {
+    // 64 training threads of 64 MiB stacks need 4 GiB of address space; under
+    // a 1 GB limit some cannot start.
+    let out = Command::new("sh")
+        .arg("-c")
+        .arg("ulimit -v 1000000 && exec \"$@\"")
+        .arg("sh")
+        .arg(env!("CARGO_BIN_EXE_microrl"))
+        .args([
+            "validate", "--seeds", "64", "--jobs", "64", "--steps", "256",
+        ])
+        .env("RUST_BACKTRACE", "1")
+        .output()
+        .expect("run sh");
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert_one_line_error(&stderr, "validate --jobs 64 under ulimit -v");
+    assert!(
+        stderr.contains("could not start training thread"),
+        "{stderr}"
+    );
+}
+
+/// Every file directly in `dir`, sorted.
+fn listing(dir: &std::path::Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+const RUN_FILES: [&str; 4] = ["curve.csv", "curve.png", "policy.mrlp", "summary.json"];
+
+fn read_run(run: &std::path::Path) -> Vec<Vec<u8>> {
+    RUN_FILES
+        .iter()
+        .map(|f| std::fs::read(run.join(f)).unwrap())
+        .collect()
+}
+
+#[cfg(unix)]
+#[test]
+fn a_full_disk_leaves_the_old_outputs_intact() {
+    // `ulimit -f 1`: no file may grow past 512 bytes, so every write of a
+    // policy (18 604 bytes) is cut short. SIGXFSZ is ignored, so the write
+    // fails with EFBIG instead of killing the process.
+    fn limited(args: &[&str]) -> String {
+        let out = Command::new("sh")
+            .arg("-c")
+            .arg("trap '' XFSZ; ulimit -f 1 && exec \"$@\"")
+            .arg("sh")
+            .arg(env!("CARGO_BIN_EXE_microrl"))
+            .args(args)
+            .env("RUST_BACKTRACE", "1")
+            .output()
+            .expect("run sh");
+        let stderr = String::from_utf8(out.stderr).unwrap();
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {stderr}");
+        assert_one_line_error(&stderr, args);
+        assert!(stderr.contains("File too large"), "{args:?}: {stderr}");
+        stderr
+    }
+    let dir = temp_dir("full");
+    let path = |name: &str| dir.join(name).to_str().unwrap().to_string();
+    let (policy, rs, raw, run) = (path("p.mrlp"), path("p.rs"), path("q.mrlp"), path("run"));
+    for args in [
+        &["init", "--out", &policy][..],
+        &["export", "--policy", &policy, "--out", &rs],
+        &["export", "--policy", &policy, "--out", &raw],
+        &["train", "--steps", "600", "--out", &run],
+    ] {
+        let (ok, _, stderr) = microrl(args);
+        assert!(ok, "{stderr}");
+    }
+    let before: Vec<Vec<u8>> = [&policy, &rs, &raw]
+        .iter()
+        .map(|p| std::fs::read(p).unwrap())
+        .collect();
+    let run_before = read_run(std::path::Path::new(&run));
+
+    let line = limited(&["init", "--seed", "1", "--out", &policy]);
+    assert!(line.contains("p.mrlp"), "{line}");
+    let line = limited(&["export", "--policy", &policy, "--out", &rs]);
+    assert!(line.contains("p.rs"), "{line}");
+    limited(&["export", "--policy", &policy, "--out", &raw]);
+    let line = limited(&["train", "--seed", "1", "--steps", "600", "--out", &run]);
+    assert!(line.contains("run"), "{line}");
+
+    for (p, old) in [&policy, &rs, &raw].iter().zip(&before) {
+        assert!(&std::fs::read(p).unwrap() == old, "{p} changed");
+    }
+    assert!(
+        read_run(std::path::Path::new(&run)) == run_before,
+        "run changed"
+    );
+    // No temporary file or directory is left behind.
+    assert_eq!(listing(&dir), ["p.mrlp", "p.rs", "q.mrlp", "run"]);
+    assert_eq!(listing(std::path::Path::new(&run)), RUN_FILES);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Checks `run` is one complete run — every file non-empty, the summary's
+/// policy path present, the policy loading (`inspect`) with the CRC-32 the
+/// summary records, the curve ending at the summary's step count — and
+/// returns its seed.
+fn complete_run(run: &std::path::Path) -> u64 {
+    for file in RUN_FILES {
+        let len = std::fs::metadata(run.join(file))
+            .unwrap_or_else(|e| panic!("{file}: {e}"))
+            .len();
+        assert!(len > 0, "{file} is empty");
+    }
+    let summary: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(run.join("summary.json")).unwrap())
+            .expect("summary.json parses");
+    let policy = summary["policy"].as_str().expect("policy path");
+    assert!(std::path::Path::new(policy).is_file(), "{policy}");
+    let (ok, stdout, stderr) = microrl(&["inspect", policy, "--json"]);
+    assert!(ok, "{stderr}");
+    assert_eq!(
+        last_json(&stdout)["crc32"],
+        summary["policy_crc32"],
+        "policy and summary of different runs"
+    );
+    let csv = std::fs::read_to_string(run.join("curve.csv")).unwrap();
+    let last_step = csv.lines().last().unwrap().split(',').next().unwrap();
+    assert_eq!(
+        last_step,
+        summary["steps_run"].to_string(),
+        "curve and summary of different runs"
+    );
+    assert!(
+        std::fs::read(run.join("curve.png"))
+            .unwrap()
+            .starts_with(b"\x89PNG")
+    );
+    summary["seed"].as_u64().unwrap()
+}
+
+#[cfg(unix)]
+#[test]
+fn a_killed_training_leaves_the_old_run_or_the_new_one() {
+    use std::time::{Duration, Instant};
+    const KILLS: u64 = 12;
+    let dir = temp_dir("kill");
+    let run = dir.join("run");
+    let run_str = run.to_str().unwrap();
+    let train = |seed: u64| {
+        let seed = seed.to_string();
+        let args = [
+            "train",
+            "--seed",
+            &seed,
+            "--steps",
+            "4096",
+            "--no-early-stop",
+            "--out",
+            run_str,
+        ]
+        .map(str::to_string);
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_microrl"));
+        cmd.args(args)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null());
+        cmd
+    };
+    // The run to replace, and how long one takes on this machine.
+    let start = Instant::now();
+    assert!(train(0).status().unwrap().success());
+    let full = start.elapsed();
+    assert_eq!(complete_run(&run), 0);
+
+    // xorshift64*, seeded from the clock (printed, to replay a failure).
+    let mut state = std::env::var("MICRORL_KILL_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_nanos() as u64
+                | 1
+        });
+    eprintln!("kill test: MICRORL_KILL_SEED={state}, one run takes {full:?}");
+    let mut random = move |below: u64| {
+        state ^= state >> 12;
+        state ^= state << 25;
+        state ^= state >> 27;
+        state.wrapping_mul(0x2545_F491_4F6C_DD1D) % below.max(1)
+    };
+    let mut outcomes = Vec::new();
+    for seed in 1..=KILLS {
+        let old = complete_run(&run);
+        let mut child = train(seed).spawn().unwrap();
+        let staging = format!("run.tmp-{}-", child.id());
+        // Odd kills: at a random moment of the run (mostly while it trains).
+        // Even kills: right after one step of writing the outputs, in turn —
+        // the staging directory created, 2 of its 4 files written, all 4,
+        // the swap done — each watched for by polling.
+        let mut swapped_before_kill = false;
+        let when = if seed % 2 == 1 {
+            let delay = Duration::from_micros(random(full.as_micros() as u64 * 6 / 5));
+            std::thread::sleep(delay);
+            format!("at {delay:?}")
+        } else {
+            use std::os::unix::fs::MetadataExt;
+            // The directory's and its files' identity and contents stamps:
+            // they change when the directory is swapped, or — what this test
+            // is there to catch — when a file is rewritten in place.
+            let stamps = || {
+                [&run, &run.join("policy.mrlp"), &run.join("summary.json")].map(|p| {
+                    std::fs::metadata(p)
+                        .ok()
+                        .map(|m| (m.ino(), m.len(), m.mtime(), m.mtime_nsec()))
+                })
+            };
+            let before = stamps();
+            let changed = || stamps() != before;
+            let staged_files = || {
+                listing(&dir)
+                    .iter()
+                    .find(|n| n.starts_with(&staging))
+                    .and_then(|n| std::fs::read_dir(dir.join(n)).ok())
+                    .map(|d| d.count())
+            };
+            let (event, reached): (&str, Box<dyn Fn() -> bool>) = match seed / 2 % 4 {
+                1 => (
+                    "staging directory created",
+                    Box::new(|| staged_files().is_some()),
+                ),
+                2 => ("2 files staged", Box::new(|| staged_files() >= Some(2))),
+                3 => ("4 files staged", Box::new(|| staged_files() >= Some(4))),
+                _ => ("the run directory changed", Box::new(changed)),
+            };
+            // Spin: an in-place write takes microseconds.
+            let deadline = Instant::now() + full * 4 + Duration::from_secs(2);
+            while Instant::now() < deadline && child.try_wait().unwrap().is_none() && !reached() {
+                std::thread::yield_now();
+            }
+            swapped_before_kill = changed();
+            format!("after {event}")
+        };
+        let _ = child.kill();
+        let status = child.wait().unwrap();
+        let now = complete_run(&run);
+        assert!(
+            now == old || now == seed,
+            "kill {when}: run of seed {now}, expected {old} or {seed}"
+        );
+        if swapped_before_kill {
+            assert_eq!(now, seed, "kill {when}: the directory had changed before");
+        }
+        outcomes.push(format!(
+            "kill {when}: {} ({})",
+            if now == seed { "new run" } else { "old run" },
+            if status.success() {
+                "had finished"
+            } else {
+                "killed"
+            }
+        ));
+    }
+    eprintln!("kill test:\n  {}", outcomes.join("\n  "));
+    // A complete run clears what the killed ones left beside the directory.
+    assert!(train(KILLS + 1).status().unwrap().success());
+    assert_eq!(complete_run(&run), KILLS + 1);
+    assert_eq!(listing(&dir), ["run"]);
+    std::fs::remove_dir_all(&dir).unwrap();
 }
