@@ -76,6 +76,17 @@ pub enum Error {
         /// The step cap that was reached.
         max_steps: u32,
     },
+    /// A saved state is well-formed but not one its owner can be in (an
+    /// all-zero xoshiro state, a negative step counter, a flag other than
+    /// 0 or 1); `what` says which.
+    InvalidState {
+        /// What is wrong, e.g. `"xoshiro128++ state is all-zero"`.
+        what: &'static str,
+    },
+    /// A checkpoint was requested between `collect` and `update`: a PPO
+    /// rollout is collected but not yet trained on. Checkpoints are taken
+    /// between iterations of the training loop.
+    MidIteration,
 }
 
 impl Error {
@@ -100,6 +111,10 @@ impl fmt::Display for Error {
                     f,
                     "episode did not end within {max_steps} steps (no termination or truncation)"
                 );
+            }
+            Error::InvalidState { what } => return write!(f, "invalid saved state: {what}"),
+            Error::MidIteration => {
+                "checkpoint requested mid-iteration (a rollout awaits its update)"
             }
             Error::NonFinite => "value is NaN or infinite",
             Error::InvalidAction => "action index out of range",

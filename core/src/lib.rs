@@ -37,7 +37,9 @@
 //! 7. [`optim`] — Adam, SGD, gradient clipping, schedules, and
 //!    [`optim::TrainState`] (parameters + gradients + optimiser).
 //! 8. [`serialize`] — the checksummed binary format that carries a
-//!    [`Policy`] from the desktop to the firmware.
+//!    [`Policy`] from the desktop to the firmware; [`checkpoint`] — the
+//!    checksummed format of a whole training run (agent, optimiser, loop,
+//!    RNG streams, environment) that resumes it bit for bit.
 //! 9. [`params`], [`normalize`], [`loss`], [`math`], [`rng`], [`config`] —
 //!    the plumbing the rest stands on.
 //!
@@ -97,6 +99,7 @@ extern crate std;
 
 pub mod agent;
 pub mod algo;
+pub mod checkpoint;
 pub mod config;
 pub mod env;
 pub mod error;

@@ -54,7 +54,7 @@
 use nalgebra::SVector;
 use rand_core::Rng;
 
-use super::{Continuous, Discrete, Env, Step, uniform_f64};
+use super::{Continuous, Discrete, Env, EnvState, Step, uniform_f64};
 use crate::error::{Error, check_finite};
 
 /// Gravitational acceleration, m/s².
@@ -310,6 +310,53 @@ impl Env for CartPoleContinuous {
         Ok(self
             .inner
             .apply_force(f64::from(a.clamp(-1.0, 1.0)) * FORCE_MAG))
+    }
+}
+
+/// `[x, x_dot, theta, theta_dot, elapsed_steps, terminated_once]`.
+impl EnvState for CartPole {
+    const TAG: u32 = u32::from_le_bytes(*b"CPOL");
+    const WORDS: usize = 6;
+
+    fn save_state(&self, out: &mut [f64]) {
+        let words = [
+            self.state[0],
+            self.state[1],
+            self.state[2],
+            self.state[3],
+            f64::from(self.elapsed_steps),
+            f64::from(u8::from(self.terminated_once)),
+        ];
+        for (o, w) in out.iter_mut().zip(words) {
+            *o = w;
+        }
+    }
+
+    fn restore_state(&mut self, words: &[f64]) -> Result<(), Error> {
+        let words: [f64; 6] = words.try_into().map_err(|_| Error::Truncated)?;
+        let state = super::finite_words::<4>(&words[..4])?;
+        let elapsed_steps = super::counter_from_f64(words[4])?;
+        let terminated_once = super::flag_from_f64(words[5])?;
+        *self = Self {
+            state,
+            elapsed_steps,
+            terminated_once,
+        };
+        Ok(())
+    }
+}
+
+/// [`CartPole`]'s words under its own tag.
+impl EnvState for CartPoleContinuous {
+    const TAG: u32 = u32::from_le_bytes(*b"CPCN");
+    const WORDS: usize = CartPole::WORDS;
+
+    fn save_state(&self, out: &mut [f64]) {
+        self.inner.save_state(out);
+    }
+
+    fn restore_state(&mut self, words: &[f64]) -> Result<(), Error> {
+        self.inner.restore_state(words)
     }
 }
 

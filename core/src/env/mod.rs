@@ -24,6 +24,10 @@
 //!   `terminated || truncated` the caller calls `reset`.
 //! - **Settable state.** Each environment exposes its physical state so tests
 //!   can replay reference trajectories and firmware can log or restore it.
+//!   [`EnvState`] saves and restores *everything* a step depends on (physics,
+//!   step counter, flags) as `f64` words, which is what a training
+//!   [`checkpoint`](crate::checkpoint) stores to continue the episode in
+//!   progress bit for bit.
 //! - **Actions are the policy's type.** Discrete environments take `usize`,
 //!   continuous ones `SVector<f32, A>` ([`ActionOf<E>`]).
 //! - **`f64` physics, `f32` interface.** The physical state and the
@@ -325,4 +329,60 @@ pub trait Env {
     /// [`Error::NonFinite`] for a non-finite continuous action (for
     /// example). The environment's state should be unchanged on error.
     fn step(&mut self, action: ActionOf<Self>) -> Result<Step<Self::Obs>, Error>;
+}
+
+/// The complete state of an environment — everything its next `step`
+/// depends on — as `WORDS` `f64` words, for training
+/// [`checkpoint`](crate::checkpoint)s: a restored environment continues the
+/// episode in progress bit for bit. Counters and flags are stored as exact
+/// integral `f64`s.
+pub trait EnvState {
+    /// Identifies the environment type in a checkpoint (e.g. four ASCII
+    /// bytes as a little-endian `u32`), so that a checkpoint of one
+    /// environment is refused by another with the same number of words.
+    const TAG: u32;
+    /// Number of `f64` words (at most
+    /// [`MAX_ENV_WORDS`](crate::checkpoint::MAX_ENV_WORDS)).
+    const WORDS: usize;
+    /// Writes the state into `out` (`out.len() == WORDS`).
+    fn save_state(&self, out: &mut [f64]);
+    /// Restores the state from `words` (`words.len() == WORDS`).
+    ///
+    /// # Errors
+    /// [`Error::Truncated`] for a wrong length, [`Error::NonFinite`] or
+    /// [`Error::InvalidState`] for a state the environment cannot be in;
+    /// nothing changes then.
+    fn restore_state(&mut self, words: &[f64]) -> Result<(), Error>;
+}
+
+/// A step counter saved as an `f64`: an integer in `0..=u32::MAX`.
+pub(crate) fn counter_from_f64(x: f64) -> Result<u32, Error> {
+    if x >= 0.0 && x <= f64::from(u32::MAX) && x == libm::trunc(x) {
+        Ok(x as u32)
+    } else {
+        Err(Error::InvalidState {
+            what: "step counter is not an integer in 0..=u32::MAX",
+        })
+    }
+}
+
+/// A flag saved as an `f64`: exactly 0 or 1.
+pub(crate) fn flag_from_f64(x: f64) -> Result<bool, Error> {
+    if x == 0.0 || x == 1.0 {
+        Ok(x == 1.0)
+    } else {
+        Err(Error::InvalidState {
+            what: "flag is neither 0 nor 1",
+        })
+    }
+}
+
+/// The physical part of a saved state: every word finite.
+pub(crate) fn finite_words<const N: usize>(words: &[f64]) -> Result<[f64; N], Error> {
+    let words: [f64; N] = words.try_into().map_err(|_| Error::Truncated)?;
+    if words.iter().all(|w| w.is_finite()) {
+        Ok(words)
+    } else {
+        Err(Error::NonFinite)
+    }
 }

@@ -48,7 +48,7 @@
 use nalgebra::SVector;
 use rand_core::Rng;
 
-use super::{Continuous, Env, Step, uniform_f64};
+use super::{Continuous, Env, EnvState, Step, uniform_f64};
 use crate::error::{Error, check_finite};
 
 use core::f64::consts::{PI, TAU};
@@ -198,6 +198,30 @@ impl Env for Pendulum {
             terminated: false,
             truncated: self.elapsed_steps >= Self::MAX_EPISODE_STEPS,
         })
+    }
+}
+
+/// `[θ, θ̇, elapsed_steps]`.
+impl EnvState for Pendulum {
+    const TAG: u32 = u32::from_le_bytes(*b"PEND");
+    const WORDS: usize = 3;
+
+    fn save_state(&self, out: &mut [f64]) {
+        let words = [self.state[0], self.state[1], f64::from(self.elapsed_steps)];
+        for (o, w) in out.iter_mut().zip(words) {
+            *o = w;
+        }
+    }
+
+    fn restore_state(&mut self, words: &[f64]) -> Result<(), Error> {
+        let words: [f64; 3] = words.try_into().map_err(|_| Error::Truncated)?;
+        let state = super::finite_words::<2>(&words[..2])?;
+        let elapsed_steps = super::counter_from_f64(words[2])?;
+        *self = Self {
+            state,
+            elapsed_steps,
+        };
+        Ok(())
     }
 }
 
