@@ -710,8 +710,14 @@ impl<const OBS: usize, R: Rng> Trainer<SVector<f32, OBS>, R> {
         self.finish(agent, env, hooks)
     }
 
-    /// The reported evaluation and the outcome.
-    fn finish<L, E, H>(
+    /// Ends a run driven by [`iterate`](Self::iterate) calls of the
+    /// caller's own (e.g. with checkpoints between them): the reported
+    /// evaluation, passed to `hooks`, and the outcome — what
+    /// [`run`](Self::run) returns.
+    ///
+    /// # Errors
+    /// The evaluation's first error.
+    pub fn finish<L, E, H>(
         &mut self,
         agent: &L,
         eval_env: &mut E,

@@ -174,9 +174,24 @@ pub fn default_policy_path(arch: Arch) -> PathBuf {
     PathBuf::from(format!("{}.mrlp", arch.name()))
 }
 
+/// `microrl train --resume DIR`: continues a checkpointed run.
+pub fn resume(dir: &Path) -> anyhow::Result<Report> {
+    summary_report(train::resume(dir, true)?)
+}
+
 /// `microrl train`: trains one seed and writes the policy, curve and plot.
 pub fn train(opts: &TrainOptions) -> anyhow::Result<Report> {
-    let s = train::train(opts)?;
+    if opts.checkpoint_every.is_some() && opts.out.is_none() {
+        anyhow::bail!("--checkpoint-every needs an output directory (--out)");
+    }
+    anyhow::ensure!(
+        opts.checkpoint_every != Some(0),
+        "--checkpoint-every must be > 0"
+    );
+    summary_report(train::train(opts)?)
+}
+
+fn summary_report(s: train::TrainSummary) -> anyhow::Result<Report> {
     let mut lines = vec![format!(
         "{} on {}, seed {}: {} steps in {:.2} s; {}-episode deterministic eval on held-out start states {:.1} ± {:.1}",
         s.algo, s.env, s.seed, s.steps_run, s.wall_s, s.eval_episodes, s.eval_mean, s.eval_std

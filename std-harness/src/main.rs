@@ -51,6 +51,11 @@ struct TrainArgs {
     /// `infer` size) instead of 64-64.
     #[arg(long)]
     small: bool,
+    /// Write a checkpoint to <out>.checkpoint/ every N iterations (rollouts
+    /// and updates; online steps for `ac`), so that `--resume` can continue
+    /// a killed run bit for bit.
+    #[arg(long, value_name = "N")]
+    checkpoint_every: Option<u64>,
 }
 
 impl TrainArgs {
@@ -77,6 +82,7 @@ impl TrainArgs {
             out,
             progress,
             small: self.small,
+            checkpoint_every: self.checkpoint_every,
             ..TrainOptions::new(self.env, self.algo, seed, steps)
         })
     }
@@ -94,6 +100,11 @@ enum Command {
         /// Output directory (default: runs/<env>-<algo>-seed<N>).
         #[arg(long)]
         out: Option<PathBuf>,
+        /// Continue the run of output directory DIR from its checkpoint
+        /// (DIR.checkpoint/, written with --checkpoint-every), with the options
+        /// it was started with; ends bit-identical to the uninterrupted run.
+        #[arg(long, value_name = "DIR", conflicts_with_all = ["out", "seed", "steps", "env", "algo", "config", "small", "checkpoint_every", "no_early_stop", "eval_episodes"])]
+        resume: Option<PathBuf>,
     },
     /// Evaluate a policy file with deterministic actions.
     Eval {
@@ -237,7 +248,12 @@ fn run(cli: Cli) -> anyhow::Result<bool> {
     let mut ok = true;
     let report = match cli.command.unwrap_or(Command::Info) {
         Command::Info => commands::info(),
-        Command::Train { args, seed, out } => {
+        Command::Train {
+            resume: Some(dir), ..
+        } => commands::resume(&dir)?,
+        Command::Train {
+            args, seed, out, ..
+        } => {
             let out = out.unwrap_or_else(|| {
                 PathBuf::from(format!(
                     "runs/{}-{}-seed{seed}",

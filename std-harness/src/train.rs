@@ -33,11 +33,13 @@ use std::time::Instant;
 
 use anyhow::{Context, bail};
 use microrl::algo::{A2cConfig, AcConfig, AcStats, Ppo, PpoConfig, ReinforceConfig, UpdateStats};
+use microrl::checkpoint::AgentState;
+use microrl::env::EnvState;
 use microrl::env::{CartPole, CartPoleContinuous, Env, Pendulum};
 use microrl::optim::Schedule;
-use microrl::train::{Evaluation, Hooks, Learner, Progress, RunConfig, Trainer};
+use microrl::rng::Xoshiro128pp;
+use microrl::train::{Evaluation, Hooks, Learner, RunConfig, Trainer};
 use microrl::{Params, SVector, agent, serialize};
-use rand_xoshiro::Xoshiro128PlusPlus;
 use serde::{Deserialize, Serialize};
 
 use crate::curve::{CurveRow, LearningCurve};
@@ -328,6 +330,10 @@ pub struct TrainOptions {
     pub progress: bool,
     /// CartPole only: train the MCU-sized 4-32-32 actor and critic instead of 64-64.
     pub small: bool,
+    /// Write a checkpoint (`<out>.checkpoint/`) every this many iterations
+    /// (rollouts and updates; online steps for `ac`), so a killed run can
+    /// be resumed bit for bit (`None`: no checkpoints).
+    pub checkpoint_every: Option<u64>,
 }
 
 impl TrainOptions {
@@ -347,6 +353,7 @@ impl TrainOptions {
             out: None,
             progress: false,
             small: false,
+            checkpoint_every: None,
         }
     }
 
@@ -518,6 +525,95 @@ struct Observer {
 }
 
 impl Observer {
+    /// The observer's state and the run's options, for a checkpoint.
+    fn save(
+        &self,
+        opts: &TrainOptions,
+        config: &AlgoConfig,
+        iterations: u64,
+        wall_s: f64,
+    ) -> anyhow::Result<String> {
+        let bits = |x: Option<f64>| x.map(f64::to_bits);
+        let progress = Progress {
+            env: opts.env,
+            algo: opts.algo,
+            seed: opts.seed,
+            steps: opts.steps,
+            small: opts.small,
+            threshold: opts.threshold,
+            eval_episodes: opts.eval_episodes,
+            early_stop: opts.early_stop,
+            checkpoint_every: opts.checkpoint_every,
+            config: serde_json::to_value(config)?,
+            iterations,
+            recent: self.recent.iter().map(|r| r.to_bits()).collect(),
+            curve: self
+                .curve
+                .rows()
+                .iter()
+                .map(|r| {
+                    (
+                        r.step,
+                        r.episodes,
+                        r.mean_return.to_bits(),
+                        bits(r.eval_mean),
+                        bits(r.eval_std),
+                        r.wall_s.to_bits(),
+                    )
+                })
+                .collect(),
+            last_update: self.last_update.map(|d| {
+                [
+                    d.policy_loss,
+                    d.value_loss,
+                    d.entropy,
+                    d.approx_kl,
+                    d.clip_fraction,
+                    d.explained_variance,
+                    d.learning_rate,
+                ]
+                .map(f32::to_bits)
+            }),
+            epochs: self.last_update.map(|d| d.epochs),
+            last_eval: self.last_eval.to_bits(),
+            next_row: self.next_row,
+            wall_s,
+        };
+        Ok(serde_json::to_string(&progress)?)
+    }
+
+    /// Back to the state [`save`](Self::save) recorded.
+    fn restore(&mut self, p: &Progress) {
+        let float = |b: Option<u64>| b.map(f64::from_bits);
+        self.recent = p.recent.iter().map(|&b| f32::from_bits(b)).collect();
+        self.curve = LearningCurve::new();
+        for &(step, episodes, mean, eval_mean, eval_std, wall) in &p.curve {
+            self.curve.push(CurveRow {
+                step,
+                episodes,
+                mean_return: f64::from_bits(mean),
+                eval_mean: float(eval_mean),
+                eval_std: float(eval_std),
+                wall_s: f64::from_bits(wall),
+            });
+        }
+        self.last_update = p.last_update.map(|b| {
+            let f = b.map(f32::from_bits);
+            Diagnostics {
+                policy_loss: f[0],
+                value_loss: f[1],
+                entropy: f[2],
+                approx_kl: f[3],
+                clip_fraction: f[4],
+                explained_variance: f[5],
+                learning_rate: f[6],
+                epochs: p.epochs.unwrap_or(0),
+            }
+        });
+        self.last_eval = f32::from_bits(p.last_eval);
+        self.next_row = p.next_row;
+    }
+
     fn recent_mean(&self) -> f64 {
         if self.recent.is_empty() {
             return f64::NAN;
@@ -544,7 +640,7 @@ impl<S: AsDiagnostics> Hooks<S> for Observer {
         self.last_eval = evaluation.mean;
     }
 
-    fn on_iteration(&mut self, p: &Progress) -> ControlFlow<()> {
+    fn on_iteration(&mut self, p: &microrl::train::Progress) -> ControlFlow<()> {
         if p.evaluation.is_some() || p.steps >= self.next_row {
             self.next_row = (p.steps / CURVE_INTERVAL + 1) * CURVE_INTERVAL;
             self.curve.push(CurveRow {
@@ -575,6 +671,81 @@ impl<S: AsDiagnostics> Hooks<S> for Observer {
 
 /// Trains as `opts` says, writes the outputs and returns the summary.
 pub fn train(opts: &TrainOptions) -> anyhow::Result<TrainSummary> {
+    train_from(opts, None)
+}
+
+/// The checkpoint directory of a run written to `out`: `<out>.checkpoint/`.
+pub fn checkpoint_dir(out: &Path) -> PathBuf {
+    let mut name = out.file_name().unwrap_or_default().to_os_string();
+    name.push(".checkpoint");
+    out.with_file_name(name)
+}
+
+/// The file of a checkpoint directory holding the core's checkpoint.
+const CHECKPOINT_STATE: &str = "state.mrlc";
+/// The file holding the options and the harness's own progress (curve so far).
+const CHECKPOINT_PROGRESS: &str = "progress.json";
+
+/// Everything besides the core's checkpoint that a resumed run needs to end
+/// exactly as the uninterrupted one: the options it was started with and
+/// the harness's observer state. Floats are stored as their bits (NaN-safe,
+/// exact).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+struct Progress {
+    env: EnvName,
+    algo: Algo,
+    seed: u64,
+    steps: u64,
+    small: bool,
+    threshold: f32,
+    eval_episodes: u32,
+    early_stop: bool,
+    checkpoint_every: Option<u64>,
+    /// The resolved algorithm configuration (field names as keys).
+    config: serde_json::Value,
+    iterations: u64,
+    recent: Vec<u32>,
+    /// `(step, episodes, mean_return, eval_mean, eval_std, wall_s)` bits.
+    curve: Vec<(u64, u64, u64, Option<u64>, Option<u64>, u64)>,
+    last_update: Option<[u32; 7]>,
+    epochs: Option<u16>,
+    last_eval: u32,
+    next_row: u64,
+    wall_s: f64,
+}
+
+/// `microrl train --resume DIR`: continues the run whose checkpoint is in
+/// `<DIR>.checkpoint/` with the options it was started with; the outputs are
+/// those of the uninterrupted run (but for wall-clock times).
+pub fn resume(out: &Path, progress_bar: bool) -> anyhow::Result<TrainSummary> {
+    let dir = checkpoint_dir(out);
+    let read = |name: &str| {
+        std::fs::read(dir.join(name))
+            .with_context(|| format!("no checkpoint to resume in {} ({name})", dir.display()))
+    };
+    let state = read(CHECKPOINT_STATE)?;
+    let saved: Progress = serde_json::from_slice(&read(CHECKPOINT_PROGRESS)?)
+        .with_context(|| format!("parsing {}", dir.join(CHECKPOINT_PROGRESS).display()))?;
+    let config: toml::Table = serde_json::from_value(saved.config.clone())
+        .context("the checkpoint's configuration is not a table")?;
+    let opts = TrainOptions {
+        overrides: Overrides(config),
+        threshold: saved.threshold,
+        eval_episodes: saved.eval_episodes,
+        early_stop: saved.early_stop,
+        out: Some(out.to_path_buf()),
+        progress: progress_bar,
+        small: saved.small,
+        checkpoint_every: saved.checkpoint_every,
+        ..TrainOptions::new(saved.env, saved.algo, saved.seed, saved.steps)
+    };
+    train_from(&opts, Some((state, saved)))
+}
+
+fn train_from(
+    opts: &TrainOptions,
+    resumed: Option<(Vec<u8>, Progress)>,
+) -> anyhow::Result<TrainSummary> {
     opts.check()?;
     if let Some(dir) = &opts.out {
         // Refuse an --out that is not a run before training, not after.
@@ -591,7 +762,7 @@ pub fn train(opts: &TrainOptions) -> anyhow::Result<TrainSummary> {
     macro_rules! go {
         ($agent:ty, $env:expr) => {{
             let mut agent: Box<$agent> = Box::new(<$agent>::ZERO);
-            run(opts, config, &mut *agent, $env, $env)
+            run(opts, config, &mut *agent, $env, $env, resumed)
         }};
     }
     macro_rules! by_algo {
@@ -672,19 +843,17 @@ fn run<L, E, const OBS: usize>(
     agent: &mut L,
     mut env: E,
     mut eval_env: E,
+    resumed: Option<(Vec<u8>, Progress)>,
 ) -> anyhow::Result<TrainSummary>
 where
-    L: Learner<E> + Configure,
+    L: Learner<E> + Configure + AgentState,
     L::Policy: Params,
     L::Stats: AsDiagnostics,
-    E: Env<Obs = SVector<f32, OBS>>,
+    E: Env<Obs = SVector<f32, OBS>> + EnvState,
 {
     let start = Instant::now();
     agent.configure(config)?;
     let run_config = opts.run_config();
-    let mut trainer =
-        Trainer::<_, Xoshiro128PlusPlus>::start(agent, &mut env, run_config, opts.seed)
-            .map_err(anyhow::Error::msg)?;
     let mut observer = Observer {
         start,
         bar: progress_bar(opts),
@@ -695,10 +864,63 @@ where
         last_eval: f32::NAN,
         next_row: 0,
     };
+    type Run<const OBS: usize> = Trainer<SVector<f32, OBS>, Xoshiro128pp>;
+    let (mut trainer, mut iterations, wall_before) = match resumed {
+        None => {
+            let trainer = Run::<OBS>::start(agent, &mut env, run_config, opts.seed)
+                .map_err(anyhow::Error::msg)?;
+            (trainer, 0, 0.0)
+        }
+        Some((state, saved)) => {
+            let trainer = Run::<OBS>::resume(agent, &mut env, &state)
+                .map_err(|e| anyhow::anyhow!("resuming from the checkpoint: {e}"))?;
+            anyhow::ensure!(
+                trainer.config == run_config,
+                "the checkpoint's run configuration differs from its options"
+            );
+            observer.restore(&saved);
+            (trainer, saved.iterations, saved.wall_s)
+        }
+    };
+    // The core loop (`Trainer::run`), with a checkpoint between iterations.
+    let fail =
+        |e: microrl::Error, step: u64| anyhow::anyhow!("training failed at step {step}: {e}");
+    while agent.steps() < opts.steps {
+        let progress = trainer
+            .iterate(agent, &mut env, &mut eval_env, &mut observer)
+            .map_err(|e| fail(e, agent.steps()))?;
+        iterations += 1;
+        let stop = Hooks::<L::Stats>::on_iteration(&mut observer, &progress).is_break()
+            || (opts.early_stop && progress.solved_at_step.is_some());
+        if stop {
+            break;
+        }
+        if let (Some(every), Some(out)) = (opts.checkpoint_every, &opts.out)
+            && iterations % every == 0
+        {
+            let mut state = vec![0u8; Run::<OBS>::checkpoint_len::<L, E>()];
+            let len = trainer
+                .save(agent, &env, &mut state)
+                .map_err(|e| anyhow::anyhow!("writing a checkpoint: {e}"))?;
+            let saved = observer.save(
+                opts,
+                &config,
+                iterations,
+                wall_before + start.elapsed().as_secs_f64(),
+            )?;
+            crate::atomic::write_run_dir(
+                &checkpoint_dir(out),
+                &[
+                    (CHECKPOINT_STATE, &state[..len]),
+                    (CHECKPOINT_PROGRESS, saved.as_bytes()),
+                ],
+            )?;
+        }
+    }
     let outcome = trainer
-        .run(agent, &mut env, &mut eval_env, &mut observer)
-        .map_err(|e| anyhow::anyhow!("training failed at step {}: {e}", agent.steps()))?;
-    let wall_s = start.elapsed().as_secs_f64();
+        .finish(agent, &mut eval_env, &mut observer)
+        .map_err(|e| fail(e, agent.steps()))?;
+    let wall_s = wall_before + start.elapsed().as_secs_f64();
     if let Some(bar) = observer.bar.take() {
         bar.finish_and_clear();
     }
@@ -763,6 +985,12 @@ where
                 (SUMMARY_FILE, json.as_bytes()),
             ],
         )?;
+        // The run is complete: its checkpoint is no longer needed.
+        let ckpt = checkpoint_dir(dir);
+        if ckpt.is_dir() {
+            std::fs::remove_dir_all(&ckpt)
+                .with_context(|| format!("removing {}", ckpt.display()))?;
+        }
     }
     Ok(summary)
 }

@@ -1,0 +1,160 @@
+//! A run killed at any moment resumes bit-identically.
+//!
+//! `microrl train --checkpoint-every 1` is killed (`SIGKILL`) at random
+//! moments, then continued with `microrl train --resume DIR` (itself killed
+//! again at random in some trials) until it completes. Each trial's final
+//! policy must be byte-identical to an uninterrupted run's, and its learning
+//! curve and summary equal but for wall-clock times. A kill before the first
+//! checkpoint leaves nothing to resume: the trial then starts over, as a
+//! user would.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+const TRIALS: usize = 20;
+
+fn microrl() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_microrl"))
+}
+
+fn dir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("microrl-resume-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    let _ = std::fs::remove_dir_all(checkpoint(&d));
+    d
+}
+
+fn checkpoint(out: &Path) -> PathBuf {
+    let mut name = out.file_name().unwrap().to_os_string();
+    name.push(".checkpoint");
+    out.with_file_name(name)
+}
+
+const ARGS: [&str; 7] = [
+    "train",
+    "--steps",
+    "6000",
+    "--no-early-stop",
+    "--seed",
+    "5",
+    "--small",
+];
+
+/// Runs `cmd` to completion, or kills it after `kill_after`; `true` if it completed.
+fn run(mut cmd: Command, kill_after: Option<Duration>) -> bool {
+    cmd.stdout(Stdio::null()).stderr(Stdio::null());
+    let mut child = cmd.spawn().expect("microrl starts");
+    if let Some(delay) = kill_after {
+        let deadline = std::time::Instant::now() + delay;
+        while std::time::Instant::now() < deadline {
+            if let Some(status) = child.try_wait().unwrap() {
+                return status.success();
+            }
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        let _ = child.kill(); // SIGKILL
+        let _ = child.wait();
+        return false;
+    }
+    child.wait().unwrap().success()
+}
+
+/// The summary without its wall-clock time and paths.
+fn summary(out: &Path) -> serde_json::Value {
+    let text = std::fs::read_to_string(out.join("summary.json")).unwrap();
+    let mut v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    for key in ["wall_s", "policy", "curve_csv", "curve_png"] {
+        v.as_object_mut().unwrap().remove(key);
+    }
+    v
+}
+
+/// The curve without its wall-clock column.
+fn curve(out: &Path) -> Vec<String> {
+    std::fs::read_to_string(out.join("curve.csv"))
+        .unwrap()
+        .lines()
+        .map(|l| l.rsplit_once(',').unwrap().0.to_string())
+        .collect()
+}
+
+#[test]
+fn killed_runs_resume_bit_identically() {
+    let reference = dir("reference");
+    let mut cmd = microrl();
+    cmd.args(ARGS).arg("--out").arg(&reference);
+    let started = std::time::Instant::now();
+    assert!(run(cmd, None), "the uninterrupted run");
+    let full = started.elapsed();
+    let policy = std::fs::read(reference.join("policy.mrlp")).unwrap();
+
+    // A deterministic stream of kill times over the run's duration.
+    let mut state = 0x9e37_79b9_7f4a_7c15u64;
+    let mut next = |max: Duration| {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        max.mul_f64((state % 10_000) as f64 / 10_000.0)
+    };
+    let (mut kills, mut resumes) = (0, 0);
+    for trial in 0..TRIALS {
+        let out = dir(&format!("trial{trial}"));
+        let mut first = microrl();
+        first
+            .args(ARGS)
+            .args(["--checkpoint-every", "1", "--out"])
+            .arg(&out);
+        let mut done = run(first, Some(next(full)));
+        kills += usize::from(!done);
+        // Keep going like an operator: resume if there is a checkpoint,
+        // otherwise start over; every other trial is killed once more.
+        let mut attempt = 0;
+        while !done {
+            attempt += 1;
+            assert!(attempt < 10, "trial {trial} never completed");
+            let mut cmd = microrl();
+            if checkpoint(&out).join("state.mrlc").is_file() {
+                cmd.args(["train", "--resume"]).arg(&out);
+                resumes += 1;
+            } else {
+                cmd.args(ARGS)
+                    .args(["--checkpoint-every", "1", "--out"])
+                    .arg(&out);
+            }
+            let kill = (trial % 2 == 1 && attempt == 1).then(|| next(full));
+            done = run(cmd, kill);
+            kills += usize::from(!done);
+        }
+        assert_eq!(
+            std::fs::read(out.join("policy.mrlp")).unwrap(),
+            policy,
+            "trial {trial}: the resumed run's policy differs"
+        );
+        assert_eq!(summary(&out), summary(&reference), "trial {trial}");
+        assert_eq!(curve(&out), curve(&reference), "trial {trial}");
+        assert!(
+            !checkpoint(&out).exists(),
+            "a completed run keeps no checkpoint"
+        );
+        let _ = std::fs::remove_dir_all(&out);
+    }
+    println!("{TRIALS} trials: {kills} kills, {resumes} resumes, all bit-identical");
+    assert!(kills >= TRIALS, "too few kills landed: {kills}");
+    assert!(resumes >= TRIALS / 2, "too few resumes: {resumes}");
+    let _ = std::fs::remove_dir_all(&reference);
+}
+
+#[test]
+fn resume_without_a_checkpoint_is_a_clear_error() {
+    let out = dir("none");
+    let output = microrl()
+        .args(["train", "--resume"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("no checkpoint"), "{stderr}");
+    assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+}
