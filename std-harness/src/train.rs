@@ -706,13 +706,16 @@ struct Progress {
     iterations: u64,
     recent: Vec<u32>,
     /// `(step, episodes, mean_return, eval_mean, eval_std, wall_s)` bits.
-    curve: Vec<(u64, u64, u64, Option<u64>, Option<u64>, u64)>,
+    curve: Vec<SavedRow>,
     last_update: Option<[u32; 7]>,
     epochs: Option<u16>,
     last_eval: u32,
     next_row: u64,
     wall_s: f64,
 }
+
+/// A learning-curve row with its floats as bits.
+type SavedRow = (u64, u64, u64, Option<u64>, Option<u64>, u64);
 
 /// `microrl train --resume DIR`: continues the run whose checkpoint is in
 /// `<DIR>.checkpoint/` with the options it was started with; the outputs are
