@@ -7,7 +7,8 @@
 //! ([`finish`]) and the plant interface ([`plant`]).
 //!
 //! Binaries: `train-ppo` and `train-ac` (CartPole learned on the MCU through
-//! `microrl::train::Trainer`), `plant` (a simulated DC motor behind the
+//! `microrl::train::Trainer`), `train-resume` (`train-ppo`'s run checkpointed,
+//! reset and resumed bit for bit), `plant` (a simulated DC motor behind the
 //! [`plant::Plant`] trait, learned the same way), `infer` (deterministic
 //! CartPole episodes from an exported policy) and `bench` (instruction
 //! counts).

@@ -16,6 +16,10 @@
 //!   evaluation's bits and a checksum of the learned weights must equal the
 //!   harness's own run. `train-ppo` must also stay within its memory budget
 //!   (flash ≤ 64 KB, static RAM + measured peak stack ≤ 64 KB).
+//! - `train-resume`: the same run, checkpointed into RAM after 5 updates,
+//!   the agent zeroed and everything else rebuilt, resumed: the `solved`
+//!   line must still equal the desktop's uninterrupted run, and static RAM +
+//!   peak stack must fit the 128 KB of RAM.
 //! - `plant`: learns the simulated DC motor behind the plant interface and
 //!   must exit 0 with a `solved` line.
 //! - `bench`: runs under `-icount shift=0` and must report every figure.
@@ -549,10 +553,8 @@ fn train_ppo_solves_cartpole_like_the_desktop_within_budget() {
         run.lines.join("\n")
     );
 
-    // train-ppo: seed 0, 100 000 steps, PpoConfig::CARTPOLE, rollout 256,
-    // RunConfig::new(100_000, 475) — `microrl train --small`.
-    let (summary, blob) = harness_run(Algo::Ppo, 100_000, "fw-train-ppo");
-    assert_solved_like_desktop(&run, &summary, &blob);
+    let (summary, blob) = desktop_ppo();
+    assert_solved_like_desktop(&run, summary, blob);
     assert!(summary.eval_mean >= 475.0, "{summary:?}");
 
     // Memory budget: flash ≤ 64 KB, static RAM + measured peak stack ≤ 64 KB.
@@ -563,6 +565,51 @@ fn train_ppo_solves_cartpole_like_the_desktop_within_budget() {
     assert!(
         ram + peak <= 64 * 1024,
         "train-ppo RAM {ram} + stack {peak} B > 64 KB"
+    );
+}
+
+/// The desktop reference of `train-ppo` and `train-resume`, trained once per
+/// test run: seed 0, 100 000 steps, PpoConfig::CARTPOLE, rollout 256,
+/// RunConfig::new(100_000, 475) — `microrl train --small`.
+fn desktop_ppo() -> &'static (TrainSummary, Vec<u8>) {
+    static RUN: OnceLock<(TrainSummary, Vec<u8>)> = OnceLock::new();
+    RUN.get_or_init(|| harness_run(Algo::Ppo, 100_000, "fw-train-ppo"))
+}
+
+#[test]
+fn train_resume_after_reset_matches_the_uninterrupted_run() {
+    let Some(elfs) = firmware() else { return };
+    let run = run_qemu(&elfs["train-resume"], false);
+    assert_eq!(
+        run.status,
+        Some(0),
+        "train-resume exit status\n{}",
+        run.lines.join("\n")
+    );
+    // It really was interrupted: a checkpoint saved after a few updates,
+    // resumed from the buffer into a zeroed agent and fresh environments.
+    let saved = run.line("INFO checkpoint:");
+    let resumed = run.line("INFO resumed:");
+    let at = after(saved, "step");
+    assert!(at.parse::<u64>().unwrap() > 0, "{saved}");
+    assert_eq!(after(resumed, "step"), at, "{resumed}");
+    assert!(after(saved, "checkpoint:").parse::<u64>().unwrap() > 0);
+
+    // The whole run equals the uninterrupted one: train-ppo's, the desktop's.
+    let (summary, blob) = desktop_ppo();
+    assert_solved_like_desktop(&run, summary, blob);
+    assert!(
+        summary.solved_at_step.unwrap() > at.parse::<u64>().unwrap(),
+        "solved before the reset: the resume proved nothing"
+    );
+
+    // RAM (the F407's and mps2-an386's 128 KB): static + measured peak stack.
+    let (flash, ram) = footprint(&elfs["train-resume"]);
+    let peak: u64 = after(run.line("INFO stack:"), "peak").parse().unwrap();
+    println!("train-resume: flash {flash} B, static RAM {ram} B, peak stack {peak} B");
+    assert!(
+        ram + peak <= 128 * 1024,
+        "train-resume RAM {ram} + stack {peak} B > 128 KB"
     );
 }
 

@@ -838,6 +838,51 @@ mod tests {
         assert_eq!(A2cConfig::DEFAULT.to_ppo().validate(32), Ok(()));
     }
 
+    /// The online actor-critic's float fields × {NaN, ±∞, negative, zero, huge}.
+    #[test]
+    fn every_invalid_actor_critic_value_is_refused_naming_its_field() {
+        use crate::algo::AcConfig;
+        let bad = [f32::NAN, f32::INFINITY, f32::NEG_INFINITY, -0.5, 0.0, 1e9];
+        type Set = fn(&mut AcConfig, f32);
+        let fields: [(&str, Set, &[f32]); 8] = [
+            ("gamma", |c, x| c.gamma = x, &[0.0]),
+            ("actor_lr", |c, x| c.actor_lr = Schedule::Constant(x), &[]),
+            ("critic_lr", |c, x| c.critic_lr = Schedule::Constant(x), &[]),
+            ("ent_coef", |c, x| c.ent_coef = x, &[0.0, 1e9]),
+            ("max_grad_norm", |c, x| c.max_grad_norm = Some(x), &[1e9]),
+            ("adam.beta1", |c, x| c.adam.beta1 = x, &[0.0]),
+            ("adam.beta2", |c, x| c.adam.beta2 = x, &[0.0]),
+            ("adam.eps", |c, x| c.adam.eps = x, &[]),
+        ];
+        for (field, set, accepted) in fields {
+            for x in bad {
+                let mut c = AcConfig::DEFAULT;
+                set(&mut c, x);
+                let result = c.validate();
+                if accepted.iter().any(|a| a.to_bits() == x.to_bits()) {
+                    assert_eq!(result, Ok(()), "{field} = {x}");
+                } else {
+                    assert!(
+                        matches!(result, Err(Error::InvalidConfig { field: f, .. }) if f == field),
+                        "{field} = {x}: {result:?}"
+                    );
+                }
+            }
+        }
+        let annealed = AcConfig {
+            total_steps: 0,
+            actor_lr: Schedule::linear_to_zero(1e-3),
+            ..AcConfig::DEFAULT
+        };
+        assert!(matches!(
+            annealed.validate(),
+            Err(Error::InvalidConfig {
+                field: "total_steps",
+                ..
+            })
+        ));
+    }
+
     #[test]
     fn online_actor_critic_refuses_before_any_step() {
         use crate::algo::AcConfig;

@@ -209,7 +209,10 @@ mod tests {
         );
         assert_eq!(
             adam.step(&mut theta, &P::new(1.0, 0.0), -0.1),
-            Err(Error::config("learning_rate", "must be finite and >= 0"))
+            Err(Error::config(
+                "learning_rate",
+                "must be finite and in [0, 1e3]"
+            ))
         );
         adam.config.beta1 = 1.0;
         assert_eq!(

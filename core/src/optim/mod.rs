@@ -115,15 +115,24 @@ pub fn check_gradient<P: Params>(grads: &P) -> Result<(), Error> {
     Ok(())
 }
 
-/// `Ok(())` for a finite, non-negative learning rate.
+/// The largest learning rate an optimiser accepts. With gradients bounded
+/// by [`MAX_GRADIENT`], an SGD step then moves a parameter by at most 1e18
+/// and an Adam step by a small multiple of the learning rate, so no finite
+/// parameter can be pushed to infinity by one step.
+pub const MAX_LEARNING_RATE: f32 = 1e3;
+
+/// `Ok(())` for a learning rate in `[0, MAX_LEARNING_RATE]`.
 ///
 /// # Errors
 /// `InvalidConfig { field: "learning_rate", .. }` otherwise.
 pub fn check_lr(lr: f32) -> Result<(), Error> {
-    if lr.is_finite() && lr >= 0.0 {
+    if lr.is_finite() && (0.0..=MAX_LEARNING_RATE).contains(&lr) {
         Ok(())
     } else {
-        Err(Error::config("learning_rate", "must be finite and >= 0"))
+        Err(Error::config(
+            "learning_rate",
+            "must be finite and in [0, 1e3]",
+        ))
     }
 }
 
@@ -166,7 +175,10 @@ mod tests {
         assert_eq!(state.params, before);
         assert_eq!(
             state.apply(f32::NAN, None),
-            Err(Error::config("learning_rate", "must be finite and >= 0"))
+            Err(Error::config(
+                "learning_rate",
+                "must be finite and in [0, 1e3]"
+            ))
         );
         assert_eq!(state.params, before);
     }
