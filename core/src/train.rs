@@ -671,15 +671,34 @@ impl<const OBS: usize, R: Rng> Trainer<SVector<f32, OBS>, R> {
         E: Env<Obs = SVector<f32, OBS>>,
         H: Hooks<L::Stats>,
     {
-        while agent.steps() < self.config.total_steps {
-            let progress = self.iterate(agent, env, eval_env, hooks)?;
-            let stop = hooks.on_iteration(&progress).is_break()
-                || (self.config.early_stop && progress.solved_at_step.is_some());
-            if stop {
-                break;
-            }
-        }
-        self.finish(agent, eval_env, hooks)
+        self.drive(agent, env, Some(eval_env), hooks, |_, _, _, _| {
+            ControlFlow::Continue(())
+        })
+    }
+
+    /// [`run`](Self::run), calling `between(trainer, agent, env, hooks)` after
+    /// every iteration that does not end the run — the place to save a
+    /// checkpoint ([`Trainer::save`](crate::checkpoint)) or to feed a
+    /// watchdog; `Break` stops the run there (then the reported evaluation
+    /// as usual).
+    ///
+    /// # Errors
+    /// As [`run`](Self::run).
+    pub fn run_with<L, E, H, F>(
+        &mut self,
+        agent: &mut L,
+        env: &mut E,
+        eval_env: &mut E,
+        hooks: &mut H,
+        between: F,
+    ) -> Result<Outcome, Error>
+    where
+        L: Learner<E>,
+        E: Env<Obs = SVector<f32, OBS>>,
+        H: Hooks<L::Stats>,
+        F: FnMut(&Self, &L, &E, &mut H) -> ControlFlow<()>,
+    {
+        self.drive(agent, env, Some(eval_env), hooks, between)
     }
 
     /// [`run`](Self::run) on a single environment (see
@@ -699,15 +718,44 @@ impl<const OBS: usize, R: Rng> Trainer<SVector<f32, OBS>, R> {
         E: Env<Obs = SVector<f32, OBS>>,
         H: Hooks<L::Stats>,
     {
+        self.drive(agent, env, None, hooks, |_, _, _, _| {
+            ControlFlow::Continue(())
+        })
+    }
+
+    /// The one training loop: iterate until the budget is spent, the
+    /// deciding evaluation passes (with early stop), a hook or `between`
+    /// breaks; then the reported evaluation (on `env` itself without an
+    /// `eval_env`).
+    fn drive<L, E, H, F>(
+        &mut self,
+        agent: &mut L,
+        env: &mut E,
+        mut eval_env: Option<&mut E>,
+        hooks: &mut H,
+        mut between: F,
+    ) -> Result<Outcome, Error>
+    where
+        L: Learner<E>,
+        E: Env<Obs = SVector<f32, OBS>>,
+        H: Hooks<L::Stats>,
+        F: FnMut(&Self, &L, &E, &mut H) -> ControlFlow<()>,
+    {
         while agent.steps() < self.config.total_steps {
-            let progress = self.iterate_single(agent, env, hooks)?;
+            let progress = match eval_env.as_deref_mut() {
+                Some(eval_env) => self.iterate(agent, env, eval_env, hooks)?,
+                None => self.iterate_single(agent, env, hooks)?,
+            };
             let stop = hooks.on_iteration(&progress).is_break()
                 || (self.config.early_stop && progress.solved_at_step.is_some());
-            if stop {
+            if stop || between(self, agent, env, hooks).is_break() {
                 break;
             }
         }
-        self.finish(agent, env, hooks)
+        match eval_env {
+            Some(eval_env) => self.finish(agent, eval_env, hooks),
+            None => self.finish(agent, env, hooks),
+        }
     }
 
     /// Ends a run driven by [`iterate`](Self::iterate) calls of the
@@ -884,6 +932,39 @@ mod tests {
         assert_eq!(run(Some(3)).steps, 48);
         let full = run(None);
         assert_eq!((full.steps, full.solved_at_step), (160, None));
+    }
+
+    /// `between` runs after every iteration that does not end the run, and
+    /// can stop it.
+    #[test]
+    fn run_with_calls_between_iterations_and_can_stop() {
+        let config = RunConfig {
+            quick_episodes: 0,
+            ..RunConfig::new(160, 0.0)
+        };
+        let mut agent = std::boxed::Box::new(Agent::new(PpoConfig::DEFAULT));
+        let (mut env, mut eval_env) = (Starts::default(), Starts::default());
+        let mut trainer =
+            Trainer::<_, Xoshiro128PlusPlus>::start(&mut *agent, &mut env, config, 1).unwrap();
+        let mut seen = std::vec::Vec::new();
+        let outcome = trainer
+            .run_with(
+                &mut *agent,
+                &mut env,
+                &mut eval_env,
+                &mut (),
+                |t, a, _, _| {
+                    seen.push((t.updates, a.steps));
+                    if seen.len() == 3 {
+                        ControlFlow::Break(())
+                    } else {
+                        ControlFlow::Continue(())
+                    }
+                },
+            )
+            .unwrap();
+        assert_eq!(seen, [(1, 16), (2, 32), (3, 48)]);
+        assert_eq!(outcome.steps, 48);
     }
 
     /// One environment: evaluations run on it and the training episode

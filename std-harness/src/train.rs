@@ -885,44 +885,45 @@ where
             (trainer, saved.iterations, saved.wall_s)
         }
     };
-    // The core loop (`Trainer::run`), with a checkpoint between iterations.
-    let fail =
-        |e: microrl::Error, step: u64| anyhow::anyhow!("training failed at step {step}: {e}");
-    while agent.steps() < opts.steps {
-        let progress = trainer
-            .iterate(agent, &mut env, &mut eval_env, &mut observer)
-            .map_err(|e| fail(e, agent.steps()))?;
+    // The core loop, with a checkpoint between iterations.
+    let mut checkpoint_error = None;
+    let checkpoint = |trainer: &Run<OBS>, agent: &L, env: &E, observer: &mut Observer| {
         iterations += 1;
-        let stop = Hooks::<L::Stats>::on_iteration(&mut observer, &progress).is_break()
-            || (opts.early_stop && progress.solved_at_step.is_some());
-        if stop {
-            break;
+        let (Some(every), Some(out)) = (opts.checkpoint_every, &opts.out) else {
+            return ControlFlow::Continue(());
+        };
+        if iterations % every != 0 {
+            return ControlFlow::Continue(());
         }
-        if let (Some(every), Some(out)) = (opts.checkpoint_every, &opts.out)
-            && iterations % every == 0
-        {
+        let elapsed = wall_before + start.elapsed().as_secs_f64();
+        let written = (|| -> anyhow::Result<()> {
             let mut state = vec![0u8; Run::<OBS>::checkpoint_len::<L, E>()];
             let len = trainer
-                .save(agent, &env, &mut state)
+                .save(agent, env, &mut state)
                 .map_err(|e| anyhow::anyhow!("writing a checkpoint: {e}"))?;
-            let saved = observer.save(
-                opts,
-                &config,
-                iterations,
-                wall_before + start.elapsed().as_secs_f64(),
-            )?;
+            let progress = observer.save(opts, &config, iterations, elapsed)?;
             crate::atomic::write_run_dir(
                 &checkpoint_dir(out),
                 &[
                     (CHECKPOINT_STATE, &state[..len]),
-                    (CHECKPOINT_PROGRESS, saved.as_bytes()),
+                    (CHECKPOINT_PROGRESS, progress.as_bytes()),
                 ],
-            )?;
+            )
+        })();
+        match written {
+            Ok(()) => ControlFlow::Continue(()),
+            Err(e) => {
+                checkpoint_error = Some(e);
+                ControlFlow::Break(())
+            }
         }
-    }
+    };
     let outcome = trainer
-        .finish(agent, &mut eval_env, &mut observer)
-        .map_err(|e| fail(e, agent.steps()))?;
+        .run_with(agent, &mut env, &mut eval_env, &mut observer, checkpoint)
+        .map_err(|e| anyhow::anyhow!("training failed at step {}: {e}", agent.steps()))?;
+    if let Some(e) = checkpoint_error {
+        return Err(e);
+    }
     let wall_s = wall_before + start.elapsed().as_secs_f64();
     if let Some(bar) = observer.bar.take() {
         bar.finish_and_clear();
