@@ -224,6 +224,21 @@ mod tests {
         assert!(z[0].abs() < 0.05 && z[1].abs() < 0.05, "{z:?}");
     }
 
+    /// `ε` matters where the variance is zero: a constant input normalises
+    /// to `(x − μ)/√ε`, finite and clipped, never `√(−ε)`.
+    #[test]
+    fn epsilon_keeps_a_zero_variance_finite() {
+        let mut norm = RunningNorm::<1>::ZERO;
+        norm.mean[0] = 2.0;
+        norm.var[0] = 0.0;
+        norm.count[0] = 5.0;
+        let z = norm.normalize(&SVector::<f32, 1>::new(2.0 + 1e-5)).unwrap();
+        // 1e-5 / √1e-8 = 0.1 (up to rounding).
+        assert!((z[0] - 0.1).abs() < 1e-3, "{z:?}");
+        let z = norm.normalize(&SVector::<f32, 1>::new(3.0)).unwrap();
+        assert_eq!(z[0], CLIP);
+    }
+
     #[test]
     fn clips_and_rejects_non_finite_without_change() {
         let mut norm = RunningNorm::<2>::ZERO;

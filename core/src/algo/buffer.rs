@@ -219,6 +219,30 @@ mod tests {
         }
     }
 
+    /// An empty rollout is never ready to train on, even after
+    /// `compute_advantages`; a computed one is, until consumed.
+    #[test]
+    fn readiness_needs_transitions_and_ends_with_consumption() {
+        let mut r = Rollout::<2, usize, 4>::new(0);
+        r.compute_advantages(0.0, 0.99, 0.95);
+        assert!(!r.is_ready());
+        r.push(Transition {
+            obs: SVector::<f32, 2>::zeros(),
+            action: 1,
+            log_prob: -0.7,
+            value: 0.0,
+            reward: 1.0,
+            terminated: true,
+            truncated: false,
+            final_value: 0.0,
+        })
+        .unwrap();
+        r.compute_advantages(0.0, 0.99, 0.95);
+        assert!(r.is_ready());
+        r.consume();
+        assert!(!r.is_ready());
+    }
+
     #[test]
     fn push_until_full_then_refuse() {
         assert!(STATIC_ROLLOUT.is_empty());

@@ -881,6 +881,42 @@ mod tests {
                 ..
             })
         ));
+        // The same schedule over a real budget is fine.
+        let over_budget = AcConfig {
+            total_steps: 10_000,
+            ..annealed
+        };
+        assert_eq!(over_budget.validate(), Ok(()));
+    }
+
+    /// `export` copies the actor, the normaliser and the action space into
+    /// caller memory: the same policy `policy()` returns.
+    #[test]
+    fn exported_policies_equal_the_agents_own() {
+        use crate::algo::{AcConfig, ActorCritic};
+        use crate::env::CartPole;
+        let env = CartPole::new();
+        let mut rng = crate::nn::fd::rng(3);
+        let mut ac = std::boxed::Box::new(ActorCritic::<
+            CategoricalActor<Mlp<4, 8, 2>>,
+            Mlp<4, 8, 1>,
+            4,
+        >::new(AcConfig::DEFAULT));
+        ac.init(&env, &mut rng).unwrap();
+        ac.obs_norm
+            .update(&SVector::<f32, 4>::new(1.0, 2.0, 3.0, 4.0))
+            .unwrap();
+        let mut out = Policy::ZERO;
+        ac.export(&mut out);
+        assert_eq!(out, ac.policy());
+        assert!(out.actor.net.first.weight.norm() > 0.0);
+        assert!(out.obs_norm.has_statistics());
+        let mut ppo = std::boxed::Box::new(Agent::new(PpoConfig::DEFAULT));
+        ppo.init(&env, &mut rng).unwrap();
+        let mut out = Policy::ZERO;
+        ppo.export(&mut out);
+        assert_eq!(out, ppo.policy());
+        assert!(out.actor.net.first.weight.norm() > 0.0);
     }
 
     #[test]

@@ -163,6 +163,31 @@ mod tests {
         );
     }
 
+    /// The gradient bound is `|g| ≤ MAX_GRADIENT`, inclusive, both signs.
+    #[test]
+    fn gradients_beyond_the_bound_are_refused_untouched() {
+        let mut state = TrainState::<SVector<f32, 2>>::new(AdamConfig::default());
+        state.params = SVector::<f32, 2>::new(1.0, -1.0);
+        for (g, ok) in [
+            (MAX_GRADIENT, true),
+            (-MAX_GRADIENT, true),
+            (2.0 * MAX_GRADIENT, false),
+            (-2.0 * MAX_GRADIENT, false),
+            (f32::MAX, false),
+        ] {
+            state.grads = SVector::<f32, 2>::new(0.5, g);
+            assert_eq!(check_gradient(&state.grads).is_ok(), ok, "{g}");
+            let before = (state.params, state.optimizer.clone());
+            let result = state.apply(1e-3, None);
+            if ok {
+                assert!(result.is_ok() && state.optimizer.v.is_finite());
+            } else {
+                assert_eq!(result, Err(Error::GradientOverflow));
+                assert_eq!((state.params, state.optimizer.clone()), before);
+            }
+        }
+    }
+
     #[test]
     fn nan_gradient_leaves_parameters_untouched() {
         let mut state = TrainState::<Net>::new(AdamConfig::default());
