@@ -55,6 +55,13 @@ pub fn exp(x: f32) -> f32 {
     }
 }
 
+/// `e^x − 1`, accurate for small `x` (libm's `expm1f`, also with `fast-math`:
+/// its users need the small-`x` accuracy, not speed).
+#[inline]
+pub fn exp_m1(x: f32) -> f32 {
+    libm::expm1f(x)
+}
+
 /// Hyperbolic tangent. libm's `tanhf`, or [`fast::tanh`] with `fast-math`.
 #[inline]
 pub fn tanh(x: f32) -> f32 {

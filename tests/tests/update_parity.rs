@@ -1,0 +1,532 @@
+//! Whole-update parity with an independent PyTorch reference.
+//!
+//! `tests/fixtures/update_reference.json` is written by
+//! `tests/fixtures/gen_update_reference.py`: a CleanRL-style PyTorch
+//! implementation (autograd, `torch.distributions`, `clip_grad_norm_`,
+//! `optim.Adam`, float64) of the update microrl documents. It is committed, so
+//! this test needs neither Python nor the network. To regenerate it (from the
+//! workspace root):
+//!
+//! ```text
+//! python3 -m venv /tmp/venv-torch
+//! /tmp/venv-torch/bin/pip install torch numpy
+//! /tmp/venv-torch/bin/python tests/fixtures/gen_update_reference.py > tests/fixtures/update_reference.json
+//! cargo test -p microrl-tests --test update_parity -- --nocapture
+//! ```
+//!
+//! **Update cases.** For given weights, a fixed rollout and a configuration,
+//! microrl's [`Ppo::update`] must reproduce the reference's
+//! - GAE advantages and returns (within [`ROLLOUT_TOL`]),
+//! - shuffle order (exactly: the fixture states the permutation of every
+//!   epoch, which the script computes with its own xoshiro128++/Lemire/
+//!   Fisher–Yates),
+//! - weights after every epoch's Adam steps (within [`WEIGHT_TOL`]),
+//! - diagnostics (`UpdateStats`, within [`STATS_TOL`]; `epochs` exactly),
+//! - the gradient the optimiser received in the last minibatch: the
+//!   reference's *central finite differences* of that minibatch's float64
+//!   total loss (surrogate + value + entropy terms), times the grad-norm clip
+//!   coefficient (within [`GRADIENT_TOL`]).
+//!
+//! Cases: categorical and Gaussian actors, an entropy bonus on each, value
+//! clipping, raw (unnormalised) advantages without a grad-norm clip, a target
+//! KL that stops the update after epoch 2 of 6, Adam with a large `ε` (0.1,
+//! where `+ε` and `−ε` differ), A2C's and REINFORCE's settings (built from
+//! [`A2cConfig`] and [`ReinforceConfig`], so their conversions are checked
+//! too; REINFORCE on a partial rollout of one 37-step episode).
+//!
+//! **Collect case.** A scripted plant replays recorded raw observations,
+//! rewards and episode ends through microrl's [`Ppo::collect`] with
+//! observation normalisation and reward scaling on; the stored normalised
+//! observations, scaled rewards, values, final values of truncated episodes,
+//! advantages, returns and the normaliser's statistics must match the
+//! reference (within [`ROLLOUT_TOL`]).
+//!
+//! Tolerances: the reference is float64 and microrl f32 (with its own `tanh`
+//! and `exp`), so every comparison is `|a − b| ≤ tol · max(|b|, floor)`; the
+//! largest relative error seen on the committed fixture is printed with
+//! `--nocapture`.
+
+use microrl::algo::buffer::Transition;
+use microrl::algo::{A2cConfig, Cursor, Ppo, PpoConfig, ReinforceConfig, UpdateStats};
+use microrl::env::{Discrete, Env, Step};
+use microrl::nn::Mlp;
+use microrl::optim::{AdamConfig, Schedule};
+use microrl::policy::{CategoricalActor, GaussianActor};
+use microrl::rng::{Xoshiro128pp, shuffle};
+use microrl::{Error, Params, SVector};
+use rand_core::{Rng, SeedableRng};
+use serde_json::Value;
+
+/// Advantages, returns, values, normalised observations: f32 vs f64 rounding.
+const ROLLOUT_TOL: f32 = 2e-5;
+/// Weights after the update.
+const WEIGHT_TOL: f32 = 1e-5;
+/// Diagnostics.
+const STATS_TOL: f32 = 1e-4;
+/// The applied gradient against the reference's finite differences.
+const GRADIENT_TOL: f32 = 1e-4;
+
+const N: usize = 64;
+type CatAgent = Ppo<CategoricalActor<Mlp<4, 8, 2>>, Mlp<4, 8, 1>, 4, N>;
+
+fn fixture() -> Value {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/fixtures/update_reference.json"
+    );
+    let text = std::fs::read_to_string(path).expect("read the committed fixture");
+    serde_json::from_str(&text).expect("parse the fixture")
+}
+
+fn f(v: &Value) -> f32 {
+    v.as_str()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("not an f32 string: {v}"))
+}
+
+fn fs(v: &Value) -> Vec<f32> {
+    v.as_array().expect("array").iter().map(f).collect()
+}
+
+fn flags(v: &Value) -> Vec<bool> {
+    v.as_array()
+        .expect("array")
+        .iter()
+        .map(|b| b.as_bool().expect("bool"))
+        .collect()
+}
+
+fn opt(v: &Value) -> Option<f32> {
+    if v.is_null() { None } else { Some(f(v)) }
+}
+
+fn vector<const D: usize>(v: &Value) -> SVector<f32, D> {
+    SVector::from_column_slice(&fs(v))
+}
+
+/// Writes the fixture's tensors (microrl's order) into `params`.
+fn load<P: Params>(params: &mut P, tensors: &Value) {
+    let tensors = tensors.as_array().expect("tensor list");
+    assert_eq!(tensors.len(), P::TENSORS, "tensor count");
+    for (i, t) in tensors.iter().enumerate() {
+        let values = fs(t);
+        let dst = params.tensor_mut(i);
+        assert_eq!(dst.len(), values.len(), "tensor {i} length");
+        dst.copy_from_slice(&values);
+    }
+}
+
+/// Largest `|a − b| / max(|b|, floor)` over two parameter sets given as the
+/// fixture's tensor list.
+fn worst_relative<P: Params>(params: &P, expected: &Value, floor: f32) -> f32 {
+    let expected = expected.as_array().expect("tensor list");
+    let mut worst = 0.0f32;
+    for (i, t) in expected.iter().enumerate() {
+        for (&a, b) in params.tensor(i).iter().zip(fs(t)) {
+            worst = worst.max((a - b).abs() / b.abs().max(floor));
+        }
+    }
+    worst
+}
+
+fn assert_close(what: &str, got: &[f32], expected: &[f32], tol: f32, floor: f32) -> f32 {
+    assert_eq!(got.len(), expected.len(), "{what}: length");
+    let mut worst = 0.0f32;
+    for (k, (&a, &b)) in got.iter().zip(expected).enumerate() {
+        let err = (a - b).abs() / b.abs().max(floor);
+        assert!(
+            err <= tol,
+            "{what}[{k}]: microrl {a}, reference {b} (relative error {err:.2e} > {tol:.0e})"
+        );
+        worst = worst.max(err);
+    }
+    worst
+}
+
+/// The case's configuration as a [`PpoConfig`], checking that A2C's and
+/// REINFORCE's cases are exactly what their own configurations convert to.
+fn config(case: &Value) -> PpoConfig {
+    let c = &case["config"];
+    let name = case["name"].as_str().unwrap();
+    let lr = f(&c["learning_rate"]);
+    let from_fixture = PpoConfig {
+        total_steps: 100_000,
+        learning_rate: Schedule::Constant(lr),
+        clip_range: Schedule::Constant(opt(&c["clip_range"]).unwrap_or(f32::INFINITY)),
+        gamma: f(&c["gamma"]),
+        gae_lambda: f(&c["gae_lambda"]),
+        epochs: c["epochs"].as_u64().unwrap() as u16,
+        minibatches: c["minibatches"].as_u64().unwrap() as u16,
+        normalize_advantages: c["normalize_advantages"].as_bool().unwrap(),
+        value_clip: opt(&c["value_clip"]),
+        ent_coef: f(&c["ent_coef"]),
+        vf_coef: f(&c["vf_coef"]),
+        max_grad_norm: opt(&c["max_grad_norm"]),
+        target_kl: opt(&c["target_kl"]),
+        normalize_obs: false,
+        normalize_reward: false,
+        adam: AdamConfig {
+            eps: f(&c["adam_eps"]),
+            ..AdamConfig::DEFAULT
+        },
+    };
+    let derived: Option<PpoConfig> = match name {
+        "a2c" => Some(
+            A2cConfig {
+                total_steps: 100_000,
+                normalize_obs: false,
+                ..A2cConfig::DEFAULT
+            }
+            .into(),
+        ),
+        "reinforce" => Some(
+            ReinforceConfig {
+                total_steps: 100_000,
+                normalize_obs: false,
+                ..ReinforceConfig::DEFAULT
+            }
+            .into(),
+        ),
+        _ => None,
+    };
+    if let Some(derived) = derived {
+        assert_eq!(
+            derived, from_fixture,
+            "{name}: the algorithm's own configuration"
+        );
+    }
+    from_fixture
+}
+
+/// Runs one update case on agent type `Ppo<A, C, OBS, N>`; `action` reads
+/// the fixture's action.
+fn run_case<A, C, const OBS: usize>(case: &Value, action: impl Fn(&Value) -> A::Action) -> [f32; 4]
+where
+    A: microrl::algo::Actor<OBS>,
+    C: microrl::nn::Network<OBS, 1>,
+{
+    let name = case["name"].as_str().unwrap();
+    let mut agent = Box::new(Ppo::<A, C, OBS, N>::new(config(case)));
+    load(&mut agent.train.params.actor, &case["actor"]);
+    load(&mut agent.train.params.critic, &case["critic"]);
+
+    let r = &case["rollout"];
+    let obs = r["obs"].as_array().unwrap();
+    let actions = r["actions"].as_array().unwrap();
+    let (log_probs, values, rewards) = (fs(&r["log_probs"]), fs(&r["values"]), fs(&r["rewards"]));
+    let (terminated, truncated) = (flags(&r["terminated"]), flags(&r["truncated"]));
+    let final_values = fs(&r["final_values"]);
+    let len = obs.len();
+    for t in 0..len {
+        agent
+            .rollout
+            .push(Transition {
+                obs: vector(&obs[t]),
+                action: action(&actions[t]),
+                log_prob: log_probs[t],
+                value: values[t],
+                reward: rewards[t],
+                terminated: terminated[t],
+                truncated: truncated[t],
+                final_value: final_values[t],
+            })
+            .unwrap();
+    }
+    let c = agent.config;
+    agent
+        .rollout
+        .compute_advantages(f(&r["last_value"]), c.gamma, c.gae_lambda);
+    agent.steps = len as u64;
+
+    let e = &case["expected"];
+    let adv_err = assert_close(
+        &format!("{name}: advantages"),
+        &agent.rollout.advantages[..len],
+        &fs(&e["advantages"]),
+        ROLLOUT_TOL,
+        0.1,
+    );
+    assert_close(
+        &format!("{name}: returns"),
+        &agent.rollout.returns[..len],
+        &fs(&e["returns"]),
+        ROLLOUT_TOL,
+        0.1,
+    );
+
+    // The shuffle order the reference used is microrl's.
+    let seed = case["shuffle_seed"].as_u64().unwrap();
+    let perms = e["permutations"].as_array().unwrap();
+    let mut rng = Xoshiro128pp::seed_from_u64(seed);
+    let mut order: Vec<u16> = (0..len as u16).collect();
+    for (epoch, p) in perms.iter().enumerate() {
+        shuffle(&mut rng, &mut order);
+        let want: Vec<u16> = p
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|i| i.as_u64().unwrap() as u16)
+            .collect();
+        assert_eq!(order, want, "{name}: permutation of epoch {epoch}");
+    }
+
+    let mut rng = Xoshiro128pp::seed_from_u64(seed);
+    let stats = agent.update(&mut rng).unwrap();
+
+    // The order of the last epoch run is left in the rollout's index array.
+    assert_eq!(
+        &agent.rollout.indices[..len],
+        &order[..],
+        "{name}: last permutation"
+    );
+
+    let s = &e["stats"];
+    assert_eq!(
+        u64::from(stats.epochs),
+        s["epochs"].as_u64().unwrap(),
+        "{name}: epochs run"
+    );
+    let UpdateStats {
+        policy_loss,
+        value_loss,
+        entropy,
+        approx_kl,
+        clip_fraction,
+        explained_variance,
+        grad_norm,
+        epochs: _,
+        learning_rate,
+        clip_range,
+    } = stats;
+    let mut stats_err = 0.0f32;
+    for (field, got, floor) in [
+        ("policy_loss", policy_loss, 1e-2),
+        ("value_loss", value_loss, 1e-2),
+        ("entropy", entropy, 1e-2),
+        ("approx_kl", approx_kl, 1e-4),
+        ("clip_fraction", clip_fraction, 1e-2),
+        ("explained_variance", explained_variance, 1e-2),
+        ("grad_norm", grad_norm, 1e-2),
+    ] {
+        stats_err = stats_err.max(assert_close(
+            &format!("{name}: {field}"),
+            &[got],
+            &[f(&s[field])],
+            STATS_TOL,
+            floor,
+        ));
+    }
+    assert_eq!(learning_rate, f(&case["config"]["learning_rate"]), "{name}");
+    assert_eq!(
+        clip_range,
+        opt(&case["config"]["clip_range"]).unwrap_or(f32::INFINITY),
+        "{name}"
+    );
+
+    // The gradient the optimiser received in the last minibatch (left in
+    // the gradient buffers) against central differences of the reference loss.
+    let g = &e["last_minibatch_gradient"];
+    let grad_err = worst_relative(&agent.train.grads.actor, &g["actor"], 1e-2).max(worst_relative(
+        &agent.train.grads.critic,
+        &g["critic"],
+        1e-2,
+    ));
+    assert!(
+        grad_err <= GRADIENT_TOL,
+        "{name}: applied gradient vs finite differences: relative error {grad_err:.2e}"
+    );
+
+    let weight_err = worst_relative(&agent.train.params.actor, &e["actor"], 0.1).max(
+        worst_relative(&agent.train.params.critic, &e["critic"], 0.1),
+    );
+    assert!(
+        weight_err <= WEIGHT_TOL,
+        "{name}: weights after the update: relative error {weight_err:.2e}"
+    );
+    // The update moved the weights far beyond the tolerance.
+    let moved = worst_relative(&agent.train.params.actor, &case["actor"], 0.1);
+    assert!(
+        moved > 100.0 * WEIGHT_TOL,
+        "{name}: the update barely moved the actor ({moved:.1e})"
+    );
+
+    println!(
+        "{name:>24}: epochs {}, advantages {adv_err:.1e}, stats {stats_err:.1e}, gradient {grad_err:.1e}, weights {weight_err:.1e}",
+        stats.epochs
+    );
+    [adv_err, stats_err, grad_err, weight_err]
+}
+
+#[test]
+fn every_update_case_matches_the_pytorch_reference() {
+    let fixture = fixture();
+    let cases = fixture["cases"].as_array().unwrap();
+    let mut names = Vec::new();
+    let mut worst = [0.0f32; 4];
+    for case in cases {
+        let errs = match case["kind"].as_str().unwrap() {
+            "categorical" => {
+                run_case::<CategoricalActor<Mlp<4, 8, 2>>, Mlp<4, 8, 1>, 4>(case, |a| {
+                    a.as_u64().unwrap() as usize
+                })
+            }
+            "gaussian" => run_case::<GaussianActor<Mlp<3, 8, 1>, 1>, Mlp<3, 8, 1>, 3>(case, |a| {
+                vector::<1>(a)
+            }),
+            kind => panic!("unknown kind {kind}"),
+        };
+        for (w, e) in worst.iter_mut().zip(errs) {
+            *w = w.max(e);
+        }
+        names.push(case["name"].as_str().unwrap().to_string());
+    }
+    println!(
+        "worst relative errors: advantages {:.1e}, stats {:.1e}, gradient {:.1e}, weights {:.1e}",
+        worst[0], worst[1], worst[2], worst[3]
+    );
+    // Every case the reference covers is present.
+    for required in [
+        "categorical",
+        "gaussian",
+        "entropy_bonus",
+        "gaussian_entropy_bonus",
+        "value_clipping",
+        "raw_advantages",
+        "target_kl",
+        "large_adam_eps",
+        "a2c",
+        "reinforce",
+    ] {
+        assert!(
+            names.iter().any(|n| n == required),
+            "missing case {required}"
+        );
+    }
+}
+
+/// A plant that replays the fixture: `step` returns the recorded next
+/// observation (or the recorded final observation at an episode end), reward
+/// and flags, whatever the action; `reset` returns the next recorded start.
+struct Scripted {
+    raw_obs: Vec<SVector<f32, 4>>,
+    final_obs: Vec<SVector<f32, 4>>,
+    rewards: Vec<f32>,
+    terminated: Vec<bool>,
+    truncated: Vec<bool>,
+    t: usize,
+}
+
+impl Env for Scripted {
+    type Obs = SVector<f32, 4>;
+    type Space = Discrete<2>;
+    const SOLVED_RETURN: f32 = f32::INFINITY;
+
+    fn reset<R: Rng + ?Sized>(&mut self, _rng: &mut R) -> Self::Obs {
+        self.raw_obs[self.t]
+    }
+
+    fn step(&mut self, _action: usize) -> Result<Step<Self::Obs>, Error> {
+        let t = self.t;
+        self.t += 1;
+        let done = self.terminated[t] || self.truncated[t];
+        Ok(Step {
+            obs: if done {
+                self.final_obs[t]
+            } else {
+                self.raw_obs[t + 1]
+            },
+            reward: self.rewards[t],
+            terminated: self.terminated[t],
+            truncated: self.truncated[t],
+        })
+    }
+}
+
+#[test]
+fn collect_normalises_scales_and_bootstraps_like_the_reference() {
+    let fixture = fixture();
+    let c = &fixture["collect"];
+    let rows =
+        |v: &Value| -> Vec<SVector<f32, 4>> { v.as_array().unwrap().iter().map(vector).collect() };
+    let mut env = Scripted {
+        raw_obs: rows(&c["raw_obs"]),
+        final_obs: rows(&c["final_obs"]),
+        rewards: fs(&c["rewards"]),
+        terminated: flags(&c["terminated"]),
+        truncated: flags(&c["truncated"]),
+        t: 0,
+    };
+    assert!(env.truncated.iter().any(|&t| t) && env.terminated.iter().any(|&t| t));
+    let mut agent = Box::new(CatAgent::new(PpoConfig {
+        gamma: f(&c["gamma"]),
+        gae_lambda: f(&c["gae_lambda"]),
+        normalize_obs: true,
+        normalize_reward: true,
+        ..PpoConfig::DEFAULT
+    }));
+    let mut rng = Xoshiro128pp::seed_from_u64(3);
+    agent.init(&env, &mut rng).unwrap();
+    load(&mut agent.train.params.actor, &c["actor"]);
+    load(&mut agent.train.params.critic, &c["critic"]);
+    let mut cursor = Cursor::start(&mut env, &mut rng);
+    agent
+        .collect(&mut env, &mut cursor, &mut rng, |_| {})
+        .unwrap();
+    assert_eq!(env.t, N);
+
+    let e = &c["expected"];
+    let roll = &agent.rollout;
+    let obs: Vec<f32> = roll.obs.iter().flat_map(|o| o.iter().copied()).collect();
+    let expected_obs: Vec<f32> = e["obs"].as_array().unwrap().iter().flat_map(fs).collect();
+    // Absolute for observations: the first normalised observation is
+    // `(x − μ)/σ` with `μ = x/(1 + 10⁻⁴)`, a cancellation f32 resolves to
+    // ~10⁻⁶ of `x`.
+    let mut worst = assert_close(
+        "normalised observations",
+        &obs,
+        &expected_obs,
+        ROLLOUT_TOL,
+        1.0,
+    );
+    for (what, got, key) in [
+        ("scaled rewards", &roll.rewards[..], "rewards"),
+        ("values", &roll.values[..], "values"),
+        ("final values", &roll.final_values[..], "final_values"),
+        ("advantages", &roll.advantages[..], "advantages"),
+        ("returns", &roll.returns[..], "returns"),
+    ] {
+        worst = worst.max(assert_close(what, got, &fs(&e[key]), ROLLOUT_TOL, 0.1));
+    }
+    // The first reward meets a return variance of ~10⁻⁴(1 + r²) (the prior's
+    // pseudo-count): scaled by ~100, it is clipped to 10.
+    assert_eq!(roll.rewards[0], 10.0);
+    worst = worst.max(assert_close(
+        "observation mean",
+        agent.obs_norm.mean.as_slice(),
+        &fs(&e["obs_mean"]),
+        ROLLOUT_TOL,
+        0.1,
+    ));
+    worst = worst.max(assert_close(
+        "observation variance",
+        agent.obs_norm.var.as_slice(),
+        &fs(&e["obs_var"]),
+        ROLLOUT_TOL,
+        0.1,
+    ));
+    assert_close(
+        "observation count",
+        &[agent.obs_norm.count[0]],
+        &[f(&e["obs_count"])],
+        1e-6,
+        1.0,
+    );
+    worst = worst.max(assert_close(
+        "return variance",
+        &[agent.return_norm.var[0]],
+        &[f(&e["return_var"])],
+        ROLLOUT_TOL,
+        0.1,
+    ));
+    println!("collect: worst relative error {worst:.1e}");
+}
