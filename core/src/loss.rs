@@ -196,6 +196,11 @@ mod tests {
             (1.5, 1.0, 1.4, Some(0.2)),  // clipped branch dominates, outside: zero gradient
             (0.2, 1.0, 3.0, Some(0.2)),  // unclipped branch dominates
             (0.9, 1.0, 0.95, Some(0.2)), // inside, both branches equal
+            // V − R away from ±1 (where u², |u| and 1/u coincide):
+            (3.0, 0.9, 0.5, None),       // V − R = 2.5
+            (-0.2, 0.0, 0.1, None),      // V − R = −0.3
+            (2.0, 0.0, -1.0, Some(0.5)), // clipped V = 0.5: unclipped 9 > clipped 2.25
+            (0.3, 0.0, 2.0, Some(0.1)),  // clipped V = 0.1: clipped 3.61 > unclipped 2.89, outside
         ];
         for (v, old, target, clip) in cases {
             let ours = value_loss(v, old, target, clip);

@@ -1,7 +1,7 @@
 //! Whole-update parity with an independent PyTorch reference.
 //!
-//! `tests/fixtures/update_reference.json` is written by
-//! `tests/fixtures/gen_update_reference.py`: a CleanRL-style PyTorch
+//! `core/tests/fixtures/update_reference.json` is written by
+//! `core/tests/fixtures/gen_update_reference.py`: a CleanRL-style PyTorch
 //! implementation (autograd, `torch.distributions`, `clip_grad_norm_`,
 //! `optim.Adam`, float64) of the update microrl documents. It is committed, so
 //! this test needs neither Python nor the network. To regenerate it (from the
@@ -10,8 +10,8 @@
 //! ```text
 //! python3 -m venv /tmp/venv-torch
 //! /tmp/venv-torch/bin/pip install torch numpy
-//! /tmp/venv-torch/bin/python tests/fixtures/gen_update_reference.py > tests/fixtures/update_reference.json
-//! cargo test -p microrl-tests --test update_parity -- --nocapture
+//! /tmp/venv-torch/bin/python core/tests/fixtures/gen_update_reference.py > core/tests/fixtures/update_reference.json
+//! cargo test -p microrl --test update_parity -- --nocapture
 //! ```
 //!
 //! **Update cases.** For given weights, a fixed rollout and a configuration,
@@ -39,7 +39,8 @@
 //! observation normalisation and reward scaling on; the stored normalised
 //! observations, scaled rewards, values, final values of truncated episodes,
 //! advantages, returns and the normaliser's statistics must match the
-//! reference (within [`ROLLOUT_TOL`]).
+//! reference (within [`ROLLOUT_TOL`]), and every finished episode must be
+//! reported with its raw return and length.
 //!
 //! Tolerances: the reference is float64 and microrl f32 (with its own `tanh`
 //! and `exp`), so every comparison is `|a − b| ≤ tol · max(|b|, floor)`; the
@@ -72,7 +73,7 @@ type CatAgent = Ppo<CategoricalActor<Mlp<4, 8, 2>>, Mlp<4, 8, 1>, 4, N>;
 fn fixture() -> Value {
     let path = concat!(
         env!("CARGO_MANIFEST_DIR"),
-        "/fixtures/update_reference.json"
+        "/tests/fixtures/update_reference.json"
     );
     let text = std::fs::read_to_string(path).expect("read the committed fixture");
     serde_json::from_str(&text).expect("parse the fixture")
@@ -469,8 +470,9 @@ fn collect_normalises_scales_and_bootstraps_like_the_reference() {
     load(&mut agent.train.params.actor, &c["actor"]);
     load(&mut agent.train.params.critic, &c["critic"]);
     let mut cursor = Cursor::start(&mut env, &mut rng);
+    let mut episodes = Vec::new();
     agent
-        .collect(&mut env, &mut cursor, &mut rng, |_| {})
+        .collect(&mut env, &mut cursor, &mut rng, |ep| episodes.push(ep))
         .unwrap();
     assert_eq!(env.t, N);
 
@@ -528,5 +530,22 @@ fn collect_normalises_scales_and_bootstraps_like_the_reference() {
         ROLLOUT_TOL,
         0.1,
     ));
+    // Every finished episode is reported with its raw (unscaled) return and length.
+    let expected_episodes = e["episodes"].as_array().unwrap();
+    assert_eq!(episodes.len(), expected_episodes.len(), "episodes reported");
+    for (k, (got, want)) in episodes.iter().zip(expected_episodes).enumerate() {
+        assert_eq!(
+            u64::from(got.len),
+            want[1].as_u64().unwrap(),
+            "episode {k} length"
+        );
+        assert_close(
+            &format!("episode {k} return"),
+            &[got.ret],
+            &[f(&want[0])],
+            1e-6,
+            1.0,
+        );
+    }
     println!("collect: worst relative error {worst:.1e}");
 }

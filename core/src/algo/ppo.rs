@@ -88,7 +88,8 @@ pub struct PpoConfig {
     /// Running observation normalisation (saved with the policy). Default true.
     pub normalize_obs: bool,
     /// Scale rewards by the running std of the discounted return
-    /// (Gymnasium `NormalizeReward`). Default false.
+    /// (SB3's `VecNormalize(norm_reward=True)`: the return resets at every
+    /// episode end, the scaled reward is clipped to ±10). Default false.
     pub normalize_reward: bool,
     /// Adam's `β₁, β₂, ε`. Default `0.9, 0.999, 1e-5`.
     pub adam: AdamConfig,
@@ -471,8 +472,11 @@ impl<A: Actor<OBS>, C: Network<OBS, 1>, const OBS: usize, const N: usize> Ppo<A,
         self.obs_norm.normalize(obs)
     }
 
-    /// Reward scaling (Gymnasium `NormalizeReward`): `r / √(Var[G] + ε)` with
-    /// `G ← γG + r` the running discounted return, reset at episode ends.
+    /// Reward scaling (SB3's `VecNormalize`): `clip(r / √(Var[G] + ε), ±10)`
+    /// with `G ← γG + r` the running discounted return, its statistics
+    /// updated with every `G`, and `G` reset after every episode end
+    /// (terminated or truncated). Gymnasium's `NormalizeReward` differs: it
+    /// resets `G` only on termination and does not clip.
     fn scale_reward(&mut self, reward: f32, done: bool) -> Result<f32, Error> {
         if !self.config.normalize_reward {
             return Ok(reward);
@@ -762,7 +766,7 @@ mod tests {
     fn every_invalid_value_is_refused_naming_its_field() {
         let bad = [f32::NAN, f32::INFINITY, f32::NEG_INFINITY, -0.5, 0.0, 1e9];
         type Set = fn(&mut PpoConfig, f32);
-        let fields: [(&str, Set, &[f32]); 10] = [
+        let fields: [(&str, Set, &[f32]); 12] = [
             ("gamma", |c, x| c.gamma = x, &[0.0]),
             ("gae_lambda", |c, x| c.gae_lambda = x, &[0.0]),
             (
@@ -781,6 +785,8 @@ mod tests {
             ("max_grad_norm", |c, x| c.max_grad_norm = Some(x), &[1e9]),
             ("target_kl", |c, x| c.target_kl = Some(x), &[1e9]),
             ("value_clip", |c, x| c.value_clip = Some(x), &[1e9]),
+            ("adam.beta1", |c, x| c.adam.beta1 = x, &[0.0]),
+            ("adam.beta2", |c, x| c.adam.beta2 = x, &[0.0]),
             ("adam.eps", |c, x| c.adam.eps = x, &[]),
         ];
         for (field, set, accepted) in fields {

@@ -142,24 +142,31 @@ mod tests {
 
     type P = SVector<f32, 2>;
 
-    /// Two steps computed by hand (in f64) from the textbook formulas.
+    /// Two steps computed by hand (in f64) from the textbook formulas, with
+    /// SB3's tiny `ε` and with an `ε` as large as the gradients (where `+ε`
+    /// and `−ε`, or `ε` inside or outside the square root, differ).
     #[test]
     fn matches_hand_computed_steps() {
+        two_hand_computed_steps(1e-8);
+        two_hand_computed_steps(0.5);
+    }
+
+    fn two_hand_computed_steps(eps: f64) {
         let config = AdamConfig {
             beta1: 0.9,
             beta2: 0.999,
-            eps: 1e-8,
+            eps: eps as f32,
         };
         let mut adam = Adam::<P>::new(config);
         let mut theta = P::new(1.0, -2.0);
         let lr = 0.1;
 
         // Step 1, g = (0.5, -4): m = 0.1 g, v = 0.001 g², m̂ = g, v̂ = g²,
-        // θ ← θ − 0.1 · g / (|g| + 1e-8) = θ − 0.1 · sign(g).
+        // θ ← θ − 0.1 · g / (|g| + ε).
         adam.step(&mut theta, &P::new(0.5, -4.0), lr).unwrap();
         let expected1 = [
-            1.0 - 0.1 * 0.5 / (0.5 + 1e-8),
-            -2.0 + 0.1 * 4.0 / (4.0 + 1e-8),
+            1.0 - 0.1 * 0.5 / (0.5 + eps),
+            -2.0 + 0.1 * 4.0 / (4.0 + eps),
         ];
         assert!((theta[0] as f64 - expected1[0]).abs() < 1e-6);
         assert!((theta[1] as f64 - expected1[1]).abs() < 1e-6);
@@ -175,7 +182,7 @@ mod tests {
         for i in 0..2 {
             let m_hat = m[i] / (1.0 - 0.9f64.powi(2));
             let v_hat = v[i] / (1.0 - 0.999f64.powi(2));
-            let expected = expected1[i] - 0.1 * m_hat / (v_hat.sqrt() + 1e-8);
+            let expected = expected1[i] - 0.1 * m_hat / (v_hat.sqrt() + eps);
             assert!(
                 (theta[i] as f64 - expected).abs() < 1e-5,
                 "{i}: {} vs {expected}",
