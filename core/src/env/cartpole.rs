@@ -57,22 +57,82 @@ use rand_core::Rng;
 use super::{Continuous, Discrete, Env, EnvState, Step, uniform_f64};
 use crate::error::{Error, check_finite};
 
-/// Gravitational acceleration, m/s².
-const GRAVITY: f64 = 9.8;
-/// Cart mass, kg.
-const MASSCART: f64 = 1.0;
-/// Pole mass, kg.
-const MASSPOLE: f64 = 0.1;
-/// `masspole + masscart` (Gymnasium's `total_mass`, computed the same way).
-const TOTAL_MASS: f64 = MASSPOLE + MASSCART;
-/// Half the pole's length, m.
-const LENGTH: f64 = 0.5;
-/// `masspole · length`.
-const POLEMASS_LENGTH: f64 = MASSPOLE * LENGTH;
-/// Magnitude of the force of a discrete action, N.
-const FORCE_MAG: f64 = 10.0;
-/// Seconds between state updates.
-const TAU: f64 = 0.02;
+/// The plant's physical parameters (Gymnasium's `CartPoleEnv` attributes),
+/// settable so a changed plant — a heavier or longer pole, a weaker motor,
+/// another gravity — can be simulated (e.g. to fine-tune a policy trained on
+/// the nominal plant).
+///
+/// [`DEFAULT`](Self::DEFAULT) is Gymnasium's `CartPole-v1`; with it every step
+/// is bit-identical to Gymnasium's (the derived `total_mass` and
+/// `polemass_length` are computed per step by the same `f64` operations as
+/// Gymnasium's constructor). The termination bounds and the time limit are
+/// the task's, not the plant's, and stay fixed.
+#[derive(Clone, Copy, Debug, PartialEq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(default, deny_unknown_fields))]
+pub struct CartPoleParams {
+    /// Gravitational acceleration, m/s². Default 9.8.
+    pub gravity: f64,
+    /// Cart mass, kg. Default 1.0.
+    pub masscart: f64,
+    /// Pole mass, kg. Default 0.1.
+    pub masspole: f64,
+    /// Half the pole's length, m. Default 0.5.
+    pub length: f64,
+    /// Force of a discrete action (and of a continuous action of ±1), N. Default 10.
+    pub force_mag: f64,
+    /// Seconds between state updates. Default 0.02.
+    pub tau: f64,
+}
+
+impl CartPoleParams {
+    /// Gymnasium's `CartPole-v1`.
+    pub const DEFAULT: Self = Self {
+        gravity: 9.8,
+        masscart: 1.0,
+        masspole: 0.1,
+        length: 0.5,
+        force_mag: 10.0,
+        tau: 0.02,
+    };
+
+    /// Checks every field is finite and positive (gravity may be 0).
+    ///
+    /// # Errors
+    /// [`Error::InvalidConfig`] naming the first offending field.
+    pub fn validate(&self) -> Result<(), Error> {
+        let fields = [
+            ("gravity", self.gravity, true),
+            ("masscart", self.masscart, false),
+            ("masspole", self.masspole, false),
+            ("length", self.length, false),
+            ("force_mag", self.force_mag, false),
+            ("tau", self.tau, false),
+        ];
+        for (field, value, zero_ok) in fields {
+            let ok = value.is_finite() && (value > 0.0 || (zero_ok && value == 0.0));
+            if !ok {
+                return Err(Error::config(
+                    field,
+                    if zero_ok {
+                        "must be finite and >= 0"
+                    } else {
+                        "must be finite and > 0"
+                    },
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Default for CartPoleParams {
+    fn default() -> Self {
+        Self::DEFAULT
+    }
+}
+
 /// `4/3` in the pole's moment of inertia.
 const FOUR_THIRDS: f64 = 4.0 / 3.0;
 
@@ -102,6 +162,8 @@ const RESET_HIGH: f64 = 0.05;
 pub struct CartPole {
     /// `[x, x_dot, theta, theta_dot]`, Gymnasium's `f64` state.
     state: [f64; 4],
+    /// The plant.
+    params: CartPoleParams,
     /// Steps since the last reset (saturating).
     elapsed_steps: u32,
     /// A step since the last reset terminated (Gymnasium's
@@ -118,9 +180,29 @@ impl CartPole {
     pub const fn new() -> Self {
         Self {
             state: [0.0; 4],
+            params: CartPoleParams::DEFAULT,
             elapsed_steps: 0,
             terminated_once: false,
         }
+    }
+
+    /// [`new`](Self::new) with another plant.
+    ///
+    /// # Errors
+    /// [`Error::InvalidConfig`] if `params` does not
+    /// [`validate`](CartPoleParams::validate).
+    pub fn with_params(params: CartPoleParams) -> Result<Self, Error> {
+        params.validate()?;
+        Ok(Self {
+            params,
+            ..Self::new()
+        })
+    }
+
+    /// The plant's physical parameters.
+    #[inline]
+    pub fn params(&self) -> CartPoleParams {
+        self.params
     }
 
     /// The physical state `[x, x_dot, theta, theta_dot]` in `f64` (the
@@ -168,19 +250,31 @@ impl CartPole {
     /// evaluates `a * b * c / d` as `((a * b) * c) / d`, and so does Rust.
     fn apply_force(&mut self, force: f64) -> Step<SVector<f32, 4>> {
         let [x, x_dot, theta, theta_dot] = self.state;
+        let CartPoleParams {
+            gravity,
+            masscart,
+            masspole,
+            length,
+            force_mag: _,
+            tau,
+        } = self.params;
+        // Gymnasium's constructor: `total_mass = masspole + masscart`,
+        // `polemass_length = masspole * length`.
+        let total_mass = masspole + masscart;
+        let polemass_length = masspole * length;
         let costheta = libm::cos(theta);
         let sintheta = libm::sin(theta);
 
-        let temp = (force + POLEMASS_LENGTH * (theta_dot * theta_dot) * sintheta) / TOTAL_MASS;
-        let thetaacc = (GRAVITY * sintheta - costheta * temp)
-            / (LENGTH * (FOUR_THIRDS - MASSPOLE * (costheta * costheta) / TOTAL_MASS));
-        let xacc = temp - POLEMASS_LENGTH * thetaacc * costheta / TOTAL_MASS;
+        let temp = (force + polemass_length * (theta_dot * theta_dot) * sintheta) / total_mass;
+        let thetaacc = (gravity * sintheta - costheta * temp)
+            / (length * (FOUR_THIRDS - masspole * (costheta * costheta) / total_mass));
+        let xacc = temp - polemass_length * thetaacc * costheta / total_mass;
 
         // Explicit Euler: every update reads the pre-step state.
-        let x = x + TAU * x_dot;
-        let x_dot = x_dot + TAU * xacc;
-        let theta = theta + TAU * theta_dot;
-        let theta_dot = theta_dot + TAU * thetaacc;
+        let x = x + tau * x_dot;
+        let x_dot = x_dot + tau * xacc;
+        let theta = theta + tau * theta_dot;
+        let theta_dot = theta_dot + tau * thetaacc;
         self.state = [x, x_dot, theta, theta_dot];
 
         // Gymnasium's four comparisons, so a NaN does not terminate there
@@ -229,9 +323,10 @@ impl Env for CartPole {
 
     /// Pushes left (`0`) or right (`1`) with 10 N for 0.02 s.
     fn step(&mut self, action: usize) -> Result<Step<SVector<f32, 4>>, Error> {
+        let force_mag = self.params.force_mag;
         let force = match action {
-            0 => -FORCE_MAG,
-            1 => FORCE_MAG,
+            0 => -force_mag,
+            1 => force_mag,
             _ => return Err(Error::InvalidAction),
         };
         Ok(self.apply_force(force))
@@ -260,6 +355,23 @@ impl CartPoleContinuous {
         Self {
             inner: CartPole::new(),
         }
+    }
+
+    /// [`new`](Self::new) with another plant (`force_mag` is the force of `a = ±1`).
+    ///
+    /// # Errors
+    /// [`Error::InvalidConfig`] if `params` does not
+    /// [`validate`](CartPoleParams::validate).
+    pub fn with_params(params: CartPoleParams) -> Result<Self, Error> {
+        Ok(Self {
+            inner: CartPole::with_params(params)?,
+        })
+    }
+
+    /// The plant's physical parameters.
+    #[inline]
+    pub fn params(&self) -> CartPoleParams {
+        self.inner.params
     }
 
     /// The physical state `[x, x_dot, theta, theta_dot]` in `f64` (the
@@ -307,9 +419,10 @@ impl Env for CartPoleContinuous {
     fn step(&mut self, action: SVector<f32, 1>) -> Result<Step<SVector<f32, 4>>, Error> {
         let a = action[0];
         check_finite(a)?;
+        let force_mag = self.inner.params.force_mag;
         Ok(self
             .inner
-            .apply_force(f64::from(a.clamp(-1.0, 1.0)) * FORCE_MAG))
+            .apply_force(f64::from(a.clamp(-1.0, 1.0)) * force_mag))
     }
 }
 
@@ -337,11 +450,10 @@ impl EnvState for CartPole {
         let state = super::finite_words::<4>(&words[..4])?;
         let elapsed_steps = super::counter_from_f64(words[4])?;
         let terminated_once = super::flag_from_f64(words[5])?;
-        *self = Self {
-            state,
-            elapsed_steps,
-            terminated_once,
-        };
+        // The plant's parameters are configuration, not state: kept.
+        self.state = state;
+        self.elapsed_steps = elapsed_steps;
+        self.terminated_once = terminated_once;
         Ok(())
     }
 }
@@ -388,8 +500,10 @@ mod tests {
     #[test]
     fn constants_match_gymnasium() {
         // Python's values of Gymnasium's expressions (`repr` of the floats).
-        assert_eq!(TOTAL_MASS, 1.1);
-        assert_eq!(POLEMASS_LENGTH, 0.05);
+        let p = CartPoleParams::DEFAULT;
+        assert_eq!(p.masspole + p.masscart, 1.1);
+        assert_eq!(p.masspole * p.length, 0.05);
+        assert_eq!((p.gravity, p.force_mag, p.tau), (9.8, 10.0, 0.02));
         assert_eq!(FOUR_THIRDS, 1.333_333_333_333_333_3);
         assert_eq!(THETA_THRESHOLD, 0.209_439_510_239_319_53);
     }
@@ -442,15 +556,89 @@ mod tests {
         assert_ne!(run(11), run(12));
     }
 
+    /// From rest, upright, only the force acts (cos 0 = 1, sin 0 = 0):
+    /// the state after one push right, by hand.
+    fn one_push_from_rest(p: CartPoleParams) -> [f64; 4] {
+        let total_mass = p.masspole + p.masscart;
+        let temp = p.force_mag / total_mass;
+        let thetaacc = (0.0 - temp) / (p.length * (FOUR_THIRDS - p.masspole / total_mass));
+        let xacc = temp - p.masspole * p.length * thetaacc / total_mass;
+        [0.0, p.tau * xacc, 0.0, p.tau * thetaacc]
+    }
+
+    #[test]
+    fn a_changed_plant_follows_its_own_physics() {
+        let heavy = CartPoleParams {
+            masspole: 0.3,
+            length: 1.0,
+            force_mag: 7.0,
+            tau: 0.01,
+            ..CartPoleParams::DEFAULT
+        };
+        let mut env = CartPole::with_params(heavy).unwrap();
+        assert_eq!(env.params(), heavy);
+        env.step(1).unwrap();
+        assert_eq!(env.state(), one_push_from_rest(heavy));
+        assert_ne!(env.state(), one_push_from_rest(CartPoleParams::DEFAULT));
+        // Gravity acts on a tilted pole: a stronger one topples it sooner.
+        let fall = |gravity: f64| {
+            let mut env = CartPoleContinuous::with_params(CartPoleParams {
+                gravity,
+                ..CartPoleParams::DEFAULT
+            })
+            .unwrap();
+            env.set_state([0.0, 0.0, 0.05, 0.0]);
+            (1..)
+                .find(|_| env.step(SVector::from([0.0])).unwrap().terminated)
+                .unwrap()
+        };
+        assert!(fall(20.0) < fall(9.8));
+        // The continuous variant pushes with `a · force_mag`.
+        let mut cont = CartPoleContinuous::with_params(heavy).unwrap();
+        cont.step(SVector::from([1.0])).unwrap();
+        assert_eq!(cont.state(), one_push_from_rest(heavy));
+        assert_eq!(cont.params(), heavy);
+        // The parameters survive a state restore.
+        let mut words = [0.0; 6];
+        env.save_state(&mut words);
+        let mut other = CartPole::with_params(heavy).unwrap();
+        other.restore_state(&words).unwrap();
+        assert_eq!((other.state(), other.params()), (env.state(), heavy));
+    }
+
+    #[test]
+    fn invalid_plants_are_refused_naming_the_field() {
+        type Set = fn(&mut CartPoleParams, f64);
+        let fields: [(&str, Set); 6] = [
+            ("gravity", |p, x| p.gravity = x),
+            ("masscart", |p, x| p.masscart = x),
+            ("masspole", |p, x| p.masspole = x),
+            ("length", |p, x| p.length = x),
+            ("force_mag", |p, x| p.force_mag = x),
+            ("tau", |p, x| p.tau = x),
+        ];
+        for (field, set) in fields {
+            for x in [f64::NAN, f64::INFINITY, -1.0, 0.0] {
+                let mut p = CartPoleParams::DEFAULT;
+                set(&mut p, x);
+                let result = CartPole::with_params(p);
+                if field == "gravity" && x == 0.0 {
+                    assert!(result.is_ok());
+                } else {
+                    assert!(
+                        matches!(result, Err(Error::InvalidConfig { field: f, .. }) if f == field),
+                        "{field} = {x}"
+                    );
+                }
+            }
+        }
+    }
+
     #[test]
     fn one_step_matches_hand_computation() {
-        // From rest, upright: only the force acts (cos 0 = 1, sin 0 = 0).
         let mut env = CartPole::new();
         let step = env.step(1).unwrap();
-        let temp = FORCE_MAG / TOTAL_MASS;
-        let thetaacc = (0.0 - temp) / (LENGTH * (FOUR_THIRDS - MASSPOLE / TOTAL_MASS));
-        let xacc = temp - POLEMASS_LENGTH * thetaacc / TOTAL_MASS;
-        assert_eq!(env.state(), [0.0, TAU * xacc, 0.0, TAU * thetaacc]);
+        assert_eq!(env.state(), one_push_from_rest(CartPoleParams::DEFAULT));
         assert!(env.state()[1] > 0.0 && env.state()[3] < 0.0);
         assert_eq!(step.obs, env.observation());
         assert_eq!(step.reward, 1.0);

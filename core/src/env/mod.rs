@@ -50,8 +50,8 @@
 pub mod cartpole;
 pub mod pendulum;
 
-pub use cartpole::{CartPole, CartPoleContinuous};
-pub use pendulum::Pendulum;
+pub use cartpole::{CartPole, CartPoleContinuous, CartPoleParams};
+pub use pendulum::{Pendulum, PendulumParams};
 
 use nalgebra::SVector;
 use rand_core::Rng;

@@ -53,26 +53,82 @@ use crate::error::{Error, check_finite};
 
 use core::f64::consts::{PI, TAU};
 
-/// Maximum angular speed, rad/s.
-const MAX_SPEED: f64 = 8.0;
-/// Maximum torque, N·m: actions are clipped to `[−2, 2]` (in `f32`, like
-/// Gymnasium's `float32` action).
-const MAX_TORQUE: f32 = 2.0;
-/// Time step, s.
-const DT: f64 = 0.05;
-/// Gravitational acceleration (Gymnasium's default `g = 10.0`).
-const G: f64 = 10.0;
-/// Mass, kg.
-const M: f64 = 1.0;
-/// Length, m.
-const L: f64 = 1.0;
-/// `3g/(2l)`: gravity's angular acceleration per unit `sin θ` (a Python float).
-const GRAVITY_GAIN: f64 = 3.0 * G / (2.0 * L);
-/// `3/(ml²)`: angular acceleration per unit torque. A Python float that NumPy
-/// converts to `float32` to multiply the `float32` torque.
-const TORQUE_GAIN: f32 = (3.0 / (M * L * L)) as f32;
-/// Weight of `u²` in the cost, converted to `float32` by NumPy as
-/// [`TORQUE_GAIN`].
+/// The plant's physical parameters (Gymnasium's `PendulumEnv` attributes;
+/// Gymnasium's constructor takes `g`), settable so a changed plant — a heavier
+/// or longer pendulum, a weaker motor — can be simulated.
+///
+/// [`DEFAULT`](Self::DEFAULT) is Gymnasium's `Pendulum-v1`, bit for bit: the
+/// gains are computed per step by Gymnasium's expressions
+/// (`3g/(2l)` in `f64`; `3/(ml²)` rounded to `f32` to multiply the `f32`
+/// torque, as NumPy does).
+#[derive(Clone, Copy, Debug, PartialEq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(default, deny_unknown_fields))]
+pub struct PendulumParams {
+    /// Gravitational acceleration, m/s². Default 10.
+    pub g: f64,
+    /// Mass, kg. Default 1.
+    pub m: f64,
+    /// Length, m. Default 1.
+    pub l: f64,
+    /// Maximum angular speed, rad/s. Default 8.
+    pub max_speed: f64,
+    /// Maximum torque, N·m (the action space's bound; actions are clipped to
+    /// it in `f32`, like Gymnasium's `float32` action). Default 2.
+    pub max_torque: f32,
+    /// Time step, s. Default 0.05.
+    pub dt: f64,
+}
+
+impl PendulumParams {
+    /// Gymnasium's `Pendulum-v1`.
+    pub const DEFAULT: Self = Self {
+        g: 10.0,
+        m: 1.0,
+        l: 1.0,
+        max_speed: 8.0,
+        max_torque: 2.0,
+        dt: 0.05,
+    };
+
+    /// Checks every field is finite and positive (`g` may be 0).
+    ///
+    /// # Errors
+    /// [`Error::InvalidConfig`] naming the first offending field.
+    pub fn validate(&self) -> Result<(), Error> {
+        let fields = [
+            ("g", self.g, true),
+            ("m", self.m, false),
+            ("l", self.l, false),
+            ("max_speed", self.max_speed, false),
+            ("max_torque", f64::from(self.max_torque), false),
+            ("dt", self.dt, false),
+        ];
+        for (field, value, zero_ok) in fields {
+            if !(value.is_finite() && (value > 0.0 || (zero_ok && value == 0.0))) {
+                return Err(Error::config(
+                    field,
+                    if zero_ok {
+                        "must be finite and >= 0"
+                    } else {
+                        "must be finite and > 0"
+                    },
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Default for PendulumParams {
+    fn default() -> Self {
+        Self::DEFAULT
+    }
+}
+
+/// Weight of `u²` in the cost, converted to `float32` by NumPy (as the
+/// torque gain `3/(ml²)`).
 const TORQUE_COST: f32 = 0.001;
 /// Half-width of the reset distribution of `θ̇`.
 const RESET_SPEED: f64 = 1.0;
@@ -107,6 +163,8 @@ pub fn angle_normalize(x: f64) -> f64 {
 pub struct Pendulum {
     /// `[θ, θ̇]`, Gymnasium's `f64` state.
     state: [f64; 2],
+    /// The plant.
+    params: PendulumParams,
     /// Steps since the last reset (saturating).
     elapsed_steps: u32,
 }
@@ -120,8 +178,28 @@ impl Pendulum {
     pub const fn new() -> Self {
         Self {
             state: [0.0; 2],
+            params: PendulumParams::DEFAULT,
             elapsed_steps: 0,
         }
+    }
+
+    /// [`new`](Self::new) with another plant.
+    ///
+    /// # Errors
+    /// [`Error::InvalidConfig`] if `params` does not
+    /// [`validate`](PendulumParams::validate).
+    pub fn with_params(params: PendulumParams) -> Result<Self, Error> {
+        params.validate()?;
+        Ok(Self {
+            params,
+            ..Self::new()
+        })
+    }
+
+    /// The plant's physical parameters.
+    #[inline]
+    pub fn params(&self) -> PendulumParams {
+        self.params
     }
 
     /// The physical state `[θ, θ̇]` in `f64` (θ not wrapped, as in Gymnasium).
@@ -163,9 +241,9 @@ impl Env for Pendulum {
     type Space = Continuous<1>;
     const SOLVED_RETURN: f32 = -200.0;
 
-    /// `[−2, 2]` N·m of torque.
+    /// `[−max_torque, max_torque]` N·m (`[−2, 2]` by default).
     fn action_space(&self) -> Continuous<1> {
-        Continuous::symmetric(MAX_TORQUE)
+        Continuous::symmetric(self.params.max_torque)
     }
 
     fn reset<R: Rng + ?Sized>(&mut self, rng: &mut R) -> SVector<f32, 3> {
@@ -176,19 +254,32 @@ impl Env for Pendulum {
         self.observation()
     }
 
-    /// Applies the torque `clip(u, −2, 2)` for 0.05 s.
+    /// Applies the torque `clip(u, −max_torque, max_torque)` for `dt` seconds
+    /// (`[−2, 2]`, 0.05 s by default).
     fn step(&mut self, action: SVector<f32, 1>) -> Result<Step<SVector<f32, 3>>, Error> {
         let u = action[0];
         check_finite(u)?;
-        let u = u.clamp(-MAX_TORQUE, MAX_TORQUE);
+        let PendulumParams {
+            g,
+            m,
+            l,
+            max_speed,
+            max_torque,
+            dt,
+        } = self.params;
+        let u = u.clamp(-max_torque, max_torque);
         let [th, thdot] = self.state;
+        // Gymnasium: `3 * g / (2 * l)` (Python floats) and `3.0 / (m * l**2)`
+        // (a Python float NumPy converts to float32 to multiply the float32 u).
+        let gravity_gain = 3.0 * g / (2.0 * l);
+        let torque_gain = (3.0 / (m * (l * l))) as f32;
 
         let th_norm = angle_normalize(th);
         let cost = th_norm * th_norm + 0.1 * (thdot * thdot) + f64::from(TORQUE_COST * (u * u));
 
-        let newthdot = thdot + (GRAVITY_GAIN * libm::sin(th) + f64::from(TORQUE_GAIN * u)) * DT;
-        let newthdot = newthdot.clamp(-MAX_SPEED, MAX_SPEED);
-        let newth = th + newthdot * DT;
+        let newthdot = thdot + (gravity_gain * libm::sin(th) + f64::from(torque_gain * u)) * dt;
+        let newthdot = newthdot.clamp(-max_speed, max_speed);
+        let newth = th + newthdot * dt;
         self.state = [newth, newthdot];
 
         self.elapsed_steps = self.elapsed_steps.saturating_add(1);
@@ -217,10 +308,9 @@ impl EnvState for Pendulum {
         let words: [f64; 3] = words.try_into().map_err(|_| Error::Truncated)?;
         let state = super::finite_words::<2>(&words[..2])?;
         let elapsed_steps = super::counter_from_f64(words[2])?;
-        *self = Self {
-            state,
-            elapsed_steps,
-        };
+        // The plant's parameters are configuration, not state: kept.
+        self.state = state;
+        self.elapsed_steps = elapsed_steps;
         Ok(())
     }
 }
@@ -248,8 +338,59 @@ mod tests {
         );
         assert_eq!(Pendulum::default(), Pendulum::new());
         assert_eq!(Pendulum::SOLVED_RETURN, -200.0);
-        assert_eq!(GRAVITY_GAIN, 15.0);
-        assert_eq!(TORQUE_GAIN, 3.0);
+        let p = PendulumParams::DEFAULT;
+        assert_eq!(3.0 * p.g / (2.0 * p.l), 15.0);
+        assert_eq!((3.0 / (p.m * (p.l * p.l))) as f32, 3.0);
+    }
+
+    #[test]
+    fn a_changed_plant_follows_its_own_physics() {
+        let heavy = PendulumParams {
+            g: 9.81,
+            m: 2.0,
+            l: 0.5,
+            max_torque: 1.5,
+            dt: 0.02,
+            ..PendulumParams::DEFAULT
+        };
+        let mut env = Pendulum::with_params(heavy).unwrap();
+        assert_eq!(env.params(), heavy);
+        assert_eq!(env.action_space(), Continuous::symmetric(1.5));
+        env.set_state([0.3, 0.5]);
+        env.step(act(5.0)).unwrap(); // clipped to 1.5
+        let gain = (3.0f64 / (2.0 * (0.5 * 0.5))) as f32 * 1.5;
+        let thdot = 0.5 + (3.0 * 9.81 / (2.0 * 0.5) * libm::sin(0.3) + f64::from(gain)) * 0.02;
+        assert_eq!(env.state(), [0.3 + thdot * 0.02, thdot]);
+        // The parameters survive a state restore.
+        let mut words = [0.0; 3];
+        env.save_state(&mut words);
+        let mut other = Pendulum::with_params(heavy).unwrap();
+        other.restore_state(&words).unwrap();
+        assert_eq!((other.state(), other.params()), (env.state(), heavy));
+        type Set = fn(&mut PendulumParams, f64);
+        let fields: [(&str, Set); 6] = [
+            ("g", |p, x| p.g = x),
+            ("m", |p, x| p.m = x),
+            ("l", |p, x| p.l = x),
+            ("max_speed", |p, x| p.max_speed = x),
+            ("max_torque", |p, x| p.max_torque = x as f32),
+            ("dt", |p, x| p.dt = x),
+        ];
+        for (field, set) in fields {
+            for x in [f64::NAN, f64::INFINITY, -1.0, 0.0] {
+                let mut p = PendulumParams::DEFAULT;
+                set(&mut p, x);
+                let result = Pendulum::with_params(p);
+                if field == "g" && x == 0.0 {
+                    assert!(result.is_ok());
+                } else {
+                    assert!(
+                        matches!(result, Err(Error::InvalidConfig { field: f, .. }) if f == field),
+                        "{field} = {x}"
+                    );
+                }
+            }
+        }
     }
 
     #[test]
@@ -329,11 +470,11 @@ mod tests {
         let mut env = Pendulum::new();
         env.set_state([FRAC_PI_2, 7.9]);
         env.step(act(2.0)).unwrap();
-        assert_eq!(env.state()[1], MAX_SPEED);
-        assert_eq!(env.state()[0], FRAC_PI_2 + MAX_SPEED * DT);
+        assert_eq!(env.state()[1], 8.0);
+        assert_eq!(env.state()[0], FRAC_PI_2 + 8.0 * 0.05);
         env.set_state([-FRAC_PI_2, -7.9]);
         env.step(act(-2.0)).unwrap();
-        assert_eq!(env.state()[1], -MAX_SPEED);
+        assert_eq!(env.state()[1], -8.0);
     }
 
     #[test]
