@@ -110,7 +110,7 @@ use crate::train::{EvalKind, Evaluation, Learner, RunConfig, Trainer};
 /// Magic number at the start of every checkpoint.
 pub const MAGIC: [u8; 4] = *b"MRLC";
 /// Current format version.
-pub const VERSION: u16 = 1;
+pub const VERSION: u16 = 2;
 /// Size of the header.
 pub const HEADER_LEN: usize = 44;
 /// Largest [`EnvState::WORDS`] a checkpoint supports (the words pass
@@ -415,6 +415,7 @@ impl<A: Actor<OBS>, C: Network<OBS, 1>, const OBS: usize, const N: usize> AgentS
         + 4 * RunningNorm::<OBS>::LEN
         + 4 * RunningNorm::<1>::LEN
         + 4
+        + 4
         + 8;
 
     fn fingerprint() -> u32 {
@@ -434,6 +435,7 @@ impl<A: Actor<OBS>, C: Network<OBS, 1>, const OBS: usize, const N: usize> AgentS
         w.params(&self.obs_norm, true)?;
         w.params(&self.return_norm, true)?;
         w.f32(self.discounted_return)?;
+        w.f32(self.kl_coef)?;
         w.u64(self.steps);
         Ok(())
     }
@@ -445,9 +447,16 @@ impl<A: Actor<OBS>, C: Network<OBS, 1>, const OBS: usize, const N: usize> AgentS
         r.params(&mut self.obs_norm, true)?;
         r.params(&mut self.return_norm, true)?;
         let discounted_return = r.f32()?;
+        let kl_coef = r.f32()?;
+        if !(0.0..=crate::algo::KL_COEF_MAX).contains(&kl_coef) {
+            return Err(Error::InvalidState {
+                what: "KL coefficient outside [0, KL_COEF_MAX]",
+            });
+        }
         let steps = r.u64()?;
         if r.commit() {
             self.discounted_return = discounted_return;
+            self.kl_coef = kl_coef;
             self.steps = steps;
             self.train.optimizer.config = self.config.adam;
             self.train.zero_grad();
@@ -894,6 +903,7 @@ mod tests {
             digest(&mut h, &self.obs_norm);
             digest(&mut h, &self.return_norm);
             h ^= u64::from(self.discounted_return.to_bits()) << 7;
+            h ^= u64::from(self.kl_coef.to_bits()) << 23;
             h ^ self.steps.rotate_left(17)
         }
     }
@@ -1024,6 +1034,36 @@ mod tests {
             run_config(2_048, 256, 12.0),
             &[1, 3, 7, 20],
         );
+    }
+
+    /// PPO-penalty: the adaptive KL coefficient is state that must resume.
+    #[test]
+    fn ppo_penalty_resumes_bit_identically() {
+        let config = PpoConfig {
+            total_steps: 2_048,
+            clip_range: crate::optim::Schedule::Constant(f32::INFINITY),
+            kl_coef: 1.0,
+            kl_target: Some(0.01),
+            ..PpoConfig::CARTPOLE
+        };
+        resume_is_bit_identical::<_, CartPole, 4>(
+            || Box::new(PpoAgent::new(config)),
+            run_config(2_048, 256, 12.0),
+            &[1, 3, 6],
+        );
+        // β moved during those iterations (otherwise this checks nothing new).
+        let mut agent = Box::new(PpoAgent::new(config));
+        let mut env = CartPole::new();
+        let mut rng = <crate::rng::Xoshiro128pp as rand_core::SeedableRng>::seed_from_u64(5);
+        agent.init(&env, &mut rng).unwrap();
+        let mut cursor = crate::algo::Cursor::start(&mut env, &mut rng);
+        for _ in 0..3 {
+            agent
+                .collect(&mut env, &mut cursor, &mut rng, |_| {})
+                .unwrap();
+            agent.update(&mut rng).unwrap();
+        }
+        assert_ne!(agent.kl_coef, 1.0);
     }
 
     /// Continuous actions: a Gaussian actor (its `log_std` saved and

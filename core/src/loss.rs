@@ -66,11 +66,46 @@ pub fn clipped_surrogate(
 
 /// The low-variance KL estimator `(r − 1) − log r` (Schulman, "Approximating
 /// KL divergence", 2020), for `log_ratio = log π − log π_old`. Always `≥ 0`:
-/// computed as `expm1(log r) − log r`, which stays `≥ 0` in `f32` (`expm1(x) ≥ x`
-/// and rounding is monotonic), where `(e^{log r} − 1) − log r` goes negative
-/// for `|log r|` below `f32`'s resolution near 1 (`e^{10⁻⁸}` rounds to 1).
+/// `r − 1` is [`math::exp_m1`], which stays `≥ log r` in `f32`, where
+/// `(e^{log r} − 1) − log r` goes negative for `|log r|` below `f32`'s
+/// resolution near 1 (`e^{10⁻⁸}` rounds to 1).
 pub fn approx_kl(log_ratio: f32) -> f32 {
-    math::exp_m1(log_ratio) - log_ratio
+    approx_kl_at(log_ratio, math::exp(log_ratio))
+}
+
+/// [`approx_kl`] with `ratio = e^{log_ratio}` computed already (the
+/// surrogate's [`Surrogate::ratio`]).
+#[inline]
+pub fn approx_kl_at(log_ratio: f32, ratio: f32) -> f32 {
+    math::exp_m1(log_ratio, ratio) - log_ratio
+}
+
+/// One sample's KL penalty `β·k₃` and its derivative.
+#[derive(Clone, Copy, Debug, PartialEq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct KlPenalty {
+    /// `β·((r − 1) − log r)`.
+    pub loss: f32,
+    /// `∂loss / ∂log π = β·(r − 1)`.
+    pub d_log_prob: f32,
+}
+
+/// The KL penalty of PPO-penalty (Schulman et al. 2017, eq. 8; notes 001),
+/// `β·KL[π_old ‖ π]` estimated per sample by `k₃ = (r − 1) − log r` with
+/// `r = π/π_old = e^{log_ratio}` (passed in as `ratio`, computed already by
+/// the surrogate) at the action `π_old` took ([`approx_kl`]).
+///
+/// `k₃` is unbiased for `KL[π_old ‖ π]` under `π_old`'s actions, and so is its
+/// gradient: `E_old[(r − 1)∇log π] = Σ_a ∇π(a) − E_old[∇log π] = −E_old[∇log π]
+/// = ∇KL[π_old ‖ π]`. It needs only the log-probability the rollout stored, so
+/// it works for any head (no stored logits or means), and it is `0` with a
+/// zero gradient at `π = π_old`.
+pub fn kl_penalty(log_ratio: f32, ratio: f32, beta: f32) -> KlPenalty {
+    let r_m1 = math::exp_m1(log_ratio, ratio);
+    KlPenalty {
+        loss: beta * (r_m1 - log_ratio),
+        d_log_prob: beta * r_m1,
+    }
 }
 
 /// One sample's value loss and its derivative.
@@ -179,6 +214,31 @@ mod tests {
                 "{x}"
             );
         }
+    }
+
+    #[test]
+    fn kl_penalty_gradient_matches_finite_differences() {
+        let reference = |l: f64, beta: f64| beta * (l.exp_m1() - l);
+        for (log_ratio, beta) in [(0.3f32, 0.5f32), (-0.7, 2.0), (1e-3, 3.0), (0.0, 1.0)] {
+            let ours = kl_penalty(log_ratio, math::exp(log_ratio), beta);
+            let b = f64::from(beta);
+            let numeric =
+                fd::numerical_gradient(&[f64::from(log_ratio)], |x| reference(x[0], b))[0];
+            assert!(
+                (f64::from(ours.d_log_prob) - numeric).abs() < 1e-4 * (1.0 + numeric.abs()),
+                "{log_ratio} {beta}: {} vs {numeric}",
+                ours.d_log_prob
+            );
+            let exact = reference(f64::from(log_ratio), b);
+            assert!((f64::from(ours.loss) - exact).abs() <= 1e-6 * (1.0 + exact));
+        }
+        assert_eq!(
+            kl_penalty(0.0, 1.0, 5.0),
+            KlPenalty {
+                loss: 0.0,
+                d_log_prob: 0.0
+            }
+        );
     }
 
     #[test]

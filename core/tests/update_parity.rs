@@ -32,7 +32,10 @@
 //! KL that stops the update after epoch 2 of 6, Adam with a large `ε` (0.1,
 //! where `+ε` and `−ε` differ), A2C's and REINFORCE's settings (built from
 //! [`A2cConfig`] and [`ReinforceConfig`], so their conversions are checked
-//! too; REINFORCE on a partial rollout of one 37-step episode).
+//! too; REINFORCE on a partial rollout of one 37-step episode),
+//! PPO-penalty (no clipping, adaptive `β`: doubled on the categorical case,
+//! halved on the Gaussian one; the `β` after the update must be the
+//! reference's) and a fixed penalty on top of clipping.
 //!
 //! **Collect case.** A scripted plant replays recorded raw observations,
 //! rewards and episode ends through microrl's [`Ppo::collect`] with
@@ -164,6 +167,8 @@ fn config(case: &Value) -> PpoConfig {
         vf_coef: f(&c["vf_coef"]),
         max_grad_norm: opt(&c["max_grad_norm"]),
         target_kl: opt(&c["target_kl"]),
+        kl_coef: f(&c["kl_coef"]),
+        kl_target: opt(&c["kl_target"]),
         normalize_obs: false,
         normalize_reward: false,
         adam: AdamConfig {
@@ -298,6 +303,7 @@ where
         epochs: _,
         learning_rate,
         clip_range,
+        kl_coef,
     } = stats;
     let mut stats_err = 0.0f32;
     for (field, got, floor) in [
@@ -318,6 +324,12 @@ where
         ));
     }
     assert_eq!(learning_rate, f(&case["config"]["learning_rate"]), "{name}");
+    assert_eq!(kl_coef, f(&s["kl_coef"]), "{name}: β used");
+    assert_eq!(
+        agent.kl_coef,
+        f(&s["kl_coef_after"]),
+        "{name}: β after adaptation"
+    );
     assert_eq!(
         clip_range,
         opt(&case["config"]["clip_range"]).unwrap_or(f32::INFINITY),
@@ -397,6 +409,9 @@ fn every_update_case_matches_the_pytorch_reference() {
         "large_adam_eps",
         "a2c",
         "reinforce",
+        "ppo_penalty",
+        "ppo_penalty_gaussian",
+        "clip_and_fixed_penalty",
     ] {
         assert!(
             names.iter().any(|n| n == required),

@@ -50,10 +50,69 @@ pub fn info() -> Report {
         "train state = parameters + gradients + Adam moments (m, v) + step count and config"
             .to_string(),
     );
+    let training = training_ram();
+    lines.push(String::new());
+    lines.push(
+        "training-state RAM on the MCU-sized 4-32-32 CartPole nets (the whole agent: networks, \
+         gradients, optimiser, rollout, caches, normalisers), bytes measured with core::mem::size_of"
+            .to_string(),
+    );
+    lines.push(format!("{:<12} {:>10}  {}", "algo", "agent B", "storage"));
+    for t in &training {
+        lines.push(format!("{:<12} {:>10}  {}", t.algo, t.bytes, t.storage));
+    }
     Report {
         lines,
-        json: json!({ "command": "info", "architectures": footprints }),
+        json: json!({ "command": "info", "architectures": footprints, "training": training }),
     }
+}
+
+/// One row of `microrl info`'s training-state table.
+#[derive(Debug, serde::Serialize)]
+pub struct TrainingRam {
+    /// `--algo` value.
+    pub algo: &'static str,
+    /// `size_of` the whole agent.
+    pub bytes: usize,
+    /// What the agent holds besides the two networks' training state.
+    pub storage: &'static str,
+}
+
+/// The training-state RAM of every algorithm on the firmware's 4-32-32
+/// CartPole networks (`agent::*<CartPole, 32, …>`, the rollout lengths the
+/// harness uses with `--small`).
+pub fn training_ram() -> Vec<TrainingRam> {
+    use crate::train::{A2C_STEPS, PPO_CARTPOLE_STEPS, REINFORCE_STEPS};
+    use microrl::agent;
+    use microrl::env::CartPole;
+    use std::mem::size_of;
+    vec![
+        TrainingRam {
+            algo: "ppo",
+            bytes: size_of::<agent::Ppo<CartPole, 32, PPO_CARTPOLE_STEPS>>(),
+            storage: "actor + critic with Adam, 256-step rollout",
+        },
+        TrainingRam {
+            algo: "ppo-penalty",
+            bytes: size_of::<agent::Ppo<CartPole, 32, PPO_CARTPOLE_STEPS>>(),
+            storage: "as ppo (the KL coefficient is one f32)",
+        },
+        TrainingRam {
+            algo: "a2c",
+            bytes: size_of::<agent::A2c<CartPole, 32, A2C_STEPS>>(),
+            storage: "actor + critic with Adam, 32-step rollout",
+        },
+        TrainingRam {
+            algo: "reinforce",
+            bytes: size_of::<agent::Reinforce<CartPole, 32, REINFORCE_STEPS>>(),
+            storage: "actor + baseline with Adam, one 500-step episode",
+        },
+        TrainingRam {
+            algo: "ac",
+            bytes: size_of::<agent::ActorCritic<CartPole, 32>>(),
+            storage: "actor + critic with Adam, no rollout",
+        },
+    ]
 }
 
 /// `microrl init`: writes a freshly initialised policy blob.
@@ -526,6 +585,14 @@ mod tests {
             Arch::ALL.len()
         );
         assert_eq!(report.json["architectures"][0]["params"], 4610);
+        // One training-state row per algorithm, PPO's the size of its agent type.
+        let training = report.json["training"].as_array().unwrap();
+        assert_eq!(training[0]["algo"], "ppo");
+        assert_eq!(
+            training[0]["bytes"],
+            std::mem::size_of::<microrl::agent::Ppo<microrl::env::CartPole, 32, 256>>()
+        );
+        assert!(training.iter().any(|t| t["algo"] == "ppo-penalty"));
     }
 
     #[test]

@@ -73,6 +73,7 @@ impl TrainArgs {
             (Algo::Ppo, EnvName::Cartpole) => 100_000,
             (Algo::Ppo, EnvName::CartpoleContinuous) => 200_000,
             (Algo::Ppo, EnvName::Pendulum) => 300_000,
+            (Algo::PpoPenalty, EnvName::Cartpole) => 150_000,
             _ => 500_000,
         });
         Ok(TrainOptions {

@@ -105,6 +105,9 @@ impl EnvName {
 pub enum Algo {
     /// PPO with GAE.
     Ppo,
+    /// PPO-penalty: PPO without clipping, its surrogate penalised by
+    /// `β·KL[π_old ‖ π]` with `β` adapted towards a target KL.
+    PpoPenalty,
     /// A2C (n-step returns, one gradient step per rollout).
     A2c,
     /// Online one-step actor-critic (TD(0), O(1) memory).
@@ -118,6 +121,7 @@ impl Algo {
     pub fn name(self) -> &'static str {
         match self {
             Algo::Ppo => "ppo",
+            Algo::PpoPenalty => "ppo-penalty",
             Algo::A2c => "a2c",
             Algo::Ac => "ac",
             Algo::Reinforce => "reinforce",
@@ -190,39 +194,52 @@ pub enum AlgoConfig {
 }
 
 impl AlgoConfig {
+    /// The tuned PPO settings for `env` over a budget of `steps`.
+    fn ppo_defaults(env: EnvName, steps: u64) -> PpoConfig {
+        match env {
+            // RL Zoo's tuned CartPole hyper-parameters (γ 0.98, λ 0.8, lr and
+            // clip annealed from 1e-3 / 0.2), with 10 epochs of 4 minibatches.
+            EnvName::Cartpole => PpoConfig {
+                total_steps: steps,
+                ..PpoConfig::CARTPOLE
+            },
+            EnvName::CartpoleContinuous => PpoConfig {
+                total_steps: steps,
+                learning_rate: Schedule::linear_to_zero(1e-3),
+                gamma: 0.98,
+                gae_lambda: 0.8,
+                epochs: 10,
+                minibatches: 32,
+                ..PpoConfig::DEFAULT
+            },
+            // RL Zoo's Pendulum settings (γ 0.9, lr 1e-3, 10 epochs) with
+            // reward scaling in place of gSDE.
+            EnvName::Pendulum => PpoConfig {
+                total_steps: steps,
+                learning_rate: Schedule::linear_to_zero(1e-3),
+                gamma: 0.9,
+                gae_lambda: 0.95,
+                epochs: 10,
+                minibatches: 32,
+                normalize_reward: true,
+                ..PpoConfig::DEFAULT
+            },
+        }
+    }
+
     /// The tuned defaults for `env` and `algo` over a budget of `steps`.
     pub fn defaults(env: EnvName, algo: Algo, steps: u64) -> Self {
         let pendulum = env == EnvName::Pendulum;
         let gamma = if pendulum { 0.9 } else { 0.99 };
         match algo {
-            Algo::Ppo => AlgoConfig::Ppo(match env {
-                // RL Zoo's tuned CartPole hyper-parameters (γ 0.98, λ 0.8, lr and
-                // clip annealed from 1e-3 / 0.2), with 10 epochs of 4 minibatches.
-                EnvName::Cartpole => PpoConfig {
-                    total_steps: steps,
-                    ..PpoConfig::CARTPOLE
-                },
-                EnvName::CartpoleContinuous => PpoConfig {
-                    total_steps: steps,
-                    learning_rate: Schedule::linear_to_zero(1e-3),
-                    gamma: 0.98,
-                    gae_lambda: 0.8,
-                    epochs: 10,
-                    minibatches: 32,
-                    ..PpoConfig::DEFAULT
-                },
-                // RL Zoo's Pendulum settings (γ 0.9, lr 1e-3, 10 epochs) with
-                // reward scaling in place of gSDE.
-                EnvName::Pendulum => PpoConfig {
-                    total_steps: steps,
-                    learning_rate: Schedule::linear_to_zero(1e-3),
-                    gamma: 0.9,
-                    gae_lambda: 0.95,
-                    epochs: 10,
-                    minibatches: 32,
-                    normalize_reward: true,
-                    ..PpoConfig::DEFAULT
-                },
+            Algo::Ppo => AlgoConfig::Ppo(Self::ppo_defaults(env, steps)),
+            // PPO-penalty (Schulman et al. 2017 §4): no clipping, β = 1 adapted
+            // towards d_targ = 0.01, on the tuned PPO settings.
+            Algo::PpoPenalty => AlgoConfig::Ppo(PpoConfig {
+                clip_range: Schedule::Constant(f32::INFINITY),
+                kl_coef: 1.0,
+                kl_target: Some(0.01),
+                ..Self::ppo_defaults(env, steps)
             }),
             Algo::A2c => AlgoConfig::A2c(A2cConfig {
                 total_steps: steps,
@@ -771,7 +788,7 @@ fn train_from(
     macro_rules! by_algo {
         ($env_ty:ty, $h:literal, $ppo_n:expr, $env:expr) => {
             match opts.algo {
-                Algo::Ppo => go!(agent::Ppo<$env_ty, $h, { $ppo_n }>, $env),
+                Algo::Ppo | Algo::PpoPenalty => go!(agent::Ppo<$env_ty, $h, { $ppo_n }>, $env),
                 Algo::A2c => go!(agent::A2c<$env_ty, $h, A2C_STEPS>, $env),
                 Algo::Reinforce => go!(agent::Reinforce<$env_ty, $h, REINFORCE_STEPS>, $env),
                 Algo::Ac => go!(agent::ActorCritic<$env_ty, $h>, $env),

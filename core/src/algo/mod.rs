@@ -30,7 +30,7 @@ pub mod reinforce;
 
 pub use ac::{AcConfig, AcStats, ActorCritic};
 pub use buffer::Rollout;
-pub use ppo::{A2cConfig, Ppo, PpoConfig, UpdateStats};
+pub use ppo::{A2cConfig, KL_COEF_MAX, KL_COEF_MIN, Ppo, PpoConfig, UpdateStats};
 pub use reinforce::{Reinforce, ReinforceConfig};
 
 pub use crate::policy::{Actor, Controller, HeadCache, Policy};
@@ -234,6 +234,18 @@ pub type CriticCache<C> = <C as Layer>::Cache;
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn episode_returns_saturate_instead_of_overflowing() {
+        let max = f64::from(f32::MAX);
+        assert_eq!(saturating_f32(1e300), f32::MAX);
+        assert_eq!(saturating_f32(-1e300), -f32::MAX);
+        assert_eq!(saturating_f32(max), f32::MAX);
+        assert_eq!(saturating_f32(-max), -f32::MAX);
+        assert_eq!(saturating_f32(-2.5), -2.5);
+        assert_eq!(saturating_f32(123.0), 123.0);
+        assert!(saturating_f32(f64::NAN).is_nan());
+    }
     use crate::env::{Discrete, Step};
     use crate::nn::{Mlp, fd};
     use crate::normalize::RunningNorm;

@@ -36,7 +36,7 @@ use super::{Actor, Controller, Cursor, Episode, Policy, value};
 use crate::env::{ActionSpace, Env};
 use crate::error::{Error, check_finite};
 use crate::impl_params;
-use crate::loss::{approx_kl, clipped_surrogate, value_loss};
+use crate::loss::{approx_kl, approx_kl_at, clipped_surrogate, kl_penalty, value_loss};
 use crate::math;
 use crate::nn::{Network, gain};
 use crate::normalize::RunningNorm;
@@ -85,6 +85,17 @@ pub struct PpoConfig {
     /// Stop an update after an epoch whose mean `approx_kl` exceeds this. Default `None`.
     #[cfg_attr(feature = "serde", serde(with = "crate::config::optional"))]
     pub target_kl: Option<f32>,
+    /// Initial coefficient `β` of the KL penalty `β·KL[π_old ‖ π]` added to
+    /// the policy loss (PPO-penalty, Schulman et al. 2017 eq. 8); 0 switches
+    /// it off. PPO-penalty proper also switches clipping off
+    /// (`clip_range = +∞`). Default 0.
+    pub kl_coef: f32,
+    /// `d_targ` of the adaptive penalty: after each update, with
+    /// `d = mean KL[π_old ‖ π_new]` over the rollout, `β ← β/2` when
+    /// `d < d_targ/1.5` and `β ← 2β` when `d > 1.5·d_targ` (kept within
+    /// [`KL_COEF_MIN`]`..=`[`KL_COEF_MAX`]). `None`: `β` stays fixed. Default `None`.
+    #[cfg_attr(feature = "serde", serde(with = "crate::config::optional"))]
+    pub kl_target: Option<f32>,
     /// Running observation normalisation (saved with the policy). Default true.
     pub normalize_obs: bool,
     /// Scale rewards by the running std of the discounted return
@@ -111,6 +122,8 @@ impl PpoConfig {
         vf_coef: 0.5,
         max_grad_norm: Some(0.5),
         target_kl: None,
+        kl_coef: 0.0,
+        kl_target: None,
         normalize_obs: true,
         normalize_reward: false,
         adam: AdamConfig::DEFAULT,
@@ -132,6 +145,8 @@ impl PpoConfig {
         vf_coef: 0.0,
         max_grad_norm: None,
         target_kl: None,
+        kl_coef: 0.0,
+        kl_target: None,
         normalize_obs: false,
         normalize_reward: false,
         adam: AdamConfig::ZERO,
@@ -190,6 +205,17 @@ impl PpoConfig {
         positive_or_off("max_grad_norm", self.max_grad_norm)?;
         positive_or_off("target_kl", self.target_kl)?;
         positive_or_off("value_clip", self.value_clip)?;
+        let kl_floor = if self.kl_target.is_some() {
+            KL_COEF_MIN
+        } else {
+            0.0
+        };
+        check(
+            "kl_coef",
+            (kl_floor..=KL_COEF_MAX).contains(&self.kl_coef),
+            "must be in [0, 1e5], and >= 1e-5 when kl_target adapts it",
+        )?;
+        positive_or_off("kl_target", self.kl_target)?;
         self.adam.validate()
     }
 }
@@ -199,6 +225,12 @@ impl Default for PpoConfig {
         Self::DEFAULT
     }
 }
+
+/// The smallest adaptive KL coefficient: halving stops here, so `β` can
+/// always double back (a `β` halved to 0 would stay 0).
+pub const KL_COEF_MIN: f32 = 1e-5;
+/// The largest KL coefficient (doubling stops here).
+pub const KL_COEF_MAX: f32 = 1e5;
 
 /// A2C hyper-parameters; defaults are SB3's A2C (with Adam instead of RMSprop).
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -273,6 +305,8 @@ impl A2cConfig {
             vf_coef: c.vf_coef,
             max_grad_norm: c.max_grad_norm,
             target_kl: None,
+            kl_coef: 0.0,
+            kl_target: None,
             normalize_obs: c.normalize_obs,
             normalize_reward: c.normalize_reward,
             adam: c.adam,
@@ -291,7 +325,8 @@ impl From<A2cConfig> for PpoConfig {
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct UpdateStats {
-    /// Clipped-surrogate loss.
+    /// Policy loss: the clipped surrogate, plus the KL penalty `β·k₃` when
+    /// [`PpoConfig::kl_coef`] is on.
     pub policy_loss: f32,
     /// Value loss `½(V − R)²`.
     pub value_loss: f32,
@@ -311,6 +346,8 @@ pub struct UpdateStats {
     pub learning_rate: f32,
     /// Clip range used.
     pub clip_range: f32,
+    /// KL penalty coefficient `β` used (0: no penalty).
+    pub kl_coef: f32,
 }
 
 /// Actor and critic parameters trained together by one Adam (and serialised
@@ -345,6 +382,10 @@ pub struct Ppo<A: Actor<OBS>, C: Network<OBS, 1>, const OBS: usize, const N: usi
     pub return_norm: RunningNorm<1>,
     /// The running discounted return `Σ γ^k r` of the current episode.
     pub discounted_return: f32,
+    /// The current KL penalty coefficient `β` (set from
+    /// [`PpoConfig::kl_coef`] by [`init`](Self::init), adapted after each
+    /// update when [`PpoConfig::kl_target`] is set).
+    pub kl_coef: f32,
     /// Environment steps collected so far.
     pub steps: u64,
     actor_cache: A::Cache,
@@ -375,6 +416,7 @@ impl<A: Actor<OBS>, C: Network<OBS, 1>, const OBS: usize, const N: usize> Ppo<A,
             obs_norm: RunningNorm::ZERO,
             return_norm: RunningNorm::ZERO,
             discounted_return: 0.0,
+            kl_coef: config.kl_coef,
             steps: 0,
             actor_cache: A::ZERO_CACHE,
             critic_cache: C::ZERO_CACHE,
@@ -431,6 +473,7 @@ impl<A: Actor<OBS>, C: Network<OBS, 1>, const OBS: usize, const N: usize> Ppo<A,
         self.obs_norm = RunningNorm::ZERO;
         self.return_norm = RunningNorm::ZERO;
         self.discounted_return = 0.0;
+        self.kl_coef = self.config.kl_coef;
         self.steps = 0;
         self.rollout.clear();
         Ok(())
@@ -636,10 +679,12 @@ impl<A: Actor<OBS>, C: Network<OBS, 1>, const OBS: usize, const N: usize> Ppo<A,
         for (i, slot) in self.rollout.indices[..n].iter_mut().enumerate() {
             *slot = i as u16;
         }
+        let beta = self.kl_coef;
         let mut stats = UpdateStats {
             explained_variance: self.rollout.explained_variance(),
             learning_rate: lr,
             clip_range: clip,
+            kl_coef: beta,
             ..UpdateStats::default()
         };
         let (mut samples, mut steps) = (0u32, 0u32);
@@ -665,11 +710,19 @@ impl<A: Actor<OBS>, C: Network<OBS, 1>, const OBS: usize, const N: usize> Ppo<A,
                     let actor = &self.train.params.actor;
                     let (log_prob, entropy) = actor.evaluate(obs, action, &mut self.actor_cache)?;
                     let advantage = (self.rollout.advantages[i] - mean) * inv_std;
+                    let log_ratio = log_prob - self.rollout.log_probs[i];
                     let s = clipped_surrogate(log_prob, self.rollout.log_probs[i], advantage, clip);
+                    // PPO-penalty's β·KL term (off, and not evaluated, at β = 0).
+                    let (penalty_loss, d_log_prob) = if beta > 0.0 {
+                        let p = kl_penalty(log_ratio, s.ratio, beta);
+                        (p.loss, s.d_log_prob + p.d_log_prob)
+                    } else {
+                        (0.0, s.d_log_prob)
+                    };
                     actor.backward(
                         &self.actor_cache,
                         action,
-                        s.d_log_prob * inv_batch,
+                        d_log_prob * inv_batch,
                         -c.ent_coef * inv_batch,
                         &mut self.train.grads.actor,
                     );
@@ -685,9 +738,9 @@ impl<A: Actor<OBS>, C: Network<OBS, 1>, const OBS: usize, const N: usize> Ppo<A,
                     let d_value = SVector::<f32, 1>::new(c.vf_coef * vl.d_value * inv_batch);
                     critic.backward(&self.critic_cache, &d_value, &mut self.train.grads.critic);
 
-                    let kl = approx_kl(log_prob - self.rollout.log_probs[i]);
+                    let kl = approx_kl_at(log_ratio, s.ratio);
                     epoch_kl += kl;
-                    stats.policy_loss += s.loss;
+                    stats.policy_loss += s.loss + penalty_loss;
                     stats.value_loss += vl.loss;
                     stats.entropy += entropy;
                     stats.approx_kl += kl;
@@ -704,6 +757,9 @@ impl<A: Actor<OBS>, C: Network<OBS, 1>, const OBS: usize, const N: usize> Ppo<A,
                 break;
             }
         }
+        if let Some(target) = c.kl_target {
+            self.adapt_kl_coef(target)?;
+        }
         let per_sample = 1.0 / samples.max(1) as f32;
         stats.policy_loss *= per_sample;
         stats.value_loss *= per_sample;
@@ -712,6 +768,37 @@ impl<A: Actor<OBS>, C: Network<OBS, 1>, const OBS: usize, const N: usize> Ppo<A,
         stats.clip_fraction *= per_sample;
         stats.grad_norm /= steps.max(1) as f32;
         Ok(stats)
+    }
+}
+
+impl<A: Actor<OBS>, C: Network<OBS, 1>, const OBS: usize, const N: usize> Ppo<A, C, OBS, N> {
+    /// PPO-penalty's adaptive rule (Schulman et al. 2017, §4): with
+    /// `d = mean_t k₃` of the updated policy against the rollout's
+    /// log-probabilities, halve `β` when `d < d_targ/1.5`, double it when
+    /// `d > 1.5·d_targ`, within [`KL_COEF_MIN`]`..=`[`KL_COEF_MAX`].
+    ///
+    /// # Errors
+    /// [`Error::NonFinite`] if the updated actor gives a non-finite
+    /// log-probability; `β` is then unchanged.
+    fn adapt_kl_coef(&mut self, target: f32) -> Result<(), Error> {
+        let n = self.rollout.len();
+        let mut sum = 0.0f32;
+        for i in 0..n {
+            let (log_prob, _) = self.train.params.actor.evaluate(
+                &self.rollout.obs[i],
+                &self.rollout.actions[i],
+                &mut self.actor_cache,
+            )?;
+            sum += approx_kl(log_prob - self.rollout.log_probs[i]);
+        }
+        let d = sum / n.max(1) as f32;
+        check_finite(d)?;
+        if d < target / 1.5 {
+            self.kl_coef = (self.kl_coef * 0.5).max(KL_COEF_MIN);
+        } else if d > target * 1.5 {
+            self.kl_coef = (self.kl_coef * 2.0).min(KL_COEF_MAX);
+        }
+        Ok(())
     }
 }
 
@@ -766,7 +853,7 @@ mod tests {
     fn every_invalid_value_is_refused_naming_its_field() {
         let bad = [f32::NAN, f32::INFINITY, f32::NEG_INFINITY, -0.5, 0.0, 1e9];
         type Set = fn(&mut PpoConfig, f32);
-        let fields: [(&str, Set, &[f32]); 12] = [
+        let fields: [(&str, Set, &[f32]); 14] = [
             ("gamma", |c, x| c.gamma = x, &[0.0]),
             ("gae_lambda", |c, x| c.gae_lambda = x, &[0.0]),
             (
@@ -788,6 +875,15 @@ mod tests {
             ("adam.beta1", |c, x| c.adam.beta1 = x, &[0.0]),
             ("adam.beta2", |c, x| c.adam.beta2 = x, &[0.0]),
             ("adam.eps", |c, x| c.adam.eps = x, &[]),
+            ("kl_coef", |c, x| c.kl_coef = x, &[0.0]),
+            (
+                "kl_target",
+                |c, x| {
+                    c.kl_coef = 1.0;
+                    c.kl_target = Some(x);
+                },
+                &[1e9],
+            ),
         ];
         for (field, set, accepted) in fields {
             for x in bad {
@@ -840,6 +936,24 @@ mod tests {
                 ..
             })
         ));
+        // An adaptive β must start where halving and doubling can act.
+        let adaptive = |kl_coef| PpoConfig {
+            kl_coef,
+            kl_target: Some(0.01),
+            ..PpoConfig::DEFAULT
+        };
+        assert_eq!(adaptive(KL_COEF_MIN).validate(64), Ok(()));
+        assert_eq!(adaptive(KL_COEF_MAX).validate(64), Ok(()));
+        for beta in [0.0, KL_COEF_MIN / 2.0] {
+            assert!(matches!(
+                adaptive(beta).validate(64),
+                Err(Error::InvalidConfig {
+                    field: "kl_coef",
+                    ..
+                })
+            ));
+        }
+        assert!(adaptive(KL_COEF_MAX * 2.0).validate(64).is_err());
         // A2C and REINFORCE run with an infinite clip range: meaningful, accepted.
         assert_eq!(A2cConfig::DEFAULT.to_ppo().validate(32), Ok(()));
     }

@@ -195,6 +195,8 @@ const fn config_to_ppo(c: ReinforceConfig) -> PpoConfig {
         vf_coef: c.vf_coef,
         max_grad_norm: c.max_grad_norm,
         target_kl: None,
+        kl_coef: 0.0,
+        kl_target: None,
         normalize_obs: c.normalize_obs,
         normalize_reward: false,
         adam: c.adam,

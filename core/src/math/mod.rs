@@ -43,7 +43,11 @@ pub fn clamp(x: f32, low: f32, high: f32) -> f32 {
 pub const LN_2PI: f32 = 1.837_877_1;
 
 /// `e^x`. libm's `expf` (≤ 1 ulp), or [`fast::exp`] with `fast-math`.
-#[inline]
+///
+/// Never inlined: its dozen call sites (softmax, log-densities, ratios,
+/// KL terms) would each carry a copy of `expf`, ~250 B of flash apiece on an
+/// MCU, for a call's worth of saved instructions.
+#[inline(never)]
 pub fn exp(x: f32) -> f32 {
     #[cfg(feature = "fast-math")]
     {
@@ -55,11 +59,25 @@ pub fn exp(x: f32) -> f32 {
     }
 }
 
-/// `e^x − 1`, accurate for small `x` (libm's `expm1f`, also with `fast-math`:
-/// its users need the small-`x` accuracy, not speed).
-#[inline]
-pub fn exp_m1(x: f32) -> f32 {
-    libm::expm1f(x)
+/// `e^x − 1` from `x` and `e_x = e^x` computed already (a ratio `r = e^x`
+/// whose logarithm is known): the Taylor polynomial
+/// `x + x²/2 + x³/6 + x⁴/24 + x⁵/120 + x⁶/720` for `|x| < 0.1` (truncation
+/// below `|x|⁷/5040 < 2·10⁻¹¹·|x|`, far under `f32` resolution), where
+/// `e_x − 1` would cancel; `e_x − 1` beyond, where the cancellation costs at
+/// most one `f32` ulp of 1.1. No second exponential (and no libm `expm1f`
+/// in an MCU's flash).
+///
+/// For `|x| < 0.1` the result is `x + t` with `t ≥ 0` computed separately, so
+/// `exp_m1(x, e_x) − x ≥ 0` holds exactly in `f32` (rounding is monotonic).
+#[inline(never)]
+pub fn exp_m1(x: f32, e_x: f32) -> f32 {
+    if x.abs() < 0.1 {
+        let p = 1.0 / 24.0 + x * (1.0 / 120.0 + x * (1.0 / 720.0));
+        let t = x * x * (0.5 + x * (1.0 / 6.0 + x * p));
+        x + t
+    } else {
+        e_x - 1.0
+    }
 }
 
 /// Hyperbolic tangent. libm's `tanhf`, or [`fast::tanh`] with `fast-math`.
