@@ -54,7 +54,9 @@ static PERIODS: AtomicU32 = AtomicU32::new(0);
 
 #[exception]
 fn SysTick() {
-    PERIODS.fetch_add(1, Ordering::Relaxed);
+    // Only this handler writes while the counter runs, and it cannot preempt
+    // itself: a load and a store suffice (the Cortex-M0 has no `fetch_add`).
+    PERIODS.store(PERIODS.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
 }
 
 /// The running tick counter. Owning `SYST` guarantees nothing else

@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
+use microrl_harness::interop::{self, Layout};
 use microrl_harness::train::{Algo, EnvName, Overrides, TrainOptions};
 use microrl_harness::{Arch, commands};
 
@@ -142,15 +143,49 @@ enum Command {
         #[arg(long)]
         out: Option<PathBuf>,
     },
-    /// Check a trained policy file and write it for the firmware (.mrlp/.bin raw, .rs as a static array).
+    /// Check a trained policy file and write it for the firmware (.mrlp/.bin raw, .rs as a
+    /// static array), or its actor as a PyTorch state_dict (--format safetensors).
     Export {
-        /// A policy file written by `train`, `init` or `export`.
-        #[arg(long)]
-        policy: PathBuf,
+        /// A policy file written by `train`, `init`, `import` or `export`.
+        #[arg(value_name = "POLICY", required_unless_present = "policy_option")]
+        policy: Option<PathBuf>,
+        /// The policy file (alias of the positional argument).
+        #[arg(long = "policy", hide = true, conflicts_with = "policy")]
+        policy_option: Option<PathBuf>,
         /// Task (default: the one the policy's architecture acts in).
         #[arg(long, value_enum)]
         env: Option<EnvName>,
         /// Output file.
+        #[arg(long)]
+        out: PathBuf,
+        /// `mrlp`: microrl's binary format for the firmware; `safetensors`: the
+        /// actor under Stable-Baselines3's (or CleanRL's, `--to`) tensor names.
+        #[arg(long, value_enum, default_value = "mrlp")]
+        format: ExportFormat,
+        /// Tensor names of the safetensors file (default: sb3).
+        #[arg(long, value_enum)]
+        to: Option<Layout>,
+        /// With `--format safetensors`: write the observation statistics here
+        /// (VecNormalize's fields as JSON); required if the policy has any.
+        #[arg(long, value_name = "STATS.json")]
+        vecnormalize: Option<PathBuf>,
+    },
+    /// Import the actor of a Stable-Baselines3 or CleanRL PPO policy (a safetensors
+    /// state_dict, tanh MLP) and its VecNormalize statistics as a microrl policy file.
+    Import {
+        /// The policy's `state_dict`, saved with `safetensors.torch.save_file`.
+        file: PathBuf,
+        /// The library that trained it (its tensor names).
+        #[arg(long, value_enum)]
+        from: Layout,
+        /// VecNormalize's observation statistics as JSON:
+        /// {"obs_rms": {"mean": [...], "var": [...], "count": n}, "clip_obs": 10.0, "epsilon": 1e-8}.
+        #[arg(long, value_name = "STATS.json")]
+        vecnormalize: Option<PathBuf>,
+        /// Task the policy acts in.
+        #[arg(long, value_enum)]
+        env: EnvName,
+        /// Output policy file.
         #[arg(long)]
         out: PathBuf,
     },
@@ -185,6 +220,15 @@ enum Command {
         #[arg(long, allow_hyphen_values = true)]
         obs: String,
     },
+}
+
+/// The file format of `microrl export`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum ExportFormat {
+    /// microrl's binary policy format (`.rs`: as a Rust `static` byte array).
+    Mrlp,
+    /// The actor as a PyTorch `state_dict` in safetensors.
+    Safetensors,
 }
 
 /// Every failure is one line on standard error and a non-zero exit status:
@@ -290,7 +334,36 @@ fn run(cli: Cli) -> anyhow::Result<bool> {
             ok = pass;
             report
         }
-        Command::Export { policy, env, out } => commands::export(env, &policy, &out)?,
+        Command::Export {
+            policy,
+            policy_option,
+            env,
+            out,
+            format,
+            to,
+            vecnormalize,
+        } => {
+            let policy = policy.or(policy_option).unwrap_or_default();
+            match format {
+                ExportFormat::Mrlp => {
+                    if vecnormalize.is_some() || to.is_some() {
+                        anyhow::bail!("--to and --vecnormalize need --format safetensors");
+                    }
+                    commands::export(env, &policy, &out)?
+                }
+                ExportFormat::Safetensors => {
+                    let to = to.unwrap_or(Layout::Sb3);
+                    interop::export_command(to, env, &policy, &out, vecnormalize.as_deref())?
+                }
+            }
+        }
+        Command::Import {
+            file,
+            from,
+            vecnormalize,
+            env,
+            out,
+        } => interop::import_command(from, &file, vecnormalize.as_deref(), env, &out)?,
         Command::Init { arch, seed, out } => {
             let out = out.unwrap_or_else(|| commands::default_policy_path(arch));
             commands::init(arch, seed, &out)?

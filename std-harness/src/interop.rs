@@ -1,0 +1,732 @@
+//! Policies trained with Stable-Baselines3 or CleanRL, in and out:
+//! `microrl import` and `microrl export --format safetensors`.
+//!
+//! Design:
+//! - **The file is the PyTorch `state_dict`**, saved with
+//!   `safetensors.torch.save_file` and read with the `safetensors` crate.
+//!   Only the actor's tensors are read; everything else (the critic, the
+//!   optimiser's leftovers) is ignored. The tensor names come from the
+//!   library's module tree ([`Layout`]): SB3's `MlpPolicy` has
+//!   `mlp_extractor.policy_net.{0,2}` (the tanh hidden layers), `action_net`
+//!   (logits or Gaussian mean) and `log_std` (`[ACT]`); CleanRL's `ppo.py`
+//!   has `actor.{0,2,4}`, `ppo_continuous_action.py` has `actor_mean.{0,2,4}`
+//!   and `actor_logstd` (`[1, ACT]`).
+//! - **Mapped tensor by tensor onto microrl's format.** The destination is
+//!   the [`Policy`](microrl::Policy) type of an [`Arch`] — the same types the
+//!   firmware links — and is walked through [`Params`]: every tensor's
+//!   shape and kind ([`tag`]) says which source tensor fills it. PyTorch's
+//!   `Linear.weight` is `[out, in]` row-major; microrl's
+//!   [`Dense`](microrl::nn::Dense) weight is `out × in` column-major, so
+//!   weights are transposed on the way in and out and every value keeps its
+//!   bits (`export` after `import` gives back the source tensors bit for bit).
+//!   A wrong or missing tensor is refused with one message naming the tensor
+//!   and the expected and found shapes.
+//! - **Activation.** microrl's imported MLPs use tanh, SB3's default for PPO
+//!   (and CleanRL's). A `state_dict` does not record the activation; when
+//!   the file's metadata has an `activation_fn` entry (this module's export
+//!   and `tests/fixtures/gen_sb3.py` write one), anything but tanh is refused.
+//! - **VecNormalize.** SB3 feeds the network
+//!   `clip((obs − mean) / √(var + epsilon), −clip_obs, clip_obs)`; microrl's
+//!   frozen [`RunningNorm`] computes `clip((obs − μ) / √(σ² + 1e-8), −10, 10)`
+//!   in `f32`. The statistics travel as JSON (the fields of `VecNormalize`:
+//!   [`VecNormalizeStats`]). A different `epsilon` is folded into the stored
+//!   variance, `σ² = var + epsilon − 1e-8` (rounded once to `f32`), so the
+//!   square root sees the same sum; `clip_obs` must be microrl's 10 (SB3's
+//!   default), anything else is refused. SB3 computes in `float64` and rounds
+//!   the normalised observation to `float32`; microrl computes in `f32`, so
+//!   the network inputs can differ in the last bits (the parity tests measure
+//!   what that does to the actions).
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use anyhow::{Context, bail, ensure};
+use microrl::normalize::{self, RunningNorm};
+use microrl::params::tag;
+use microrl::{Params, serialize};
+use safetensors::{Dtype, SafeTensors, tensor::TensorView};
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+
+use crate::arch::{
+    self, Arch, CartPoleContinuousPolicy, CartPolePolicy, CartPoleSmallPolicy, PendulumPolicy,
+};
+use crate::atomic;
+use crate::commands::Report;
+use crate::train::EnvName;
+
+/// The tensor names of the library a policy was trained with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Layout {
+    /// Stable-Baselines3 `MlpPolicy` (PPO, A2C): `mlp_extractor.policy_net.*`,
+    /// `action_net.*`, `log_std`.
+    Sb3,
+    /// CleanRL `ppo.py` (`actor.*`) and `ppo_continuous_action.py`
+    /// (`actor_mean.*`, `actor_logstd`).
+    Cleanrl,
+}
+
+impl Layout {
+    /// The command-line name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Layout::Sb3 => "sb3",
+            Layout::Cleanrl => "cleanrl",
+        }
+    }
+
+    /// The module path of dense layer `k` of `layers` (without `.weight`).
+    fn layer(self, gaussian: bool, k: usize, layers: usize) -> String {
+        match self {
+            Layout::Sb3 if k + 1 == layers => "action_net".to_owned(),
+            Layout::Sb3 => format!("mlp_extractor.policy_net.{}", 2 * k),
+            Layout::Cleanrl if gaussian => format!("actor_mean.{}", 2 * k),
+            Layout::Cleanrl => format!("actor.{}", 2 * k),
+        }
+    }
+
+    /// The name and PyTorch shape of the Gaussian's `log_std` for `act` actions.
+    fn log_std(self, act: usize) -> (&'static str, Vec<usize>) {
+        match self {
+            Layout::Sb3 => ("log_std", vec![act]),
+            Layout::Cleanrl => ("actor_logstd", vec![1, act]),
+        }
+    }
+}
+
+/// `VecNormalize`'s observation statistics as JSON:
+/// `{"obs_rms": {"mean": [...], "var": [...], "count": n}, "clip_obs": 10.0,
+/// "epsilon": 1e-8, "norm_obs": true}` (other fields are ignored).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct VecNormalizeStats {
+    /// The running mean and variance.
+    pub obs_rms: ObsRms,
+    /// Normalised observations are clipped to `±clip_obs`.
+    pub clip_obs: f64,
+    /// Added to the variance under the square root.
+    pub epsilon: f64,
+    /// `false`: observations were not normalised (the statistics are unused).
+    #[serde(default = "yes")]
+    pub norm_obs: bool,
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// `VecNormalize.obs_rms`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ObsRms {
+    /// Per-dimension mean.
+    pub mean: Vec<f64>,
+    /// Per-dimension (population) variance.
+    pub var: Vec<f64>,
+    /// Observations folded in (absent: 1e-4, `RunningMeanStd`'s prior).
+    #[serde(default)]
+    pub count: Option<f64>,
+}
+
+impl VecNormalizeStats {
+    /// Parses the JSON text of a statistics file.
+    ///
+    /// # Errors
+    /// Malformed JSON or missing fields, with serde's position.
+    pub fn parse(text: &str) -> anyhow::Result<Self> {
+        Ok(serde_json::from_str(text)?)
+    }
+
+    /// The frozen normaliser that feeds the network what VecNormalize fed it.
+    fn to_running_norm<const N: usize>(&self, env: EnvName) -> anyhow::Result<RunningNorm<N>> {
+        let mut norm = RunningNorm::<N>::ZERO;
+        if !self.norm_obs {
+            return Ok(norm); // empty: the identity
+        }
+        for (field, values) in [("mean", &self.obs_rms.mean), ("var", &self.obs_rms.var)] {
+            ensure!(
+                values.len() == N,
+                "obs_rms.{field} has {} values, expected {N} for {}",
+                values.len(),
+                env.name()
+            );
+        }
+        ensure!(
+            self.clip_obs == f64::from(normalize::CLIP),
+            "clip_obs {} is not supported: microrl's observation normaliser clips at ±{} \
+             (VecNormalize's default)",
+            self.clip_obs,
+            normalize::CLIP
+        );
+        ensure!(
+            self.epsilon.is_finite() && self.epsilon >= 0.0,
+            "epsilon {} must be finite and >= 0",
+            self.epsilon
+        );
+        let count = self.obs_rms.count.unwrap_or(1e-4);
+        ensure!(
+            count.is_finite() && count > 0.0 && (count as f32) > 0.0,
+            "obs_rms.count {count} must be finite and > 0"
+        );
+        for i in 0..N {
+            let (mean, var) = (self.obs_rms.mean[i], self.obs_rms.var[i]);
+            ensure!(
+                mean.is_finite() && (mean as f32).is_finite(),
+                "obs_rms.mean[{i}] = {mean} is not a finite f32"
+            );
+            ensure!(
+                var.is_finite() && var >= 0.0,
+                "obs_rms.var[{i}] = {var} must be finite and >= 0"
+            );
+            // microrl adds its own ε under the root: store var + epsilon − ε.
+            let folded = var + self.epsilon - f64::from(normalize::EPSILON);
+            ensure!(
+                folded >= 0.0 && (folded as f32).is_finite(),
+                "obs_rms.var[{i}] = {var} with epsilon {} cannot be represented: \
+                 microrl's normaliser adds {:e}",
+                self.epsilon,
+                normalize::EPSILON
+            );
+            norm.mean[i] = mean as f32;
+            norm.var[i] = folded as f32;
+        }
+        norm.count[0] = count as f32;
+        Ok(norm)
+    }
+
+    /// The statistics of a microrl normaliser, exactly: `var` and `epsilon`
+    /// are microrl's `f32` values, so importing them back gives the same bits.
+    fn from_running_norm<const N: usize>(norm: &RunningNorm<N>) -> Self {
+        Self {
+            obs_rms: ObsRms {
+                mean: norm.mean.iter().map(|&x| f64::from(x)).collect(),
+                var: norm.var.iter().map(|&x| f64::from(x)).collect(),
+                count: Some(f64::from(norm.count[0])),
+            },
+            clip_obs: f64::from(normalize::CLIP),
+            epsilon: f64::from(normalize::EPSILON),
+            norm_obs: true,
+        }
+    }
+}
+
+/// The result of [`import`].
+#[derive(Clone, Debug)]
+pub struct Imported {
+    /// The architecture the tensors were mapped onto.
+    pub arch: Arch,
+    /// The policy file (microrl's binary format).
+    pub blob: Vec<u8>,
+    /// The source tensors that were read, in microrl's order.
+    pub tensors: Vec<String>,
+    /// Whether the policy normalises observations (VecNormalize statistics).
+    pub normalised: bool,
+}
+
+/// Maps the actor of a safetensors `state_dict` (`file`'s bytes) trained
+/// with `layout`'s library onto the microrl policy for `env`, with the
+/// observation statistics `stats` (none: raw observations).
+///
+/// CartPole's 4-32-32-2 (`--small`) architecture is chosen when the first
+/// hidden layer has 32 units; every other task has 64.
+///
+/// # Errors
+/// A file that is not safetensors, a metadata `activation_fn` other than
+/// tanh, a missing tensor, a tensor of the wrong shape or dtype (naming it,
+/// with the expected and found shapes), statistics that do not fit, and
+/// values microrl's format refuses (non-finite, `log_std` outside ±20).
+pub fn import(
+    layout: Layout,
+    file: &[u8],
+    stats: Option<&VecNormalizeStats>,
+    env: EnvName,
+) -> anyhow::Result<Imported> {
+    let tensors = SafeTensors::deserialize(file).context("not a safetensors file")?;
+    let (_, header) = SafeTensors::read_metadata(file).context("not a safetensors file")?;
+    if let Some(activation) = header
+        .metadata()
+        .as_ref()
+        .and_then(|m| m.get("activation_fn"))
+    {
+        ensure!(
+            activation.to_ascii_lowercase().contains("tanh"),
+            "the file's activation_fn is {activation}: microrl imports tanh MLPs \
+             (SB3's and CleanRL's default for PPO)"
+        );
+    }
+    let arch = match env {
+        EnvName::Cartpole => {
+            let first = format!("{}.weight", layout.layer(false, 0, 3));
+            let small = tensors.tensor(&first).is_ok_and(|t| t.shape() == [32, 4]);
+            if small {
+                Arch::CartpoleSmall
+            } else {
+                Arch::Cartpole
+            }
+        }
+        EnvName::CartpoleContinuous => Arch::CartpoleContinuous,
+        EnvName::Pendulum => Arch::Pendulum,
+    };
+    let source = Source {
+        layout,
+        tensors: &tensors,
+        arch,
+        env,
+    };
+    let (blob, names) = match arch {
+        Arch::Cartpole => source.map::<CartPolePolicy, 4>(stats)?,
+        Arch::CartpoleSmall => source.map::<CartPoleSmallPolicy, 4>(stats)?,
+        Arch::CartpoleContinuous => source.map::<CartPoleContinuousPolicy, 4>(stats)?,
+        Arch::Pendulum => source.map::<PendulumPolicy, 3>(stats)?,
+    };
+    Ok(Imported {
+        arch,
+        blob,
+        tensors: names,
+        normalised: stats.is_some_and(|s| s.norm_obs),
+    })
+}
+
+/// What [`import`] reads from.
+struct Source<'a> {
+    layout: Layout,
+    tensors: &'a SafeTensors<'a>,
+    arch: Arch,
+    env: EnvName,
+}
+
+/// `tag`'s kind (weight, bias, log_std, statistics, bounds) without the
+/// activation byte.
+fn kind(shape_tag: u32) -> u32 {
+    shape_tag & !0xff
+}
+
+/// Where each actor tensor of policy type `P` comes from: the source name,
+/// its PyTorch shape and whether it is a weight matrix (transposed).
+fn actor_tensors<P: Params>(layout: Layout) -> Vec<(usize, String, Vec<usize>, bool)> {
+    let shapes: Vec<_> = (0..P::TENSORS).map(P::shape).collect();
+    let layers = shapes.iter().filter(|s| kind(s.tag) == tag::WEIGHT).count();
+    let gaussian = shapes.iter().any(|s| kind(s.tag) == tag::LOG_STD);
+    let mut out = Vec::new();
+    let mut layer = 0;
+    for (i, s) in shapes.iter().enumerate() {
+        let (rows, cols) = (s.rows as usize, s.cols as usize);
+        match kind(s.tag) {
+            tag::WEIGHT => out.push((
+                i,
+                format!("{}.weight", layout.layer(gaussian, layer, layers)),
+                vec![rows, cols],
+                true,
+            )),
+            tag::BIAS => {
+                out.push((
+                    i,
+                    format!("{}.bias", layout.layer(gaussian, layer, layers)),
+                    vec![rows],
+                    false,
+                ));
+                layer += 1;
+            }
+            tag::LOG_STD => {
+                let (name, shape) = layout.log_std(rows);
+                out.push((i, name.to_owned(), shape, false));
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+/// Index of the normaliser's first tensor (its mean) in policy type `P`.
+fn statistics_index<P: Params>() -> Option<usize> {
+    (0..P::TENSORS).find(|&i| kind(P::shape(i).tag) == tag::STATISTICS)
+}
+
+fn shape_text(shape: &[usize]) -> String {
+    format!(
+        "[{}]",
+        shape
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join(", ")
+    )
+}
+
+impl Source<'_> {
+    /// The source tensor `name` as `f32`s in PyTorch's (row-major) order.
+    fn read(&self, name: &str, expected: &[usize]) -> anyhow::Result<Vec<f32>> {
+        let what = format!("{} ({})", self.env.name(), self.arch.layers());
+        let Ok(view) = self.tensors.tensor(name) else {
+            let mut names = self.tensors.names();
+            names.sort_unstable();
+            bail!(
+                "no tensor `{name}` in the file (needed for {what} in the {} layout; the file has {})",
+                self.layout.name(),
+                names.join(", ")
+            );
+        };
+        ensure!(
+            view.shape() == expected,
+            "tensor `{name}` has shape {}, expected {} for {what}",
+            shape_text(view.shape()),
+            shape_text(expected)
+        );
+        ensure!(
+            view.dtype() == Dtype::F32,
+            "tensor `{name}` is {}, expected F32",
+            view.dtype()
+        );
+        Ok(view
+            .data()
+            .chunks_exact(4)
+            .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+            .collect())
+    }
+
+    /// Fills a fresh `P` (the task's action bounds, an empty normaliser)
+    /// with the source's actor and `stats`, and serialises it.
+    fn map<P: Params, const OBS: usize>(
+        &self,
+        stats: Option<&VecNormalizeStats>,
+    ) -> anyhow::Result<(Vec<u8>, Vec<String>)> {
+        let mut policy = arch::load::<P>(&arch::init_blob(self.arch, 0)?)?;
+        let mut names = Vec::new();
+        for (i, name, shape, is_weight) in actor_tensors::<P>(self.layout) {
+            let values = self.read(&name, &shape)?;
+            let dst = policy.tensor_mut(i);
+            if is_weight {
+                // PyTorch [out, in] row-major → microrl out × in column-major.
+                let (rows, cols) = (shape[0], shape[1]);
+                for r in 0..rows {
+                    for c in 0..cols {
+                        dst[c * rows + r] = values[r * cols + c];
+                    }
+                }
+            } else {
+                dst.copy_from_slice(&values);
+            }
+            names.push(name);
+        }
+        if let Some(stats) = stats {
+            let norm = stats
+                .to_running_norm::<OBS>(self.env)
+                .context("VecNormalize statistics")?;
+            let first = statistics_index::<P>().context("policy without a normaliser")?;
+            for t in 0..<RunningNorm<OBS> as Params>::TENSORS {
+                policy.tensor_mut(first + t).copy_from_slice(norm.tensor(t));
+            }
+        }
+        let blob = serialize::to_vec(&*policy).map_err(|e| match e {
+            microrl::Error::NonFinite => anyhow::anyhow!("a tensor holds a NaN or an infinity"),
+            microrl::Error::OutOfDomain { .. } => anyhow::anyhow!(
+                "the imported policy is out of microrl's domain ({e}; log_std must lie in [{}, {}])",
+                microrl::policy::LOG_STD_MIN,
+                microrl::policy::LOG_STD_MAX
+            ),
+            e => anyhow::anyhow!("{e}"),
+        })?;
+        Ok((blob, names))
+    }
+}
+
+/// The result of [`export`].
+#[derive(Clone, Debug)]
+pub struct Exported {
+    /// The policy's architecture.
+    pub arch: Arch,
+    /// The safetensors file: the actor's tensors under `layout`'s names.
+    pub safetensors: Vec<u8>,
+    /// The names written, in microrl's order.
+    pub tensors: Vec<String>,
+    /// The observation statistics, if the policy normalises observations.
+    pub stats: Option<VecNormalizeStats>,
+}
+
+/// Writes a microrl policy file's actor as a safetensors `state_dict` under
+/// `layout`'s names (weights back to PyTorch's `[out, in]`), loadable with
+/// `policy.load_state_dict(load_file(path), strict=False)`; the normaliser,
+/// if it holds statistics, as [`VecNormalizeStats`].
+///
+/// # Errors
+/// A blob that is not a policy of a known architecture.
+pub fn export(layout: Layout, blob: &[u8]) -> anyhow::Result<Exported> {
+    let arch = Arch::detect(blob).context("not a microrl policy of a known architecture")?;
+    let (tensors, stats) = match arch {
+        Arch::Cartpole => unmap::<CartPolePolicy, 4>(layout, blob)?,
+        Arch::CartpoleSmall => unmap::<CartPoleSmallPolicy, 4>(layout, blob)?,
+        Arch::CartpoleContinuous => unmap::<CartPoleContinuousPolicy, 4>(layout, blob)?,
+        Arch::Pendulum => unmap::<PendulumPolicy, 3>(layout, blob)?,
+    };
+    // One metadata entry: the crate writes the metadata map in hash order,
+    // and a single entry keeps the file byte-for-byte reproducible.
+    let metadata = HashMap::from([("activation_fn".to_owned(), "Tanh".to_owned())]);
+    let views = tensors
+        .iter()
+        .map(|(name, shape, bytes)| {
+            TensorView::new(Dtype::F32, shape.clone(), bytes).map(|v| (name.clone(), v))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let safetensors = safetensors::serialize(views, Some(metadata))?;
+    Ok(Exported {
+        arch,
+        safetensors,
+        tensors: tensors.into_iter().map(|(name, ..)| name).collect(),
+        stats,
+    })
+}
+
+/// The named actor tensors (`f32` little-endian bytes in PyTorch's order)
+/// and the statistics of policy file `blob` of type `P`.
+type Unmapped = (
+    Vec<(String, Vec<usize>, Vec<u8>)>,
+    Option<VecNormalizeStats>,
+);
+
+fn unmap<P: Params, const OBS: usize>(layout: Layout, blob: &[u8]) -> anyhow::Result<Unmapped> {
+    let policy = arch::load::<P>(blob)?;
+    let mut out = Vec::new();
+    for (i, name, shape, is_weight) in actor_tensors::<P>(layout) {
+        let src = policy.tensor(i);
+        let values: Vec<f32> = if is_weight {
+            let (rows, cols) = (shape[0], shape[1]);
+            (0..rows * cols)
+                .map(|k| src[(k % cols) * rows + k / cols])
+                .collect()
+        } else {
+            src.to_vec()
+        };
+        let bytes = values.iter().flat_map(|x| x.to_le_bytes()).collect();
+        out.push((name, shape, bytes));
+    }
+    let first = statistics_index::<P>().context("policy without a normaliser")?;
+    let mut norm = RunningNorm::<OBS>::ZERO;
+    for t in 0..<RunningNorm<OBS> as Params>::TENSORS {
+        norm.tensor_mut(t).copy_from_slice(policy.tensor(first + t));
+    }
+    let stats = norm
+        .has_statistics()
+        .then(|| VecNormalizeStats::from_running_norm(&norm));
+    Ok((out, stats))
+}
+
+/// `microrl import`: reads `file` (and `vecnormalize`), writes the policy to `out`.
+pub fn import_command(
+    layout: Layout,
+    file: &Path,
+    vecnormalize: Option<&Path>,
+    env: EnvName,
+    out: &Path,
+) -> anyhow::Result<Report> {
+    let bytes = std::fs::read(file).with_context(|| format!("reading {}", file.display()))?;
+    let stats = match vecnormalize {
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("reading {}", path.display()))?;
+            Some(VecNormalizeStats::parse(&text).with_context(|| path.display().to_string())?)
+        }
+        None => None,
+    };
+    let imported = import(layout, &bytes, stats.as_ref(), env)
+        .with_context(|| format!("importing {}", file.display()))?;
+    atomic::write_file(out, &imported.blob)?;
+    let crc = serialize::crc32(&imported.blob[..imported.blob.len() - 4]);
+    Ok(Report {
+        lines: vec![format!(
+            "imported {} ({}: {} actor tensors{}) as a {} policy ({}) to {} ({} bytes, CRC-32 {crc:08x})",
+            file.display(),
+            layout.name(),
+            imported.tensors.len(),
+            if imported.normalised {
+                ", VecNormalize observation statistics"
+            } else {
+                ""
+            },
+            env.name(),
+            imported.arch.layers(),
+            out.display(),
+            imported.blob.len()
+        )],
+        json: json!({
+            "command": "import", "from": layout, "env": env.name(), "arch": imported.arch,
+            "tensors": imported.tensors, "normalised": imported.normalised, "path": out,
+            "bytes": imported.blob.len(), "crc32": format!("{crc:08x}"),
+        }),
+    })
+}
+
+/// `microrl export --format safetensors`: checks `policy` acts in `env`
+/// (default: its architecture's task), writes its actor under
+/// `layout`'s names to `out`, and its observation statistics to
+/// `vecnormalize` (required when the policy has any).
+pub fn export_command(
+    layout: Layout,
+    env: Option<EnvName>,
+    policy: &Path,
+    out: &Path,
+    vecnormalize: Option<&Path>,
+) -> anyhow::Result<Report> {
+    let blob = std::fs::read(policy).with_context(|| format!("reading {}", policy.display()))?;
+    let exported = export(layout, &blob).with_context(|| policy.display().to_string())?;
+    // As for the firmware export: the policy must load and act in the task.
+    crate::eval::eval(env, &blob, 1, 0)?;
+    let stats = match (&exported.stats, vecnormalize) {
+        (Some(stats), Some(path)) => Some((stats, path)),
+        (Some(_), None) => bail!(
+            "{} normalises its observations: pass --vecnormalize FILE.json to write the statistics \
+             the exported network needs",
+            policy.display()
+        ),
+        (None, Some(_)) => bail!(
+            "{} has no observation statistics (it acts on raw observations): drop --vecnormalize",
+            policy.display()
+        ),
+        (None, None) => None,
+    };
+    atomic::write_file(out, &exported.safetensors)?;
+    if let Some((stats, path)) = stats {
+        let text = serde_json::to_string_pretty(stats)? + "\n";
+        atomic::write_file(path, text.as_bytes())?;
+    }
+    Ok(Report {
+        lines: vec![format!(
+            "exported {} ({} policy, {}) to {} as {} tensors: {}{}",
+            policy.display(),
+            exported.arch.name(),
+            exported.arch.layers(),
+            out.display(),
+            layout.name(),
+            exported.tensors.join(", "),
+            match stats {
+                Some((_, path)) => format!("; VecNormalize statistics to {}", path.display()),
+                None => String::new(),
+            }
+        )],
+        json: json!({
+            "command": "export", "format": "safetensors", "to": layout, "arch": exported.arch,
+            "policy": policy, "out": out, "tensors": exported.tensors,
+            "vecnormalize": stats.map(|(_, path)| path), "bytes": exported.safetensors.len(),
+        }),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sb3_and_cleanrl_names() {
+        let sb3: Vec<_> = actor_tensors::<CartPolePolicy>(Layout::Sb3)
+            .into_iter()
+            .map(|(_, n, s, _)| (n, s))
+            .collect();
+        assert_eq!(
+            sb3,
+            [
+                ("mlp_extractor.policy_net.0.weight".into(), vec![64, 4]),
+                ("mlp_extractor.policy_net.0.bias".into(), vec![64]),
+                ("mlp_extractor.policy_net.2.weight".into(), vec![64, 64]),
+                ("mlp_extractor.policy_net.2.bias".into(), vec![64]),
+                ("action_net.weight".into(), vec![2, 64]),
+                ("action_net.bias".into(), vec![2]),
+            ]
+        );
+        let names = |p: Vec<(usize, String, Vec<usize>, bool)>| {
+            p.into_iter().map(|(_, n, ..)| n).collect::<Vec<_>>()
+        };
+        assert_eq!(
+            names(actor_tensors::<PendulumPolicy>(Layout::Cleanrl)),
+            [
+                "actor_mean.0.weight",
+                "actor_mean.0.bias",
+                "actor_mean.2.weight",
+                "actor_mean.2.bias",
+                "actor_mean.4.weight",
+                "actor_mean.4.bias",
+                "actor_logstd"
+            ]
+        );
+        assert_eq!(
+            names(actor_tensors::<CartPoleSmallPolicy>(Layout::Cleanrl))[4],
+            "actor.4.weight"
+        );
+        assert_eq!(
+            names(actor_tensors::<PendulumPolicy>(Layout::Sb3))[6],
+            "log_std"
+        );
+    }
+
+    /// A fresh policy through export and import is the same file, for every
+    /// architecture and both layouts; weights are transposed, not reshaped.
+    #[test]
+    fn export_then_import_is_the_identity() {
+        for layout in [Layout::Sb3, Layout::Cleanrl] {
+            for arch in Arch::ALL {
+                let blob = arch::init_blob(arch, 7).unwrap();
+                let out = export(layout, &blob).unwrap();
+                assert_eq!(out.arch, arch);
+                assert!(out.stats.is_none());
+                let back = import(layout, &out.safetensors, None, arch.env()).unwrap();
+                assert_eq!(back.arch, arch);
+                assert_eq!(back.blob, blob, "{arch:?} {layout:?}");
+                assert_eq!(back.tensors, out.tensors);
+            }
+        }
+        let blob = arch::init_blob(Arch::Cartpole, 7).unwrap();
+        let policy = arch::load::<CartPolePolicy>(&blob).unwrap();
+        let out = export(Layout::Sb3, &blob).unwrap();
+        let file = SafeTensors::deserialize(&out.safetensors).unwrap();
+        let w = file.tensor("mlp_extractor.policy_net.0.weight").unwrap();
+        assert_eq!(w.shape(), [64, 4]);
+        // Row 1 of PyTorch's [out, in] is output unit 1's four input weights.
+        let row1: Vec<f32> = w.data()[16..32]
+            .chunks_exact(4)
+            .map(|b| f32::from_le_bytes(b.try_into().unwrap()))
+            .collect();
+        let w0 = &policy.actor.net.first.weight;
+        assert_eq!(row1, [w0[(1, 0)], w0[(1, 1)], w0[(1, 2)], w0[(1, 3)]]);
+    }
+
+    #[test]
+    fn vecnormalize_statistics_fold_epsilon_and_round_trip() {
+        let stats = VecNormalizeStats {
+            obs_rms: ObsRms {
+                mean: vec![0.5, -1.0, 0.25],
+                var: vec![2.0, 0.0, 1e-3],
+                count: Some(1234.0),
+            },
+            clip_obs: 10.0,
+            epsilon: 1e-4,
+            norm_obs: true,
+        };
+        let norm = stats.to_running_norm::<3>(EnvName::Pendulum).unwrap();
+        // var + 1e-4 − 1e-8: the root sees var + epsilon.
+        assert_eq!(norm.var[1], (1e-4 - f64::from(normalize::EPSILON)) as f32);
+        let z = norm
+            .normalize(&microrl::SVector::<f32, 3>::new(0.5, -0.99, 0.25))
+            .unwrap();
+        assert!((z[1] - 0.01 / 1e-4f32.sqrt()).abs() < 1e-5, "{z:?}");
+        // Exported statistics import back to the same bits.
+        let again = VecNormalizeStats::from_running_norm(&norm)
+            .to_running_norm::<3>(EnvName::Pendulum)
+            .unwrap();
+        assert_eq!(again, norm);
+        let mut clip = stats.clone();
+        clip.clip_obs = 5.0;
+        let e = clip.to_running_norm::<3>(EnvName::Pendulum).unwrap_err();
+        assert!(e.to_string().contains("clip_obs 5"), "{e}");
+        let e = stats.to_running_norm::<4>(EnvName::Cartpole).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "obs_rms.mean has 3 values, expected 4 for cartpole"
+        );
+        let off = VecNormalizeStats {
+            norm_obs: false,
+            ..stats
+        };
+        assert!(
+            !off.to_running_norm::<3>(EnvName::Pendulum)
+                .unwrap()
+                .has_statistics()
+        );
+    }
+}

@@ -1,0 +1,314 @@
+//! Building `firmware-example` for a Cortex-M target, booting a binary in
+//! `qemu-system-arm` and decoding its defmt output — for test files that
+//! run firmware (`mod qemu;`).
+//!
+//! The rules of `tests/firmware.rs` hold here too: without the Rust target
+//! or `qemu-system-arm`, [`tools`] says what is missing and how to install
+//! it on one line of standard error and the test skips; with
+//! `MICRORL_REQUIRE_FIRMWARE=1` (CI) it fails instead; `MICRORL_SKIP_QEMU=1`
+//! skips on purpose.
+
+use std::collections::HashMap;
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+const SKIP_VAR: &str = "MICRORL_SKIP_QEMU";
+const REQUIRE_VAR: &str = "MICRORL_REQUIRE_FIRMWARE";
+/// Longest a single firmware run may take before it counts as hung.
+const QEMU_TIMEOUT: Duration = Duration::from_secs(600);
+
+/// An emulated board: the Rust target its firmware is built for and QEMU's
+/// machine options.
+#[derive(Clone, Copy, Debug)]
+pub struct Board {
+    /// Rust target triple.
+    pub target: &'static str,
+    /// `qemu-system-arm` options selecting the machine.
+    pub machine: &'static [&'static str],
+    /// What it is, for messages.
+    pub name: &'static str,
+}
+
+/// Arm MPS2+ AN386: Cortex-M4F (`thumbv7em-none-eabihf`), the firmware's default.
+pub const CORTEX_M4F: Board = Board {
+    target: "thumbv7em-none-eabihf",
+    machine: &["-cpu", "cortex-m4", "-machine", "mps2-an386"],
+    name: "Cortex-M4F",
+};
+
+/// BBC micro:bit (nRF51822): Cortex-M0, no FPU, 256 KB flash, 16 KB RAM.
+pub const CORTEX_M0: Board = Board {
+    target: "thumbv6m-none-eabi",
+    machine: &["-machine", "microbit"],
+    name: "Cortex-M0",
+};
+
+pub fn firmware_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../firmware-example")
+}
+
+fn env_is_1(var: &str) -> bool {
+    std::env::var_os(var).is_some_and(|v| v == "1")
+}
+
+/// One line on stderr, which the test harness does not capture.
+fn loud(message: &str) {
+    let _ = writeln!(std::io::stderr(), "{message}");
+}
+
+/// `true` when `board`'s firmware can be built and run; `false` (after one
+/// loud line) when the test should skip; panics when it may not skip.
+pub fn tools(board: Board) -> bool {
+    let required = env_is_1(REQUIRE_VAR);
+    if env_is_1(SKIP_VAR) && !required {
+        loud(&format!(
+            "SKIPPING the firmware tests (QEMU, {}): {SKIP_VAR}=1",
+            board.name
+        ));
+        return false;
+    }
+    let mut missing = Vec::new();
+    let mut install = Vec::new();
+    if !target_installed(board.target) {
+        missing.push(format!("the Rust target `{}`", board.target));
+        install.push(format!("`rustup target add {}`", board.target));
+    }
+    let qemu = Command::new("qemu-system-arm").arg("--version").output();
+    if !qemu.is_ok_and(|o| o.status.success()) {
+        missing.push("`qemu-system-arm`".to_owned());
+        install.push(
+            "`apt-get install qemu-system-arm binutils-arm-none-eabi` (Debian/Ubuntu; \
+             macOS: `brew install qemu arm-none-eabi-binutils`)"
+                .to_owned(),
+        );
+    }
+    if missing.is_empty() {
+        return true;
+    }
+    let message = format!(
+        "missing {}: install with {} (or set {SKIP_VAR}=1 to skip these tests)",
+        missing.join(" and "),
+        install.join(" and ")
+    );
+    assert!(!required, "{REQUIRE_VAR}=1, but {message}");
+    loud(&format!(
+        "SKIPPING the firmware tests (QEMU, {}): {message}",
+        board.name
+    ));
+    false
+}
+
+/// Whether the toolchain `firmware-example/` builds with has `target`.
+fn target_installed(target: &str) -> bool {
+    let rustup = Command::new("rustup")
+        .current_dir(firmware_dir())
+        .args(["target", "list", "--installed"])
+        .output();
+    if let Ok(out) = rustup
+        && out.status.success()
+    {
+        return String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .any(|l| l.trim() == target);
+    }
+    let rustc = std::env::var("RUSTC").unwrap_or_else(|_| "rustc".into());
+    Command::new(rustc)
+        .current_dir(firmware_dir())
+        .args(["--print", "sysroot"])
+        .output()
+        .is_ok_and(|out| {
+            PathBuf::from(String::from_utf8_lossy(&out.stdout).trim())
+                .join("lib/rustlib")
+                .join(target)
+                .is_dir()
+        })
+}
+
+/// `cargo build --release --target <board> --bin …` in `firmware-example/`;
+/// the ELFs by binary name.
+pub fn build(board: Board, bins: &[&str]) -> HashMap<String, PathBuf> {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let mut cmd = Command::new(cargo);
+    cmd.current_dir(firmware_dir()).args([
+        "build",
+        "--release",
+        "--target",
+        board.target,
+        "--message-format=json-render-diagnostics",
+    ]);
+    for bin in bins {
+        cmd.args(["--bin", bin]);
+    }
+    let out = cmd
+        .stderr(Stdio::inherit())
+        .output()
+        .expect("run cargo for firmware-example");
+    assert!(
+        out.status.success(),
+        "building firmware-example for {} failed (see above)",
+        board.target
+    );
+    let mut elfs = HashMap::new();
+    for line in String::from_utf8_lossy(&out.stdout).lines() {
+        let Ok(msg) = serde_json::from_str::<serde_json::Value>(line) else {
+            continue;
+        };
+        if msg["reason"] == "compiler-artifact"
+            && let (Some(name), Some(exe)) =
+                (msg["target"]["name"].as_str(), msg["executable"].as_str())
+        {
+            elfs.insert(name.to_owned(), PathBuf::from(exe));
+        }
+    }
+    elfs
+}
+
+/// One decoded firmware run.
+pub struct Run {
+    /// QEMU's exit status (the firmware's semihosting exit code).
+    pub status: Option<i32>,
+    /// `LEVEL message` per defmt frame.
+    pub lines: Vec<String>,
+}
+
+impl Run {
+    /// The message of the first line starting with `LEVEL prefix`.
+    pub fn line(&self, level_and_prefix: &str) -> &str {
+        self.lines
+            .iter()
+            .find(|l| l.starts_with(level_and_prefix))
+            .unwrap_or_else(|| panic!("no `{level_and_prefix}` line in\n{}", self.lines.join("\n")))
+    }
+}
+
+/// Boots `elf` on `board` (with `-icount shift=0`: one virtual nanosecond
+/// per instruction), waits and decodes its defmt output.
+pub fn run(board: Board, elf: &Path) -> Run {
+    let mut child = Command::new("qemu-system-arm")
+        .args(board.machine)
+        .args([
+            "-nographic",
+            "-semihosting-config",
+            "enable=on,target=native",
+        ])
+        .args(["-icount", "shift=0", "-kernel"])
+        .arg(elf)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("start qemu-system-arm");
+    let mut stdout = child.stdout.take().expect("piped stdout");
+    let reader = std::thread::spawn(move || {
+        let mut bytes = Vec::new();
+        stdout.read_to_end(&mut bytes).map(|_| bytes)
+    });
+    let start = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait for qemu") {
+            break status;
+        }
+        if start.elapsed() > QEMU_TIMEOUT {
+            let _ = child.kill();
+            panic!("{} did not finish within {QEMU_TIMEOUT:?}", elf.display());
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let bytes = reader
+        .join()
+        .expect("reader thread")
+        .expect("read qemu stdout");
+    let lines = decode_defmt(elf, &bytes);
+    for line in &lines {
+        println!(
+            "[{} {}] {line}",
+            board.name,
+            elf.file_name().unwrap_or_default().to_string_lossy()
+        );
+    }
+    Run {
+        status: status.code(),
+        lines,
+    }
+}
+
+fn decode_defmt(elf: &Path, bytes: &[u8]) -> Vec<String> {
+    let elf_bytes = std::fs::read(elf).expect("read the firmware ELF");
+    let table = defmt_decoder::Table::parse(&elf_bytes)
+        .expect("parse the ELF's defmt table")
+        .expect("the ELF has defmt data");
+    let mut decoder = table.new_stream_decoder();
+    decoder.received(bytes);
+    let mut lines = Vec::new();
+    loop {
+        match decoder.decode() {
+            Ok(frame) => {
+                let level = frame.level().map_or("", |l| l.as_str());
+                lines.push(format!(
+                    "{} {}",
+                    level.to_uppercase(),
+                    frame.display_message()
+                ));
+            }
+            Err(defmt_decoder::DecodeError::UnexpectedEof) => break,
+            Err(defmt_decoder::DecodeError::Malformed) => {
+                panic!("malformed defmt frame after {lines:?}")
+            }
+        }
+    }
+    lines
+}
+
+/// The token after `key` in a whitespace-separated log message.
+pub fn after<'a>(message: &'a str, key: &str) -> &'a str {
+    let mut tokens = message.split_whitespace();
+    tokens
+        .by_ref()
+        .find(|t| *t == key)
+        .unwrap_or_else(|| panic!("no `{key}` in `{message}`"));
+    tokens
+        .next()
+        .unwrap_or_else(|| panic!("nothing after `{key}` in `{message}`"))
+}
+
+/// `0x…` (optionally in parentheses) as a `u32`.
+pub fn hex(token: &str) -> u32 {
+    let t = token.trim_matches(|c| c == '(' || c == ')' || c == ',');
+    u32::from_str_radix(t.trim_start_matches("0x"), 16)
+        .unwrap_or_else(|e| panic!("`{token}` is not hex: {e}"))
+}
+
+/// The firmware's 32-bit FNV-1a (`microrl_firmware::Fnv1a`).
+#[derive(Clone, Copy)]
+pub struct Fnv1a(pub u32);
+
+impl Fnv1a {
+    pub fn new() -> Self {
+        Self(0x811c_9dc5)
+    }
+    pub fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 ^ u32::from(b)).wrapping_mul(0x0100_0193);
+        }
+    }
+    pub fn write_u32(&mut self, x: u32) {
+        self.write(&x.to_le_bytes());
+    }
+}
+
+/// Flash (text + data) and static RAM (data + bss) of `elf`, with
+/// `arm-none-eabi-size` (`None` without it).
+pub fn footprint(elf: &Path) -> Option<(u64, u64)> {
+    let out = Command::new("arm-none-eabi-size").arg(elf).output().ok()?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    let numbers: Vec<u64> = text
+        .lines()
+        .nth(1)?
+        .split_whitespace()
+        .take(3)
+        .map(|n| n.parse().ok())
+        .collect::<Option<_>>()?;
+    Some((numbers[0] + numbers[1], numbers[1] + numbers[2]))
+}
