@@ -216,6 +216,49 @@ mod tests {
         }
     }
 
+    /// At the clip boundary itself (`r = 1 ± ε` exactly) both branches of
+    /// the minimum agree and CleanRL's convention (`|r − 1| > ε` for the clip
+    /// fraction, PyTorch's `clamp` passing the gradient at its bounds) keeps
+    /// the unclipped gradient `−Â·r` and does not count the sample as clipped.
+    /// Just past the boundary the gradient is zero and the sample clipped.
+    #[test]
+    fn the_clip_boundary_belongs_to_the_unclipped_side() {
+        for log_ratio in [0.2f32, -0.3] {
+            let ratio = math::exp(log_ratio);
+            // ε with 1 + ε (or 1 − ε) = r exactly: r − 1 is exact (Sterbenz).
+            let eps = (ratio - 1.0).abs();
+            assert_eq!(
+                if log_ratio > 0.0 {
+                    1.0 + eps
+                } else {
+                    1.0 - eps
+                },
+                ratio
+            );
+            let advantage = if log_ratio > 0.0 { 1.5 } else { -1.5 };
+            let s = clipped_surrogate(log_ratio, 0.0, advantage, eps);
+            assert_eq!(s.ratio, ratio);
+            assert!(!s.clipped, "{log_ratio}: at the boundary, not clipped");
+            assert_eq!(
+                s.d_log_prob,
+                -advantage * ratio,
+                "{log_ratio}: unclipped gradient"
+            );
+            assert_eq!(s.loss, -advantage * ratio);
+            // The bound one ulp of 1 ± ε closer to 1: clipped, zero gradient.
+            let tighter = if log_ratio > 0.0 {
+                f32::from_bits(ratio.to_bits() - 1) - 1.0
+            } else {
+                1.0 - f32::from_bits(ratio.to_bits() + 1)
+            };
+            let s = clipped_surrogate(log_ratio, 0.0, advantage, tighter);
+            assert!(
+                s.clipped && s.d_log_prob == 0.0,
+                "{log_ratio}: past the boundary"
+            );
+        }
+    }
+
     #[test]
     fn kl_penalty_gradient_matches_finite_differences() {
         let reference = |l: f64, beta: f64| beta * (l.exp_m1() - l);

@@ -197,6 +197,19 @@ mod tests {
     use rand_xoshiro::Xoshiro128PlusPlus;
 
     #[test]
+    fn tensor_shapes_are_mean_variance_count() {
+        let shapes: std::vec::Vec<_> = (0..4).map(RunningNorm::<3>::shape).collect();
+        for (i, rows) in [(0, 3), (1, 3), (2, 1)] {
+            assert_eq!(
+                (shapes[i].rows, shapes[i].cols, shapes[i].tag),
+                (rows, 1, tag::STATISTICS),
+                "tensor {i}"
+            );
+        }
+        assert_eq!((shapes[3].rows, shapes[3].cols), (0, 0));
+    }
+
+    #[test]
     fn matches_two_pass_statistics() {
         let mut rng = Xoshiro128PlusPlus::seed_from_u64(5);
         let mut norm = RunningNorm::<2>::ZERO;

@@ -235,6 +235,54 @@ pub type CriticCache<C> = <C as Layer>::Cache;
 mod tests {
     use super::*;
 
+    /// A plant whose episode `k` (counted from its resets) pays `k + 1` per
+    /// step for `k + 2` steps: returns 2, 6, 12, 20 — mean 10, population
+    /// variance 146 − 100 = 46.
+    struct Staircase {
+        episode: u32,
+        step: u32,
+    }
+
+    impl Env for Staircase {
+        type Obs = SVector<f32, 1>;
+        type Space = crate::env::Discrete<2>;
+        const SOLVED_RETURN: f32 = 0.0;
+
+        fn reset<R: Rng + ?Sized>(&mut self, _rng: &mut R) -> SVector<f32, 1> {
+            self.episode += 1;
+            self.step = 0;
+            SVector::from([0.0])
+        }
+
+        fn step(&mut self, _action: usize) -> Result<Step<SVector<f32, 1>>, Error> {
+            self.step += 1;
+            Ok(Step {
+                obs: SVector::from([0.0]),
+                reward: self.episode as f32,
+                terminated: self.step == self.episode + 1,
+                truncated: false,
+            })
+        }
+    }
+
+    #[test]
+    fn evaluation_reports_the_mean_and_population_std_of_returns() {
+        let policy = |_: &SVector<f32, 1>| -> Result<usize, Error> { Ok(0) };
+        let mut env = Staircase {
+            episode: 0,
+            step: 0,
+        };
+        let mut rng = crate::nn::fd::rng(1);
+        let (mean, std) = evaluate(&policy, &mut env, 4, &mut rng).unwrap();
+        assert_eq!(mean, 10.0);
+        assert!((std - 46f32.sqrt()).abs() < 1e-6, "{std}");
+        // No episodes: (0, 0).
+        assert_eq!(
+            evaluate(&policy, &mut env, 0, &mut rng).unwrap(),
+            (0.0, 0.0)
+        );
+    }
+
     #[test]
     fn episode_returns_saturate_instead_of_overflowing() {
         let max = f64::from(f32::MAX);
