@@ -14,6 +14,7 @@ use crate::arch::{self, Arch};
 use crate::atomic;
 use crate::eval;
 use crate::train::{self, EnvName, TrainOptions};
+use crate::{overlay, plot};
 
 /// What a command produced.
 #[derive(Debug, Default)]
@@ -231,6 +232,45 @@ fn summary_report(s: train::TrainSummary) -> anyhow::Result<Report> {
     let mut json = serde_json::to_value(&s)?;
     json["command"] = json!("train");
     Ok(Report { lines, json })
+}
+
+/// `microrl plot`: the learning curves of the runs in `dirs` in one PNG
+/// (800x500) at `out`, written atomically.
+pub fn plot(dirs: &[PathBuf], out: &Path) -> anyhow::Result<Report> {
+    let runs = dirs
+        .iter()
+        .map(|d| overlay::read_run(d))
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    let png = overlay::render(&runs, plot::DEFAULT_WIDTH, plot::DEFAULT_HEIGHT)?;
+    atomic::write_file(out, &png)?;
+    let mut lines = vec![format!(
+        "wrote {} ({} runs of {}, threshold {})",
+        out.display(),
+        runs.len(),
+        runs[0].identity.env,
+        runs[0].identity.threshold
+    )];
+    for run in &runs {
+        lines.push(format!(
+            "  {}: {}, {} curve rows, held-out eval {:.1}",
+            run.dir.display(),
+            run.label(),
+            run.curve.rows().len(),
+            run.identity.eval_mean
+        ));
+    }
+    let runs_json: Vec<Value> = runs
+        .iter()
+        .map(|r| {
+            json!({ "dir": r.dir, "algo": r.identity.algo, "env": r.identity.env, "seed": r.identity.seed,
+                    "rows": r.curve.rows().len(), "eval_mean": r.identity.eval_mean })
+        })
+        .collect();
+    Ok(Report {
+        lines,
+        json: json!({ "command": "plot", "out": out, "width": plot::DEFAULT_WIDTH, "height": plot::DEFAULT_HEIGHT,
+                      "env": runs[0].identity.env, "threshold": runs[0].identity.threshold, "runs": runs_json }),
+    })
 }
 
 /// `microrl eval`: deterministic evaluation of a policy file (on the task

@@ -11,6 +11,7 @@ pub mod atomic;
 pub mod commands;
 pub mod curve;
 pub mod eval;
+pub mod overlay;
 pub mod plot;
 pub mod train;
 

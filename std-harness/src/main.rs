@@ -153,6 +153,17 @@ enum Command {
         #[arg(long)]
         out: PathBuf,
     },
+    /// Overlay the learning curves of several runs (directories written by
+    /// `train --out`) in one PNG, labelled by algorithm and seed, with the
+    /// threshold; the runs must share one environment.
+    Plot {
+        /// Run directories.
+        #[arg(required = true, value_name = "RUN_DIR")]
+        runs: Vec<PathBuf>,
+        /// Output file.
+        #[arg(long, default_value = "plot.png")]
+        out: PathBuf,
+    },
     /// Parameter counts and memory (inference, training state, blob) of each policy architecture.
     Info,
     /// Write a freshly initialised policy (orthogonal, SB3 gains, empty normaliser) in the binary format.
@@ -248,6 +259,7 @@ fn run(cli: Cli) -> anyhow::Result<bool> {
     let mut ok = true;
     let report = match cli.command.unwrap_or(Command::Info) {
         Command::Info => commands::info(),
+        Command::Plot { runs, out } => commands::plot(&runs, &out)?,
         Command::Train {
             resume: Some(dir), ..
         } => commands::resume(&dir)?,

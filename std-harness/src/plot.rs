@@ -166,7 +166,9 @@ fn render(chart: &Chart, width: u32, height: u32) -> anyhow::Result<Vec<u8>> {
         for series in chart.series {
             let color = RGBColor(series.color[0], series.color[1], series.color[2]);
             let points = drawable(series.points);
-            let drawn = if series.markers {
+            // Only a labelled series gets a legend entry.
+            let label = series.label;
+            if series.markers {
                 let style = color.filled();
                 // Each disc on a white one a pixel larger: overlapping
                 // markers stay apart.
@@ -177,7 +179,11 @@ fn render(chart: &Chart, width: u32, height: u32) -> anyhow::Result<Vec<u8>> {
                             + Circle::new((0, 0), radius, style)
                     }))
                     .map_err(|e| draw_error(&e))?;
-                annotation.legend(move |(x, y)| Circle::new((x + legend_len / 2, y), radius, style))
+                if !label.is_empty() {
+                    annotation
+                        .label(label)
+                        .legend(move |(x, y)| Circle::new((x + legend_len / 2, y), radius, style));
+                }
             } else {
                 let style = color.stroke_width(line_width);
                 let points: Vec<(f64, f64)> = points.collect();
@@ -193,11 +199,11 @@ fn render(chart: &Chart, width: u32, height: u32) -> anyhow::Result<Vec<u8>> {
                 let annotation = plot
                     .draw_series(LineSeries::new(points, style))
                     .map_err(|e| draw_error(&e))?;
-                annotation
-                    .legend(move |(x, y)| PathElement::new([(x, y), (x + legend_len, y)], style))
-            };
-            if !series.label.is_empty() {
-                drawn.label(series.label);
+                if !label.is_empty() {
+                    annotation.label(label).legend(move |(x, y)| {
+                        PathElement::new([(x, y), (x + legend_len, y)], style)
+                    });
+                }
             }
         }
         if let Some((value, label)) = threshold {
@@ -336,8 +342,9 @@ pub fn tick_label(value: f64, extent: f64) -> String {
 
 /// Where the legend hides the least: of the corners and edge middles of the
 /// plot, the one whose legend-sized box (`legend`: width and height as
-/// fractions of the plot) covers the fewest samples of the drawn lines
-/// (sampled evenly along their length, the threshold included) and markers.
+/// fractions of the plot) covers the least ink — samples taken evenly along
+/// the data lines, three per marker, and a quarter per sample of the
+/// threshold line (a straight line stays readable on both sides of a box).
 /// Ties go to the earlier candidate, lower right first.
 fn legend_position(
     chart: &Chart,
@@ -347,39 +354,22 @@ fn legend_position(
     legend: (f64, f64),
 ) -> SeriesLabelPosition {
     use SeriesLabelPosition::*;
-    /// Line samples per unit of normalised length.
-    const DENSITY: f64 = 250.0;
-    /// A marker weighs as much as this many line samples.
-    const MARKER: usize = 3;
+    const MARKER: f64 = 3.0;
+    const THRESHOLD: f64 = 0.25;
     let norm = |(a, b): (f64, f64)| ((a - x.0) / (x.1 - x.0), (b - y.0) / (y.1 - y.0));
-    let mut ink: Vec<(f64, f64)> = Vec::new();
-    let mut sample_line = |points: &mut dyn Iterator<Item = (f64, f64)>| {
-        let mut previous: Option<(f64, f64)> = None;
-        for p in points {
-            if let Some(q) = previous {
-                let length = ((p.0 - q.0).powi(2) + (p.1 - q.1).powi(2)).sqrt();
-                let n = (length * DENSITY).ceil().min(10_000.0) as usize;
-                for i in 0..n {
-                    let t = i as f64 / n as f64;
-                    ink.push((q.0 + t * (p.0 - q.0), q.1 + t * (p.1 - q.1)));
-                }
-            }
-            previous = Some(p);
-        }
-        ink.extend(previous);
-    };
+    let mut lines = Vec::new();
     let mut markers = Vec::new();
     for series in chart.series {
-        let mut points = drawable(series.points).map(norm);
+        let points = drawable(series.points).map(norm);
         if series.markers {
             markers.extend(points);
         } else {
-            sample_line(&mut points);
+            lines.extend(sample_polyline(points));
         }
     }
-    if let Some(t) = threshold {
-        sample_line(&mut [(x.0, t), (x.1, t)].into_iter().map(norm));
-    }
+    let threshold_line = threshold.map_or_else(Vec::new, |t| {
+        sample_polyline([(x.0, t), (x.1, t)].into_iter().map(norm))
+    });
     let (w, h) = (legend.0.min(1.0), legend.1.min(1.0));
     let (left, centre, right) = ((0.0, w), (0.5 - w / 2.0, 0.5 + w / 2.0), (1.0 - w, 1.0));
     let (bottom, middle, top) = ((0.0, h), (0.5 - h / 2.0, 0.5 + h / 2.0), (1.0 - h, 1.0));
@@ -393,18 +383,41 @@ fn legend_position(
         (LowerMiddle, centre, bottom),
         (UpperMiddle, centre, top),
     ];
-    let inside = |(a, b): (f64, f64), xs: (f64, f64), ys: (f64, f64)| {
-        a >= xs.0 && a <= xs.1 && b >= ys.0 && b <= ys.1
-    };
-    let mut best = (LowerRight, usize::MAX);
+    let mut best = (LowerRight, f64::INFINITY);
     for (position, xs, ys) in candidates {
-        let covered = ink.iter().filter(|p| inside(**p, xs, ys)).count()
-            + MARKER * markers.iter().filter(|p| inside(**p, xs, ys)).count();
-        if covered < best.1 {
-            best = (position, covered);
+        let covered = |points: &[(f64, f64)]| {
+            let inside =
+                |(a, b): &&(f64, f64)| *a >= xs.0 && *a <= xs.1 && *b >= ys.0 && *b <= ys.1;
+            points.iter().filter(inside).count() as f64
+        };
+        let ink =
+            covered(&lines) + MARKER * covered(&markers) + THRESHOLD * covered(&threshold_line);
+        if ink < best.1 {
+            best = (position, ink);
         }
     }
     best.0
+}
+
+/// Points evenly along a polyline (in plot fractions), 250 per unit of
+/// length, at most 10 000 per segment.
+fn sample_polyline(points: impl Iterator<Item = (f64, f64)>) -> Vec<(f64, f64)> {
+    const DENSITY: f64 = 250.0;
+    let mut samples = Vec::new();
+    let mut previous: Option<(f64, f64)> = None;
+    for p in points {
+        if let Some(q) = previous {
+            let length = ((p.0 - q.0).powi(2) + (p.1 - q.1).powi(2)).sqrt();
+            let n = (length * DENSITY).ceil().min(10_000.0) as usize;
+            samples.extend((0..n).map(|i| {
+                let t = i as f64 / n as f64;
+                (q.0 + t * (p.0 - q.0), q.1 + t * (p.1 - q.1))
+            }));
+        }
+        previous = Some(p);
+    }
+    samples.extend(previous);
+    samples
 }
 
 /// PNG bytes of an RGB buffer.

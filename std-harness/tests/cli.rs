@@ -696,3 +696,108 @@ fn a_killed_training_leaves_the_old_run_or_the_new_one() {
     assert_eq!(listing(&dir), ["run"]);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// Decodes a PNG into (width, height, RGB pixels).
+fn decode_png(path: &std::path::Path) -> (u32, u32, Vec<u8>) {
+    let bytes = std::fs::read(path).unwrap();
+    let mut reader = png::Decoder::new(std::io::Cursor::new(bytes))
+        .read_info()
+        .unwrap();
+    let mut buf = vec![0; reader.output_buffer_size().unwrap()];
+    let info = reader.next_frame(&mut buf).unwrap();
+    assert_eq!(info.color_type, png::ColorType::Rgb);
+    buf.truncate(info.buffer_size());
+    (info.width, info.height, buf)
+}
+
+#[test]
+fn plot_overlays_runs_of_one_task_and_refuses_the_rest() {
+    let dir = temp_dir("plot");
+    let train = |name: &str, args: &[&str]| {
+        let out = dir.join(name);
+        let mut all = vec!["train", "--steps", "2048", "--out", out.to_str().unwrap()];
+        all.extend_from_slice(args);
+        let (ok, _, stderr) = microrl(&all);
+        assert!(ok, "{stderr}");
+        out
+    };
+    let a = train("a", &["--seed", "0"]);
+    let b = train("b", &["--seed", "1", "--algo", "a2c"]);
+    let pendulum = train("pendulum", &["--env", "pendulum"]);
+    let png = dir.join("overlay.png");
+    let path = |p: &std::path::Path| p.to_str().unwrap().to_string();
+    let (ok, stdout, stderr) =
+        microrl(&["plot", &path(&a), &path(&b), "--out", &path(&png), "--json"]);
+    assert!(ok, "{stderr}");
+    let json = last_json(&stdout);
+    assert_eq!(json["command"], "plot");
+    assert_eq!(json["env"], "cartpole");
+    assert_eq!(json["threshold"], 475.0);
+    assert_eq!(json["runs"][0]["seed"], 0);
+    assert_eq!(json["runs"][1]["algo"], "a2c");
+    assert!(json["runs"][1]["rows"].as_u64().unwrap() > 1, "{json}");
+    let (w, h, pixels) = decode_png(&png);
+    assert_eq!((w, h), (800, 500));
+    let count = |rgb: [u8; 3]| pixels.chunks_exact(3).filter(|p| *p == rgb).count();
+    // Not blank: both runs' colours (tab10 blue, orange) and the threshold's green.
+    let white = count([255, 255, 255]) as u32;
+    assert!(
+        white < w * h * 97 / 100,
+        "{white} of {} pixels white",
+        w * h
+    );
+    for rgb in [[31, 119, 180], [255, 127, 14], [44, 160, 44]] {
+        assert!(count(rgb) > 500, "{rgb:?}: {} pixels", count(rgb));
+    }
+    let before = std::fs::read(&png).unwrap();
+
+    // Refusals: one line each, the output left as it was.
+    let not_a_run = dir.join("not-a-run");
+    std::fs::create_dir_all(&not_a_run).unwrap();
+    let err = refused(&["plot", &path(&a), &path(&not_a_run), "--out", &path(&png)]);
+    assert!(
+        err.contains("not a run directory") && err.contains("summary.json"),
+        "{err}"
+    );
+    let err = refused(&["plot", &path(&a.join("curve.csv")), "--out", &path(&png)]);
+    assert!(err.contains("not a directory"), "{err}");
+    let err = refused(&["plot", &path(&a), &path(&pendulum), "--out", &path(&png)]);
+    assert!(
+        err.contains("cartpole run") && err.contains("pendulum run"),
+        "{err}"
+    );
+    // The same task judged by another threshold.
+    let other = dir.join("other-threshold");
+    std::fs::create_dir_all(&other).unwrap();
+    std::fs::copy(b.join("curve.csv"), other.join("curve.csv")).unwrap();
+    let summary = std::fs::read_to_string(b.join("summary.json")).unwrap();
+    let mut summary: serde_json::Value = serde_json::from_str(&summary).unwrap();
+    summary["threshold"] = serde_json::json!(195.0);
+    std::fs::write(other.join("summary.json"), summary.to_string()).unwrap();
+    let err = refused(&["plot", &path(&a), &path(&other), "--out", &path(&png)]);
+    assert!(
+        err.contains("threshold 475") && err.contains("threshold 195"),
+        "{err}"
+    );
+    // A damaged curve names its file and line.
+    std::fs::write(
+        other.join("curve.csv"),
+        "step,episodes,mean_return,eval_mean,eval_std,wall_s\n1,x,3,,,0\n",
+    )
+    .unwrap();
+    summary["threshold"] = serde_json::json!(475.0);
+    std::fs::write(other.join("summary.json"), summary.to_string()).unwrap();
+    let err = refused(&["plot", &path(&other), "--out", &path(&png)]);
+    assert!(err.contains("curve.csv") && err.contains("line 2"), "{err}");
+    let err = refused(&["plot", "--out", &path(&png)]);
+    assert!(err.contains("RUN_DIR"), "{err}");
+    assert_eq!(std::fs::read(&png).unwrap(), before);
+    let err = refused(&[
+        "plot",
+        &path(&a),
+        "--out",
+        &path(&dir.join("no-such-dir/p.png")),
+    ]);
+    assert!(err.contains("no-such-dir"), "{err}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
