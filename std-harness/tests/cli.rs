@@ -69,16 +69,42 @@ fn init_inspect_act() {
     let (ok, stdout, _) = microrl(&["inspect", path_str, "--json"]);
     assert!(ok);
     assert_eq!(last_json(&stdout)["arch"], "cartpole");
-    let (ok, stdout, _) = microrl(&[
+    let (ok, stdout, _) = microrl(&["act", path_str, "--obs", "-0.01,0,0.02,0", "--json"]);
+    assert!(ok);
+    let action = last_json(&stdout)["action"]["discrete"].clone();
+    assert!(action.as_u64().unwrap() < 2);
+    // Every command takes its policy file as POLICY; `--policy POLICY` still
+    // works (hidden), and spaces around the observation's numbers are fine.
+    let (ok, stdout, stderr) = microrl(&[
         "act",
         "--policy",
         path_str,
         "--obs",
-        "-0.01,0,0.02,0",
+        "-0.01, 0, 0.02, 0",
         "--json",
     ]);
+    assert!(ok, "{stderr}");
+    assert_eq!(last_json(&stdout)["action"]["discrete"], action);
+    let (ok, stdout, _) = microrl(&["inspect", "--policy", path_str, "--json"]);
     assert!(ok);
-    assert!(last_json(&stdout)["action"]["discrete"].as_u64().unwrap() < 2);
+    assert_eq!(last_json(&stdout)["arch"], "cartpole");
+    for (args, needle) in [
+        (
+            &["act", path_str, "--obs", "0.1,x,0,0"][..],
+            "not a number: \"x\"",
+        ),
+        (&["act", path_str][..], "--obs"),
+        (&["act", "--obs", "0,0,0,0"][..], "POLICY"),
+        (
+            &["inspect", path_str, "--policy", path_str][..],
+            "cannot be used with",
+        ),
+        (&["eval", "--episodes", "3"][..], "POLICY"),
+        (&["export", "--out", "x.rs"][..], "POLICY"),
+    ] {
+        let line = refused(args);
+        assert!(line.contains(needle), "{args:?}: {line}");
+    }
     // A corrupted file is refused with a non-zero exit and a clear message.
     let mut blob = std::fs::read(&path).unwrap();
     blob[40] ^= 0x10;
@@ -147,23 +173,16 @@ fn train_eval_export() {
     // The saved policy (actor + frozen normaliser) evaluates to the same figure.
     let policy = out.join("policy.mrlp");
     let policy_str = policy.to_str().unwrap();
-    let (ok, stdout, stderr) =
-        microrl(&["eval", "--policy", policy_str, "--episodes", "20", "--json"]);
+    let (ok, stdout, stderr) = microrl(&["eval", policy_str, "--episodes", "20", "--json"]);
     assert!(ok, "{stderr}");
     assert!(last_json(&stdout)["mean"].as_f64().unwrap() >= 475.0);
     // The wrong task's policy type is refused, not misread.
-    let (ok, _, stderr) = microrl(&["eval", "--policy", policy_str, "--env", "pendulum"]);
+    let (ok, _, stderr) = microrl(&["eval", policy_str, "--env", "pendulum"]);
     assert!(!ok);
     assert!(stderr.contains("not pendulum"), "{stderr}");
     // `act` and `inspect` accept the file `train` wrote and name its architecture.
-    let (ok, stdout, stderr) = microrl(&[
-        "act",
-        "--policy",
-        policy_str,
-        "--obs",
-        "0.01,0,-0.02,0.03",
-        "--json",
-    ]);
+    let (ok, stdout, stderr) =
+        microrl(&["act", policy_str, "--obs", "0.01,0,-0.02,0.03", "--json"]);
     assert!(ok, "{stderr}");
     assert!(last_json(&stdout)["action"]["discrete"].as_u64().unwrap() < 2);
     let (ok, stdout, stderr) = microrl(&["inspect", policy_str, "--json"]);
@@ -192,7 +211,6 @@ fn train_eval_export() {
     let rs = dir.join("policy.rs");
     let (ok, stdout, stderr) = microrl(&[
         "export",
-        "--policy",
         policy_str,
         "--out",
         rs.to_str().unwrap(),
@@ -218,17 +236,11 @@ fn small_architecture_trains_evaluates_and_exports() {
     let policy = out.join("policy.mrlp");
     assert_eq!(std::fs::metadata(&policy).unwrap().len(), 5292);
     let policy_str = policy.to_str().unwrap();
-    let (ok, stdout, stderr) = microrl(&["eval", "--policy", policy_str, "--json"]);
+    let (ok, stdout, stderr) = microrl(&["eval", policy_str, "--json"]);
     assert!(ok, "{stderr}");
     assert!(last_json(&stdout)["mean"].as_f64().unwrap() >= 475.0);
     let raw = dir.join("small.mrlp");
-    let (ok, _, stderr) = microrl(&[
-        "export",
-        "--policy",
-        policy_str,
-        "--out",
-        raw.to_str().unwrap(),
-    ]);
+    let (ok, _, stderr) = microrl(&["export", policy_str, "--out", raw.to_str().unwrap()]);
     assert!(ok, "{stderr}");
     assert_eq!(
         std::fs::read(&raw).unwrap(),
@@ -406,12 +418,9 @@ fn zero_budgets_episodes_and_jobs_are_refused_naming_the_option() {
             &["train", "--steps", "256", "--eval-episodes", "0"],
             "--eval-episodes",
         ),
-        (
-            &["eval", "--policy", policy, "--episodes", "0"],
-            "--episodes",
-        ),
+        (&["eval", policy, "--episodes", "0"], "--episodes"),
         (&["train", "--sed", "3"], "--seed"),
-        (&["eval"], "--policy"),
+        (&["eval"], "POLICY"),
         (&["train", "--out", mine], "notes.txt"),
         (&["train", "--out", "."], "name the run directory"),
     ] {
@@ -494,8 +503,8 @@ fn a_full_disk_leaves_the_old_outputs_intact() {
     let (policy, rs, raw, run) = (path("p.mrlp"), path("p.rs"), path("q.mrlp"), path("run"));
     for args in [
         &["init", "--out", &policy][..],
-        &["export", "--policy", &policy, "--out", &rs],
-        &["export", "--policy", &policy, "--out", &raw],
+        &["export", &policy, "--out", &rs],
+        &["export", &policy, "--out", &raw],
         &["train", "--steps", "600", "--out", &run],
     ] {
         let (ok, _, stderr) = microrl(args);
@@ -509,9 +518,9 @@ fn a_full_disk_leaves_the_old_outputs_intact() {
 
     let line = limited(&["init", "--seed", "1", "--out", &policy]);
     assert!(line.contains("p.mrlp"), "{line}");
-    let line = limited(&["export", "--policy", &policy, "--out", &rs]);
+    let line = limited(&["export", &policy, "--out", &rs]);
     assert!(line.contains("p.rs"), "{line}");
-    limited(&["export", "--policy", &policy, "--out", &raw]);
+    limited(&["export", &policy, "--out", &raw]);
     let line = limited(&["train", "--seed", "1", "--steps", "600", "--out", &run]);
     assert!(line.contains("run"), "{line}");
 
