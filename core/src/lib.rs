@@ -88,6 +88,8 @@
 //! - `std`: allocation helpers for the desktop (`serialize::to_vec`).
 //! - `defmt`: `defmt::Format` on errors, statistics and results.
 //! - `fast-math`: pure-`f32` approximations of `exp`/`tanh` ([`math::fast`]).
+//! - `micromath`: the coarser `micromath` crate's `exp` and a `tanh` built on
+//!   it, for inference on FPU-less MCUs, not for training (`math::micro`).
 //! - `serde`: `Serialize`/`Deserialize` on every configuration (no_std).
 
 #![no_std]

@@ -1,8 +1,15 @@
 //! [`Log`]: the training hooks every binary shares — progress, evaluations
 //! and diagnostics over defmt, for any agent.
+//!
+//! The training return a progress line shows is the mean of the last 100
+//! training episodes — what the desktop's progress bar and learning curve
+//! show — kept in a `heapless::HistoryBuf<f32, 100>` (400 bytes, no
+//! allocation, the oldest return overwritten by the newest), with the number
+//! of episodes finished since the previous line.
 
 use core::ops::ControlFlow;
 
+use heapless::HistoryBuf;
 use microrl::algo::{AcStats, Episode, UpdateStats};
 use microrl::train::{EvalKind, Evaluation, Hooks, Progress};
 
@@ -28,10 +35,10 @@ pub struct Line {
     pub updates: u64,
     /// Environment steps so far.
     pub steps: u64,
-    /// Mean return of the training episodes finished since the last line
-    /// (NaN if none finished).
-    pub train_return: f32,
-    /// How many finished.
+    /// Mean return of the last 100 training episodes, whenever they
+    /// finished (NaN before the first).
+    pub last_100: f32,
+    /// Training episodes finished since the last line.
     pub episodes: u32,
     /// Mean of the latest quick evaluation since the last line (NaN if none).
     pub eval: f32,
@@ -50,10 +57,10 @@ impl LogStats for UpdateStats {
     fn log(acc: &Self::Acc, l: &Line) {
         let s = acc.unwrap_or_default();
         defmt::info!(
-            "update {=u64} steps {=u64}: train return {=f32} ({=u32} episodes) eval {=f32} approx_kl {=f32} clip_fraction {=f32} explained_variance {=f32}",
+            "update {=u64} steps {=u64}: train return {=f32} (last 100 episodes; {=u32} new) eval {=f32} approx_kl {=f32} clip_fraction {=f32} explained_variance {=f32}",
             l.updates,
             l.steps,
-            l.train_return,
+            l.last_100,
             l.episodes,
             l.eval,
             s.approx_kl,
@@ -80,9 +87,9 @@ impl LogStats for AcStats {
     fn log(acc: &Self::Acc, l: &Line) {
         let n = acc.3.max(1) as f32;
         defmt::info!(
-            "steps {=u64}: train return {=f32} ({=u32} episodes) eval {=f32} |delta| {=f32} value {=f32} entropy {=f32}",
+            "steps {=u64}: train return {=f32} (last 100 episodes; {=u32} new) eval {=f32} |delta| {=f32} value {=f32} entropy {=f32}",
             l.steps,
-            l.train_return,
+            l.last_100,
             l.episodes,
             l.eval,
             acc.0 / n,
@@ -93,16 +100,18 @@ impl LogStats for AcStats {
 }
 
 /// The defmt-logging [`Hooks`]: a progress line whenever the step count
-/// crosses a multiple of `every` (with the training return, the latest quick
-/// evaluation and the algorithm's diagnostics, see [`LogStats`]), then a
+/// crosses a multiple of `every` (with the mean training return of the last
+/// 100 episodes, the latest quick evaluation and the algorithm's
+/// diagnostics, see [`LogStats`]), then a
 /// line for each deciding and each reported evaluation:
 /// `eval Select 100 episodes: <mean> (<f32 bits>) ± <std> at step <n>`.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub struct Log<S: LogStats> {
     every: u64,
-    logged_at: u64,
+    /// The next multiple of `every` a progress line waits for.
+    next_line: u64,
     episodes: u32,
-    return_sum: f32,
+    last_100: HistoryBuf<f32, 100>,
     quick: f32,
     select: Option<Evaluation>,
     acc: S::Acc,
@@ -114,13 +123,22 @@ impl<S: LogStats> Log<S> {
     pub const fn every(every: u64) -> Self {
         Self {
             every: if every == 0 { 1 } else { every },
-            logged_at: 0,
+            next_line: if every == 0 { 1 } else { every },
             episodes: 0,
-            return_sum: 0.0,
+            last_100: HistoryBuf::new(),
             quick: f32::NAN,
             select: None,
             acc: S::EMPTY,
         }
+    }
+
+    /// Mean return of the last (up to) 100 training episodes, summed oldest
+    /// first; NaN before the first.
+    pub fn last_100_mean(&self) -> f32 {
+        if self.last_100.is_empty() {
+            return f32::NAN;
+        }
+        self.last_100.oldest_ordered().sum::<f32>() / self.last_100.len() as f32
     }
 }
 
@@ -139,7 +157,7 @@ fn log_evaluation(e: &Evaluation) {
 impl<S: LogStats> Hooks<S> for Log<S> {
     fn on_episode(&mut self, episode: Episode) {
         self.episodes += 1;
-        self.return_sum += episode.ret;
+        self.last_100.write(episode.ret);
     }
 
     fn on_update(&mut self, _steps: u64, stats: &S) {
@@ -157,22 +175,21 @@ impl<S: LogStats> Hooks<S> for Log<S> {
     }
 
     fn on_iteration(&mut self, p: &Progress) -> ControlFlow<()> {
-        if p.steps / self.every != self.logged_at / self.every {
+        if p.steps >= self.next_line {
             let line = Line {
                 updates: p.updates,
                 steps: p.steps,
-                train_return: if self.episodes > 0 {
-                    self.return_sum / self.episodes as f32
-                } else {
-                    f32::NAN
-                },
                 episodes: self.episodes,
+                last_100: self.last_100_mean(),
                 eval: self.quick,
             };
             S::log(&self.acc, &line);
-            self.logged_at = p.steps;
+            // The first multiple of `every` beyond this step, without a
+            // u64 division (a library call on the M4F).
+            while self.next_line <= p.steps && self.next_line != u64::MAX {
+                self.next_line = self.next_line.saturating_add(self.every);
+            }
             self.episodes = 0;
-            self.return_sum = 0.0;
             self.quick = f32::NAN;
             self.acc = S::EMPTY;
         }

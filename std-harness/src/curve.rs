@@ -5,9 +5,13 @@
 //! `step,episodes,mean_return,eval_mean,eval_std,wall_s`, an empty field
 //! where no evaluation ran); the PNG is the picture to glance at, drawn by
 //! [`crate::plot`]: the training return as a line and the evaluation means as
-//! markers, both against environment steps.
+//! markers, both against environment steps. [`LearningCurve::read_csv`]
+//! reads the CSV back, for `microrl plot`, which overlays several runs.
 
 use std::fmt::Write as _;
+
+use anyhow::Context;
+use serde::Deserialize;
 use std::path::Path;
 
 use crate::plot::{self, Chart, Series};
@@ -19,6 +23,36 @@ pub const CSV_HEADER: &str = "step,episodes,mean_return,eval_mean,eval_std,wall_
 const TRAIN_COLOR: [u8; 3] = [31, 119, 180];
 /// Colour of the evaluation markers (orange).
 const EVAL_COLOR: [u8; 3] = [255, 127, 14];
+
+/// A CSV row as the `csv` crate reads it (the fields of [`CSV_HEADER`]).
+#[derive(Deserialize)]
+struct CsvRow {
+    step: u64,
+    episodes: u64,
+    mean_return: f64,
+    eval_mean: Option<f64>,
+    eval_std: Option<f64>,
+    wall_s: f64,
+}
+
+/// A `csv` error as `line N: what` (the crate's own message names the
+/// record and byte position, not the field).
+fn csv_error(e: &csv::Error) -> String {
+    let line = e.position().map_or(0, csv::Position::line);
+    match e.kind() {
+        csv::ErrorKind::Deserialize { err, .. } => {
+            let field = err
+                .field()
+                .and_then(|k| CSV_HEADER.split(',').nth(k as usize))
+                .unwrap_or("?");
+            format!("line {line}: `{field}`: {}", err.kind())
+        }
+        csv::ErrorKind::UnequalLengths { len, .. } => {
+            format!("line {line}: {len} fields, expected 6")
+        }
+        _ => format!("line {line}: {e}"),
+    }
+}
 
 /// One logging point of a training run.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -88,6 +122,46 @@ impl LearningCurve {
             );
         }
         out
+    }
+
+    /// Parses the text of [`Self::to_csv`] (with the `csv` crate): the
+    /// header must be [`CSV_HEADER`], and every row has its six fields (`NaN`
+    /// and `inf` accepted, an empty evaluation field read as `None`).
+    ///
+    /// # Errors
+    /// A different header, or a row with a missing, extra or unparsable
+    /// field, naming the line and the field.
+    pub fn from_csv(text: &str) -> anyhow::Result<LearningCurve> {
+        let mut reader = csv::Reader::from_reader(text.as_bytes());
+        let header = reader.headers().context("reading the header")?;
+        anyhow::ensure!(
+            header.iter().eq(CSV_HEADER.split(',')),
+            "line 1 is not the header `{CSV_HEADER}`"
+        );
+        let mut curve = LearningCurve::new();
+        for row in reader.deserialize::<CsvRow>() {
+            let row = row.map_err(|e| anyhow::anyhow!("{}", csv_error(&e)))?;
+            curve.push(CurveRow {
+                step: row.step,
+                episodes: row.episodes,
+                mean_return: row.mean_return,
+                eval_mean: row.eval_mean,
+                eval_std: row.eval_std,
+                wall_s: row.wall_s,
+            });
+        }
+        Ok(curve)
+    }
+
+    /// Reads a CSV written by [`Self::write_csv`].
+    ///
+    /// # Errors
+    /// The file cannot be read or is not such a CSV (the error names it).
+    pub fn read_csv(path: &Path) -> anyhow::Result<LearningCurve> {
+        let text =
+            std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+        LearningCurve::from_csv(&text)
+            .with_context(|| format!("{} is not a learning curve", path.display()))
     }
 
     /// Writes [`Self::to_csv`] to `path`, replacing any existing file
@@ -237,6 +311,47 @@ mod tests {
         let png = std::fs::read(&png_path).unwrap();
         assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n");
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn csv_reads_back_what_was_written() {
+        let mut curve = LearningCurve::new();
+        curve.push(row(1000, f64::NAN, None));
+        curve.push(row(2000, -1234.5678901234567, Some((-150.25, 15.5))));
+        curve.push(row(3000, 37.25, Some((f64::INFINITY, 0.0))));
+        let back = LearningCurve::from_csv(&curve.to_csv()).unwrap();
+        assert_eq!(back.rows().len(), 3);
+        assert!(back.rows()[0].mean_return.is_nan());
+        assert_eq!(back.rows()[1..], curve.rows()[1..]);
+        assert_eq!(
+            LearningCurve::from_csv(&format!("{CSV_HEADER}\n"))
+                .unwrap()
+                .rows(),
+            []
+        );
+    }
+
+    #[test]
+    fn csv_errors_name_the_line_and_field() {
+        for (text, needle) in [
+            ("", "line 1 is not the header"),
+            ("step,episodes\n", "line 1 is not the header"),
+            (
+                "step,episodes,mean_return,eval_mean,eval_std,wall_s\n1,2,3,,\n",
+                "line 2: 5 fields, expected 6",
+            ),
+            (
+                "step,episodes,mean_return,eval_mean,eval_std,wall_s\n1,2,3,,,0\n1,2,x,,,0\n",
+                "line 3: `mean_return`",
+            ),
+            (
+                "step,episodes,mean_return,eval_mean,eval_std,wall_s\n-1,2,3,,,0\n",
+                "line 2: `step`",
+            ),
+        ] {
+            let err = LearningCurve::from_csv(text).unwrap_err();
+            assert!(format!("{err}").contains(needle), "{text:?}: {err}");
+        }
     }
 
     #[test]

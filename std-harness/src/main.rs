@@ -90,6 +90,38 @@ impl TrainArgs {
     }
 }
 
+/// The policy file a command reads: `POLICY`, positional in every command
+/// (`--policy POLICY` is still accepted, hidden, for older scripts; the
+/// commands' usage lines say `<POLICY>`, which clap would print `[POLICY]`).
+#[derive(Args, Debug, Clone)]
+struct PolicyFile {
+    /// A policy file written by `train`, `init` or `export`.
+    #[arg(value_name = "POLICY", required_unless_present = "policy_option")]
+    policy: Option<PathBuf>,
+    /// The same, as an option (older spelling).
+    #[arg(
+        long = "policy",
+        value_name = "POLICY",
+        hide = true,
+        conflicts_with = "policy"
+    )]
+    policy_option: Option<PathBuf>,
+}
+
+impl PolicyFile {
+    fn path(self) -> PathBuf {
+        // clap requires exactly one of the two.
+        self.policy.or(self.policy_option).unwrap_or_default()
+    }
+}
+
+/// One observation component of `act --obs` (surrounding spaces allowed).
+fn observation(text: &str) -> Result<f32, String> {
+    text.trim()
+        .parse()
+        .map_err(|_| format!("not a number: {text:?}"))
+}
+
 #[derive(Subcommand, Debug)]
 enum Command {
     /// Train a policy; writes policy.mrlp, curve.csv, curve.png and summary.json into --out.
@@ -109,10 +141,10 @@ enum Command {
         resume: Option<PathBuf>,
     },
     /// Evaluate a policy file with deterministic actions.
+    #[command(override_usage = "microrl eval <POLICY> [OPTIONS]")]
     Eval {
-        /// A policy file written by `train`, `init` or `export`.
-        #[arg(long)]
-        policy: PathBuf,
+        #[command(flatten)]
+        policy: PolicyFile,
         /// Task (default: the one the policy's architecture acts in).
         #[arg(long, value_enum)]
         env: Option<EnvName>,
@@ -145,13 +177,10 @@ enum Command {
     },
     /// Check a trained policy file and write it for the firmware (.mrlp/.bin raw, .rs as a
     /// static array), or its actor as a PyTorch state_dict (--format safetensors).
+    #[command(override_usage = "microrl export <POLICY> --out <OUT> [OPTIONS]")]
     Export {
-        /// A policy file written by `train`, `init`, `import` or `export`.
-        #[arg(value_name = "POLICY", required_unless_present = "policy_option")]
-        policy: Option<PathBuf>,
-        /// The policy file (alias of the positional argument).
-        #[arg(long = "policy", hide = true, conflicts_with = "policy")]
-        policy_option: Option<PathBuf>,
+        #[command(flatten)]
+        policy: PolicyFile,
         /// Task (default: the one the policy's architecture acts in).
         #[arg(long, value_enum)]
         env: Option<EnvName>,
@@ -189,6 +218,20 @@ enum Command {
         #[arg(long)]
         out: PathBuf,
     },
+    /// Overlay the learning curves of several runs in one PNG.
+    ///
+    /// Each RUN_DIR is a directory written by `train --out` (its curve.csv
+    /// and summary.json are read); the curves are labelled by algorithm,
+    /// environment and seed, with the threshold. The runs must share one
+    /// environment and threshold.
+    Plot {
+        /// Run directories.
+        #[arg(required = true, value_name = "RUN_DIR")]
+        runs: Vec<PathBuf>,
+        /// Output file.
+        #[arg(long, default_value = "plot.png")]
+        out: PathBuf,
+    },
     /// Parameter counts and memory (inference, training state, blob) of each policy architecture.
     Info,
     /// Write a freshly initialised policy (orthogonal, SB3 gains, empty normaliser) in the binary format.
@@ -204,21 +247,22 @@ enum Command {
         out: Option<PathBuf>,
     },
     /// Verify a policy file (magic, version, CRC-32), list its tensors and name its architecture.
+    #[command(override_usage = "microrl inspect <POLICY> [OPTIONS]")]
     Inspect {
-        /// The blob.
-        policy: PathBuf,
+        #[command(flatten)]
+        policy: PolicyFile,
     },
     /// The deployed policy's command at one observation.
+    #[command(override_usage = "microrl act <POLICY> --obs <OBS> [OPTIONS]")]
     Act {
         /// Policy architecture (default: recognised from the file).
         #[arg(long, value_enum)]
         arch: Option<Arch>,
-        /// The blob.
-        #[arg(long)]
-        policy: PathBuf,
+        #[command(flatten)]
+        policy: PolicyFile,
         /// Comma-separated observation, e.g. 0.01,0.0,-0.02,0.03.
-        #[arg(long, allow_hyphen_values = true)]
-        obs: String,
+        #[arg(long, required = true, value_delimiter = ',', allow_hyphen_values = true, value_parser = observation)]
+        obs: Vec<f32>,
     },
 }
 
@@ -293,6 +337,7 @@ fn run(cli: Cli) -> anyhow::Result<bool> {
     let mut ok = true;
     let report = match cli.command.unwrap_or(Command::Info) {
         Command::Info => commands::info(),
+        Command::Plot { runs, out } => commands::plot(&runs, &out)?,
         Command::Train {
             resume: Some(dir), ..
         } => commands::resume(&dir)?,
@@ -313,7 +358,7 @@ fn run(cli: Cli) -> anyhow::Result<bool> {
             env,
             episodes,
             seed,
-        } => commands::eval(env, &policy, episodes, seed)?,
+        } => commands::eval(env, &policy.path(), episodes, seed)?,
         Command::Validate {
             args,
             seeds,
@@ -336,14 +381,13 @@ fn run(cli: Cli) -> anyhow::Result<bool> {
         }
         Command::Export {
             policy,
-            policy_option,
             env,
             out,
             format,
             to,
             vecnormalize,
         } => {
-            let policy = policy.or(policy_option).unwrap_or_default();
+            let policy = policy.path();
             match format {
                 ExportFormat::Mrlp => {
                     if vecnormalize.is_some() || to.is_some() {
@@ -368,10 +412,8 @@ fn run(cli: Cli) -> anyhow::Result<bool> {
             let out = out.unwrap_or_else(|| commands::default_policy_path(arch));
             commands::init(arch, seed, &out)?
         }
-        Command::Inspect { policy } => commands::inspect(&policy)?,
-        Command::Act { arch, policy, obs } => {
-            commands::act(arch, &policy, &commands::parse_obs(&obs)?)?
-        }
+        Command::Inspect { policy } => commands::inspect(&policy.path())?,
+        Command::Act { arch, policy, obs } => commands::act(arch, &policy.path(), &obs)?,
     };
     for line in &report.lines {
         println!("{line}");

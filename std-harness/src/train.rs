@@ -26,12 +26,12 @@
 //!   streams seeded from `--seed` (the core's `select_seed`/`report_seed`),
 //!   so a run is reproducible bit for bit, on the desktop and on the MCU.
 
-use std::collections::VecDeque;
 use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use anyhow::{Context, bail};
+use heapless::HistoryBuf;
 use microrl::algo::{A2cConfig, AcConfig, AcStats, Ppo, PpoConfig, ReinforceConfig, UpdateStats};
 use microrl::checkpoint::AgentState;
 use microrl::env::EnvState;
@@ -534,7 +534,8 @@ struct Observer {
     start: Instant,
     bar: Option<indicatif::ProgressBar>,
     budget: u64,
-    recent: VecDeque<f32>,
+    /// The last 100 training returns (the bar's and the curve's mean).
+    recent: HistoryBuf<f32, 100>,
     curve: LearningCurve,
     last_update: Option<Diagnostics>,
     last_eval: f32,
@@ -563,7 +564,7 @@ impl Observer {
             checkpoint_every: opts.checkpoint_every,
             config: serde_json::to_value(config)?,
             iterations,
-            recent: self.recent.iter().map(|r| r.to_bits()).collect(),
+            recent: self.recent.oldest_ordered().map(|r| r.to_bits()).collect(),
             curve: self
                 .curve
                 .rows()
@@ -602,7 +603,9 @@ impl Observer {
     /// Back to the state [`save`](Self::save) recorded.
     fn restore(&mut self, p: &Progress) {
         let float = |b: Option<u64>| b.map(f64::from_bits);
-        self.recent = p.recent.iter().map(|&b| f32::from_bits(b)).collect();
+        self.recent = HistoryBuf::new();
+        self.recent
+            .extend(p.recent.iter().map(|&b| f32::from_bits(b)));
         self.curve = LearningCurve::new();
         for &(step, episodes, mean, eval_mean, eval_std, wall) in &p.curve {
             self.curve.push(CurveRow {
@@ -635,16 +638,14 @@ impl Observer {
         if self.recent.is_empty() {
             return f64::NAN;
         }
-        self.recent.iter().map(|&r| f64::from(r)).sum::<f64>() / self.recent.len() as f64
+        let sum: f64 = self.recent.oldest_ordered().map(|&r| f64::from(r)).sum();
+        sum / self.recent.len() as f64
     }
 }
 
 impl<S: AsDiagnostics> Hooks<S> for Observer {
     fn on_episode(&mut self, episode: microrl::algo::Episode) {
-        if self.recent.len() == 100 {
-            self.recent.pop_front();
-        }
-        self.recent.push_back(episode.ret);
+        self.recent.write(episode.ret);
     }
 
     fn on_update(&mut self, _steps: u64, stats: &S) {
@@ -878,7 +879,7 @@ where
         start,
         bar: progress_bar(opts),
         budget: opts.steps,
-        recent: VecDeque::with_capacity(100),
+        recent: HistoryBuf::new(),
         curve: LearningCurve::new(),
         last_update: None,
         last_eval: f32::NAN,

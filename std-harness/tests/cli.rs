@@ -69,16 +69,42 @@ fn init_inspect_act() {
     let (ok, stdout, _) = microrl(&["inspect", path_str, "--json"]);
     assert!(ok);
     assert_eq!(last_json(&stdout)["arch"], "cartpole");
-    let (ok, stdout, _) = microrl(&[
+    let (ok, stdout, _) = microrl(&["act", path_str, "--obs", "-0.01,0,0.02,0", "--json"]);
+    assert!(ok);
+    let action = last_json(&stdout)["action"]["discrete"].clone();
+    assert!(action.as_u64().unwrap() < 2);
+    // Every command takes its policy file as POLICY; `--policy POLICY` still
+    // works (hidden), and spaces around the observation's numbers are fine.
+    let (ok, stdout, stderr) = microrl(&[
         "act",
         "--policy",
         path_str,
         "--obs",
-        "-0.01,0,0.02,0",
+        "-0.01, 0, 0.02, 0",
         "--json",
     ]);
+    assert!(ok, "{stderr}");
+    assert_eq!(last_json(&stdout)["action"]["discrete"], action);
+    let (ok, stdout, _) = microrl(&["inspect", "--policy", path_str, "--json"]);
     assert!(ok);
-    assert!(last_json(&stdout)["action"]["discrete"].as_u64().unwrap() < 2);
+    assert_eq!(last_json(&stdout)["arch"], "cartpole");
+    for (args, needle) in [
+        (
+            &["act", path_str, "--obs", "0.1,x,0,0"][..],
+            "not a number: \"x\"",
+        ),
+        (&["act", path_str][..], "--obs"),
+        (&["act", "--obs", "0,0,0,0"][..], "POLICY"),
+        (
+            &["inspect", path_str, "--policy", path_str][..],
+            "cannot be used with",
+        ),
+        (&["eval", "--episodes", "3"][..], "POLICY"),
+        (&["export", "--out", "x.rs"][..], "POLICY"),
+    ] {
+        let line = refused(args);
+        assert!(line.contains(needle), "{args:?}: {line}");
+    }
     // A corrupted file is refused with a non-zero exit and a clear message.
     let mut blob = std::fs::read(&path).unwrap();
     blob[40] ^= 0x10;
@@ -147,23 +173,16 @@ fn train_eval_export() {
     // The saved policy (actor + frozen normaliser) evaluates to the same figure.
     let policy = out.join("policy.mrlp");
     let policy_str = policy.to_str().unwrap();
-    let (ok, stdout, stderr) =
-        microrl(&["eval", "--policy", policy_str, "--episodes", "20", "--json"]);
+    let (ok, stdout, stderr) = microrl(&["eval", policy_str, "--episodes", "20", "--json"]);
     assert!(ok, "{stderr}");
     assert!(last_json(&stdout)["mean"].as_f64().unwrap() >= 475.0);
     // The wrong task's policy type is refused, not misread.
-    let (ok, _, stderr) = microrl(&["eval", "--policy", policy_str, "--env", "pendulum"]);
+    let (ok, _, stderr) = microrl(&["eval", policy_str, "--env", "pendulum"]);
     assert!(!ok);
     assert!(stderr.contains("not pendulum"), "{stderr}");
     // `act` and `inspect` accept the file `train` wrote and name its architecture.
-    let (ok, stdout, stderr) = microrl(&[
-        "act",
-        "--policy",
-        policy_str,
-        "--obs",
-        "0.01,0,-0.02,0.03",
-        "--json",
-    ]);
+    let (ok, stdout, stderr) =
+        microrl(&["act", policy_str, "--obs", "0.01,0,-0.02,0.03", "--json"]);
     assert!(ok, "{stderr}");
     assert!(last_json(&stdout)["action"]["discrete"].as_u64().unwrap() < 2);
     let (ok, stdout, stderr) = microrl(&["inspect", policy_str, "--json"]);
@@ -192,7 +211,6 @@ fn train_eval_export() {
     let rs = dir.join("policy.rs");
     let (ok, stdout, stderr) = microrl(&[
         "export",
-        "--policy",
         policy_str,
         "--out",
         rs.to_str().unwrap(),
@@ -218,17 +236,11 @@ fn small_architecture_trains_evaluates_and_exports() {
     let policy = out.join("policy.mrlp");
     assert_eq!(std::fs::metadata(&policy).unwrap().len(), 5292);
     let policy_str = policy.to_str().unwrap();
-    let (ok, stdout, stderr) = microrl(&["eval", "--policy", policy_str, "--json"]);
+    let (ok, stdout, stderr) = microrl(&["eval", policy_str, "--json"]);
     assert!(ok, "{stderr}");
     assert!(last_json(&stdout)["mean"].as_f64().unwrap() >= 475.0);
     let raw = dir.join("small.mrlp");
-    let (ok, _, stderr) = microrl(&[
-        "export",
-        "--policy",
-        policy_str,
-        "--out",
-        raw.to_str().unwrap(),
-    ]);
+    let (ok, _, stderr) = microrl(&["export", policy_str, "--out", raw.to_str().unwrap()]);
     assert!(ok, "{stderr}");
     assert_eq!(
         std::fs::read(&raw).unwrap(),
@@ -406,12 +418,9 @@ fn zero_budgets_episodes_and_jobs_are_refused_naming_the_option() {
             &["train", "--steps", "256", "--eval-episodes", "0"],
             "--eval-episodes",
         ),
-        (
-            &["eval", "--policy", policy, "--episodes", "0"],
-            "--episodes",
-        ),
+        (&["eval", policy, "--episodes", "0"], "--episodes"),
         (&["train", "--sed", "3"], "--seed"),
-        (&["eval"], "--policy"),
+        (&["eval"], "POLICY"),
         (&["train", "--out", mine], "notes.txt"),
         (&["train", "--out", "."], "name the run directory"),
     ] {
@@ -494,8 +503,8 @@ fn a_full_disk_leaves_the_old_outputs_intact() {
     let (policy, rs, raw, run) = (path("p.mrlp"), path("p.rs"), path("q.mrlp"), path("run"));
     for args in [
         &["init", "--out", &policy][..],
-        &["export", "--policy", &policy, "--out", &rs],
-        &["export", "--policy", &policy, "--out", &raw],
+        &["export", &policy, "--out", &rs],
+        &["export", &policy, "--out", &raw],
         &["train", "--steps", "600", "--out", &run],
     ] {
         let (ok, _, stderr) = microrl(args);
@@ -509,9 +518,9 @@ fn a_full_disk_leaves_the_old_outputs_intact() {
 
     let line = limited(&["init", "--seed", "1", "--out", &policy]);
     assert!(line.contains("p.mrlp"), "{line}");
-    let line = limited(&["export", "--policy", &policy, "--out", &rs]);
+    let line = limited(&["export", &policy, "--out", &rs]);
     assert!(line.contains("p.rs"), "{line}");
-    limited(&["export", "--policy", &policy, "--out", &raw]);
+    limited(&["export", &policy, "--out", &raw]);
     let line = limited(&["train", "--seed", "1", "--steps", "600", "--out", &run]);
     assert!(line.contains("run"), "{line}");
 
@@ -694,5 +703,110 @@ fn a_killed_training_leaves_the_old_run_or_the_new_one() {
     assert!(train(KILLS + 1).status().unwrap().success());
     assert_eq!(complete_run(&run), KILLS + 1);
     assert_eq!(listing(&dir), ["run"]);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Decodes a PNG into (width, height, RGB pixels).
+fn decode_png(path: &std::path::Path) -> (u32, u32, Vec<u8>) {
+    let bytes = std::fs::read(path).unwrap();
+    let mut reader = png::Decoder::new(std::io::Cursor::new(bytes))
+        .read_info()
+        .unwrap();
+    let mut buf = vec![0; reader.output_buffer_size().unwrap()];
+    let info = reader.next_frame(&mut buf).unwrap();
+    assert_eq!(info.color_type, png::ColorType::Rgb);
+    buf.truncate(info.buffer_size());
+    (info.width, info.height, buf)
+}
+
+#[test]
+fn plot_overlays_runs_of_one_task_and_refuses_the_rest() {
+    let dir = temp_dir("plot");
+    let train = |name: &str, args: &[&str]| {
+        let out = dir.join(name);
+        let mut all = vec!["train", "--steps", "2048", "--out", out.to_str().unwrap()];
+        all.extend_from_slice(args);
+        let (ok, _, stderr) = microrl(&all);
+        assert!(ok, "{stderr}");
+        out
+    };
+    let a = train("a", &["--seed", "0"]);
+    let b = train("b", &["--seed", "1", "--algo", "a2c"]);
+    let pendulum = train("pendulum", &["--env", "pendulum"]);
+    let png = dir.join("overlay.png");
+    let path = |p: &std::path::Path| p.to_str().unwrap().to_string();
+    let (ok, stdout, stderr) =
+        microrl(&["plot", &path(&a), &path(&b), "--out", &path(&png), "--json"]);
+    assert!(ok, "{stderr}");
+    let json = last_json(&stdout);
+    assert_eq!(json["command"], "plot");
+    assert_eq!(json["env"], "cartpole");
+    assert_eq!(json["threshold"], 475.0);
+    assert_eq!(json["runs"][0]["seed"], 0);
+    assert_eq!(json["runs"][1]["algo"], "a2c");
+    assert!(json["runs"][1]["rows"].as_u64().unwrap() > 1, "{json}");
+    let (w, h, pixels) = decode_png(&png);
+    assert_eq!((w, h), (800, 500));
+    let count = |rgb: [u8; 3]| pixels.chunks_exact(3).filter(|p| *p == rgb).count();
+    // Not blank: both runs' colours (tab10 blue, orange) and the threshold's green.
+    let white = count([255, 255, 255]) as u32;
+    assert!(
+        white < w * h * 97 / 100,
+        "{white} of {} pixels white",
+        w * h
+    );
+    for rgb in [[31, 119, 180], [255, 127, 14], [44, 160, 44]] {
+        assert!(count(rgb) > 500, "{rgb:?}: {} pixels", count(rgb));
+    }
+    let before = std::fs::read(&png).unwrap();
+
+    // Refusals: one line each, the output left as it was.
+    let not_a_run = dir.join("not-a-run");
+    std::fs::create_dir_all(&not_a_run).unwrap();
+    let err = refused(&["plot", &path(&a), &path(&not_a_run), "--out", &path(&png)]);
+    assert!(
+        err.contains("not a run directory") && err.contains("summary.json"),
+        "{err}"
+    );
+    let err = refused(&["plot", &path(&a.join("curve.csv")), "--out", &path(&png)]);
+    assert!(err.contains("not a directory"), "{err}");
+    let err = refused(&["plot", &path(&a), &path(&pendulum), "--out", &path(&png)]);
+    assert!(
+        err.contains("cartpole run") && err.contains("pendulum run"),
+        "{err}"
+    );
+    // The same task judged by another threshold.
+    let other = dir.join("other-threshold");
+    std::fs::create_dir_all(&other).unwrap();
+    std::fs::copy(b.join("curve.csv"), other.join("curve.csv")).unwrap();
+    let summary = std::fs::read_to_string(b.join("summary.json")).unwrap();
+    let mut summary: serde_json::Value = serde_json::from_str(&summary).unwrap();
+    summary["threshold"] = serde_json::json!(195.0);
+    std::fs::write(other.join("summary.json"), summary.to_string()).unwrap();
+    let err = refused(&["plot", &path(&a), &path(&other), "--out", &path(&png)]);
+    assert!(
+        err.contains("threshold 475") && err.contains("threshold 195"),
+        "{err}"
+    );
+    // A damaged curve names its file and line.
+    std::fs::write(
+        other.join("curve.csv"),
+        "step,episodes,mean_return,eval_mean,eval_std,wall_s\n1,x,3,,,0\n",
+    )
+    .unwrap();
+    summary["threshold"] = serde_json::json!(475.0);
+    std::fs::write(other.join("summary.json"), summary.to_string()).unwrap();
+    let err = refused(&["plot", &path(&other), "--out", &path(&png)]);
+    assert!(err.contains("curve.csv") && err.contains("line 2"), "{err}");
+    let err = refused(&["plot", "--out", &path(&png)]);
+    assert!(err.contains("RUN_DIR"), "{err}");
+    assert_eq!(std::fs::read(&png).unwrap(), before);
+    let err = refused(&[
+        "plot",
+        &path(&a),
+        "--out",
+        &path(&dir.join("no-such-dir/p.png")),
+    ]);
+    assert!(err.contains("no-such-dir"), "{err}");
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -7,16 +7,26 @@
 //! module, which calls the pure-Rust [`libm`] crate — the same source compiled
 //! for both targets, pure `f32` arithmetic (no soft-float `f64` on the M4F).
 //!
-//! With the `fast-math` feature, [`exp`] and [`tanh`] switch to the pure-`f32`
-//! approximations in [`fast`], whose maximum errors are stated and tested
-//! there. They are also deterministic across platforms: only `+ − × ÷`,
-//! comparisons and bit manipulation, no fused multiply-add.
+//! Three tiers for [`exp`] and [`tanh`], chosen by features:
+//!
+//! | feature | [`exp`], [`tanh`] | error | for |
+//! |---|---|---|---|
+//! | none | libm's `expf`, `tanhf` | ≤ 1 ulp | everything |
+//! | `fast-math` | [`fast`]: pure-`f32` polynomial/rational approximations | ≤ `1.5e-7` relative, `6e-7` absolute | training and inference, about twice as fast as libm |
+//! | `micromath` | `micro`: the `micromath` crate's `exp`, a `tanh` built on it | ≤ `2.4e-3` relative, `3.3e-4` absolute | inference only, on FPU-less MCUs (Cortex-M0) |
+//!
+//! `micromath` takes precedence over `fast-math` if both are on. Every tier
+//! is deterministic across platforms: only `+ − × ÷`, comparisons and bit
+//! manipulation, no fused multiply-add. Each tier's error is measured and
+//! tested in its module.
 //!
 //! `+ − × ÷` and `sqrt` are correctly rounded by IEEE 754 everywhere; Rust does
 //! not contract `a * b + c` into a fused multiply-add, so plain arithmetic is
 //! already bit-identical between x86-64 and thumbv7em.
 
 pub mod fast;
+#[cfg(feature = "micromath")]
+pub mod micro;
 
 /// `x` limited to `[low, high]`: `low` if `x < low`, `high` if `x > high`,
 /// else `x` (so a NaN `x` stays NaN).
@@ -42,18 +52,23 @@ pub fn clamp(x: f32, low: f32, high: f32) -> f32 {
 /// `ln(2π)`, the normalising constant of the Gaussian log-density.
 pub const LN_2PI: f32 = 1.837_877_1;
 
-/// `e^x`. libm's `expf` (≤ 1 ulp), or [`fast::exp`] with `fast-math`.
+/// `e^x`. libm's `expf` (≤ 1 ulp), [`fast::exp`] with `fast-math`, or
+/// `micro::exp` with `micromath`.
 ///
 /// Never inlined: its dozen call sites (softmax, log-densities, ratios,
 /// KL terms) would each carry a copy of `expf`, ~250 B of flash apiece on an
 /// MCU, for a call's worth of saved instructions.
 #[inline(never)]
 pub fn exp(x: f32) -> f32 {
-    #[cfg(feature = "fast-math")]
+    #[cfg(feature = "micromath")]
+    {
+        micro::exp(x)
+    }
+    #[cfg(all(feature = "fast-math", not(feature = "micromath")))]
     {
         fast::exp(x)
     }
-    #[cfg(not(feature = "fast-math"))]
+    #[cfg(not(any(feature = "fast-math", feature = "micromath")))]
     {
         libm::expf(x)
     }
@@ -80,14 +95,19 @@ pub fn exp_m1(x: f32, e_x: f32) -> f32 {
     }
 }
 
-/// Hyperbolic tangent. libm's `tanhf`, or [`fast::tanh`] with `fast-math`.
+/// Hyperbolic tangent. libm's `tanhf`, [`fast::tanh`] with `fast-math`, or
+/// `micro::tanh` with `micromath`.
 #[inline]
 pub fn tanh(x: f32) -> f32 {
-    #[cfg(feature = "fast-math")]
+    #[cfg(feature = "micromath")]
+    {
+        micro::tanh(x)
+    }
+    #[cfg(all(feature = "fast-math", not(feature = "micromath")))]
     {
         fast::tanh(x)
     }
-    #[cfg(not(feature = "fast-math"))]
+    #[cfg(not(any(feature = "fast-math", feature = "micromath")))]
     {
         libm::tanhf(x)
     }
