@@ -41,6 +41,17 @@ fn ppo_solves_cartpole_within_100k_steps() {
     }
 }
 
+/// PPO-penalty (no clipping, adaptive KL coefficient) within its 150k budget.
+#[test]
+fn ppo_penalty_solves_cartpole() {
+    for seed in [0, 1] {
+        assert_solved(
+            &run(EnvName::Cartpole, Algo::PpoPenalty, seed, 150_000),
+            150_000,
+        );
+    }
+}
+
 #[test]
 fn online_actor_critic_solves_cartpole() {
     assert_solved(&run(EnvName::Cartpole, Algo::Ac, 4, 500_000), 500_000);
