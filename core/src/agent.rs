@@ -56,6 +56,8 @@ pub trait AgentTypes {
     type Ppo<S: ActorFor, const H: usize, const N: usize>;
     /// REINFORCE with episodes up to `N` steps.
     type Reinforce<S: ActorFor, const H: usize, const N: usize>;
+    /// KL-anchored PPO with rollout `N`.
+    type Anchored<S: ActorFor, const H: usize, const N: usize>;
     /// The online actor-critic.
     type ActorCritic<S: ActorFor, const H: usize>;
     /// The deployable policy.
@@ -67,6 +69,8 @@ impl<const OBS: usize> AgentTypes for SVector<f32, OBS> {
         algo::Ppo<S::Actor<OBS, H>, Mlp<OBS, H, 1>, OBS, N>;
     type Reinforce<S: ActorFor, const H: usize, const N: usize> =
         algo::Reinforce<S::Actor<OBS, H>, Mlp<OBS, H, 1>, OBS, N>;
+    type Anchored<S: ActorFor, const H: usize, const N: usize> =
+        algo::Anchored<S::Actor<OBS, H>, Mlp<OBS, H, 1>, OBS, N>;
     type ActorCritic<S: ActorFor, const H: usize> =
         algo::ActorCritic<S::Actor<OBS, H>, Mlp<OBS, H, 1>, OBS>;
     type Policy<S: ActorFor, const H: usize> = crate::policy::Policy<S::Actor<OBS, H>, OBS>;
@@ -86,6 +90,11 @@ pub type A2c<E, const H: usize, const N: usize> = Ppo<E, H, N>;
 /// kept whole.
 pub type Reinforce<E, const H: usize, const N: usize> =
     <<E as Env>::Obs as AgentTypes>::Reinforce<<E as Env>::Space, H, N>;
+
+/// PPO anchored to a frozen reference policy by a per-step KL penalty
+/// (see [`algo::anchor`]).
+pub type Anchored<E, const H: usize, const N: usize> =
+    <<E as Env>::Obs as AgentTypes>::Anchored<<E as Env>::Space, H, N>;
 
 /// The online one-step actor-critic on `E` (no rollout buffer).
 pub type ActorCritic<E, const H: usize> =

@@ -96,7 +96,7 @@ use nalgebra::SVector;
 use rand_core::Rng;
 
 use crate::algo::ppo::ActorCriticParams;
-use crate::algo::{Actor, ActorCritic, Cursor, Ppo, Reinforce};
+use crate::algo::{Actor, ActorCritic, Anchored, Cursor, Policy, Ppo, Reinforce};
 use crate::env::{Env, EnvState};
 use crate::error::Error;
 use crate::nn::Network;
@@ -483,6 +483,44 @@ impl<A: Actor<OBS>, C: Network<OBS, 1>, const OBS: usize, const N: usize> AgentS
 
     fn load_state(&mut self, r: &mut Reader<'_>) -> Result<(), Error> {
         self.inner.load_state(r)
+    }
+}
+
+/// The PPO agent's state, the reference policy (so a resume needs no file
+/// besides the checkpoint) and the current `β`.
+impl<A: Actor<OBS>, C: Network<OBS, 1>, const OBS: usize, const N: usize> AgentState
+    for Anchored<A, C, OBS, N>
+{
+    const KIND: u32 = 4;
+    const OBS: usize = OBS;
+    const LEN: usize =
+        <Ppo<A, C, OBS, N> as AgentState>::LEN + 4 * <Policy<A, OBS> as Params>::LEN + 4;
+
+    fn fingerprint() -> u32 {
+        let h = fold(<Ppo<A, C, OBS, N> as AgentState>::fingerprint(), Self::KIND);
+        fold_shapes::<Policy<A, OBS>>(h)
+    }
+
+    fn save_state(&self, w: &mut Writer<'_>) -> Result<(), Error> {
+        self.ppo.save_state(w)?;
+        w.params(&self.reference, true)?;
+        w.f32(self.kl_coef)
+    }
+
+    fn load_state(&mut self, r: &mut Reader<'_>) -> Result<(), Error> {
+        self.anchor.validate()?;
+        self.ppo.load_state(r)?;
+        r.params(&mut self.reference, true)?;
+        let kl_coef = r.f32()?;
+        if !(0.0..=crate::algo::KL_COEF_MAX).contains(&kl_coef) {
+            return Err(Error::InvalidState {
+                what: "KL coefficient outside [0, KL_COEF_MAX]",
+            });
+        }
+        if r.commit() {
+            self.kl_coef = kl_coef;
+        }
+        Ok(())
     }
 }
 
@@ -909,6 +947,16 @@ mod tests {
     }
 
     impl<A: Actor<OBS>, C: Network<OBS, 1>, const OBS: usize, const N: usize> Digest
+        for Anchored<A, C, OBS, N>
+    {
+        fn digest(&self) -> u64 {
+            let mut h = self.ppo.digest();
+            digest(&mut h, &self.reference);
+            h ^ (u64::from(self.kl_coef.to_bits()) << 29)
+        }
+    }
+
+    impl<A: Actor<OBS>, C: Network<OBS, 1>, const OBS: usize, const N: usize> Digest
         for Reinforce<A, C, OBS, N>
     {
         fn digest(&self) -> u64 {
@@ -1064,6 +1112,51 @@ mod tests {
             agent.update(&mut rng).unwrap();
         }
         assert_ne!(agent.kl_coef, 1.0);
+    }
+
+    /// KL-anchored PPO: the reference policy and the adapted `β` resume too
+    /// (the fresh agent's reference is zero: it can only come back from the
+    /// checkpoint).
+    #[test]
+    fn anchored_ppo_resumes_bit_identically() {
+        use crate::algo::AnchorConfig;
+        type Anchored = agent::Anchored<CartPole, 8, 64>;
+        let config = PpoConfig {
+            total_steps: 2_048,
+            ..PpoConfig::CARTPOLE
+        };
+        // A reference: a freshly initialised policy of the same shape.
+        let mut reference = <crate::Deployed<Anchored> as Params>::ZERO;
+        {
+            let mut ppo = Box::new(PpoAgent::new(config));
+            let mut rng = <Xoshiro128pp as rand_core::SeedableRng>::seed_from_u64(9);
+            ppo.init(&CartPole::new(), &mut rng).unwrap();
+            ppo.export(&mut reference);
+        }
+        let fresh = |with_reference: bool| {
+            let mut a = Box::new(Anchored::ZERO);
+            a.ppo.config = config;
+            a.anchor = AnchorConfig {
+                kl_coef: 0.5,
+                kl_target: Some(0.002),
+            };
+            if with_reference {
+                a.reference.copy_from(&reference);
+            }
+            a
+        };
+        // The uninterrupted run and the runs that are stopped start from the
+        // reference; resumed ones get it from the checkpoint only.
+        let started = std::cell::Cell::new(0u32);
+        resume_is_bit_identical::<_, CartPole, 4>(
+            || {
+                started.set(started.get() + 1);
+                // Calls alternate: the reference run, then (stopped, resumed) pairs.
+                fresh(started.get() == 1 || started.get().is_multiple_of(2))
+            },
+            run_config(2_048, 256, 12.0),
+            &[1, 4],
+        );
     }
 
     /// Continuous actions: a Gaussian actor (its `log_std` saved and

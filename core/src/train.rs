@@ -50,7 +50,7 @@ use nalgebra::SVector;
 use rand_core::{Rng, SeedableRng};
 
 use crate::algo::{
-    AcStats, Actor, ActorCritic, Cursor, Episode, Ppo, Reinforce, UpdateStats, evaluate,
+    AcStats, Actor, ActorCritic, Anchored, Cursor, Episode, Ppo, Reinforce, UpdateStats, evaluate,
 };
 use crate::env::{ActionOf, Env};
 use crate::error::Error;
@@ -178,6 +178,14 @@ learner!(
         s.collect(env, cursor, rng, on_episode)?;
         s.update(rng)
     }
+);
+
+// KL-anchored PPO: a rollout with the penalised reward, its update, β's adaptation.
+learner!(
+    impl[const N: usize] Anchored<A, C, OBS, N>,
+    stats = UpdateStats,
+    steps = |s| s.ppo.steps,
+    iterate = |s, env, cursor, rng, on_episode| s.iterate(env, cursor, rng, on_episode)
 );
 
 // REINFORCE: one iteration is an episode (at most `N` steps) and its update.

@@ -304,7 +304,10 @@ where
         learning_rate,
         clip_range,
         kl_coef,
+        kl_reference,
     } = stats;
+    // Not an anchored agent: no reference.
+    assert_eq!(kl_reference, 0.0, "{name}");
     let mut stats_err = 0.0f32;
     for (field, got, floor) in [
         ("policy_loss", policy_loss, 1e-2),

@@ -99,6 +99,11 @@ pub fn training_ram() -> Vec<TrainingRam> {
             storage: "as ppo (the KL coefficient is one f32)",
         },
         TrainingRam {
+            algo: "ppo --kl-ref",
+            bytes: size_of::<agent::Anchored<CartPole, 32, PPO_CARTPOLE_STEPS>>(),
+            storage: "as ppo, plus the frozen reference policy (inference only)",
+        },
+        TrainingRam {
             algo: "a2c",
             bytes: size_of::<agent::A2c<CartPole, 32, A2C_STEPS>>(),
             storage: "actor + critic with Adam, 32-step rollout",
@@ -328,13 +333,14 @@ pub fn eval(
     policy: &Path,
     episodes: u32,
     seed: u64,
+    plant: &toml::Table,
 ) -> anyhow::Result<Report> {
     anyhow::ensure!(
         episodes > 0,
         "--episodes must be > 0: an evaluation of no episodes says nothing"
     );
     let blob = std::fs::read(policy).with_context(|| format!("reading {}", policy.display()))?;
-    let s = eval::eval(env, &blob, episodes, seed)?;
+    let s = eval::eval(env, &blob, episodes, seed, plant)?;
     let lines = vec![format!(
         "{}: {} deterministic episodes on {}: mean return {:.1} ± {:.1} ({} threshold {})",
         policy.display(),
@@ -564,7 +570,7 @@ pub fn export(env: Option<EnvName>, policy: &Path, out: &Path) -> anyhow::Result
     // Loading validates checksum, shapes, tensor kinds and finiteness.
     let arch = eval::detect(&blob).with_context(|| policy.display().to_string())?;
     let env = env.unwrap_or(arch.env());
-    eval::eval(Some(env), &blob, 1, 0)?;
+    eval::eval(Some(env), &blob, 1, 0, &toml::Table::new())?;
     let is_rust = out.extension().is_some_and(|e| e == "rs");
     if is_rust {
         let mut src = format!(

@@ -2,13 +2,13 @@
 //! recognition of a file's architecture that `act`, `eval`, `export` and
 //! `inspect` share.
 
-use microrl::env::{CartPole, CartPoleContinuous, Env, Pendulum};
+use microrl::env::{CartPoleContinuous, Env, Pendulum};
 use microrl::{Params, SVector, serialize};
 use rand_xoshiro::Xoshiro128PlusPlus;
 use serde::Serialize;
 
 use crate::arch::Arch;
-use crate::train::EnvName;
+use crate::train::{EnvName, cartpole_plant, plant_params};
 use anyhow::bail;
 
 /// The result of `microrl eval`.
@@ -32,12 +32,14 @@ pub struct EvalSummary {
 
 /// Loads `blob` (any policy file `train`, `init` or `export` wrote), checks
 /// it acts in `env` (default: the task its architecture is for) and plays
-/// `episodes` deterministic episodes.
+/// `episodes` deterministic episodes on the plant with the parameters of
+/// `plant` (empty: Gymnasium's).
 pub fn eval(
     env: Option<EnvName>,
     blob: &[u8],
     episodes: u32,
     seed: u64,
+    plant: &toml::Table,
 ) -> anyhow::Result<EvalSummary> {
     use rand_core::SeedableRng;
     anyhow::ensure!(episodes > 0, "--episodes must be > 0");
@@ -69,17 +71,26 @@ pub fn eval(
         CartPoleContinuousPolicy, CartPolePolicy, CartPoleSmallPolicy, PendulumPolicy,
     };
     let (mean, std) = match arch {
-        Arch::Cartpole => play::<CartPolePolicy, _, 4>(blob, CartPole::new(), episodes, &mut rng)?,
+        Arch::Cartpole => {
+            play::<CartPolePolicy, _, 4>(blob, cartpole_plant(plant)?, episodes, &mut rng)?
+        }
         Arch::CartpoleSmall => {
-            play::<CartPoleSmallPolicy, _, 4>(blob, CartPole::new(), episodes, &mut rng)?
+            play::<CartPoleSmallPolicy, _, 4>(blob, cartpole_plant(plant)?, episodes, &mut rng)?
         }
         Arch::CartpoleContinuous => play::<CartPoleContinuousPolicy, _, 4>(
             blob,
-            CartPoleContinuous::new(),
+            CartPoleContinuous::with_params(plant_params(plant)?)
+                .map_err(|e| anyhow::anyhow!("invalid --plant: {e}"))?,
             episodes,
             &mut rng,
         )?,
-        Arch::Pendulum => play::<PendulumPolicy, _, 3>(blob, Pendulum::new(), episodes, &mut rng)?,
+        Arch::Pendulum => play::<PendulumPolicy, _, 3>(
+            blob,
+            Pendulum::with_params(plant_params(plant)?)
+                .map_err(|e| anyhow::anyhow!("invalid --plant: {e}"))?,
+            episodes,
+            &mut rng,
+        )?,
     };
     let threshold = env.threshold();
     Ok(EvalSummary {

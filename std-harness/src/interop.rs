@@ -568,7 +568,7 @@ pub fn export_command(
     let blob = std::fs::read(policy).with_context(|| format!("reading {}", policy.display()))?;
     let exported = export(layout, &blob).with_context(|| policy.display().to_string())?;
     // As for the firmware export: the policy must load and act in the task.
-    crate::eval::eval(env, &blob, 1, 0)?;
+    crate::eval::eval(env, &blob, 1, 0, &toml::Table::new())?;
     let stats = match (&exported.stats, vecnormalize) {
         (Some(stats), Some(path)) => Some((stats, path)),
         (Some(_), None) => bail!(

@@ -2,9 +2,10 @@
 
 use std::path::PathBuf;
 
+use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
 use microrl_harness::interop::{self, Layout};
-use microrl_harness::train::{Algo, EnvName, Overrides, TrainOptions};
+use microrl_harness::train::{Algo, AnchorOptions, EnvName, Overrides, TrainOptions};
 use microrl_harness::{Arch, commands};
 
 #[derive(Parser, Debug)]
@@ -57,6 +58,49 @@ struct TrainArgs {
     /// a killed run bit for bit.
     #[arg(long, value_name = "N")]
     checkpoint_every: Option<u64>,
+    #[command(flatten)]
+    plant: PlantArgs,
+    /// Fine-tune from this policy (PPO only): the actor and its observation
+    /// statistics start as the reference's (statistics frozen unless the
+    /// config sets normalize_obs = true), and every step's reward is
+    /// penalised by β·(log π(a|s) − log π_ref(a|s)), the KL to the reference.
+    #[arg(long, value_name = "POLICY")]
+    kl_ref: Option<PathBuf>,
+    /// β of --kl-ref (0: plain PPO started from the reference).
+    #[arg(long, default_value_t = 0.1, requires = "kl_ref")]
+    kl_beta: f32,
+    /// With --kl-ref: adapt β after every rollout towards this mean per-step
+    /// KL (halved below target/1.5, doubled above 1.5·target).
+    #[arg(long, requires = "kl_ref")]
+    kl_target: Option<f32>,
+}
+
+/// `--plant KEY=VALUE,...`: a changed plant.
+#[derive(Args, Clone, Debug)]
+struct PlantArgs {
+    /// The plant's physical parameters that differ from Gymnasium's, as
+    /// KEY=VALUE (CartPole: gravity, masscart, masspole, length — half the
+    /// pole —, force_mag, tau; Pendulum: g, m, l, max_speed, max_torque, dt),
+    /// e.g. `--plant masspole=0.3,length=1.0`.
+    #[arg(long, value_name = "KEY=VALUE", value_delimiter = ',')]
+    plant: Vec<String>,
+}
+
+impl PlantArgs {
+    fn table(&self) -> anyhow::Result<toml::Table> {
+        let mut table = toml::Table::new();
+        for pair in &self.plant {
+            let (key, value) = pair
+                .split_once('=')
+                .with_context(|| format!("--plant {pair}: expected KEY=VALUE"))?;
+            let value: f64 = value
+                .trim()
+                .parse()
+                .with_context(|| format!("--plant {pair}: `{}` is not a number", value.trim()))?;
+            table.insert(key.trim().to_string(), toml::Value::Float(value));
+        }
+        Ok(table)
+    }
 }
 
 impl TrainArgs {
@@ -66,10 +110,21 @@ impl TrainArgs {
         out: Option<PathBuf>,
         progress: bool,
     ) -> anyhow::Result<TrainOptions> {
-        let overrides = match &self.config {
+        let mut overrides = match &self.config {
             Some(path) => Overrides::from_file(path)?,
             None => Overrides::default(),
         };
+        let anchor = self.kl_ref.as_ref().map(|reference| AnchorOptions {
+            reference: reference.clone(),
+            kl_coef: self.kl_beta,
+            kl_target: self.kl_target,
+        });
+        if anchor.is_some() && !overrides.0.contains_key("normalize_obs") {
+            // A fine-tune keeps the reference's observation statistics.
+            overrides
+                .0
+                .insert("normalize_obs".into(), toml::Value::Boolean(false));
+        }
         let steps = self.steps.unwrap_or(match (self.algo, self.env) {
             (Algo::Ppo, EnvName::Cartpole) => 100_000,
             (Algo::Ppo, EnvName::CartpoleContinuous) => 200_000,
@@ -85,6 +140,8 @@ impl TrainArgs {
             progress,
             small: self.small,
             checkpoint_every: self.checkpoint_every,
+            plant: self.plant.table()?,
+            anchor,
             ..TrainOptions::new(self.env, self.algo, seed, steps)
         })
     }
@@ -154,6 +211,8 @@ enum Command {
         /// Seed of the episodes' initial states.
         #[arg(long, default_value_t = 0)]
         seed: u64,
+        #[command(flatten)]
+        plant: PlantArgs,
     },
     /// Train several seeds in parallel and fail unless enough reach the threshold.
     Validate {
@@ -358,7 +417,8 @@ fn run(cli: Cli) -> anyhow::Result<bool> {
             env,
             episodes,
             seed,
-        } => commands::eval(env, &policy.path(), episodes, seed)?,
+            plant,
+        } => commands::eval(env, &policy.path(), episodes, seed, &plant.table()?)?,
         Command::Validate {
             args,
             seeds,

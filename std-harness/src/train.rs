@@ -351,6 +351,23 @@ pub struct TrainOptions {
     /// (rollouts and updates; online steps for `ac`), so a killed run can
     /// be resumed bit for bit (`None`: no checkpoints).
     pub checkpoint_every: Option<u64>,
+    /// The plant's physical parameters that differ from Gymnasium's
+    /// (`CartPoleParams` / `PendulumParams` field names as keys).
+    pub plant: toml::Table,
+    /// PPO only: fine-tune from a reference policy, anchored to it by the
+    /// per-step KL penalty (`microrl::algo::Anchored`).
+    pub anchor: Option<AnchorOptions>,
+}
+
+/// `--kl-ref POLICY --kl-beta B [--kl-target D]`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct AnchorOptions {
+    /// The reference policy file (also the starting point).
+    pub reference: PathBuf,
+    /// Initial (or fixed) `β`.
+    pub kl_coef: f32,
+    /// Target mean per-step KL for adapting `β` (`None`: fixed).
+    pub kl_target: Option<f32>,
 }
 
 impl TrainOptions {
@@ -370,6 +387,8 @@ impl TrainOptions {
             out: None,
             progress: false,
             small: false,
+            plant: toml::Table::new(),
+            anchor: None,
             checkpoint_every: None,
         }
     }
@@ -438,6 +457,10 @@ pub struct TrainSummary {
     pub steps: u64,
     /// The 4-32-32 CartPole networks (`--small`).
     pub small: bool,
+    /// The plant parameters that differ from Gymnasium's (`--plant`).
+    pub plant: toml::Table,
+    /// The reference policy and KL coefficient of a fine-tune (`--kl-ref`).
+    pub anchor: Option<AnchorOptions>,
     /// Environment steps actually taken.
     pub steps_run: u64,
     /// Wall-clock seconds of the whole run (training and evaluations).
@@ -499,6 +522,11 @@ pub struct Diagnostics {
     pub epochs: u16,
     /// Learning rate used.
     pub learning_rate: f32,
+    /// KL penalty coefficient `β` used (PPO-penalty; 0 otherwise).
+    pub kl_coef: f32,
+    /// Mean per-step `log π − log π_ref` of the rollout (a `--kl-ref`
+    /// fine-tune; 0 otherwise).
+    pub kl_reference: f32,
 }
 
 /// Iteration statistics the harness can summarise.
@@ -518,6 +546,8 @@ impl AsDiagnostics for UpdateStats {
             explained_variance: self.explained_variance,
             epochs: self.epochs,
             learning_rate: self.learning_rate,
+            kl_coef: self.kl_coef,
+            kl_reference: self.kl_reference,
         })
     }
 }
@@ -562,6 +592,8 @@ impl Observer {
             eval_episodes: opts.eval_episodes,
             early_stop: opts.early_stop,
             checkpoint_every: opts.checkpoint_every,
+            plant: opts.plant.clone(),
+            anchor: opts.anchor.clone(),
             config: serde_json::to_value(config)?,
             iterations,
             recent: self.recent.oldest_ordered().map(|r| r.to_bits()).collect(),
@@ -589,6 +621,8 @@ impl Observer {
                     d.clip_fraction,
                     d.explained_variance,
                     d.learning_rate,
+                    d.kl_coef,
+                    d.kl_reference,
                 ]
                 .map(f32::to_bits)
             }),
@@ -627,6 +661,8 @@ impl Observer {
                 clip_fraction: f[4],
                 explained_variance: f[5],
                 learning_rate: f[6],
+                kl_coef: f[7],
+                kl_reference: f[8],
                 epochs: p.epochs.unwrap_or(0),
             }
         });
@@ -719,13 +755,17 @@ struct Progress {
     eval_episodes: u32,
     early_stop: bool,
     checkpoint_every: Option<u64>,
+    #[serde(default)]
+    plant: toml::Table,
+    #[serde(default)]
+    anchor: Option<AnchorOptions>,
     /// The resolved algorithm configuration (field names as keys).
     config: serde_json::Value,
     iterations: u64,
     recent: Vec<u32>,
     /// `(step, episodes, mean_return, eval_mean, eval_std, wall_s)` bits.
     curve: Vec<SavedRow>,
-    last_update: Option<[u32; 7]>,
+    last_update: Option<[u32; 9]>,
     epochs: Option<u16>,
     last_eval: u32,
     next_row: u64,
@@ -758,6 +798,8 @@ pub fn resume(out: &Path, progress_bar: bool) -> anyhow::Result<TrainSummary> {
         progress: progress_bar,
         small: saved.small,
         checkpoint_every: saved.checkpoint_every,
+        plant: saved.plant.clone(),
+        anchor: saved.anchor.clone(),
         ..TrainOptions::new(saved.env, saved.algo, saved.seed, saved.steps)
     };
     train_from(&opts, Some((state, saved)))
@@ -779,6 +821,9 @@ fn train_from(
             opts.env.name()
         );
     }
+    if opts.anchor.is_some() && opts.algo != Algo::Ppo {
+        bail!("--kl-ref fine-tunes with PPO: use --algo ppo");
+    }
     // One agent type per (environment, algorithm, width); the loop is generic.
     macro_rules! go {
         ($agent:ty, $env:expr) => {{
@@ -786,9 +831,33 @@ fn train_from(
             run(opts, config, &mut *agent, $env, $env, resumed)
         }};
     }
+    macro_rules! go_anchored {
+        ($agent:ty, $env:expr, $anchor:expr) => {{
+            let anchor: &AnchorOptions = $anchor;
+            let mut agent: Box<$agent> = Box::new(<$agent>::ZERO);
+            let blob = std::fs::read(&anchor.reference)
+                .with_context(|| format!("reading {}", anchor.reference.display()))?;
+            microrl::serialize::load(&mut agent.reference, &blob).map_err(|e| {
+                anyhow::anyhow!(
+                    "--kl-ref {}: not a policy of this task and width ({e})",
+                    anchor.reference.display()
+                )
+            })?;
+            agent.anchor = microrl::algo::AnchorConfig {
+                kl_coef: anchor.kl_coef,
+                kl_target: anchor.kl_target,
+            };
+            run(opts, config, &mut *agent, $env, $env, resumed)
+        }};
+    }
     macro_rules! by_algo {
         ($env_ty:ty, $h:literal, $ppo_n:expr, $env:expr) => {
             match opts.algo {
+                Algo::Ppo if opts.anchor.is_some() => go_anchored!(
+                    agent::Anchored<$env_ty, $h, { $ppo_n }>,
+                    $env,
+                    opts.anchor.as_ref().expect("checked")
+                ),
                 Algo::Ppo | Algo::PpoPenalty => go!(agent::Ppo<$env_ty, $h, { $ppo_n }>, $env),
                 Algo::A2c => go!(agent::A2c<$env_ty, $h, A2C_STEPS>, $env),
                 Algo::Reinforce => go!(agent::Reinforce<$env_ty, $h, REINFORCE_STEPS>, $env),
@@ -797,16 +866,69 @@ fn train_from(
         };
     }
     match (opts.env, opts.small) {
-        (EnvName::Cartpole, true) => by_algo!(CartPole, 32, PPO_CARTPOLE_STEPS, CartPole::new()),
-        (EnvName::Cartpole, false) => by_algo!(CartPole, 64, PPO_CARTPOLE_STEPS, CartPole::new()),
+        (EnvName::Cartpole, true) => {
+            by_algo!(
+                CartPole,
+                32,
+                PPO_CARTPOLE_STEPS,
+                cartpole_plant(&opts.plant)?
+            )
+        }
+        (EnvName::Cartpole, false) => {
+            by_algo!(
+                CartPole,
+                64,
+                PPO_CARTPOLE_STEPS,
+                cartpole_plant(&opts.plant)?
+            )
+        }
         (EnvName::CartpoleContinuous, _) => by_algo!(
             CartPoleContinuous,
             64,
             PPO_CONTINUOUS_STEPS,
-            CartPoleContinuous::new()
+            CartPoleContinuous::with_params(plant_params(&opts.plant)?)
+                .map_err(|e| anyhow::anyhow!("invalid --plant: {e}"))?
         ),
-        (EnvName::Pendulum, _) => by_algo!(Pendulum, 64, PPO_CONTINUOUS_STEPS, Pendulum::new()),
+        (EnvName::Pendulum, _) => by_algo!(
+            Pendulum,
+            64,
+            PPO_CONTINUOUS_STEPS,
+            Pendulum::with_params(plant_params(&opts.plant)?)
+                .map_err(|e| anyhow::anyhow!("invalid --plant: {e}"))?
+        ),
     }
+}
+
+/// The plant parameters of `table` merged over Gymnasium's (`T`'s `Default`).
+///
+/// # Errors
+/// A key `T` does not have, or a value that is not a number, named.
+pub fn plant_params<T>(table: &toml::Table) -> anyhow::Result<T>
+where
+    T: Serialize + serde::de::DeserializeOwned + Default,
+{
+    let mut merged = toml::Table::try_from(T::default())?;
+    for (key, value) in table {
+        if !merged.contains_key(key) {
+            let known: Vec<&str> = merged.keys().map(String::as_str).collect();
+            bail!(
+                "invalid --plant: no parameter `{key}` (known: {})",
+                known.join(", ")
+            );
+        }
+        merged.insert(key.clone(), value.clone());
+    }
+    toml::Value::Table(merged)
+        .try_into()
+        .map_err(|e: toml::de::Error| anyhow::anyhow!("invalid --plant: {}", e.message().trim()))
+}
+
+/// CartPole with `--plant`'s parameters.
+///
+/// # Errors
+/// As [`plant_params`], and `CartPoleParams::validate`'s refusal.
+pub fn cartpole_plant(table: &toml::Table) -> anyhow::Result<CartPole> {
+    CartPole::with_params(plant_params(table)?).map_err(|e| anyhow::anyhow!("invalid --plant: {e}"))
 }
 
 /// Sets an agent's configuration from the resolved [`AlgoConfig`].
@@ -828,6 +950,16 @@ where
             .ppo()
             .context("the online actor-critic's config given to a rollout agent")?;
         Ok(())
+    }
+}
+
+impl<A, C, const OBS: usize, const N: usize> Configure for microrl::algo::Anchored<A, C, OBS, N>
+where
+    A: microrl::policy::Actor<OBS>,
+    C: microrl::nn::Network<OBS, 1>,
+{
+    fn configure(&mut self, config: AlgoConfig) -> anyhow::Result<()> {
+        self.ppo.configure(config)
     }
 }
 
@@ -953,6 +1085,8 @@ where
         seed: opts.seed,
         steps: opts.steps,
         small: opts.small,
+        plant: opts.plant.clone(),
+        anchor: opts.anchor.clone(),
         steps_run: outcome.steps,
         wall_s,
         eval_mean: outcome.report.mean,

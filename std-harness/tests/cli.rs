@@ -810,3 +810,64 @@ fn plot_overlays_runs_of_one_task_and_refuses_the_rest() {
     assert!(err.contains("no-such-dir"), "{err}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// A changed plant (`--plant`) and a KL-anchored fine-tune (`--kl-ref`):
+/// the plant changes what a policy earns, the fine-tune starts from the
+/// reference and records its anchor and KL, and misuse is refused naming the
+/// option.
+#[test]
+fn plant_parameters_and_kl_anchored_fine_tuning() {
+    let dir = temp_dir("anchor");
+    let reference = dir.join("ref");
+    let r = reference.to_str().unwrap();
+    let (ok, _, err) = microrl(&["train", "--out", r, "--json"]);
+    assert!(ok, "{err}");
+    let policy = reference.join("policy.mrlp");
+    let p = policy.to_str().unwrap();
+    let eval = |plant: &str| -> f64 {
+        let (ok, out, err) = microrl(&["eval", p, "--plant", plant, "--json"]);
+        assert!(ok, "{err}");
+        last_json(&out)["mean"].as_f64().unwrap()
+    };
+    // A control loop four times slower than the one the policy learned on.
+    let nominal = eval("tau=0.02");
+    let slow = eval("tau=0.08");
+    assert_eq!(nominal, 500.0);
+    assert!(slow < 300.0, "{slow}");
+
+    let tuned = dir.join("tuned");
+    let (ok, out, err) = microrl(&[
+        "train",
+        "--plant",
+        "tau=0.08",
+        "--kl-ref",
+        p,
+        "--kl-beta",
+        "0.5",
+        "--steps",
+        "2048",
+        "--no-early-stop",
+        "--out",
+        tuned.to_str().unwrap(),
+        "--json",
+    ]);
+    assert!(ok, "{err}");
+    let s = last_json(&out);
+    assert_eq!(s["plant"]["tau"], 0.08);
+    assert_eq!(s["anchor"]["reference"], p);
+    assert_eq!(s["config"]["normalize_obs"], false);
+    let kl = s["last_update"]["kl_reference"].as_f64().unwrap();
+    assert!(kl.is_finite() && kl.abs() < 5.0, "{kl}");
+
+    for (args, what) in [
+        (vec!["eval", p, "--plant", "bogus=1"], "bogus"),
+        (vec!["eval", p, "--plant", "tau"], "KEY=VALUE"),
+        (vec!["eval", p, "--plant", "masspole=-1"], "masspole"),
+        (vec!["train", "--algo", "a2c", "--kl-ref", p], "--algo ppo"),
+        (vec!["train", "--small", "--kl-ref", p], "--kl-ref"),
+    ] {
+        let err = refused(&args);
+        assert!(err.contains(what), "{args:?}: {err}");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}

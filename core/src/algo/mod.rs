@@ -23,12 +23,14 @@
 //!   non-finite gradient is refused by the optimiser.
 
 pub mod ac;
+pub mod anchor;
 pub mod buffer;
 pub mod gae;
 pub mod ppo;
 pub mod reinforce;
 
 pub use ac::{AcConfig, AcStats, ActorCritic};
+pub use anchor::{AnchorConfig, Anchored};
 pub use buffer::Rollout;
 pub use ppo::{A2cConfig, KL_COEF_MAX, KL_COEF_MIN, Ppo, PpoConfig, UpdateStats};
 pub use reinforce::{Reinforce, ReinforceConfig};

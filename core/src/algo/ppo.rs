@@ -348,6 +348,10 @@ pub struct UpdateStats {
     pub clip_range: f32,
     /// KL penalty coefficient `β` used (0: no penalty).
     pub kl_coef: f32,
+    /// Mean per-step `log π(a|s) − log π_ref(a|s)` over the rollout, the
+    /// KL to the reference policy of an [`Anchored`](super::Anchored) agent
+    /// (0 for other agents).
+    pub kl_reference: f32,
 }
 
 /// Actor and critic parameters trained together by one Adam (and serialised
@@ -554,7 +558,34 @@ impl<A: Actor<OBS>, C: Network<OBS, 1>, const OBS: usize, const N: usize> Ppo<A,
         E: Env<Obs = SVector<f32, OBS>, Space = A::Space>,
         R: Rng + ?Sized,
     {
-        self.collect_until(env, cursor, rng, on_episode, false)
+        self.collect_until(env, cursor, rng, on_episode, false, |_, _, _| Ok(0.0))
+    }
+
+    /// [`collect`](Self::collect) with a per-step reward penalty: before
+    /// each step, `penalty(raw_obs, action, log_prob)` is given the raw
+    /// observation, the sampled action and its log-probability, and its
+    /// result is subtracted from the plant's reward (before reward scaling).
+    /// Episode returns reported to `on_episode` stay the plant's.
+    ///
+    /// This is how [`Anchored`](super::Anchored) penalises the divergence
+    /// from a reference policy, `β·(log π(a|s) − log π_ref(a|s))`.
+    ///
+    /// # Errors
+    /// As [`collect`](Self::collect), and the penalty's own error (raised
+    /// before the step is taken), with the same guarantees.
+    pub fn collect_shaped<E, R>(
+        &mut self,
+        env: &mut E,
+        cursor: &mut Cursor<SVector<f32, OBS>>,
+        rng: &mut R,
+        on_episode: impl FnMut(Episode),
+        penalty: impl FnMut(&SVector<f32, OBS>, &A::Action, f32) -> Result<f32, Error>,
+    ) -> Result<(), Error>
+    where
+        E: Env<Obs = SVector<f32, OBS>, Space = A::Space>,
+        R: Rng + ?Sized,
+    {
+        self.collect_until(env, cursor, rng, on_episode, false, penalty)
     }
 
     /// [`collect`](Self::collect), optionally stopping early at the end of
@@ -571,6 +602,7 @@ impl<A: Actor<OBS>, C: Network<OBS, 1>, const OBS: usize, const N: usize> Ppo<A,
         rng: &mut R,
         on_episode: impl FnMut(Episode),
         stop_at_episode_end: bool,
+        penalty: impl FnMut(&SVector<f32, OBS>, &A::Action, f32) -> Result<f32, Error>,
     ) -> Result<(), Error>
     where
         E: Env<Obs = SVector<f32, OBS>, Space = A::Space>,
@@ -581,7 +613,8 @@ impl<A: Actor<OBS>, C: Network<OBS, 1>, const OBS: usize, const N: usize> Ppo<A,
             self.return_norm.clone(),
             self.discounted_return,
         );
-        let result = self.collect_rollout(env, cursor, rng, on_episode, stop_at_episode_end);
+        let result =
+            self.collect_rollout(env, cursor, rng, on_episode, stop_at_episode_end, penalty);
         if result.is_err() {
             (self.obs_norm, self.return_norm, self.discounted_return) = saved;
             self.rollout.clear();
@@ -596,6 +629,7 @@ impl<A: Actor<OBS>, C: Network<OBS, 1>, const OBS: usize, const N: usize> Ppo<A,
         rng: &mut R,
         mut on_episode: impl FnMut(Episode),
         stop_at_episode_end: bool,
+        mut penalty: impl FnMut(&SVector<f32, OBS>, &A::Action, f32) -> Result<f32, Error>,
     ) -> Result<(), Error>
     where
         E: Env<Obs = SVector<f32, OBS>, Space = A::Space>,
@@ -611,10 +645,12 @@ impl<A: Actor<OBS>, C: Network<OBS, 1>, const OBS: usize, const N: usize> Ppo<A,
             let (action, log_prob) = self.train.params.actor.sample(&obs, rng)?;
             let v = value(&self.train.params.critic, &obs);
             check_finite(v)?;
+            let penalty = penalty(&cursor.obs, &action, log_prob)?;
+            check_finite(penalty)?;
             // The plant receives the command; the rollout keeps the raw sample.
             let command = self.space.command(&action);
             let step = cursor.advance(env, command, rng, &mut on_episode)?;
-            let reward = self.scale_reward(step.reward, step.done())?;
+            let reward = self.scale_reward(step.reward - penalty, step.done())?;
             let final_value = if step.truncated {
                 value(&self.train.params.critic, &self.observe(&step.obs)?)
             } else {

@@ -128,7 +128,8 @@ impl<A: Actor<OBS>, C: Network<OBS, 1>, const OBS: usize, const N: usize> Reinfo
         E: Env<Obs = SVector<f32, OBS>, Space = A::Space>,
         R: Rng + ?Sized,
     {
-        self.inner.collect_until(env, cursor, rng, on_episode, true)
+        self.inner
+            .collect_until(env, cursor, rng, on_episode, true, |_, _, _| Ok(0.0))
     }
 
     /// One policy-gradient step on the collected episode.
