@@ -567,3 +567,112 @@ fn collect_normalises_scales_and_bootstraps_like_the_reference() {
     }
     println!("collect: worst relative error {worst:.1e}");
 }
+
+/// Makes microrl's categorical sampler pick the given actions: a uniform
+/// draw of 0 falls in action 0's bucket, the largest draw in action 1's.
+struct Pick {
+    actions: Vec<usize>,
+    next: usize,
+}
+
+impl rand_core::TryRng for Pick {
+    type Error = core::convert::Infallible;
+
+    fn try_next_u32(&mut self) -> Result<u32, Self::Error> {
+        let action = self.actions[self.next];
+        self.next += 1;
+        Ok(if action == 0 { 0 } else { u32::MAX })
+    }
+
+    fn try_next_u64(&mut self) -> Result<u64, Self::Error> {
+        unreachable!("the sampler draws u32s")
+    }
+
+    fn try_fill_bytes(&mut self, _dst: &mut [u8]) -> Result<(), Self::Error> {
+        unreachable!("the sampler draws u32s")
+    }
+}
+
+/// Six online one-step actor-critic updates (`ActorCritic::step`) against
+/// the reference: δ, V(s) and the entropy of every step, and the weights of
+/// both networks after the last (each clipped and stepped by its own Adam).
+#[test]
+fn online_actor_critic_steps_match_the_reference() {
+    use microrl::algo::{AcConfig, ActorCritic};
+    let fixture = fixture();
+    let c = &fixture["actor_critic"];
+    let cfg = &c["config"];
+    let rows =
+        |v: &Value| -> Vec<SVector<f32, 4>> { v.as_array().unwrap().iter().map(vector).collect() };
+    let mut env = Scripted {
+        raw_obs: rows(&c["raw_obs"]),
+        final_obs: rows(&c["final_obs"]),
+        rewards: fs(&c["rewards"]),
+        terminated: flags(&c["terminated"]),
+        truncated: flags(&c["truncated"]),
+        t: 0,
+    };
+    let actions: Vec<usize> = c["actions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a.as_u64().unwrap() as usize)
+        .collect();
+    let mut agent = Box::new(
+        ActorCritic::<CategoricalActor<Mlp<4, 8, 2>>, Mlp<4, 8, 1>, 4>::new(AcConfig {
+            total_steps: 1_000,
+            actor_lr: Schedule::Constant(f(&cfg["actor_lr"])),
+            critic_lr: Schedule::Constant(f(&cfg["critic_lr"])),
+            gamma: f(&cfg["gamma"]),
+            ent_coef: f(&cfg["ent_coef"]),
+            max_grad_norm: Some(f(&cfg["max_grad_norm"])),
+            normalize_obs: false,
+            adam: AdamConfig {
+                eps: f(&cfg["adam_eps"]),
+                ..AdamConfig::DEFAULT
+            },
+        }),
+    );
+    let mut rng = Pick { actions, next: 0 };
+    agent
+        .init(&env, &mut Xoshiro128pp::seed_from_u64(0))
+        .unwrap();
+    load(&mut agent.actor.params, &c["actor"]);
+    load(&mut agent.critic.params, &c["critic"]);
+    let mut cursor = Cursor::start(&mut env, &mut rng);
+    let expected = c["expected"]["stats"].as_array().unwrap();
+    let mut worst = 0.0f32;
+    for (t, want) in expected.iter().enumerate() {
+        let stats = agent.step(&mut env, &mut cursor, &mut rng, |_| {}).unwrap();
+        for (what, got) in [
+            ("delta", stats.delta),
+            ("value", stats.value),
+            ("entropy", stats.entropy),
+        ] {
+            worst = worst.max(assert_close(
+                &format!("step {t}: {what}"),
+                &[got],
+                &[f(&want[what])],
+                STATS_TOL,
+                0.1,
+            ));
+        }
+    }
+    assert_eq!(agent.steps, expected.len() as u64);
+    let e = &c["expected"];
+    let weights = worst_relative(&agent.actor.params, &e["actor"], 0.1).max(worst_relative(
+        &agent.critic.params,
+        &e["critic"],
+        0.1,
+    ));
+    assert!(
+        weights <= WEIGHT_TOL,
+        "weights after the steps: relative error {weights:.2e}"
+    );
+    let moved = worst_relative(&agent.critic.params, &c["critic"], 0.1);
+    assert!(
+        moved > 100.0 * WEIGHT_TOL,
+        "the steps barely moved the critic ({moved:.1e})"
+    );
+    println!("actor-critic: worst relative error: stats {worst:.1e}, weights {weights:.1e}");
+}

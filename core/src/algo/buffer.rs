@@ -206,6 +206,35 @@ mod tests {
 
     static STATIC_ROLLOUT: Rollout<4, usize, 128> = Rollout::new(0);
 
+    /// Explained variance against a two-pass `f64` computation on uneven data.
+    #[test]
+    fn explained_variance_is_one_minus_the_residual_share() {
+        let mut r = Rollout::<1, usize, 8>::new(0);
+        assert!(r.is_empty());
+        let rewards = [1.0, -2.0, 0.5, 3.0, 0.0, -1.5, 2.0, 0.25];
+        let values = [0.3, -1.0, 1.0, 2.0, 0.5, -2.0, 1.0, 0.0];
+        for (&reward, &value) in rewards.iter().zip(&values) {
+            r.push(transition(reward, value)).unwrap();
+        }
+        assert!(!r.is_empty());
+        r.compute_advantages(0.7, 0.9, 0.8);
+        let var = |xs: &[f64]| {
+            let mean = xs.iter().sum::<f64>() / xs.len() as f64;
+            xs.iter().map(|x| (x - mean) * (x - mean)).sum::<f64>() / xs.len() as f64
+        };
+        let returns: std::vec::Vec<f64> = r.returns.iter().map(|&x| f64::from(x)).collect();
+        let residual: std::vec::Vec<f64> = (0..8)
+            .map(|t| f64::from(r.returns[t]) - f64::from(values[t]))
+            .collect();
+        let expected = 1.0 - var(&residual) / var(&returns);
+        assert!(
+            (f64::from(r.explained_variance()) - expected).abs() < 1e-5,
+            "{} vs {expected}",
+            r.explained_variance()
+        );
+        assert!(expected < 0.99 && expected > -5.0);
+    }
+
     fn transition(reward: f32, value: f32) -> Transition<1, usize> {
         Transition {
             obs: SVector::<f32, 1>::new(0.0),

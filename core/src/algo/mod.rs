@@ -267,6 +267,37 @@ mod tests {
         }
     }
 
+    /// An episode that never ends is refused after exactly `max_steps` steps.
+    #[test]
+    fn an_endless_episode_is_refused_at_the_cap() {
+        struct Endless(u32);
+        impl Env for Endless {
+            type Obs = SVector<f32, 1>;
+            type Space = crate::env::Discrete<2>;
+            const SOLVED_RETURN: f32 = 0.0;
+            fn reset<R: Rng + ?Sized>(&mut self, _rng: &mut R) -> SVector<f32, 1> {
+                SVector::from([0.0])
+            }
+            fn step(&mut self, _action: usize) -> Result<Step<SVector<f32, 1>>, Error> {
+                self.0 += 1;
+                Ok(Step {
+                    obs: SVector::from([0.0]),
+                    reward: 1.0,
+                    terminated: false,
+                    truncated: false,
+                })
+            }
+        }
+        let policy = |_: &SVector<f32, 1>| -> Result<usize, Error> { Ok(1) };
+        let mut env = Endless(0);
+        let mut rng = crate::nn::fd::rng(1);
+        assert_eq!(
+            evaluate_capped(&policy, &mut env, 3, 10, &mut rng),
+            Err(Error::EpisodeTooLong { max_steps: 10 })
+        );
+        assert_eq!(env.0, 10);
+    }
+
     #[test]
     fn evaluation_reports_the_mean_and_population_std_of_returns() {
         let policy = |_: &SVector<f32, 1>| -> Result<usize, Error> { Ok(0) };

@@ -1045,6 +1045,90 @@ mod tests {
         assert_eq!(over_budget.validate(), Ok(()));
     }
 
+    #[test]
+    fn the_online_actor_critic_debugs_with_its_step_count() {
+        use crate::algo::{AcConfig, ActorCritic};
+        let agent = std::boxed::Box::new(ActorCritic::<
+            CategoricalActor<Mlp<4, 8, 2>>,
+            Mlp<4, 8, 1>,
+            4,
+        >::new(AcConfig::DEFAULT));
+        let text = std::format!("{agent:?}");
+        assert!(
+            text.contains("ActorCritic") && text.contains("steps: 0"),
+            "{text}"
+        );
+    }
+
+    /// The tuned CartPole settings are RL Zoo's (γ 0.98, λ 0.8, lr and clip
+    /// annealed from 1e-3 and 0.2) on the defaults.
+    #[test]
+    fn cartpole_settings_are_rl_zoos() {
+        let c = PpoConfig::CARTPOLE;
+        assert_eq!(c.learning_rate, Schedule::linear_to_zero(1e-3));
+        assert_eq!(c.clip_range, Schedule::linear_to_zero(0.2));
+        assert_eq!((c.gamma, c.gae_lambda), (0.98, 0.8));
+        assert_eq!(
+            PpoConfig {
+                learning_rate: PpoConfig::DEFAULT.learning_rate,
+                clip_range: PpoConfig::DEFAULT.clip_range,
+                gamma: PpoConfig::DEFAULT.gamma,
+                gae_lambda: PpoConfig::DEFAULT.gae_lambda,
+                ..c
+            },
+            PpoConfig::DEFAULT
+        );
+    }
+
+    /// A collect counts its steps, fills the rollout, and refuses value
+    /// targets beyond what a gradient may carry (rewards huge but finite).
+    #[test]
+    fn collect_counts_steps_and_refuses_overflowing_returns() {
+        use crate::env::{CartPole, Env, Step};
+        let mut agent = std::boxed::Box::new(Agent::new(PpoConfig::DEFAULT));
+        let mut env = CartPole::new();
+        let mut rng = crate::nn::fd::rng(8);
+        agent.init(&env, &mut rng).unwrap();
+        let mut cursor = Cursor::start(&mut env, &mut rng);
+        agent
+            .collect(&mut env, &mut cursor, &mut rng, |_| {})
+            .unwrap();
+        assert_eq!((agent.steps, agent.rollout.len()), (64, 64));
+        agent
+            .collect(&mut env, &mut cursor, &mut rng, |_| {})
+            .unwrap();
+        assert_eq!(agent.steps, 128);
+        let text = std::format!("{agent:?}");
+        assert!(
+            text.contains("Ppo") && text.contains("steps: 128"),
+            "{text}"
+        );
+
+        /// CartPole paying 1e30 per step.
+        struct Huge(CartPole);
+        impl Env for Huge {
+            type Obs = SVector<f32, 4>;
+            type Space = crate::env::Discrete<2>;
+            const SOLVED_RETURN: f32 = 0.0;
+            fn reset<R: Rng + ?Sized>(&mut self, rng: &mut R) -> SVector<f32, 4> {
+                self.0.reset(rng)
+            }
+            fn step(&mut self, action: usize) -> Result<Step<SVector<f32, 4>>, Error> {
+                let mut step = self.0.step(action)?;
+                step.reward = 1e30;
+                Ok(step)
+            }
+        }
+        let mut huge = Huge(CartPole::new());
+        let mut cursor = Cursor::start(&mut huge, &mut rng);
+        let before = agent.steps;
+        assert_eq!(
+            agent.collect(&mut huge, &mut cursor, &mut rng, |_| {}),
+            Err(Error::ValueOverflow)
+        );
+        assert_eq!(agent.steps, before);
+    }
+
     /// `export` copies the actor, the normaliser and the action space into
     /// caller memory: the same policy `policy()` returns.
     #[test]

@@ -414,6 +414,71 @@ mod tests {
     use super::*;
     use crate::nn::{Mlp, fd, gain};
 
+    /// `sample` draws each action with its probability and returns the
+    /// log-probability `evaluate` gives that action.
+    #[test]
+    fn categorical_samples_follow_the_distribution_with_their_log_probability() {
+        let mut actor = CategoricalActor {
+            net: Mlp::<4, 8, 3>::ZERO,
+        };
+        actor
+            .net
+            .init_orthogonal(&mut fd::rng(4), gain::HIDDEN, 1.0);
+        let obs = SVector::<f32, 4>::new(0.5, -1.0, 0.3, 0.8);
+        let probs = actor.distribution(&obs).unwrap().probs();
+        let mut cache = <CategoricalActor<Mlp<4, 8, 3>> as Actor<4>>::ZERO_CACHE;
+        let mut counts = [0u32; 3];
+        let mut rng = fd::rng(5);
+        let n = 20_000;
+        for _ in 0..n {
+            let (a, log_prob) = actor.sample(&obs, &mut rng).unwrap();
+            counts[a] += 1;
+            let (expected, _) = actor.evaluate(&obs, &a, &mut cache).unwrap();
+            assert_eq!(log_prob, expected);
+        }
+        for (a, &c) in counts.iter().enumerate() {
+            let freq = c as f32 / n as f32;
+            assert!(
+                (freq - probs[a]).abs() < 0.015,
+                "action {a}: {freq} vs {}",
+                probs[a]
+            );
+        }
+    }
+
+    /// `init` draws orthogonal weights with SB3's gains (√2 hidden, 0.01
+    /// policy head), zero biases and, for the Gaussian head, `log σ = 0`.
+    #[test]
+    fn init_sets_orthogonal_weights_and_the_heads_parameters() {
+        let mut actor = GaussianActor {
+            net: Mlp::<3, 8, 2>::ZERO,
+            head: Gaussian::with_log_std(-1.5),
+        };
+        actor.init(&mut fd::rng(6));
+        assert_eq!(actor.head.log_std, SVector::<f32, 2>::zeros());
+        let first = &actor.net.first.weight;
+        // Orthonormal columns scaled by √2: WᵀW = 2·I (3 inputs, 8 outputs).
+        let gram = first.transpose() * first;
+        for i in 0..3 {
+            for j in 0..3 {
+                let want = if i == j { 2.0 } else { 0.0 };
+                assert!(
+                    (gram[(i, j)] - want).abs() < 1e-5,
+                    "{i},{j}: {}",
+                    gram[(i, j)]
+                );
+            }
+        }
+        let out = &actor.net.second.second.weight;
+        let norm = out.norm();
+        assert!(norm > 0.0 && norm < 0.05, "policy head gain 0.01: {norm}");
+        let mut categorical = CategoricalActor {
+            net: Mlp::<3, 8, 2>::ZERO,
+        };
+        categorical.init(&mut fd::rng(6));
+        assert_eq!(categorical.net, actor.net);
+    }
+
     #[test]
     fn categorical_policy_acts_and_rejects_nan() {
         let mut policy = CategoricalActor {
