@@ -34,8 +34,9 @@
 //! [`A2cConfig`] and [`ReinforceConfig`], so their conversions are checked
 //! too; REINFORCE on a partial rollout of one 37-step episode),
 //! PPO-penalty (no clipping, adaptive `β`: doubled on the categorical case,
-//! halved on the Gaussian one; the `β` after the update must be the
-//! reference's) and a fixed penalty on top of clipping.
+//! halved on the Gaussian one, kept when the KL is inside the band; the
+//! `β` after the update must be the reference's) and a fixed penalty on top
+//! of clipping.
 //!
 //! **Collect case.** A scripted plant replays recorded raw observations,
 //! rewards and episode ends through microrl's [`Ppo::collect`] with
@@ -414,6 +415,7 @@ fn every_update_case_matches_the_pytorch_reference() {
         "reinforce",
         "ppo_penalty",
         "ppo_penalty_gaussian",
+        "ppo_penalty_in_band",
         "clip_and_fixed_penalty",
     ] {
         assert!(

@@ -1060,6 +1060,61 @@ mod tests {
         );
     }
 
+    /// Minibatches of one sample are not normalised (a single advantage has
+    /// no spread): the update with `normalize_advantages` equals the one
+    /// without, bit for bit.
+    #[test]
+    fn single_sample_minibatches_are_not_normalised() {
+        use crate::env::CartPole;
+        let run = |normalize_advantages| {
+            let mut agent = std::boxed::Box::new(Agent::new(PpoConfig {
+                minibatches: 64,
+                epochs: 2,
+                normalize_advantages,
+                ..PpoConfig::DEFAULT
+            }));
+            let mut env = CartPole::new();
+            let mut rng = crate::nn::fd::rng(12);
+            agent.init(&env, &mut rng).unwrap();
+            let mut cursor = Cursor::start(&mut env, &mut rng);
+            agent
+                .collect(&mut env, &mut cursor, &mut rng, |_| {})
+                .unwrap();
+            let stats = agent.update(&mut rng).unwrap();
+            (agent.train.params.clone(), stats)
+        };
+        let (with, stats) = run(true);
+        assert!(stats.policy_loss.is_finite());
+        assert_eq!(with, run(false).0);
+    }
+
+    /// REINFORCE reports its steps and exports its policy like the PPO
+    /// machinery it runs on.
+    #[test]
+    fn reinforce_counts_steps_and_exports() {
+        use crate::algo::{Reinforce, ReinforceConfig};
+        use crate::env::CartPole;
+        let mut agent = std::boxed::Box::new(Reinforce::<
+            CategoricalActor<Mlp<4, 8, 2>>,
+            Mlp<4, 8, 1>,
+            4,
+            500,
+        >::new(ReinforceConfig::DEFAULT));
+        let mut env = CartPole::new();
+        let mut rng = crate::nn::fd::rng(13);
+        agent.init(&env, &mut rng).unwrap();
+        let mut cursor = Cursor::start(&mut env, &mut rng);
+        agent
+            .collect(&mut env, &mut cursor, &mut rng, |_| {})
+            .unwrap();
+        let steps = agent.steps();
+        assert!(steps > 1 && steps == agent.inner.rollout.len() as u64);
+        let mut exported = <Policy<CategoricalActor<Mlp<4, 8, 2>>, 4> as Params>::ZERO;
+        agent.export(&mut exported);
+        assert_eq!(&exported.actor, agent.actor());
+        assert_eq!(exported.obs_norm, agent.inner.obs_norm);
+    }
+
     /// The tuned CartPole settings are RL Zoo's (γ 0.98, λ 0.8, lr and clip
     /// annealed from 1e-3 and 0.2) on the defaults.
     #[test]

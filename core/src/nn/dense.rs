@@ -269,6 +269,19 @@ mod tests {
     }
 
     #[test]
+    fn tensor_shapes_are_weight_then_bias() {
+        use crate::nn::{Relu, Tanh};
+        let w = <Dense<3, 5, Tanh> as Params>::shape(0);
+        assert_eq!((w.rows, w.cols), (5, 3));
+        assert_eq!(w.tag & 0xff00, tag::WEIGHT);
+        assert_ne!(w.tag, <Dense<3, 5, Relu> as Params>::shape(0).tag);
+        let b = <Dense<3, 5, Tanh> as Params>::shape(1);
+        assert_eq!((b.rows, b.cols, b.tag), (5, 1, tag::BIAS));
+        let none = <Dense<3, 5, Tanh> as Params>::shape(2);
+        assert_eq!((none.rows, none.cols, none.tag), (0, 0, tag::PLAIN));
+    }
+
+    #[test]
     fn gradient_identity() {
         check_layer::<Identity>();
     }

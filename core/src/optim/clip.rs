@@ -50,6 +50,28 @@ mod tests {
         assert!(residual.norm_squared() < 1e-10);
     }
 
+    /// A zero bound is a bound (every gradient becomes zero); a negative or
+    /// NaN one is refused with the gradient untouched.
+    #[test]
+    fn zero_bound_zeroes_and_negative_bound_is_refused() {
+        let mut grads = Mlp::<2, 4, 1>::ZERO;
+        fd::randomise(&mut grads, &mut fd::rng(3), 1.0);
+        let before = grads.clone();
+        for bad in [-1.0, -f32::MIN_POSITIVE, f32::NAN] {
+            assert!(matches!(
+                clip_grad_norm(&mut grads, bad),
+                Err(Error::InvalidConfig {
+                    field: "max_grad_norm",
+                    ..
+                })
+            ));
+            assert_eq!(grads, before);
+        }
+        let norm = clip_grad_norm(&mut grads, 0.0).unwrap();
+        assert!(norm > 0.0);
+        assert_eq!(grads.norm_squared(), 0.0);
+    }
+
     #[test]
     fn leaves_small_gradients_alone() {
         let mut grads = Mlp::<2, 4, 1>::ZERO;
