@@ -298,6 +298,17 @@ mod tests {
     }
 
     #[test]
+    fn debug_names_the_agent_and_its_coefficient() {
+        let mut a = Box::new(Anchor::ZERO);
+        a.kl_coef = 0.25;
+        let text = std::format!("{a:?}");
+        assert!(
+            text.contains("Anchored") && text.contains("kl_coef: 0.25"),
+            "{text}"
+        );
+    }
+
+    #[test]
     fn init_starts_from_the_reference() {
         let r = reference();
         let mut a = anchored(&r, AnchorConfig::DEFAULT);
