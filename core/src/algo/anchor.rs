@@ -31,7 +31,7 @@
 use nalgebra::SVector;
 use rand_core::Rng;
 
-use super::ppo::{KL_COEF_MAX, KL_COEF_MIN, Ppo, UpdateStats};
+use super::ppo::{KL_COEF_MAX, KL_COEF_MIN, Ppo, UpdateStats, adapted_kl_coef};
 use super::{Actor, Controller, Cursor, Episode, Policy};
 use crate::config::{check, positive_or_off};
 use crate::env::Env;
@@ -194,11 +194,7 @@ impl<A: Actor<OBS>, C: Network<OBS, 1>, const OBS: usize, const N: usize> Anchor
         let kl = kl_sum / count.max(1) as f32;
         stats.kl_reference = kl;
         if let Some(target) = self.anchor.kl_target {
-            if kl < target / 1.5 {
-                self.kl_coef = (self.kl_coef * 0.5).max(KL_COEF_MIN);
-            } else if kl > target * 1.5 {
-                self.kl_coef = (self.kl_coef * 2.0).min(KL_COEF_MAX);
-            }
+            self.kl_coef = adapted_kl_coef(self.kl_coef, kl, target);
         }
         Ok(stats)
     }
@@ -362,8 +358,13 @@ mod tests {
         let r = reference();
         let beta = 20.0;
         let mut a = anchored(&r, fixed(beta));
-        fine_tune(&mut a, 3);
+        fine_tune(&mut a, 2);
+        let mut env = CartPole::new();
+        let mut rng = Xoshiro128pp::seed_from_u64(3);
+        let mut cursor = Cursor::start(&mut env, &mut rng);
+        let stats = a.iterate(&mut env, &mut cursor, &mut rng, |_| {}).unwrap();
         let roll = &a.ppo.rollout;
+        let mut kl_sum = 0.0f32;
         let mut cache = <<Anchor as crate::train::Agent>::Policy as PolicyCache>::cache();
         for t in 0..roll.len() {
             // With frozen statistics the stored observation is what the
@@ -377,7 +378,10 @@ mod tests {
                 1.0 - beta * (roll.log_probs[t] - log_ref),
                 "step {t}"
             );
+            kl_sum += roll.log_probs[t] - log_ref;
         }
+        // The reported KL is the rollout's mean per-step log-ratio.
+        assert_eq!(stats.kl_reference, kl_sum / roll.len() as f32);
 
         let free = fine_tune(&mut anchored(&r, fixed(0.0)), 8);
         let held = fine_tune(&mut anchored(&r, fixed(beta)), 8);

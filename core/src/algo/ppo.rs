@@ -232,6 +232,20 @@ pub const KL_COEF_MIN: f32 = 1e-5;
 /// The largest KL coefficient (doubling stops here).
 pub const KL_COEF_MAX: f32 = 1e5;
 
+/// PPO's adaptive KL rule (Schulman et al. 2017, §4): `β/2` when the
+/// measured KL `d < d_targ/1.5`, `2β` when `d > 1.5·d_targ`, `β` in between
+/// (the boundaries included), kept within [`KL_COEF_MIN`]`..=`[`KL_COEF_MAX`].
+/// Used by PPO-penalty and by [`Anchored`](super::Anchored).
+pub fn adapted_kl_coef(kl_coef: f32, d: f32, target: f32) -> f32 {
+    if d < target / 1.5 {
+        (kl_coef * 0.5).max(KL_COEF_MIN)
+    } else if d > target * 1.5 {
+        (kl_coef * 2.0).min(KL_COEF_MAX)
+    } else {
+        kl_coef
+    }
+}
+
 /// A2C hyper-parameters; defaults are SB3's A2C (with Adam instead of RMSprop).
 #[derive(Clone, Copy, Debug, PartialEq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
@@ -829,11 +843,7 @@ impl<A: Actor<OBS>, C: Network<OBS, 1>, const OBS: usize, const N: usize> Ppo<A,
         }
         let d = sum / n.max(1) as f32;
         check_finite(d)?;
-        if d < target / 1.5 {
-            self.kl_coef = (self.kl_coef * 0.5).max(KL_COEF_MIN);
-        } else if d > target * 1.5 {
-            self.kl_coef = (self.kl_coef * 2.0).min(KL_COEF_MAX);
-        }
+        self.kl_coef = adapted_kl_coef(self.kl_coef, d, target);
         Ok(())
     }
 }
@@ -1058,6 +1068,23 @@ mod tests {
             text.contains("ActorCritic") && text.contains("steps: 0"),
             "{text}"
         );
+    }
+
+    /// The adaptive rule at its boundaries and bounds.
+    #[test]
+    fn the_adaptive_kl_rule_halves_doubles_and_keeps() {
+        let t = 0.01f32;
+        assert_eq!(adapted_kl_coef(1.0, t, t), 1.0);
+        assert_eq!(adapted_kl_coef(1.0, t / 1.5, t), 1.0);
+        assert_eq!(adapted_kl_coef(1.0, t * 1.5, t), 1.0);
+        assert_eq!(adapted_kl_coef(1.0, 0.7 * t, t), 1.0);
+        assert_eq!(adapted_kl_coef(1.0, 1.4 * t, t), 1.0);
+        assert_eq!(adapted_kl_coef(1.0, 0.6 * t, t), 0.5);
+        assert_eq!(adapted_kl_coef(1.0, 1.6 * t, t), 2.0);
+        assert_eq!(adapted_kl_coef(1.0, -1.0, t), 0.5);
+        assert_eq!(adapted_kl_coef(KL_COEF_MIN, 0.0, t), KL_COEF_MIN);
+        assert_eq!(adapted_kl_coef(KL_COEF_MAX, 1.0, t), KL_COEF_MAX);
+        assert_eq!(adapted_kl_coef(0.75 * KL_COEF_MAX, 1.0, t), KL_COEF_MAX);
     }
 
     /// Minibatches of one sample are not normalised (a single advantage has
