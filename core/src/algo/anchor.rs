@@ -304,6 +304,20 @@ mod tests {
         );
     }
 
+    /// Steps and the exported policy are the PPO agent's.
+    #[test]
+    fn steps_and_export_are_the_fine_tuned_agents() {
+        let r = reference();
+        let mut a = anchored(&r, fixed(0.5));
+        fine_tune(&mut a, 2);
+        assert_eq!(a.steps(), 128);
+        let mut out = Box::new(<crate::Deployed<Plain> as Params>::ZERO);
+        a.export(&mut out);
+        assert_eq!(&out.actor, a.ppo.actor());
+        assert_ne!(out.actor, r.actor);
+        assert_eq!(out.obs_norm, r.obs_norm);
+    }
+
     #[test]
     fn init_starts_from_the_reference() {
         let r = reference();
