@@ -110,20 +110,7 @@ impl CartPoleParams {
             ("force_mag", self.force_mag, false),
             ("tau", self.tau, false),
         ];
-        for (field, value, zero_ok) in fields {
-            let ok = value.is_finite() && (value > 0.0 || (zero_ok && value == 0.0));
-            if !ok {
-                return Err(Error::config(
-                    field,
-                    if zero_ok {
-                        "must be finite and >= 0"
-                    } else {
-                        "must be finite and > 0"
-                    },
-                ));
-            }
-        }
-        Ok(())
+        super::check_physical(&fields)
     }
 }
 

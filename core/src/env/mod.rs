@@ -355,6 +355,27 @@ pub trait EnvState {
     fn restore_state(&mut self, words: &[f64]) -> Result<(), Error>;
 }
 
+/// Checks a plant's physical parameters `(field, value, zero allowed)`:
+/// each finite and positive (or zero where allowed).
+///
+/// # Errors
+/// [`Error::InvalidConfig`] naming the first offending field.
+pub(crate) fn check_physical(fields: &[(&'static str, f64, bool)]) -> Result<(), Error> {
+    for &(field, value, zero_ok) in fields {
+        if !(value.is_finite() && (value > 0.0 || (zero_ok && value == 0.0))) {
+            return Err(Error::config(
+                field,
+                if zero_ok {
+                    "must be finite and >= 0"
+                } else {
+                    "must be finite and > 0"
+                },
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// A step counter saved as an `f64`: an integer in `0..=u32::MAX`.
 pub(crate) fn counter_from_f64(x: f64) -> Result<u32, Error> {
     if x >= 0.0 && x <= f64::from(u32::MAX) && x == libm::trunc(x) {

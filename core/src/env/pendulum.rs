@@ -105,19 +105,7 @@ impl PendulumParams {
             ("max_torque", f64::from(self.max_torque), false),
             ("dt", self.dt, false),
         ];
-        for (field, value, zero_ok) in fields {
-            if !(value.is_finite() && (value > 0.0 || (zero_ok && value == 0.0))) {
-                return Err(Error::config(
-                    field,
-                    if zero_ok {
-                        "must be finite and >= 0"
-                    } else {
-                        "must be finite and > 0"
-                    },
-                ));
-            }
-        }
-        Ok(())
+        super::check_physical(&fields)
     }
 }
 
