@@ -58,6 +58,8 @@ pub trait AgentTypes {
     type Reinforce<S: ActorFor, const H: usize, const N: usize>;
     /// KL-anchored PPO with rollout `N`.
     type Anchored<S: ActorFor, const H: usize, const N: usize>;
+    /// TRPO with rollout `N`.
+    type Trpo<S: ActorFor, const H: usize, const N: usize>;
     /// The online actor-critic.
     type ActorCritic<S: ActorFor, const H: usize>;
     /// The deployable policy.
@@ -71,6 +73,8 @@ impl<const OBS: usize> AgentTypes for SVector<f32, OBS> {
         algo::Reinforce<S::Actor<OBS, H>, Mlp<OBS, H, 1>, OBS, N>;
     type Anchored<S: ActorFor, const H: usize, const N: usize> =
         algo::Anchored<S::Actor<OBS, H>, Mlp<OBS, H, 1>, OBS, N>;
+    type Trpo<S: ActorFor, const H: usize, const N: usize> =
+        algo::Trpo<S::Actor<OBS, H>, Mlp<OBS, H, 1>, OBS, N>;
     type ActorCritic<S: ActorFor, const H: usize> =
         algo::ActorCritic<S::Actor<OBS, H>, Mlp<OBS, H, 1>, OBS>;
     type Policy<S: ActorFor, const H: usize> = crate::policy::Policy<S::Actor<OBS, H>, OBS>;
@@ -95,6 +99,11 @@ pub type Reinforce<E, const H: usize, const N: usize> =
 /// (see [`algo::anchor`]).
 pub type Anchored<E, const H: usize, const N: usize> =
     <<E as Env>::Obs as AgentTypes>::Anchored<<E as Env>::Space, H, N>;
+
+/// TRPO on `E` (see [`algo::trpo`]): actor and critic with two hidden
+/// layers of `H` tanh units, a rollout of `N` steps.
+pub type Trpo<E, const H: usize, const N: usize> =
+    <<E as Env>::Obs as AgentTypes>::Trpo<<E as Env>::Space, H, N>;
 
 /// The online one-step actor-critic on `E` (no rollout buffer).
 pub type ActorCritic<E, const H: usize> =

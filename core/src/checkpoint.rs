@@ -96,7 +96,7 @@ use nalgebra::SVector;
 use rand_core::Rng;
 
 use crate::algo::ppo::ActorCriticParams;
-use crate::algo::{Actor, ActorCritic, Anchored, Cursor, Policy, Ppo, Reinforce};
+use crate::algo::{Actor, ActorCritic, Anchored, Cursor, Policy, Ppo, Reinforce, Trpo};
 use crate::env::{Env, EnvState};
 use crate::error::Error;
 use crate::nn::Network;
@@ -336,7 +336,8 @@ impl<'a> Reader<'a> {
 /// iteration boundary. Implemented for [`Ppo`] (and A2C), [`Reinforce`] and
 /// [`ActorCritic`].
 pub trait AgentState {
-    /// Which algorithm (1 PPO/A2C, 2 REINFORCE, 3 online actor-critic).
+    /// Which algorithm (1 PPO/A2C, 2 REINFORCE, 3 online actor-critic,
+    /// 4 KL-anchored PPO, 5 TRPO).
     const KIND: u32;
     /// Observation size.
     const OBS: usize;
@@ -482,6 +483,30 @@ impl<A: Actor<OBS>, C: Network<OBS, 1>, const OBS: usize, const N: usize> AgentS
     }
 
     fn load_state(&mut self, r: &mut Reader<'_>) -> Result<(), Error> {
+        self.inner.load_state(r)
+    }
+}
+
+/// The wrapped PPO agent's state: TRPO's other memory (CG vectors, the
+/// line search's `θ_old`) is rebuilt by every update.
+impl<A: Actor<OBS>, C: Network<OBS, 1>, const OBS: usize, const N: usize> AgentState
+    for Trpo<A, C, OBS, N>
+{
+    const KIND: u32 = 5;
+    const OBS: usize = OBS;
+    const LEN: usize = <Ppo<A, C, OBS, N> as AgentState>::LEN;
+
+    fn fingerprint() -> u32 {
+        fold(<Ppo<A, C, OBS, N> as AgentState>::fingerprint(), Self::KIND)
+    }
+
+    fn save_state(&self, w: &mut Writer<'_>) -> Result<(), Error> {
+        self.inner.save_state(w)
+    }
+
+    fn load_state(&mut self, r: &mut Reader<'_>) -> Result<(), Error> {
+        self.config.validate(N)?;
+        self.inner.config = self.config.to_ppo();
         self.inner.load_state(r)
     }
 }
@@ -964,6 +989,14 @@ mod tests {
         }
     }
 
+    impl<A: Actor<OBS>, C: Network<OBS, 1>, const OBS: usize, const N: usize> Digest
+        for Trpo<A, C, OBS, N>
+    {
+        fn digest(&self) -> u64 {
+            self.inner.digest()
+        }
+    }
+
     impl<A: Actor<OBS>, C: Network<OBS, 1>, const OBS: usize> Digest for ActorCritic<A, C, OBS> {
         fn digest(&self) -> u64 {
             let mut h = 0xcbf2_9ce4_8422_2325;
@@ -1185,6 +1218,22 @@ mod tests {
             || Box::new(AcAgent::new(config)),
             run_config(3_000, 500, 12.0),
             &[1, 3, 7, 777, 1_500],
+        );
+    }
+
+    /// TRPO: the natural-gradient step and the critic's Adam resume (the
+    /// CG vectors and `θ_old` are rebuilt by every update).
+    #[test]
+    fn trpo_resumes_bit_identically() {
+        let config = crate::algo::TrpoConfig {
+            total_steps: 2_048,
+            critic_minibatches: 4,
+            ..crate::algo::TrpoConfig::DEFAULT
+        };
+        resume_is_bit_identical::<_, CartPole, 4>(
+            || Box::new(agent::Trpo::<CartPole, 8, 256>::new(config)),
+            run_config(2_048, 256, 12.0),
+            &[1, 3, 6],
         );
     }
 

@@ -173,6 +173,17 @@ pub trait Params: Sized {
         }
     }
 
+    /// `Σₖ selfₖ · otherₖ` over every scalar, summed in flat order.
+    fn dot(&self, other: &Self) -> f32 {
+        let mut sum = 0.0;
+        for i in 0..Self::TENSORS {
+            for (&x, &y) in self.tensor(i).iter().zip(other.tensor(i)) {
+                sum += x * y;
+            }
+        }
+        sum
+    }
+
     /// Sum of squares of all scalars (the squared global L2 norm).
     fn norm_squared(&self) -> f32 {
         let mut sum = 0.0;

@@ -50,7 +50,8 @@ use nalgebra::SVector;
 use rand_core::{Rng, SeedableRng};
 
 use crate::algo::{
-    AcStats, Actor, ActorCritic, Anchored, Cursor, Episode, Ppo, Reinforce, UpdateStats, evaluate,
+    AcStats, Actor, ActorCritic, Anchored, Cursor, Episode, Ppo, Reinforce, Trpo, UpdateStats,
+    evaluate,
 };
 use crate::env::{ActionOf, Env};
 use crate::error::Error;
@@ -186,6 +187,17 @@ learner!(
     stats = UpdateStats,
     steps = |s| s.ppo.steps,
     iterate = |s, env, cursor, rng, on_episode| s.iterate(env, cursor, rng, on_episode)
+);
+
+// TRPO: a rollout and its trust-region update.
+learner!(
+    impl[const N: usize] Trpo<A, C, OBS, N>,
+    stats = UpdateStats,
+    steps = |s| s.inner.steps,
+    iterate = |s, env, cursor, rng, on_episode| {
+        s.collect(env, cursor, rng, on_episode)?;
+        s.update(rng)
+    }
 );
 
 // REINFORCE: one iteration is an episode (at most `N` steps) and its update.

@@ -306,9 +306,10 @@ where
         clip_range,
         kl_coef,
         kl_reference,
+        trust_step,
     } = stats;
-    // Not an anchored agent: no reference.
-    assert_eq!(kl_reference, 0.0, "{name}");
+    // Not an anchored agent: no reference; not TRPO: no line search.
+    assert_eq!((kl_reference, trust_step), (0.0, 0.0), "{name}");
     let mut stats_err = 0.0f32;
     for (field, got, floor) in [
         ("policy_loss", policy_loss, 1e-2),

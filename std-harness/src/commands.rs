@@ -83,7 +83,7 @@ pub struct TrainingRam {
 /// CartPole networks (`agent::*<CartPole, 32, …>`, the rollout lengths the
 /// harness uses with `--small`).
 pub fn training_ram() -> Vec<TrainingRam> {
-    use crate::train::{A2C_STEPS, PPO_CARTPOLE_STEPS, REINFORCE_STEPS};
+    use crate::train::{A2C_STEPS, PPO_CARTPOLE_STEPS, REINFORCE_STEPS, TRPO_STEPS};
     use microrl::agent;
     use microrl::env::CartPole;
     use std::mem::size_of;
@@ -102,6 +102,11 @@ pub fn training_ram() -> Vec<TrainingRam> {
             algo: "ppo --kl-ref",
             bytes: size_of::<agent::Anchored<CartPole, 32, PPO_CARTPOLE_STEPS>>(),
             storage: "as ppo, plus the frozen reference policy (inference only)",
+        },
+        TrainingRam {
+            algo: "trpo",
+            bytes: size_of::<agent::Trpo<CartPole, 32, TRPO_STEPS>>(),
+            storage: "actor (no optimiser step) + critic with Adam, 4 actor-sized CG vectors, 1024-step rollout",
         },
         TrainingRam {
             algo: "a2c",

@@ -32,7 +32,9 @@ use std::time::Instant;
 
 use anyhow::{Context, bail};
 use heapless::HistoryBuf;
-use microrl::algo::{A2cConfig, AcConfig, AcStats, Ppo, PpoConfig, ReinforceConfig, UpdateStats};
+use microrl::algo::{
+    A2cConfig, AcConfig, AcStats, Ppo, PpoConfig, ReinforceConfig, TrpoConfig, UpdateStats,
+};
 use microrl::checkpoint::AgentState;
 use microrl::env::EnvState;
 use microrl::env::{CartPole, CartPoleContinuous, Env, Pendulum};
@@ -48,6 +50,9 @@ use crate::curve::{CurveRow, LearningCurve};
 pub const PPO_CARTPOLE_STEPS: usize = 256;
 /// PPO rollout length for the continuous tasks.
 pub const PPO_CONTINUOUS_STEPS: usize = 2048;
+/// TRPO rollout length (every task): the Fisher matrix and the KL of the
+/// line search are averaged over it.
+pub const TRPO_STEPS: usize = 1024;
 /// A2C rollout length (n of the n-step return).
 pub const A2C_STEPS: usize = 32;
 /// REINFORCE keeps episodes of up to this many steps whole (CartPole's limit).
@@ -108,6 +113,9 @@ pub enum Algo {
     /// PPO-penalty: PPO without clipping, its surrogate penalised by
     /// `β·KL[π_old ‖ π]` with `β` adapted towards a target KL.
     PpoPenalty,
+    /// TRPO: the natural-gradient step (conjugate gradient on Fisher-vector
+    /// products) largest within a KL radius, by backtracking line search.
+    Trpo,
     /// A2C (n-step returns, one gradient step per rollout).
     A2c,
     /// Online one-step actor-critic (TD(0), O(1) memory).
@@ -122,6 +130,7 @@ impl Algo {
         match self {
             Algo::Ppo => "ppo",
             Algo::PpoPenalty => "ppo-penalty",
+            Algo::Trpo => "trpo",
             Algo::A2c => "a2c",
             Algo::Ac => "ac",
             Algo::Reinforce => "reinforce",
@@ -185,6 +194,9 @@ impl Overrides {
 pub enum AlgoConfig {
     /// PPO.
     Ppo(PpoConfig),
+    /// TRPO (collects and fits its critic with the PPO machinery, see
+    /// [`TrpoConfig::to_ppo`]).
+    Trpo(TrpoConfig),
     /// A2C (runs on the PPO machinery, see [`A2cConfig::to_ppo`]).
     A2c(A2cConfig),
     /// REINFORCE with a baseline.
@@ -240,6 +252,13 @@ impl AlgoConfig {
                 kl_coef: 1.0,
                 kl_target: Some(0.01),
                 ..Self::ppo_defaults(env, steps)
+            }),
+            Algo::Trpo => AlgoConfig::Trpo(TrpoConfig {
+                total_steps: steps,
+                gamma,
+                critic_minibatches: 8,
+                normalize_reward: pendulum,
+                ..TrpoConfig::DEFAULT
             }),
             Algo::A2c => AlgoConfig::A2c(A2cConfig {
                 total_steps: steps,
@@ -305,6 +324,7 @@ impl AlgoConfig {
         }
         Ok(match Self::defaults(env, algo, steps) {
             AlgoConfig::Ppo(c) => AlgoConfig::Ppo(merged(&c, o, algo)?),
+            AlgoConfig::Trpo(c) => AlgoConfig::Trpo(merged(&c, o, algo)?),
             AlgoConfig::A2c(c) => AlgoConfig::A2c(merged(&c, o, algo)?),
             AlgoConfig::Reinforce(c) => AlgoConfig::Reinforce(merged(&c, o, algo)?),
             AlgoConfig::Ac(c) => AlgoConfig::Ac(merged(&c, o, algo)?),
@@ -315,6 +335,7 @@ impl AlgoConfig {
     pub fn ppo(&self) -> Option<PpoConfig> {
         match *self {
             AlgoConfig::Ppo(c) => Some(c),
+            AlgoConfig::Trpo(c) => Some(c.to_ppo()),
             AlgoConfig::A2c(c) => Some(c.to_ppo()),
             AlgoConfig::Reinforce(c) => Some(c.into()),
             AlgoConfig::Ac(_) => None,
@@ -859,6 +880,7 @@ fn train_from(
                     opts.anchor.as_ref().expect("checked")
                 ),
                 Algo::Ppo | Algo::PpoPenalty => go!(agent::Ppo<$env_ty, $h, { $ppo_n }>, $env),
+                Algo::Trpo => go!(agent::Trpo<$env_ty, $h, TRPO_STEPS>, $env),
                 Algo::A2c => go!(agent::A2c<$env_ty, $h, A2C_STEPS>, $env),
                 Algo::Reinforce => go!(agent::Reinforce<$env_ty, $h, REINFORCE_STEPS>, $env),
                 Algo::Ac => go!(agent::ActorCritic<$env_ty, $h>, $env),
@@ -970,6 +992,23 @@ where
 {
     fn configure(&mut self, config: AlgoConfig) -> anyhow::Result<()> {
         self.inner.configure(config)
+    }
+}
+
+impl<A, C, const OBS: usize, const N: usize> Configure for microrl::algo::Trpo<A, C, OBS, N>
+where
+    A: microrl::policy::Actor<OBS>,
+    C: microrl::nn::Network<OBS, 1>,
+{
+    fn configure(&mut self, config: AlgoConfig) -> anyhow::Result<()> {
+        match config {
+            AlgoConfig::Trpo(c) => {
+                self.config = c;
+                self.inner.config = c.to_ppo();
+                Ok(())
+            }
+            _ => bail!("another algorithm's config given to TRPO"),
+        }
     }
 }
 

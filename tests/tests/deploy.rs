@@ -13,7 +13,7 @@
 //! feeds raw observations, so the deployed policy must not clip them), and
 //! reward scaling on (it must not leak into acting).
 
-use microrl::algo::{AcConfig, Controller, PpoConfig, ReinforceConfig, evaluate};
+use microrl::algo::{AcConfig, Controller, PpoConfig, ReinforceConfig, TrpoConfig, evaluate};
 use microrl::env::{ActionOf, CartPole, CartPoleContinuous, Env, Pendulum};
 use microrl::train::{Learner, RunConfig, Trainer};
 use microrl::{Params, SVector, agent, serialize};
@@ -119,6 +119,13 @@ macro_rules! rollout_cases {
             ));
             let case = format!("reinforce {} normalize_obs={normalize_obs}", stringify!($env_ty));
             deploy_equals_train(&case, &mut *reinforce, $env, $steps);
+            let mut trpo = Box::new(agent::Trpo::<$env_ty, 16, 256>::new(TrpoConfig {
+                normalize_obs,
+                critic_minibatches: 4,
+                ..TrpoConfig::DEFAULT
+            }));
+            let case = format!("trpo {} normalize_obs={normalize_obs}", stringify!($env_ty));
+            deploy_equals_train(&case, &mut *trpo, $env, $steps);
             let mut ac = Box::new(agent::ActorCritic::<$env_ty, 16>::new(AcConfig {
                 normalize_obs,
                 ..AcConfig::DEFAULT

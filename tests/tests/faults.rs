@@ -11,7 +11,9 @@
 //! Gradient buffers and activation caches are scratch (overwritten before
 //! every use) and are not part of the state.
 
-use microrl::algo::{A2cConfig, AcConfig, ActorCritic, Ppo, PpoConfig, Reinforce, ReinforceConfig};
+use microrl::algo::{
+    A2cConfig, AcConfig, ActorCritic, Ppo, PpoConfig, Reinforce, ReinforceConfig, Trpo, TrpoConfig,
+};
 use microrl::env::{ActionOf, CartPole, Env, Step};
 use microrl::nn::Network;
 use microrl::policy::Actor;
@@ -118,6 +120,12 @@ impl<A: Actor<4>, C: Network<4, 1>, const N: usize> StateHash for Ppo<A, C, 4, N
 }
 
 impl<A: Actor<4>, C: Network<4, 1>, const N: usize> StateHash for Reinforce<A, C, 4, N> {
+    fn state_hash(&self) -> u64 {
+        ppo_hash(&self.inner)
+    }
+}
+
+impl<A: Actor<4>, C: Network<4, 1>, const N: usize> StateHash for Trpo<A, C, 4, N> {
     fn state_hash(&self) -> u64 {
         ppo_hash(&self.inner)
     }
@@ -252,6 +260,19 @@ fn reinforce_survives_faults() {
         ..RunConfig::new(500_000, 475.0)
     };
     survive("reinforce", &mut *agent, run, 9_973);
+}
+
+#[test]
+fn trpo_survives_faults() {
+    let mut agent = Box::new(agent::Trpo::<Faulty<CartPole>, 64, 1024>::new(TrpoConfig {
+        critic_minibatches: 8,
+        ..TrpoConfig::DEFAULT
+    }));
+    let run = RunConfig {
+        eval_interval: 1,
+        ..RunConfig::new(200_000, 475.0)
+    };
+    survive("trpo", &mut *agent, run, 4_001);
 }
 
 #[test]

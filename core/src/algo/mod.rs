@@ -1,5 +1,6 @@
-//! Training algorithms: PPO with GAE, A2C, REINFORCE with a baseline, and the
-//! online one-step actor-critic.
+//! Training algorithms: PPO with GAE (and PPO-penalty), A2C, TRPO,
+//! REINFORCE with a baseline, KL-anchored fine-tuning and the online
+//! one-step actor-critic.
 //!
 //! Design:
 //! - **One actor interface for both action spaces.** Every algorithm trains
@@ -28,12 +29,14 @@ pub mod buffer;
 pub mod gae;
 pub mod ppo;
 pub mod reinforce;
+pub mod trpo;
 
 pub use ac::{AcConfig, AcStats, ActorCritic};
 pub use anchor::{AnchorConfig, Anchored};
 pub use buffer::Rollout;
 pub use ppo::{A2cConfig, KL_COEF_MAX, KL_COEF_MIN, Ppo, PpoConfig, UpdateStats};
 pub use reinforce::{Reinforce, ReinforceConfig};
+pub use trpo::{Trpo, TrpoConfig};
 
 pub use crate::policy::{Actor, Controller, HeadCache, Policy};
 

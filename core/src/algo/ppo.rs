@@ -366,6 +366,10 @@ pub struct UpdateStats {
     /// KL to the reference policy of an [`Anchored`](super::Anchored) agent
     /// (0 for other agents).
     pub kl_reference: f32,
+    /// TRPO: the accepted step as a fraction `shrinkᵏ` of the full
+    /// natural-gradient step (0: every line-search candidate was refused;
+    /// 0 for other agents).
+    pub trust_step: f32,
 }
 
 /// Actor and critic parameters trained together by one Adam (and serialised
@@ -406,8 +410,8 @@ pub struct Ppo<A: Actor<OBS>, C: Network<OBS, 1>, const OBS: usize, const N: usi
     pub kl_coef: f32,
     /// Environment steps collected so far.
     pub steps: u64,
-    actor_cache: A::Cache,
-    critic_cache: C::Cache,
+    pub(crate) actor_cache: A::Cache,
+    pub(crate) critic_cache: C::Cache,
 }
 
 impl<A: Actor<OBS>, C: Network<OBS, 1>, const OBS: usize, const N: usize> core::fmt::Debug

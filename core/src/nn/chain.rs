@@ -72,6 +72,11 @@ where
         self.first.backward(&cache.0, &d_hidden, &mut grad.first)
     }
 
+    fn jvp(&self, cache: &Self::Cache, d_params: &Self, d_input: &Self::Input) -> Self::Output {
+        let d_hidden = self.first.jvp(&cache.0, &d_params.first, d_input);
+        self.second.jvp(&cache.1, &d_params.second, &d_hidden)
+    }
+
     fn init_orthogonal<R: Rng + ?Sized>(
         &mut self,
         rng: &mut R,

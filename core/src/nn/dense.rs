@@ -202,6 +202,30 @@ impl<const I: usize, const O: usize, A: Activation> Layer for Dense<I, O, A> {
         d_input
     }
 
+    /// `dy = f′(z) ⊙ (db + dW·x + W·dx)`, the columns walked in order like
+    /// the forward pass (`dzᵢ += dwᵢⱼ·xⱼ`, then `dzᵢ += wᵢⱼ·dxⱼ`, for
+    /// `j = 0, 1, …`).
+    #[inline(never)]
+    fn jvp(&self, cache: &Self::Cache, d_params: &Self, d_input: &Self::Input) -> Self::Output {
+        let mut dz = d_params.bias;
+        let columns = self.weight.as_slice().chunks_exact(O);
+        let d_columns = d_params.weight.as_slice().chunks_exact(O);
+        for (((column, d_column), &xj), &dxj) in columns
+            .zip(d_columns)
+            .zip(cache.input.as_slice())
+            .zip(d_input.as_slice())
+        {
+            for ((dzi, &dwij), &wij) in dz.as_mut_slice().iter_mut().zip(d_column).zip(column) {
+                *dzi += dwij * xj;
+                *dzi += wij * dxj;
+            }
+        }
+        for (dzi, &yi) in dz.as_mut_slice().iter_mut().zip(cache.output.as_slice()) {
+            *dzi *= A::derivative_from_output(yi);
+        }
+        dz
+    }
+
     fn init_orthogonal<R: Rng + ?Sized>(
         &mut self,
         rng: &mut R,

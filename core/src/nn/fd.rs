@@ -128,6 +128,32 @@ pub fn check_layer<L, const I: usize, const O: usize>(
     let analytic_x: Vec<f64> = d_input.iter().map(|&v| v as f64).collect();
     assert_close("dL/dx", &analytic_x, &numeric_x);
 
+    // Forward mode: `jvp` along a random parameter and input direction
+    // equals the central difference of the f64 forward pass along it.
+    let mut d_params = L::ZERO;
+    randomise(&mut d_params, rng, 1.0);
+    let mut dx = SVector::<f32, I>::zeros();
+    rng::fill_normal(rng, dx.as_mut_slice());
+    let analytic_jvp: Vec<f64> = layer
+        .jvp(&cache, &d_params, &dx)
+        .iter()
+        .map(|&v| v as f64)
+        .collect();
+    let v64 = flatten(&d_params);
+    let dx64: Vec<f64> = dx.iter().map(|&v| v as f64).collect();
+    let along = |t: f64| {
+        let th: Vec<f64> = theta.iter().zip(&v64).map(|(a, b)| a + t * b).collect();
+        let xi: Vec<f64> = x64.iter().zip(&dx64).map(|(a, b)| a + t * b).collect();
+        L::reference_forward(&th, &xi)
+    };
+    let h = 1e-6;
+    let numeric_jvp: Vec<f64> = along(h)
+        .iter()
+        .zip(along(-h))
+        .map(|(p, m)| (p - m) / (2.0 * h))
+        .collect();
+    assert_close("J·v", &analytic_jvp, &numeric_jvp);
+
     // The f64 reference and the f32 forward pass agree.
     let y32 = layer.forward(x);
     for (a, b) in y32.iter().zip(L::reference_forward(&theta, &x64)) {

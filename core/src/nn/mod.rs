@@ -63,6 +63,13 @@ pub trait Layer: Params {
         grad: &mut Self,
     ) -> Self::Input;
 
+    /// Forward-mode derivative (Jacobian-vector product) at the sample
+    /// recorded in `cache`: the change `dy = (∂y/∂θ)·d_params + (∂y/∂x)·d_input`
+    /// of the output when the parameters move along `d_params` and the input
+    /// along `d_input`. TRPO's Fisher-vector product `Jᵀ M (J v)` takes `J v`
+    /// from here and `Jᵀ(·)` from [`backward`](Layer::backward).
+    fn jvp(&self, cache: &Self::Cache, d_params: &Self, d_input: &Self::Input) -> Self::Output;
+
     /// Orthogonal initialisation with zero biases: `hidden_gain` for every
     /// layer but the last, `output_gain` for the last (see [`gain`]).
     fn init_orthogonal<R: Rng + ?Sized>(&mut self, rng: &mut R, hidden_gain: f32, output_gain: f32);

@@ -42,6 +42,7 @@ use rand_core::Rng;
 use crate::env::{ActionSpace, Continuous, Discrete};
 use crate::error::{Error, check_all_finite, check_finite};
 use crate::impl_params;
+use crate::math;
 use crate::nn::{Layer, gain};
 use crate::normalize::RunningNorm;
 use crate::params::Params;
@@ -114,6 +115,23 @@ pub trait Actor<const OBS: usize>: Params {
         d_entropy: f32,
         grad: &mut Self,
     );
+
+    /// `KL[self(·|input) ‖ other(·|input)]` in closed form (≥ 0 up to
+    /// rounding): TRPO's trust-region constraint, with `self` the policy
+    /// that collected the data.
+    ///
+    /// # Errors
+    /// [`Error::NonFinite`] for a non-finite input, network output or result.
+    fn kl(&self, other: &Self, input: &SVector<f32, OBS>) -> Result<f32, Error>;
+
+    /// Adds `scale · F v` into `out`, where `F = Jᵀ M J` is the Fisher
+    /// information of `π(·|input)` with respect to the actor's parameters at
+    /// the sample recorded in `cache` by [`evaluate`](Actor::evaluate): the
+    /// Hessian of `θ ↦ KL[π_cached ‖ π_θ]` at the cached parameters (Schulman
+    /// et al. 2015, App. C). `J v` is the network's forward-mode derivative
+    /// ([`Layer::jvp`]), `M` the Fisher of the head in its outputs, and
+    /// `Jᵀ(·)` one backward pass — exact, no finite differences.
+    fn fisher_vector_product(&self, cache: &Self::Cache, v: &Self, scale: f32, out: &mut Self);
 }
 
 /// Cache of an [`Actor`] built on a network `N`: its activations and its output.
@@ -223,6 +241,31 @@ where
         let d_logits = d_lp * d_log_prob + dist.grad_entropy() * d_entropy;
         self.net.backward(&cache.net, &d_logits, &mut grad.net);
     }
+
+    /// `Σᵢ pᵢ (log pᵢ − log qᵢ)`.
+    fn kl(&self, other: &Self, input: &SVector<f32, OBS>) -> Result<f32, Error> {
+        let (p, q) = (self.distribution(input)?, other.distribution(input)?);
+        let kl = p
+            .log_probs()
+            .iter()
+            .zip(q.log_probs().iter())
+            .map(|(&lp, &lq)| math::exp(lp) * (lp - lq))
+            .sum::<f32>();
+        check_finite(kl)?;
+        Ok(kl)
+    }
+
+    /// In the logits `l`, `M = diag(p) − p pᵀ`, so `M (J v) = p ⊙ Jv − p (pᵀ Jv)`.
+    fn fisher_vector_product(&self, cache: &Self::Cache, v: &Self, scale: f32, out: &mut Self) {
+        let Ok(dist) = Categorical::from_logits(&cache.output) else {
+            return;
+        };
+        let p = dist.probs();
+        let jv = self.net.jvp(&cache.net, &v.net, &SVector::zeros());
+        let mean_jv = p.dot(&jv);
+        let m_jv = p.zip_map(&jv, |pi, ji| scale * (pi * (ji - mean_jv)));
+        self.net.backward(&cache.net, &m_jv, &mut out.net);
+    }
 }
 
 /// A continuous-action actor: a network producing the mean of a diagonal
@@ -320,6 +363,33 @@ where
         self.net
             .backward(&cache.net, &(g.mean * d_log_prob), &mut grad.net);
     }
+
+    /// `Σᵢ [log σ′ᵢ − log σᵢ + (σᵢ² + (μᵢ − μ′ᵢ)²)/(2σ′ᵢ²) − ½]` for
+    /// `self = 𝒩(μ, σ²)`, `other = 𝒩(μ′, σ′²)`.
+    fn kl(&self, other: &Self, input: &SVector<f32, OBS>) -> Result<f32, Error> {
+        let (mean, other_mean) = (self.mean(input)?, other.mean(input)?);
+        let mut kl = 0.0f32;
+        for i in 0..ACT {
+            let (ls, other_ls) = (self.head.log_std[i], other.head.log_std[i]);
+            let std_ratio = math::exp(ls - other_ls);
+            let z = (mean[i] - other_mean[i]) * math::exp(-other_ls);
+            kl += (other_ls - ls) + 0.5 * (std_ratio * std_ratio + z * z) - 0.5;
+        }
+        check_finite(kl)?;
+        Ok(kl)
+    }
+
+    /// With a state-independent `log σ` the Fisher is block-diagonal: `1/σ²`
+    /// per mean output (through the network) and `2` per `log σ`.
+    fn fisher_vector_product(&self, cache: &Self::Cache, v: &Self, scale: f32, out: &mut Self) {
+        let jv = self.net.jvp(&cache.net, &v.net, &SVector::zeros());
+        let m_jv = SVector::<f32, ACT>::from_fn(|i, _| {
+            let inv_var = math::exp(-2.0 * self.head.log_std[i]);
+            scale * (jv[i] * inv_var)
+        });
+        self.net.backward(&cache.net, &m_jv, &mut out.net);
+        out.head.log_std += v.head.log_std * (2.0 * scale);
+    }
 }
 
 /// The one deterministic decision rule: normalise the raw observation with
@@ -413,6 +483,168 @@ impl<A: Actor<OBS>, const OBS: usize> Controller<OBS> for Policy<A, OBS> {
 mod tests {
     use super::*;
     use crate::nn::{Mlp, fd, gain};
+    use std::vec::Vec;
+
+    /// `f64` KL[π_θ0 ‖ π_θ] of a categorical head from its logits.
+    fn reference_categorical_kl(l0: &[f64], l: &[f64]) -> f64 {
+        let log_softmax = |l: &[f64]| {
+            let m = l.iter().fold(f64::NEG_INFINITY, |a, &b| a.max(b));
+            let z = l.iter().map(|x| (x - m).exp()).sum::<f64>().ln();
+            l.iter().map(|x| x - m - z).collect::<Vec<_>>()
+        };
+        let (lp, lq) = (log_softmax(l0), log_softmax(l));
+        lp.iter().zip(&lq).map(|(p, q)| p.exp() * (p - q)).sum()
+    }
+
+    /// `f64` KL between diagonal Gaussians `(μ, log σ)`.
+    fn reference_gaussian_kl(m0: &[f64], ls0: &[f64], m: &[f64], ls: &[f64]) -> f64 {
+        (0..m0.len())
+            .map(|i| {
+                let (v0, v) = ((2.0 * ls0[i]).exp(), (2.0 * ls[i]).exp());
+                ls[i] - ls0[i] + (v0 + (m0[i] - m[i]).powi(2)) / (2.0 * v) - 0.5
+            })
+            .sum()
+    }
+
+    /// Checks `fisher_vector_product` (summed over `inputs` with weight
+    /// `1/len`) against the Hessian of `θ ↦ mean KL[π_θ0 ‖ π_θ]` at `θ0`
+    /// along `v`, by mixed central differences of the `f64` reference
+    /// `kl(θ0, θ)`: `(F v)ₖ = ∂²/∂sₖ∂t KL(θ0 + sₖeₖ + t v)`.
+    fn check_fisher<A: Actor<OBS>, const OBS: usize>(
+        actor: &A,
+        inputs: &[SVector<f32, OBS>],
+        kl: impl Fn(&[f64], &[f64]) -> f64,
+    ) {
+        let mut rng = fd::rng(31);
+        let mut v = A::ZERO;
+        fd::randomise(&mut v, &mut rng, 1.0);
+        let mut product = A::ZERO;
+        let mut cache = A::ZERO_CACHE;
+        let scale = 1.0 / inputs.len() as f32;
+        for x in inputs {
+            actor.evaluate(x, &A::ZERO_ACTION, &mut cache).unwrap();
+            actor.fisher_vector_product(&cache, &v, scale, &mut product);
+        }
+        let theta0 = fd::flatten(actor);
+        let v64 = fd::flatten(&v);
+        let h = 1e-4;
+        let at = |k: usize, s: f64, t: f64| {
+            let theta: Vec<f64> = (0..theta0.len())
+                .map(|j| theta0[j] + t * v64[j] + if j == k { s } else { 0.0 })
+                .collect();
+            kl(&theta0, &theta)
+        };
+        let numeric: Vec<f64> = (0..theta0.len())
+            .map(|k| (at(k, h, h) - at(k, h, -h) - at(k, -h, h) + at(k, -h, -h)) / (4.0 * h * h))
+            .collect();
+        fd::assert_close("F·v", &fd::flatten(&product), &numeric);
+    }
+
+    fn fisher_inputs() -> [SVector<f32, 4>; 3] {
+        [
+            SVector::<f32, 4>::new(0.5, -1.0, 0.3, 0.8),
+            SVector::<f32, 4>::new(-0.2, 0.1, 1.3, -0.6),
+            SVector::<f32, 4>::new(1.1, 0.4, -0.9, 0.05),
+        ]
+    }
+
+    /// TRPO's Fisher-vector product equals the finite-difference Hessian of
+    /// the mean KL, for a categorical actor through its whole MLP.
+    #[test]
+    fn categorical_fisher_vector_product_is_the_kl_hessian() {
+        type Net = Mlp<4, 6, 3>;
+        let mut actor = CategoricalActor { net: Net::ZERO };
+        actor
+            .net
+            .init_orthogonal(&mut fd::rng(6), gain::HIDDEN, 1.0);
+        fd::randomise_biases(&mut actor.net, &mut fd::rng(7));
+        let inputs = fisher_inputs();
+        let x64: Vec<Vec<f64>> = inputs
+            .iter()
+            .map(|x| x.iter().map(|&v| f64::from(v)).collect())
+            .collect();
+        check_fisher(&actor, &inputs, |theta0, theta| {
+            x64.iter()
+                .map(|x| {
+                    let l0 = Net::reference_forward(theta0, x);
+                    reference_categorical_kl(&l0, &Net::reference_forward(theta, x))
+                })
+                .sum::<f64>()
+                / x64.len() as f64
+        });
+    }
+
+    /// The same for a Gaussian actor: the mean through the MLP and `log σ`.
+    #[test]
+    fn gaussian_fisher_vector_product_is_the_kl_hessian() {
+        type Net = Mlp<4, 6, 2>;
+        let mut actor = GaussianActor {
+            net: Net::ZERO,
+            head: Gaussian::with_log_std(0.0),
+        };
+        actor
+            .net
+            .init_orthogonal(&mut fd::rng(8), gain::HIDDEN, 1.0);
+        fd::randomise_biases(&mut actor.net, &mut fd::rng(9));
+        actor.head.log_std = SVector::<f32, 2>::new(-0.4, 0.3);
+        let inputs = fisher_inputs();
+        let x64: Vec<Vec<f64>> = inputs
+            .iter()
+            .map(|x| x.iter().map(|&v| f64::from(v)).collect())
+            .collect();
+        let n = Net::LEN;
+        check_fisher(&actor, &inputs, |theta0, theta| {
+            x64.iter()
+                .map(|x| {
+                    let m0 = Net::reference_forward(&theta0[..n], x);
+                    let m = Net::reference_forward(&theta[..n], x);
+                    reference_gaussian_kl(&m0, &theta0[n..], &m, &theta[n..])
+                })
+                .sum::<f64>()
+                / x64.len() as f64
+        });
+    }
+
+    /// `kl` equals the `f64` closed form for two different actors of each
+    /// kind, and is 0 between an actor and itself.
+    #[test]
+    fn kl_matches_the_closed_form() {
+        type Net = Mlp<4, 6, 2>;
+        let x = fisher_inputs()[1];
+        let x64: Vec<f64> = x.iter().map(|&v| f64::from(v)).collect();
+        let mut p = CategoricalActor { net: Net::ZERO };
+        let mut q = CategoricalActor { net: Net::ZERO };
+        p.net.init_orthogonal(&mut fd::rng(10), gain::HIDDEN, 1.0);
+        q.net.init_orthogonal(&mut fd::rng(11), gain::HIDDEN, 1.0);
+        let expected = reference_categorical_kl(
+            &Net::reference_forward(&fd::flatten(&p.net), &x64),
+            &Net::reference_forward(&fd::flatten(&q.net), &x64),
+        );
+        let got = f64::from(p.kl(&q, &x).unwrap());
+        assert!(expected > 1e-3 && (got - expected).abs() < 1e-5 * expected.max(1.0));
+        assert_eq!(p.kl(&p, &x).unwrap(), 0.0);
+
+        let g = |net: Net, ls: [f32; 2]| GaussianActor {
+            net,
+            head: Gaussian {
+                log_std: SVector::<f32, 2>::from(ls),
+            },
+        };
+        let (gp, gq) = (g(p.net.clone(), [-0.3, 0.2]), g(q.net.clone(), [0.1, -0.5]));
+        let expected = reference_gaussian_kl(
+            &Net::reference_forward(&fd::flatten(&p.net), &x64),
+            &[-0.3, 0.2],
+            &Net::reference_forward(&fd::flatten(&q.net), &x64),
+            &[f64::from(0.1f32), f64::from(-0.5f32)],
+        );
+        let got = f64::from(gp.kl(&gq, &x).unwrap());
+        assert!(
+            expected > 1e-2 && (got - expected).abs() < 1e-5 * expected.max(1.0),
+            "{got} vs {expected}"
+        );
+        assert_eq!(gp.kl(&gp, &x).unwrap(), 0.0);
+        assert_eq!(p.kl(&q, &(x * f32::NAN)), Err(Error::NonFinite));
+    }
 
     /// `sample` draws each action with its probability and returns the
     /// log-probability `evaluate` gives that action.
