@@ -60,6 +60,8 @@ pub trait AgentTypes {
     type Anchored<S: ActorFor, const H: usize, const N: usize>;
     /// TRPO with rollout `N`.
     type Trpo<S: ActorFor, const H: usize, const N: usize>;
+    /// GRPO (no critic) with rollout `N`.
+    type Grpo<S: ActorFor, const H: usize, const N: usize>;
     /// The online actor-critic.
     type ActorCritic<S: ActorFor, const H: usize>;
     /// The deployable policy.
@@ -75,6 +77,7 @@ impl<const OBS: usize> AgentTypes for SVector<f32, OBS> {
         algo::Anchored<S::Actor<OBS, H>, Mlp<OBS, H, 1>, OBS, N>;
     type Trpo<S: ActorFor, const H: usize, const N: usize> =
         algo::Trpo<S::Actor<OBS, H>, Mlp<OBS, H, 1>, OBS, N>;
+    type Grpo<S: ActorFor, const H: usize, const N: usize> = algo::Grpo<S::Actor<OBS, H>, OBS, N>;
     type ActorCritic<S: ActorFor, const H: usize> =
         algo::ActorCritic<S::Actor<OBS, H>, Mlp<OBS, H, 1>, OBS>;
     type Policy<S: ActorFor, const H: usize> = crate::policy::Policy<S::Actor<OBS, H>, OBS>;
@@ -104,6 +107,11 @@ pub type Anchored<E, const H: usize, const N: usize> =
 /// layers of `H` tanh units, a rollout of `N` steps.
 pub type Trpo<E, const H: usize, const N: usize> =
     <<E as Env>::Obs as AgentTypes>::Trpo<<E as Env>::Space, H, N>;
+
+/// GRPO on `E` (see [`algo::grpo`]): the actor only, two hidden layers of
+/// `H` tanh units; up to `N` steps of whole episode groups per update.
+pub type Grpo<E, const H: usize, const N: usize> =
+    <<E as Env>::Obs as AgentTypes>::Grpo<<E as Env>::Space, H, N>;
 
 /// The online one-step actor-critic on `E` (no rollout buffer).
 pub type ActorCritic<E, const H: usize> =

@@ -96,7 +96,7 @@ use nalgebra::SVector;
 use rand_core::Rng;
 
 use crate::algo::ppo::ActorCriticParams;
-use crate::algo::{Actor, ActorCritic, Anchored, Cursor, Policy, Ppo, Reinforce, Trpo};
+use crate::algo::{Actor, ActorCritic, Anchored, Cursor, Grpo, Policy, Ppo, Reinforce, Trpo};
 use crate::env::{Env, EnvState};
 use crate::error::Error;
 use crate::nn::Network;
@@ -337,7 +337,7 @@ impl<'a> Reader<'a> {
 /// [`ActorCritic`].
 pub trait AgentState {
     /// Which algorithm (1 PPO/A2C, 2 REINFORCE, 3 online actor-critic,
-    /// 4 KL-anchored PPO, 5 TRPO).
+    /// 4 KL-anchored PPO, 5 TRPO, 6 GRPO).
     const KIND: u32;
     /// Observation size.
     const OBS: usize;
@@ -508,6 +508,47 @@ impl<A: Actor<OBS>, C: Network<OBS, 1>, const OBS: usize, const N: usize> AgentS
         self.config.validate(N)?;
         self.inner.config = self.config.to_ppo();
         self.inner.load_state(r)
+    }
+}
+
+/// The actor with Adam, the action space, the normaliser and the step
+/// count (no critic, no rollout: an iteration collects whole groups).
+impl<A: Actor<OBS>, const OBS: usize, const N: usize> AgentState for Grpo<A, OBS, N> {
+    const KIND: u32 = 6;
+    const OBS: usize = OBS;
+    const LEN: usize =
+        train_state_len::<A>() + 4 * <A::Space as Params>::LEN + 4 * RunningNorm::<OBS>::LEN + 8;
+
+    fn fingerprint() -> u32 {
+        let mut h = fold(fold(0, Self::KIND), N as u32);
+        h = fold_shapes::<A>(h);
+        h = fold_shapes::<A::Space>(h);
+        fold_shapes::<RunningNorm<OBS>>(h)
+    }
+
+    fn save_state(&self, w: &mut Writer<'_>) -> Result<(), Error> {
+        if self.rollout.is_ready() {
+            return Err(Error::MidIteration);
+        }
+        save_train(w, &self.train)?;
+        w.params(&self.space, true)?;
+        w.params(&self.obs_norm, true)?;
+        w.u64(self.steps);
+        Ok(())
+    }
+
+    fn load_state(&mut self, r: &mut Reader<'_>) -> Result<(), Error> {
+        self.config.validate()?;
+        load_train(r, &mut self.train)?;
+        r.params(&mut self.space, true)?;
+        r.params(&mut self.obs_norm, true)?;
+        let steps = r.u64()?;
+        if r.commit() {
+            self.steps = steps;
+            self.train.optimizer.config = self.config.adam;
+            self.train.zero_grad();
+        }
+        Ok(())
     }
 }
 
@@ -997,6 +1038,16 @@ mod tests {
         }
     }
 
+    impl<A: Actor<OBS>, const OBS: usize, const N: usize> Digest for Grpo<A, OBS, N> {
+        fn digest(&self) -> u64 {
+            let mut h = 0xcbf2_9ce4_8422_2325;
+            digest_train(&mut h, &self.train);
+            digest(&mut h, &self.space);
+            digest(&mut h, &self.obs_norm);
+            h ^ self.steps.rotate_left(17)
+        }
+    }
+
     impl<A: Actor<OBS>, C: Network<OBS, 1>, const OBS: usize> Digest for ActorCritic<A, C, OBS> {
         fn digest(&self) -> u64 {
             let mut h = 0xcbf2_9ce4_8422_2325;
@@ -1233,6 +1284,20 @@ mod tests {
         resume_is_bit_identical::<_, CartPole, 4>(
             || Box::new(agent::Trpo::<CartPole, 8, 256>::new(config)),
             run_config(2_048, 256, 12.0),
+            &[1, 3, 6],
+        );
+    }
+
+    /// GRPO: the actor with Adam, the normaliser and the step count.
+    #[test]
+    fn grpo_resumes_bit_identically() {
+        let config = crate::algo::GrpoConfig {
+            total_steps: 3_000,
+            ..crate::algo::GrpoConfig::DEFAULT
+        };
+        resume_is_bit_identical::<_, CartPole, 4>(
+            || Box::new(agent::Grpo::<CartPole, 8, 1024>::new(config)),
+            run_config(3_000, 200, 12.0),
             &[1, 3, 6],
         );
     }

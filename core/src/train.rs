@@ -50,8 +50,8 @@ use nalgebra::SVector;
 use rand_core::{Rng, SeedableRng};
 
 use crate::algo::{
-    AcStats, Actor, ActorCritic, Anchored, Cursor, Episode, Ppo, Reinforce, Trpo, UpdateStats,
-    evaluate,
+    AcStats, Actor, ActorCritic, Anchored, Cursor, Episode, Grpo, Ppo, Reinforce, Trpo,
+    UpdateStats, evaluate,
 };
 use crate::env::{ActionOf, Env};
 use crate::error::Error;
@@ -199,6 +199,45 @@ learner!(
         s.update(rng)
     }
 );
+
+// GRPO has no critic, so it does not fit `learner!`'s `A, C` shape.
+impl<A: Actor<OBS>, const OBS: usize, const N: usize> Agent for Grpo<A, OBS, N> {
+    type Policy = Policy<A, OBS>;
+    type Stats = UpdateStats;
+    fn steps(&self) -> u64 {
+        self.steps
+    }
+    fn updates_per_iteration(&self) -> u64 {
+        1
+    }
+    fn export(&self, out: &mut Policy<A, OBS>) {
+        Grpo::export(self, out);
+    }
+}
+
+// GRPO: groups of episodes from shared start states, and their update.
+impl<A, E, const OBS: usize, const N: usize> Learner<E> for Grpo<A, OBS, N>
+where
+    A: Actor<OBS>,
+    E: Env<Obs = SVector<f32, OBS>, Space = A::Space>,
+{
+    fn init<R: Rng + ?Sized>(&mut self, env: &E, rng: &mut R) -> Result<(), Error> {
+        Grpo::init(self, env, rng)
+    }
+    fn act(&self, obs: &E::Obs) -> Result<ActionOf<E>, Error> {
+        Controller::act(self, obs)
+    }
+    fn iterate<R: Rng + ?Sized>(
+        &mut self,
+        env: &mut E,
+        cursor: &mut Cursor<E::Obs>,
+        rng: &mut R,
+        on_episode: &mut dyn FnMut(Episode),
+    ) -> Result<UpdateStats, Error> {
+        self.collect(env, cursor, rng, on_episode)?;
+        self.update(rng)
+    }
+}
 
 // REINFORCE: one iteration is an episode (at most `N` steps) and its update.
 learner!(

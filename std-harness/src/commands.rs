@@ -83,7 +83,7 @@ pub struct TrainingRam {
 /// CartPole networks (`agent::*<CartPole, 32, …>`, the rollout lengths the
 /// harness uses with `--small`).
 pub fn training_ram() -> Vec<TrainingRam> {
-    use crate::train::{A2C_STEPS, PPO_CARTPOLE_STEPS, REINFORCE_STEPS, TRPO_STEPS};
+    use crate::train::{A2C_STEPS, GRPO_STEPS, PPO_CARTPOLE_STEPS, REINFORCE_STEPS, TRPO_STEPS};
     use microrl::agent;
     use microrl::env::CartPole;
     use std::mem::size_of;
@@ -107,6 +107,16 @@ pub fn training_ram() -> Vec<TrainingRam> {
             algo: "trpo",
             bytes: size_of::<agent::Trpo<CartPole, 32, TRPO_STEPS>>(),
             storage: "actor (no optimiser step) + critic with Adam, 4 actor-sized CG vectors, 1024-step rollout",
+        },
+        TrainingRam {
+            algo: "grpo",
+            bytes: size_of::<agent::Grpo<CartPole, 32, GRPO_STEPS>>(),
+            storage: "actor with Adam, no critic; 4096-step rollout (a group of 8 whole episodes)",
+        },
+        TrainingRam {
+            algo: "ppo @4096",
+            bytes: size_of::<agent::Ppo<CartPole, 32, GRPO_STEPS>>(),
+            storage: "ppo with grpo's rollout length: the difference is what dropping the critic saves",
         },
         TrainingRam {
             algo: "a2c",

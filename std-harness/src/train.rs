@@ -33,7 +33,8 @@ use std::time::Instant;
 use anyhow::{Context, bail};
 use heapless::HistoryBuf;
 use microrl::algo::{
-    A2cConfig, AcConfig, AcStats, Ppo, PpoConfig, ReinforceConfig, TrpoConfig, UpdateStats,
+    A2cConfig, AcConfig, AcStats, GrpoConfig, Ppo, PpoConfig, ReinforceConfig, TrpoConfig,
+    UpdateStats,
 };
 use microrl::checkpoint::AgentState;
 use microrl::env::EnvState;
@@ -53,6 +54,9 @@ pub const PPO_CONTINUOUS_STEPS: usize = 2048;
 /// TRPO rollout length (every task): the Fisher matrix and the KL of the
 /// line search are averaged over it.
 pub const TRPO_STEPS: usize = 1024;
+/// GRPO rollout capacity (every task): a group of 8 whole CartPole
+/// episodes (8 × 500 steps) fits.
+pub const GRPO_STEPS: usize = 4096;
 /// A2C rollout length (n of the n-step return).
 pub const A2C_STEPS: usize = 32;
 /// REINFORCE keeps episodes of up to this many steps whole (CartPole's limit).
@@ -116,6 +120,9 @@ pub enum Algo {
     /// TRPO: the natural-gradient step (conjugate gradient on Fisher-vector
     /// products) largest within a KL radius, by backtracking line search.
     Trpo,
+    /// GRPO: PPO's clipped update without a critic, advantages relative
+    /// to a group of episodes from the same start state.
+    Grpo,
     /// A2C (n-step returns, one gradient step per rollout).
     A2c,
     /// Online one-step actor-critic (TD(0), O(1) memory).
@@ -131,6 +138,7 @@ impl Algo {
             Algo::Ppo => "ppo",
             Algo::PpoPenalty => "ppo-penalty",
             Algo::Trpo => "trpo",
+            Algo::Grpo => "grpo",
             Algo::A2c => "a2c",
             Algo::Ac => "ac",
             Algo::Reinforce => "reinforce",
@@ -197,6 +205,8 @@ pub enum AlgoConfig {
     /// TRPO (collects and fits its critic with the PPO machinery, see
     /// [`TrpoConfig::to_ppo`]).
     Trpo(TrpoConfig),
+    /// GRPO (no critic).
+    Grpo(GrpoConfig),
     /// A2C (runs on the PPO machinery, see [`A2cConfig::to_ppo`]).
     A2c(A2cConfig),
     /// REINFORCE with a baseline.
@@ -259,6 +269,10 @@ impl AlgoConfig {
                 critic_minibatches: 8,
                 normalize_reward: pendulum,
                 ..TrpoConfig::DEFAULT
+            }),
+            Algo::Grpo => AlgoConfig::Grpo(GrpoConfig {
+                total_steps: steps,
+                ..GrpoConfig::DEFAULT
             }),
             Algo::A2c => AlgoConfig::A2c(A2cConfig {
                 total_steps: steps,
@@ -325,6 +339,7 @@ impl AlgoConfig {
         Ok(match Self::defaults(env, algo, steps) {
             AlgoConfig::Ppo(c) => AlgoConfig::Ppo(merged(&c, o, algo)?),
             AlgoConfig::Trpo(c) => AlgoConfig::Trpo(merged(&c, o, algo)?),
+            AlgoConfig::Grpo(c) => AlgoConfig::Grpo(merged(&c, o, algo)?),
             AlgoConfig::A2c(c) => AlgoConfig::A2c(merged(&c, o, algo)?),
             AlgoConfig::Reinforce(c) => AlgoConfig::Reinforce(merged(&c, o, algo)?),
             AlgoConfig::Ac(c) => AlgoConfig::Ac(merged(&c, o, algo)?),
@@ -338,7 +353,7 @@ impl AlgoConfig {
             AlgoConfig::Trpo(c) => Some(c.to_ppo()),
             AlgoConfig::A2c(c) => Some(c.to_ppo()),
             AlgoConfig::Reinforce(c) => Some(c.into()),
-            AlgoConfig::Ac(_) => None,
+            AlgoConfig::Ac(_) | AlgoConfig::Grpo(_) => None,
         }
     }
 }
@@ -881,6 +896,7 @@ fn train_from(
                 ),
                 Algo::Ppo | Algo::PpoPenalty => go!(agent::Ppo<$env_ty, $h, { $ppo_n }>, $env),
                 Algo::Trpo => go!(agent::Trpo<$env_ty, $h, TRPO_STEPS>, $env),
+                Algo::Grpo => go!(agent::Grpo<$env_ty, $h, GRPO_STEPS>, $env),
                 Algo::A2c => go!(agent::A2c<$env_ty, $h, A2C_STEPS>, $env),
                 Algo::Reinforce => go!(agent::Reinforce<$env_ty, $h, REINFORCE_STEPS>, $env),
                 Algo::Ac => go!(agent::ActorCritic<$env_ty, $h>, $env),
@@ -1008,6 +1024,21 @@ where
                 Ok(())
             }
             _ => bail!("another algorithm's config given to TRPO"),
+        }
+    }
+}
+
+impl<A, const OBS: usize, const N: usize> Configure for microrl::algo::Grpo<A, OBS, N>
+where
+    A: microrl::policy::Actor<OBS>,
+{
+    fn configure(&mut self, config: AlgoConfig) -> anyhow::Result<()> {
+        match config {
+            AlgoConfig::Grpo(c) => {
+                self.config = c;
+                Ok(())
+            }
+            _ => bail!("another algorithm's config given to GRPO"),
         }
     }
 }

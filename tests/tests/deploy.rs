@@ -13,7 +13,9 @@
 //! feeds raw observations, so the deployed policy must not clip them), and
 //! reward scaling on (it must not leak into acting).
 
-use microrl::algo::{AcConfig, Controller, PpoConfig, ReinforceConfig, TrpoConfig, evaluate};
+use microrl::algo::{
+    AcConfig, Controller, GrpoConfig, PpoConfig, ReinforceConfig, TrpoConfig, evaluate,
+};
 use microrl::env::{ActionOf, CartPole, CartPoleContinuous, Env, Pendulum};
 use microrl::train::{Learner, RunConfig, Trainer};
 use microrl::{Params, SVector, agent, serialize};
@@ -126,6 +128,12 @@ macro_rules! rollout_cases {
             }));
             let case = format!("trpo {} normalize_obs={normalize_obs}", stringify!($env_ty));
             deploy_equals_train(&case, &mut *trpo, $env, $steps);
+            let mut grpo = Box::new(agent::Grpo::<$env_ty, 16, 1024>::new(GrpoConfig {
+                normalize_obs,
+                ..GrpoConfig::DEFAULT
+            }));
+            let case = format!("grpo {} normalize_obs={normalize_obs}", stringify!($env_ty));
+            deploy_equals_train(&case, &mut *grpo, $env, $steps);
             let mut ac = Box::new(agent::ActorCritic::<$env_ty, 16>::new(AcConfig {
                 normalize_obs,
                 ..AcConfig::DEFAULT

@@ -12,7 +12,8 @@
 //! every use) and are not part of the state.
 
 use microrl::algo::{
-    A2cConfig, AcConfig, ActorCritic, Ppo, PpoConfig, Reinforce, ReinforceConfig, Trpo, TrpoConfig,
+    A2cConfig, AcConfig, ActorCritic, Grpo, GrpoConfig, Ppo, PpoConfig, Reinforce, ReinforceConfig,
+    Trpo, TrpoConfig,
 };
 use microrl::env::{ActionOf, CartPole, Env, Step};
 use microrl::nn::Network;
@@ -128,6 +129,21 @@ impl<A: Actor<4>, C: Network<4, 1>, const N: usize> StateHash for Reinforce<A, C
 impl<A: Actor<4>, C: Network<4, 1>, const N: usize> StateHash for Trpo<A, C, 4, N> {
     fn state_hash(&self) -> u64 {
         ppo_hash(&self.inner)
+    }
+}
+
+impl<A: Actor<4>, const N: usize> StateHash for Grpo<A, 4, N> {
+    fn state_hash(&self) -> u64 {
+        let mut h = Hash(0xcbf2_9ce4_8422_2325);
+        h.params(&self.train.params);
+        h.params(&self.train.optimizer.m);
+        h.params(&self.train.optimizer.v);
+        h.u64(u64::from(self.train.optimizer.t));
+        h.params(&self.obs_norm);
+        h.u64(self.steps);
+        // A refused collect discards its rollout: nothing is ready.
+        h.u64(u64::from(self.rollout.is_ready()));
+        h.0
     }
 }
 
@@ -273,6 +289,18 @@ fn trpo_survives_faults() {
         ..RunConfig::new(200_000, 475.0)
     };
     survive("trpo", &mut *agent, run, 4_001);
+}
+
+#[test]
+fn grpo_survives_faults() {
+    let mut agent = Box::new(agent::Grpo::<Faulty<CartPole>, 64, 4096>::new(
+        GrpoConfig::DEFAULT,
+    ));
+    let run = RunConfig {
+        eval_interval: 1,
+        ..RunConfig::new(300_000, 475.0)
+    };
+    survive("grpo", &mut *agent, run, 1_999);
 }
 
 #[test]

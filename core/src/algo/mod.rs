@@ -1,4 +1,4 @@
-//! Training algorithms: PPO with GAE (and PPO-penalty), A2C, TRPO,
+//! Training algorithms: PPO with GAE (and PPO-penalty), A2C, TRPO, GRPO,
 //! REINFORCE with a baseline, KL-anchored fine-tuning and the online
 //! one-step actor-critic.
 //!
@@ -27,6 +27,7 @@ pub mod ac;
 pub mod anchor;
 pub mod buffer;
 pub mod gae;
+pub mod grpo;
 pub mod ppo;
 pub mod reinforce;
 pub mod trpo;
@@ -34,6 +35,7 @@ pub mod trpo;
 pub use ac::{AcConfig, AcStats, ActorCritic};
 pub use anchor::{AnchorConfig, Anchored};
 pub use buffer::Rollout;
+pub use grpo::{Grpo, GrpoConfig};
 pub use ppo::{A2cConfig, KL_COEF_MAX, KL_COEF_MIN, Ppo, PpoConfig, UpdateStats};
 pub use reinforce::{Reinforce, ReinforceConfig};
 pub use trpo::{Trpo, TrpoConfig};

@@ -1,0 +1,688 @@
+//! Group-relative policy optimisation (Shao et al. 2024, DeepSeekMath;
+//! notes 004): PPO's clipped update with **no critic**.
+//!
+//! The baseline a critic would learn is replaced by a group: `G` episodes
+//! are played from the *same* start state, and every step of episode `i`
+//! gets the advantage of its whole episode relative to the group,
+//!
+//! `Â_i = (R_i − mean(R_1..R_G)) / (std(R_1..R_G) + ε)`,
+//!
+//! `R_i` the episode's undiscounted return ("outcome supervision"; `std` the
+//! unbiased estimate, as `torch.std`). The update is PPO's clipped surrogate
+//! with an entropy bonus over shuffled minibatches of the collected steps,
+//! one Adam step per minibatch after a global grad-norm clip, averaged per
+//! step (the token-level mean of DAPO / Dr. GRPO, which does not favour
+//! short episodes the way GRPO's per-sequence `1/|o_i|` does).
+//!
+//! **Same start state.** A plant cannot be rewound, a simulator can: each
+//! group draws one seed from the run's RNG and resets the environment from
+//! an RNG seeded with it before every member, so all `G` members start from
+//! the state `Env::reset` draws for that seed. (On hardware, GRPO needs a
+//! plant that can be put back into a chosen state; the simulator-in-the-loop
+//! use is the natural one.)
+//!
+//! **Memory.** No critic network, no critic gradient or Adam moments, no
+//! value, return or reward arrays in the rollout: per step only the
+//! observation, the action, its log-probability, the advantage and a
+//! shuffle index. `microrl info` reports the saving against PPO for the
+//! same actor and rollout length. The rollout must hold a whole group: a
+//! member cut by the capacity `N` keeps the return it reached, and the
+//! group's remaining members are not played — choose `N ≥ G ×` the plant's
+//! episode limit (CartPole: 8 × 500 ≤ 4096).
+
+use nalgebra::SVector;
+use rand_core::{Rng, SeedableRng};
+
+use super::{Actor, Controller, Cursor, Episode, Policy, UpdateStats};
+use crate::config::{check, non_negative, positive_or_off};
+use crate::env::{ActionSpace, Env};
+use crate::error::Error;
+use crate::loss::{approx_kl_at, clipped_surrogate};
+use crate::math;
+use crate::normalize::RunningNorm;
+use crate::optim::{AdamConfig, Optimizer, Schedule, TrainState};
+use crate::params::Params;
+use crate::rng::{self, Xoshiro128pp};
+
+/// The most episodes a group may have.
+pub const MAX_GROUP: usize = 64;
+
+/// GRPO hyper-parameters.
+#[derive(Clone, Copy, Debug, PartialEq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(default, deny_unknown_fields))]
+pub struct GrpoConfig {
+    /// Environment steps the schedules run over. Default 300 000.
+    pub total_steps: u64,
+    /// Episodes per group `G`, all from one start state (2..=64). Default 8.
+    pub group_size: u16,
+    /// Groups (start states) per update. Default 1.
+    pub groups: u16,
+    /// Adam learning rate over training progress. Default `1e-3 → 0` (linear).
+    pub learning_rate: Schedule,
+    /// Clip range `ε` over training progress. Default constant 0.2.
+    pub clip_range: Schedule,
+    /// Passes over each rollout. Default 4.
+    pub epochs: u16,
+    /// Minibatches per pass (the collected steps are split into this many
+    /// nearly equal parts). Default 4.
+    pub minibatches: u16,
+    /// Entropy bonus coefficient. Default 0.
+    pub ent_coef: f32,
+    /// Global L2 gradient-norm clip. Default `Some(0.5)`.
+    #[cfg_attr(feature = "serde", serde(with = "crate::config::optional"))]
+    pub max_grad_norm: Option<f32>,
+    /// Running observation normalisation. Default true.
+    pub normalize_obs: bool,
+    /// Adam's `β₁, β₂, ε`. Default `0.9, 0.999, 1e-5`.
+    pub adam: AdamConfig,
+}
+
+impl GrpoConfig {
+    /// The defaults listed on each field.
+    pub const DEFAULT: Self = Self {
+        total_steps: 300_000,
+        group_size: 8,
+        groups: 1,
+        learning_rate: Schedule::linear_to_zero(1e-3),
+        clip_range: Schedule::Constant(0.2),
+        epochs: 4,
+        minibatches: 4,
+        ent_coef: 0.0,
+        max_grad_norm: Some(0.5),
+        normalize_obs: true,
+        adam: AdamConfig::DEFAULT,
+    };
+
+    /// Every field zero (invalid), the placeholder in [`Grpo::ZERO`].
+    const ZERO: Self = Self {
+        total_steps: 0,
+        group_size: 0,
+        groups: 0,
+        learning_rate: Schedule::Constant(0.0),
+        clip_range: Schedule::Constant(0.0),
+        epochs: 0,
+        minibatches: 0,
+        ent_coef: 0.0,
+        max_grad_norm: None,
+        normalize_obs: false,
+        adam: AdamConfig::ZERO,
+    };
+
+    /// Checks every field.
+    ///
+    /// # Errors
+    /// [`Error::InvalidConfig`] naming the first offending field: a group
+    /// size outside `2..=MAX_GROUP`, zero groups, epochs or minibatches,
+    /// invalid schedules, a negative entropy coefficient, a non-positive
+    /// grad-norm clip, invalid Adam settings.
+    pub fn validate(&self) -> Result<(), Error> {
+        check(
+            "group_size",
+            (2..=MAX_GROUP).contains(&usize::from(self.group_size)),
+            "must be in 2..=64",
+        )?;
+        check("groups", self.groups > 0, "must be > 0")?;
+        self.learning_rate.validate("learning_rate", 1.0)?;
+        self.clip_range.validate("clip_range", f32::MAX)?;
+        check(
+            "total_steps",
+            self.total_steps > 0
+                || matches!(
+                    (self.learning_rate, self.clip_range),
+                    (Schedule::Constant(_), Schedule::Constant(_))
+                ),
+            "must be > 0 when a schedule anneals over it",
+        )?;
+        check("epochs", self.epochs > 0, "must be > 0")?;
+        check("minibatches", self.minibatches > 0, "must be > 0")?;
+        non_negative("ent_coef", self.ent_coef)?;
+        positive_or_off("max_grad_norm", self.max_grad_norm)?;
+        self.adam.validate()
+    }
+}
+
+impl Default for GrpoConfig {
+    fn default() -> Self {
+        Self::DEFAULT
+    }
+}
+
+/// The steps of one update's groups: per step what the clipped surrogate
+/// needs, nothing for a critic.
+#[derive(Clone, Debug)]
+pub struct GroupRollout<const OBS: usize, A, const N: usize> {
+    /// Observations the actor saw (normalised).
+    pub obs: [SVector<f32, OBS>; N],
+    /// Actions taken (raw samples).
+    pub actions: [A; N],
+    /// `log π_old(a|s)` at collection time.
+    pub log_probs: [f32; N],
+    /// Group-relative advantage of the step's episode.
+    pub advantages: [f32; N],
+    /// Minibatch index permutation.
+    pub indices: [u16; N],
+    len: usize,
+    ready: bool,
+}
+
+impl<const OBS: usize, A: Copy, const N: usize> GroupRollout<OBS, A, N> {
+    const CAPACITY_FITS_U16: () = assert!(N <= u16::MAX as usize + 1, "rollout capacity > 65536");
+
+    /// An empty rollout; `zero_action` fills the action slots.
+    pub const fn new(zero_action: A) -> Self {
+        let () = Self::CAPACITY_FITS_U16;
+        Self {
+            obs: [SVector::from_array_storage(nalgebra::ArrayStorage([[0.0; OBS]; 1])); N],
+            actions: [zero_action; N],
+            log_probs: [0.0; N],
+            advantages: [0.0; N],
+            indices: [0; N],
+            len: 0,
+            ready: false,
+        }
+    }
+
+    /// Number of stored steps.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// No steps stored.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Complete and not yet trained on.
+    pub fn is_ready(&self) -> bool {
+        self.ready
+    }
+
+    fn clear(&mut self) {
+        self.len = 0;
+        self.ready = false;
+    }
+}
+
+/// Group-relative advantages `(Rᵢ − mean)/(std + 1e-8)` of `returns`
+/// (unbiased std); all zero for fewer than two returns.
+pub fn group_advantages(returns: &[f32], out: &mut [f32]) {
+    let g = returns.len();
+    if g < 2 {
+        out.iter_mut().for_each(|a| *a = 0.0);
+        return;
+    }
+    let mean = returns.iter().sum::<f32>() / g as f32;
+    let ss: f32 = returns.iter().map(|r| (r - mean) * (r - mean)).sum();
+    let inv_std = 1.0 / (math::sqrt(ss / (g - 1) as f32) + 1e-8);
+    for (a, r) in out.iter_mut().zip(returns) {
+        *a = (r - mean) * inv_std;
+    }
+}
+
+/// A GRPO agent: actor `A` (no critic), `OBS`-dimensional observations, a
+/// rollout of up to `N` steps.
+pub struct Grpo<A: Actor<OBS>, const OBS: usize, const N: usize> {
+    /// Hyper-parameters.
+    pub config: GrpoConfig,
+    /// The actor with its gradient and Adam moments.
+    pub train: TrainState<A>,
+    /// The action space (actuator bounds), set by [`init`](Self::init).
+    pub space: A::Space,
+    /// The collected groups.
+    pub rollout: GroupRollout<OBS, A::Action, N>,
+    /// Observation statistics (updated while collecting).
+    pub obs_norm: RunningNorm<OBS>,
+    /// Environment steps collected so far.
+    pub steps: u64,
+    actor_cache: A::Cache,
+}
+
+impl<A: Actor<OBS>, const OBS: usize, const N: usize> core::fmt::Debug for Grpo<A, OBS, N> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Grpo")
+            .field("config", &self.config)
+            .field("steps", &self.steps)
+            .field("rollout_len", &self.rollout.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl<A: Actor<OBS>, const OBS: usize, const N: usize> Grpo<A, OBS, N> {
+    /// An agent with zeroed weights; call [`init`](Self::init) first.
+    pub const fn new(config: GrpoConfig) -> Self {
+        Self {
+            train: TrainState::new(config.adam),
+            config,
+            space: <A::Space as Params>::ZERO,
+            rollout: GroupRollout::new(A::ZERO_ACTION),
+            obs_norm: RunningNorm::ZERO,
+            steps: 0,
+            actor_cache: A::ZERO_CACHE,
+        }
+    }
+
+    /// All-zero storage for a `static`; see [`Ppo::ZERO`](super::Ppo::ZERO).
+    pub const ZERO: Self = Self::new(GrpoConfig::ZERO);
+
+    /// Initialises the agent for `env`: action space, actor weights
+    /// (orthogonal, output gain 0.01), Adam, normaliser, step count.
+    ///
+    /// # Errors
+    /// [`Error::InvalidConfig`] for an invalid configuration; nothing is
+    /// changed then.
+    pub fn init<E, R>(&mut self, env: &E, rng: &mut R) -> Result<(), Error>
+    where
+        E: Env<Obs = SVector<f32, OBS>, Space = A::Space>,
+        R: Rng + ?Sized,
+    {
+        self.config.validate()?;
+        self.space = env.action_space();
+        self.train.params.init(rng);
+        self.train.zero_grad();
+        self.train.optimizer.config = self.config.adam;
+        self.train.optimizer.reset();
+        self.obs_norm = RunningNorm::ZERO;
+        self.steps = 0;
+        self.rollout.clear();
+        Ok(())
+    }
+
+    /// The actor.
+    pub fn actor(&self) -> &A {
+        &self.train.params
+    }
+
+    /// Environment steps collected so far.
+    pub fn steps(&self) -> u64 {
+        self.steps
+    }
+
+    /// Copies the deployable policy into `out`.
+    pub fn export(&self, out: &mut Policy<A, OBS>) {
+        out.actor.copy_from(&self.train.params);
+        out.obs_norm.copy_from(&self.obs_norm);
+        out.space = self.space;
+    }
+
+    /// Plays `groups` groups of `group_size` episodes, each group from one
+    /// start state, and computes their group-relative advantages.
+    /// `on_episode` hears about every finished episode; `cursor` counts the
+    /// steps (its current episode is abandoned: every member starts with a
+    /// reset).
+    ///
+    /// # Errors
+    /// [`Error::NonFinite`] for a non-finite observation, reward or network
+    /// output; the environment's own errors. A refused collect restores the
+    /// normaliser and discards the partial rollout.
+    pub fn collect<E, R>(
+        &mut self,
+        env: &mut E,
+        cursor: &mut Cursor<SVector<f32, OBS>>,
+        rng: &mut R,
+        on_episode: impl FnMut(Episode),
+    ) -> Result<(), Error>
+    where
+        E: Env<Obs = SVector<f32, OBS>, Space = A::Space>,
+        R: Rng + ?Sized,
+    {
+        let saved = self.obs_norm.clone();
+        let result = self.collect_groups(env, cursor, rng, on_episode);
+        if result.is_err() {
+            self.obs_norm = saved;
+            self.rollout.clear();
+        }
+        result
+    }
+
+    fn collect_groups<E, R>(
+        &mut self,
+        env: &mut E,
+        cursor: &mut Cursor<SVector<f32, OBS>>,
+        rng: &mut R,
+        mut on_episode: impl FnMut(Episode),
+    ) -> Result<(), Error>
+    where
+        E: Env<Obs = SVector<f32, OBS>, Space = A::Space>,
+        R: Rng + ?Sized,
+    {
+        self.rollout.clear();
+        let group_size = usize::from(self.config.group_size);
+        'groups: for _ in 0..self.config.groups {
+            let seed = rng.next_u64();
+            let mut returns = [0.0f32; MAX_GROUP];
+            let mut ends = [0usize; MAX_GROUP];
+            let mut members = 0;
+            let group_start = self.rollout.len;
+            while members < group_size && self.rollout.len < N {
+                cursor.obs = env.reset(&mut Xoshiro128pp::seed_from_u64(seed));
+                (cursor.ret, cursor.len) = (0.0, 0);
+                let mut ret = 0.0f64;
+                while self.rollout.len < N {
+                    let obs = if self.config.normalize_obs {
+                        self.obs_norm.update_normalize(&cursor.obs)?
+                    } else {
+                        self.obs_norm.normalize(&cursor.obs)?
+                    };
+                    let (action, log_prob) = self.train.params.sample(&obs, rng)?;
+                    let command = self.space.command(&action);
+                    let step = cursor.advance(env, command, rng, &mut on_episode)?;
+                    let i = self.rollout.len;
+                    self.rollout.obs[i] = obs;
+                    self.rollout.actions[i] = action;
+                    self.rollout.log_probs[i] = log_prob;
+                    self.rollout.len = i + 1;
+                    ret += f64::from(step.reward);
+                    if step.done() {
+                        break;
+                    }
+                }
+                returns[members] = ret as f32;
+                ends[members] = self.rollout.len;
+                members += 1;
+            }
+            let mut advantages = [0.0f32; MAX_GROUP];
+            group_advantages(&returns[..members], &mut advantages[..members]);
+            let mut start = group_start;
+            for (&end, &a) in ends[..members].iter().zip(&advantages[..members]) {
+                self.rollout.advantages[start..end].fill(a);
+                start = end;
+            }
+            if self.rollout.len == N {
+                break 'groups;
+            }
+        }
+        if !self.rollout.advantages[..self.rollout.len]
+            .iter()
+            .all(|a| a.is_finite())
+        {
+            return Err(Error::NonFinite);
+        }
+        self.steps = self.steps.saturating_add(self.rollout.len as u64);
+        self.rollout.ready = true;
+        Ok(())
+    }
+
+    /// PPO's clipped update on the collected groups (see the module docs).
+    ///
+    /// # Errors
+    /// [`Error::RolloutIncomplete`] without a fresh complete rollout,
+    /// [`Error::InvalidConfig`] for an invalid configuration — both before
+    /// anything changes; [`Error::NonFinite`] or
+    /// [`Error::GradientOverflow`] mid-update: the failing minibatch step is
+    /// not applied, the steps before it stay applied; the rollout is
+    /// consumed either way.
+    pub fn update<R: Rng + ?Sized>(&mut self, rng: &mut R) -> Result<UpdateStats, Error> {
+        let c = self.config;
+        if !self.rollout.ready {
+            return Err(Error::RolloutIncomplete);
+        }
+        c.validate()?;
+        self.rollout.ready = false;
+        let n = self.rollout.len;
+        let progress_steps = self.steps.saturating_sub(n as u64);
+        let lr = c.learning_rate.at(progress_steps, c.total_steps);
+        let clip = c.clip_range.at(progress_steps, c.total_steps);
+        let mut stats = UpdateStats {
+            learning_rate: lr,
+            clip_range: clip,
+            ..UpdateStats::default()
+        };
+        for (i, slot) in self.rollout.indices[..n].iter_mut().enumerate() {
+            *slot = i as u16;
+        }
+        let minibatches = usize::from(c.minibatches);
+        let (mut samples, mut steps) = (0u32, 0u32);
+        for epoch in 0..c.epochs {
+            rng::shuffle(rng, &mut self.rollout.indices[..n]);
+            for m in 0..minibatches {
+                let (start, end) = (m * n / minibatches, (m + 1) * n / minibatches);
+                if start == end {
+                    continue;
+                }
+                let inv_batch = 1.0 / (end - start) as f32;
+                self.train.zero_grad();
+                for k in start..end {
+                    let i = usize::from(self.rollout.indices[k]);
+                    let (obs, action) = (&self.rollout.obs[i], &self.rollout.actions[i]);
+                    let actor = &self.train.params;
+                    let (log_prob, entropy) = actor.evaluate(obs, action, &mut self.actor_cache)?;
+                    let old = self.rollout.log_probs[i];
+                    let s = clipped_surrogate(log_prob, old, self.rollout.advantages[i], clip);
+                    actor.backward(
+                        &self.actor_cache,
+                        action,
+                        s.d_log_prob * inv_batch,
+                        -c.ent_coef * inv_batch,
+                        &mut self.train.grads,
+                    );
+                    stats.policy_loss += s.loss;
+                    stats.entropy += entropy;
+                    stats.approx_kl += approx_kl_at(log_prob - old, s.ratio);
+                    stats.clip_fraction += f32::from(u8::from(s.clipped));
+                    samples += 1;
+                }
+                stats.grad_norm += self.train.apply(lr, c.max_grad_norm)?;
+                steps += 1;
+            }
+            stats.epochs = epoch + 1;
+        }
+        let per_sample = 1.0 / samples.max(1) as f32;
+        stats.policy_loss *= per_sample;
+        stats.entropy *= per_sample;
+        stats.approx_kl *= per_sample;
+        stats.clip_fraction *= per_sample;
+        stats.grad_norm /= steps.max(1) as f32;
+        Ok(stats)
+    }
+}
+
+impl<A: Actor<OBS>, const OBS: usize, const N: usize> Controller<OBS> for Grpo<A, OBS, N> {
+    type Action = A::Action;
+
+    fn act(&self, obs: &SVector<f32, OBS>) -> Result<A::Action, Error> {
+        crate::policy::act(&self.train.params, &self.obs_norm, &self.space, obs)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::agent;
+    use crate::env::CartPole;
+    use std::boxed::Box;
+    use std::vec::Vec;
+
+    type Agent = agent::Grpo<CartPole, 8, 1024>;
+
+    const CONFIG: GrpoConfig = GrpoConfig {
+        normalize_obs: false,
+        ..GrpoConfig::DEFAULT
+    };
+
+    #[test]
+    fn group_advantages_are_standardised_returns() {
+        let mut out = [9.0f32; 4];
+        group_advantages(&[10.0, 20.0, 30.0, 40.0], &mut out);
+        // mean 25, unbiased std √(500/3) = 12.909945
+        let s = 12.909_945_f32;
+        for (a, r) in out.iter().zip([10.0f32, 20.0, 30.0, 40.0]) {
+            assert!((a - (r - 25.0) / s).abs() < 1e-6, "{out:?}");
+        }
+        group_advantages(&[7.0, 7.0, 7.0], &mut out[..3]);
+        assert_eq!(&out[..3], &[0.0; 3]);
+        group_advantages(&[7.0], &mut out[..1]);
+        assert_eq!(out[0], 0.0);
+    }
+
+    /// Every member of a group starts from the same state, every step of an
+    /// episode carries its episode's group-relative advantage, and the
+    /// groups of successive collects start from different states.
+    #[test]
+    fn members_share_a_start_state_and_their_episode_advantage() {
+        let mut agent = Box::new(Agent::new(GrpoConfig {
+            groups: 2,
+            group_size: 4,
+            ..CONFIG
+        }));
+        let mut env = CartPole::new();
+        let mut rng = Xoshiro128pp::seed_from_u64(3);
+        agent.init(&env, &mut rng).unwrap();
+        let mut cursor = Cursor::start(&mut env, &mut rng);
+        let mut lengths = Vec::new();
+        agent
+            .collect(&mut env, &mut cursor, &mut rng, |e| lengths.push(e.len))
+            .unwrap();
+        assert_eq!(lengths.len(), 8, "two groups of four whole episodes");
+        let r = &agent.rollout;
+        assert_eq!(r.len(), lengths.iter().sum::<u32>() as usize);
+        let mut start = 0;
+        let mut firsts = Vec::new();
+        for group in lengths.chunks(4) {
+            let returns: Vec<f32> = group.iter().map(|&l| l as f32).collect();
+            let mut expected = [0.0f32; 4];
+            group_advantages(&returns, &mut expected);
+            for (&len, &a) in group.iter().zip(&expected) {
+                let end = start + len as usize;
+                assert!(r.advantages[start..end].iter().all(|&x| x == a));
+                firsts.push(r.obs[start]);
+                start = end;
+            }
+        }
+        assert!(firsts[..4].iter().all(|o| *o == firsts[0]));
+        assert!(firsts[4..].iter().all(|o| *o == firsts[4]));
+        assert_ne!(firsts[0], firsts[4]);
+        assert!(lengths[..4].iter().any(|&l| l != lengths[0]), "{lengths:?}");
+        assert_eq!(agent.steps(), r.len() as u64);
+    }
+
+    /// A rollout smaller than a group cuts the member that reaches the
+    /// capacity and plays no further member.
+    #[test]
+    fn the_capacity_cuts_a_group() {
+        let mut agent = Box::new(agent::Grpo::<CartPole, 8, 40>::new(CONFIG));
+        let mut env = CartPole::new();
+        let mut rng = Xoshiro128pp::seed_from_u64(4);
+        agent.init(&env, &mut rng).unwrap();
+        let mut cursor = Cursor::start(&mut env, &mut rng);
+        let mut episodes = 0;
+        agent
+            .collect(&mut env, &mut cursor, &mut rng, |_| episodes += 1)
+            .unwrap();
+        assert_eq!(agent.rollout.len(), 40);
+        assert!(episodes < 8);
+        agent.update(&mut rng).unwrap();
+    }
+
+    #[test]
+    fn refuses_a_missing_rollout_and_names_invalid_fields() {
+        let mut agent = Box::new(Agent::new(CONFIG));
+        let mut rng = Xoshiro128pp::seed_from_u64(0);
+        agent.init(&CartPole::new(), &mut rng).unwrap();
+        assert_eq!(agent.update(&mut rng), Err(Error::RolloutIncomplete));
+        let bad = [
+            (
+                GrpoConfig {
+                    group_size: 1,
+                    ..CONFIG
+                },
+                "group_size",
+            ),
+            (
+                GrpoConfig {
+                    group_size: 65,
+                    ..CONFIG
+                },
+                "group_size",
+            ),
+            (
+                GrpoConfig {
+                    groups: 0,
+                    ..CONFIG
+                },
+                "groups",
+            ),
+            (
+                GrpoConfig {
+                    epochs: 0,
+                    ..CONFIG
+                },
+                "epochs",
+            ),
+            (
+                GrpoConfig {
+                    minibatches: 0,
+                    ..CONFIG
+                },
+                "minibatches",
+            ),
+            (
+                GrpoConfig {
+                    ent_coef: -1.0,
+                    ..CONFIG
+                },
+                "ent_coef",
+            ),
+            (
+                GrpoConfig {
+                    max_grad_norm: Some(0.0),
+                    ..CONFIG
+                },
+                "max_grad_norm",
+            ),
+            (
+                GrpoConfig {
+                    learning_rate: Schedule::Constant(f32::NAN),
+                    ..CONFIG
+                },
+                "learning_rate",
+            ),
+            (
+                GrpoConfig {
+                    total_steps: 0,
+                    ..CONFIG
+                },
+                "total_steps",
+            ),
+        ];
+        for (config, field) in bad {
+            match config.validate() {
+                Err(Error::InvalidConfig { field: f, .. }) => assert_eq!(f, field),
+                other => panic!("{field}: {other:?}"),
+            }
+            let mut a = Box::new(Agent::new(config));
+            assert!(a.init(&CartPole::new(), &mut rng).is_err(), "{field}");
+        }
+    }
+
+    /// A few updates raise the deterministic return far above a random
+    /// policy's (~20).
+    #[test]
+    fn learns_cartpole() {
+        let mut agent = Box::new(agent::Grpo::<CartPole, 16, 4096>::new(GrpoConfig::DEFAULT));
+        let mut env = CartPole::new();
+        let mut rng = Xoshiro128pp::seed_from_u64(1);
+        agent.init(&env, &mut rng).unwrap();
+        let mut cursor = Cursor::start(&mut env, &mut rng);
+        while agent.steps() < 15_000 {
+            agent
+                .collect(&mut env, &mut cursor, &mut rng, |_| {})
+                .unwrap();
+            agent.update(&mut rng).unwrap();
+        }
+        let (mean, _) = crate::algo::evaluate(&*agent, &mut CartPole::new(), 10, &mut rng).unwrap();
+        assert!(mean > 200.0, "mean return {mean}");
+    }
+
+    /// No critic: GRPO's agent is smaller than PPO's with the same actor and
+    /// rollout by at least the critic's parameters, gradient and Adam moments.
+    #[test]
+    fn saves_the_critic_memory() {
+        use core::mem::size_of;
+        type Ppo = agent::Ppo<CartPole, 32, 4096>;
+        type Grpo = agent::Grpo<CartPole, 32, 4096>;
+        let critic = 4 * 4 * <crate::nn::Mlp<4, 32, 1> as Params>::LEN;
+        assert!(size_of::<Ppo>() >= size_of::<Grpo>() + critic);
+    }
+}
