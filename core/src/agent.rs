@@ -60,6 +60,8 @@ pub trait AgentTypes {
     type Anchored<S: ActorFor, const H: usize, const N: usize>;
     /// TRPO with rollout `N`.
     type Trpo<S: ActorFor, const H: usize, const N: usize>;
+    /// PPO with `K` fused critics and rollout `N`.
+    type PpoCritics<S: ActorFor, const H: usize, const N: usize, const K: usize>;
     /// GRPO (no critic) with rollout `N`.
     type Grpo<S: ActorFor, const H: usize, const N: usize>;
     /// The online actor-critic.
@@ -77,6 +79,8 @@ impl<const OBS: usize> AgentTypes for SVector<f32, OBS> {
         algo::Anchored<S::Actor<OBS, H>, Mlp<OBS, H, 1>, OBS, N>;
     type Trpo<S: ActorFor, const H: usize, const N: usize> =
         algo::Trpo<S::Actor<OBS, H>, Mlp<OBS, H, 1>, OBS, N>;
+    type PpoCritics<S: ActorFor, const H: usize, const N: usize, const K: usize> =
+        algo::Ppo<S::Actor<OBS, H>, algo::Critics<Mlp<OBS, H, 1>, K>, OBS, N>;
     type Grpo<S: ActorFor, const H: usize, const N: usize> = algo::Grpo<S::Actor<OBS, H>, OBS, N>;
     type ActorCritic<S: ActorFor, const H: usize> =
         algo::ActorCritic<S::Actor<OBS, H>, Mlp<OBS, H, 1>, OBS>;
@@ -107,6 +111,11 @@ pub type Anchored<E, const H: usize, const N: usize> =
 /// layers of `H` tanh units, a rollout of `N` steps.
 pub type Trpo<E, const H: usize, const N: usize> =
     <<E as Env>::Obs as AgentTypes>::Trpo<<E as Env>::Space, H, N>;
+
+/// PPO on `E` with `K` critics whose values are fused with weights (see
+/// [`algo::critic`]); set `train.params.critic.weights` before `init`.
+pub type PpoCritics<E, const H: usize, const N: usize, const K: usize> =
+    <<E as Env>::Obs as AgentTypes>::PpoCritics<<E as Env>::Space, H, N, K>;
 
 /// GRPO on `E` (see [`algo::grpo`]): the actor only, two hidden layers of
 /// `H` tanh units; up to `N` steps of whole episode groups per update.

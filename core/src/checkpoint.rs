@@ -96,7 +96,9 @@ use nalgebra::SVector;
 use rand_core::Rng;
 
 use crate::algo::ppo::ActorCriticParams;
-use crate::algo::{Actor, ActorCritic, Anchored, Cursor, Grpo, Policy, Ppo, Reinforce, Trpo};
+use crate::algo::{
+    Actor, ActorCritic, Anchored, Critic, Cursor, Grpo, Policy, Ppo, Reinforce, Trpo,
+};
 use crate::env::{Env, EnvState};
 use crate::error::Error;
 use crate::nn::Network;
@@ -406,7 +408,7 @@ fn load_train<P: Params>(r: &mut Reader<'_>, s: &mut TrainState<P>) -> Result<()
     Ok(())
 }
 
-impl<A: Actor<OBS>, C: Network<OBS, 1>, const OBS: usize, const N: usize> AgentState
+impl<A: Actor<OBS>, C: Critic<OBS>, const OBS: usize, const N: usize> AgentState
     for Ppo<A, C, OBS, N>
 {
     const KIND: u32 = 1;
@@ -443,6 +445,7 @@ impl<A: Actor<OBS>, C: Network<OBS, 1>, const OBS: usize, const N: usize> AgentS
 
     fn load_state(&mut self, r: &mut Reader<'_>) -> Result<(), Error> {
         self.config.validate(N)?;
+        self.train.params.critic.validate()?;
         load_train(r, &mut self.train)?;
         r.params(&mut self.space, true)?;
         r.params(&mut self.obs_norm, true)?;
@@ -467,7 +470,7 @@ impl<A: Actor<OBS>, C: Network<OBS, 1>, const OBS: usize, const N: usize> AgentS
     }
 }
 
-impl<A: Actor<OBS>, C: Network<OBS, 1>, const OBS: usize, const N: usize> AgentState
+impl<A: Actor<OBS>, C: Critic<OBS>, const OBS: usize, const N: usize> AgentState
     for Reinforce<A, C, OBS, N>
 {
     const KIND: u32 = 2;
@@ -489,7 +492,7 @@ impl<A: Actor<OBS>, C: Network<OBS, 1>, const OBS: usize, const N: usize> AgentS
 
 /// The wrapped PPO agent's state: TRPO's other memory (CG vectors, the
 /// line search's `θ_old`) is rebuilt by every update.
-impl<A: Actor<OBS>, C: Network<OBS, 1>, const OBS: usize, const N: usize> AgentState
+impl<A: Actor<OBS>, C: Critic<OBS>, const OBS: usize, const N: usize> AgentState
     for Trpo<A, C, OBS, N>
 {
     const KIND: u32 = 5;
@@ -554,7 +557,7 @@ impl<A: Actor<OBS>, const OBS: usize, const N: usize> AgentState for Grpo<A, OBS
 
 /// The PPO agent's state, the reference policy (so a resume needs no file
 /// besides the checkpoint) and the current `β`.
-impl<A: Actor<OBS>, C: Network<OBS, 1>, const OBS: usize, const N: usize> AgentState
+impl<A: Actor<OBS>, C: Critic<OBS>, const OBS: usize, const N: usize> AgentState
     for Anchored<A, C, OBS, N>
 {
     const KIND: u32 = 4;
@@ -997,9 +1000,7 @@ mod tests {
         fn digest(&self) -> u64;
     }
 
-    impl<A: Actor<OBS>, C: Network<OBS, 1>, const OBS: usize, const N: usize> Digest
-        for Ppo<A, C, OBS, N>
-    {
+    impl<A: Actor<OBS>, C: Critic<OBS>, const OBS: usize, const N: usize> Digest for Ppo<A, C, OBS, N> {
         fn digest(&self) -> u64 {
             let mut h = 0xcbf2_9ce4_8422_2325;
             digest_train(&mut h, &self.train);
@@ -1012,7 +1013,7 @@ mod tests {
         }
     }
 
-    impl<A: Actor<OBS>, C: Network<OBS, 1>, const OBS: usize, const N: usize> Digest
+    impl<A: Actor<OBS>, C: Critic<OBS>, const OBS: usize, const N: usize> Digest
         for Anchored<A, C, OBS, N>
     {
         fn digest(&self) -> u64 {
@@ -1022,7 +1023,7 @@ mod tests {
         }
     }
 
-    impl<A: Actor<OBS>, C: Network<OBS, 1>, const OBS: usize, const N: usize> Digest
+    impl<A: Actor<OBS>, C: Critic<OBS>, const OBS: usize, const N: usize> Digest
         for Reinforce<A, C, OBS, N>
     {
         fn digest(&self) -> u64 {
@@ -1030,7 +1031,7 @@ mod tests {
         }
     }
 
-    impl<A: Actor<OBS>, C: Network<OBS, 1>, const OBS: usize, const N: usize> Digest
+    impl<A: Actor<OBS>, C: Critic<OBS>, const OBS: usize, const N: usize> Digest
         for Trpo<A, C, OBS, N>
     {
         fn digest(&self) -> u64 {

@@ -50,7 +50,7 @@ use nalgebra::SVector;
 use rand_core::{Rng, SeedableRng};
 
 use crate::algo::{
-    AcStats, Actor, ActorCritic, Anchored, Cursor, Episode, Grpo, Ppo, Reinforce, Trpo,
+    AcStats, Actor, ActorCritic, Anchored, Critic, Cursor, Episode, Grpo, Ppo, Reinforce, Trpo,
     UpdateStats, evaluate,
 };
 use crate::env::{ActionOf, Env};
@@ -121,6 +121,7 @@ pub trait Learner<E: Env>: Agent {
 macro_rules! learner {
     (
         impl[$(const $param:ident: usize),*] $ty:ty,
+        critic = $critic:path,
         stats = $stats:ty,
         steps = |$s0:ident| $steps:expr,
         iterate = |$s:ident, $env:ident, $cursor:ident, $rng:ident, $on_episode:ident| $iterate:expr
@@ -128,7 +129,7 @@ macro_rules! learner {
         impl<A, C, const OBS: usize $(, const $param: usize)*> Agent for $ty
         where
             A: Actor<OBS>,
-            C: Network<OBS, 1>,
+            C: $critic,
         {
             type Policy = Policy<A, OBS>;
             type Stats = $stats;
@@ -147,7 +148,7 @@ macro_rules! learner {
         impl<A, C, E, const OBS: usize $(, const $param: usize)*> Learner<E> for $ty
         where
             A: Actor<OBS>,
-            C: Network<OBS, 1>,
+            C: $critic,
             E: Env<Obs = SVector<f32, OBS>, Space = A::Space>,
         {
             fn init<R: Rng + ?Sized>(&mut self, env: &E, rng: &mut R) -> Result<(), Error> {
@@ -173,6 +174,7 @@ macro_rules! learner {
 // PPO and A2C: one iteration is a rollout of `N` steps and its update.
 learner!(
     impl[const N: usize] Ppo<A, C, OBS, N>,
+    critic = Critic<OBS>,
     stats = UpdateStats,
     steps = |s| s.steps,
     iterate = |s, env, cursor, rng, on_episode| {
@@ -184,6 +186,7 @@ learner!(
 // KL-anchored PPO: a rollout with the penalised reward, its update, β's adaptation.
 learner!(
     impl[const N: usize] Anchored<A, C, OBS, N>,
+    critic = Critic<OBS>,
     stats = UpdateStats,
     steps = |s| s.ppo.steps,
     iterate = |s, env, cursor, rng, on_episode| s.iterate(env, cursor, rng, on_episode)
@@ -192,6 +195,7 @@ learner!(
 // TRPO: a rollout and its trust-region update.
 learner!(
     impl[const N: usize] Trpo<A, C, OBS, N>,
+    critic = Critic<OBS>,
     stats = UpdateStats,
     steps = |s| s.inner.steps,
     iterate = |s, env, cursor, rng, on_episode| {
@@ -242,6 +246,7 @@ where
 // REINFORCE: one iteration is an episode (at most `N` steps) and its update.
 learner!(
     impl[const N: usize] Reinforce<A, C, OBS, N>,
+    critic = Critic<OBS>,
     stats = UpdateStats,
     steps = |s| s.inner.steps,
     iterate = |s, env, cursor, rng, on_episode| {
@@ -253,6 +258,7 @@ learner!(
 // The online actor-critic: one iteration is one environment step and its update.
 learner!(
     impl[] ActorCritic<A, C, OBS>,
+    critic = Network<OBS, 1>,
     stats = AcStats,
     steps = |s| s.steps,
     iterate = |s, env, cursor, rng, on_episode| s.step(env, cursor, rng, on_episode)

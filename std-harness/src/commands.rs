@@ -356,7 +356,7 @@ pub fn eval(
     );
     let blob = std::fs::read(policy).with_context(|| format!("reading {}", policy.display()))?;
     let s = eval::eval(env, &blob, episodes, seed, plant)?;
-    let lines = vec![format!(
+    let mut lines = vec![format!(
         "{}: {} deterministic episodes on {}: mean return {:.1} ± {:.1} ({} threshold {})",
         policy.display(),
         s.episodes,
@@ -366,6 +366,11 @@ pub fn eval(
         if s.solved { "meets" } else { "below" },
         s.threshold
     )];
+    if let Some(effort) = s.mean_effort {
+        lines.push(format!(
+            "mean squared actuator command per step: {effort:.4}"
+        ));
+    }
     let mut json = serde_json::to_value(&s)?;
     json["command"] = json!("eval");
     json["policy"] = json!(policy);

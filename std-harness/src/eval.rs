@@ -28,6 +28,38 @@ pub struct EvalSummary {
     pub threshold: f32,
     /// `mean >= threshold`.
     pub solved: bool,
+    /// Continuous tasks: the mean squared actuator command per step
+    /// (cartpole-continuous: `a²` with `a ∈ [−1, 1]`; pendulum: torque²),
+    /// the effort an energy-aware controller keeps low.
+    pub mean_effort: Option<f32>,
+}
+
+/// `E` with a tally of the squared command of every step.
+struct Metered<E> {
+    env: E,
+    effort: f64,
+    steps: u64,
+}
+
+impl<E: Env<Space = microrl::env::Continuous<1>>> Env for Metered<E> {
+    type Obs = E::Obs;
+    type Space = E::Space;
+    const SOLVED_RETURN: f32 = E::SOLVED_RETURN;
+    fn action_space(&self) -> Self::Space {
+        self.env.action_space()
+    }
+    fn reset<R: rand_core::Rng + ?Sized>(&mut self, rng: &mut R) -> Self::Obs {
+        self.env.reset(rng)
+    }
+    fn step(
+        &mut self,
+        action: SVector<f32, 1>,
+    ) -> Result<microrl::env::Step<E::Obs>, microrl::Error> {
+        let step = self.env.step(action)?;
+        self.effort += f64::from(action[0]) * f64::from(action[0]);
+        self.steps += 1;
+        Ok(step)
+    }
 }
 
 /// Loads `blob` (any policy file `train`, `init` or `export` wrote), checks
@@ -70,21 +102,53 @@ pub fn eval(
     use crate::arch::{
         CartPoleContinuousPolicy, CartPolePolicy, CartPoleSmallPolicy, PendulumPolicy,
     };
-    let (mean, std) = match arch {
+    fn metered<P, E, const OBS: usize>(
+        blob: &[u8],
+        env: E,
+        episodes: u32,
+        rng: &mut Xoshiro128PlusPlus,
+    ) -> anyhow::Result<(f32, f32, Option<f32>)>
+    where
+        P: Params + microrl::Controller<OBS, Action = SVector<f32, 1>>,
+        E: Env<Obs = SVector<f32, OBS>, Space = microrl::env::Continuous<1>>,
+    {
+        let mut env = Metered {
+            env,
+            effort: 0.0,
+            steps: 0,
+        };
+        let policy = crate::arch::load::<P>(blob)?;
+        let (mean, std) = microrl::algo::evaluate(&*policy, &mut env, episodes, rng)
+            .map_err(anyhow::Error::msg)?;
+        Ok((
+            mean,
+            std,
+            Some((env.effort / env.steps.max(1) as f64) as f32),
+        ))
+    }
+    let (mean, std, mean_effort) = match arch {
         Arch::Cartpole => {
-            play::<CartPolePolicy, _, 4>(blob, cartpole_plant(plant)?, episodes, &mut rng)?
+            let (m, s) =
+                play::<CartPolePolicy, _, 4>(blob, cartpole_plant(plant)?, episodes, &mut rng)?;
+            (m, s, None)
         }
         Arch::CartpoleSmall => {
-            play::<CartPoleSmallPolicy, _, 4>(blob, cartpole_plant(plant)?, episodes, &mut rng)?
+            let (m, s) = play::<CartPoleSmallPolicy, _, 4>(
+                blob,
+                cartpole_plant(plant)?,
+                episodes,
+                &mut rng,
+            )?;
+            (m, s, None)
         }
-        Arch::CartpoleContinuous => play::<CartPoleContinuousPolicy, _, 4>(
+        Arch::CartpoleContinuous => metered::<CartPoleContinuousPolicy, _, 4>(
             blob,
             CartPoleContinuous::with_params(plant_params(plant)?)
                 .map_err(|e| anyhow::anyhow!("invalid --plant: {e}"))?,
             episodes,
             &mut rng,
         )?,
-        Arch::Pendulum => play::<PendulumPolicy, _, 3>(
+        Arch::Pendulum => metered::<PendulumPolicy, _, 3>(
             blob,
             Pendulum::with_params(plant_params(plant)?)
                 .map_err(|e| anyhow::anyhow!("invalid --plant: {e}"))?,
@@ -101,6 +165,7 @@ pub fn eval(
         std,
         threshold,
         solved: mean >= threshold,
+        mean_effort,
     })
 }
 

@@ -5,7 +5,9 @@ use std::path::PathBuf;
 use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
 use microrl_harness::interop::{self, Layout};
-use microrl_harness::train::{Algo, AnchorOptions, EnvName, Overrides, TrainOptions};
+use microrl_harness::train::{
+    Algo, AnchorOptions, EnvName, FusionWeights, Overrides, TrainOptions,
+};
 use microrl_harness::{Arch, commands};
 
 #[derive(Parser, Debug)]
@@ -73,6 +75,27 @@ struct TrainArgs {
     /// KL (halved below target/1.5, doubled above 1.5·target).
     #[arg(long, requires = "kl_ref")]
     kl_target: Option<f32>,
+    /// Multi-reward: train on cartpole-continuous's two reward channels
+    /// (upright, effort = −a²) fused as U·upright + E·effort (finite,
+    /// non-negative, summing to 1); evaluations score the plant's own reward.
+    #[arg(long, value_name = "U,E", value_delimiter = ',', num_args = 1)]
+    reward_weights: Option<Vec<f32>>,
+    /// Multi-critic PPO: two critics whose values are fused with these
+    /// weights for GAE, each trained toward the fused return with the
+    /// weighted value loss (finite, non-negative, summing to 1).
+    #[arg(long, value_name = "V1,V2", value_delimiter = ',', num_args = 1)]
+    value_weights: Option<Vec<f32>>,
+}
+
+/// Two comma-separated weights.
+fn pair(option: &str, values: &Option<Vec<f32>>) -> anyhow::Result<Option<[f32; 2]>> {
+    values
+        .as_ref()
+        .map(|v| {
+            <[f32; 2]>::try_from(v.as_slice())
+                .map_err(|_| anyhow::anyhow!("{option} takes two weights, got {}", v.len()))
+        })
+        .transpose()
 }
 
 /// `--plant KEY=VALUE,...`: a changed plant.
@@ -144,6 +167,10 @@ impl TrainArgs {
             checkpoint_every: self.checkpoint_every,
             plant: self.plant.table()?,
             anchor,
+            weights: FusionWeights {
+                reward: pair("--reward-weights", &self.reward_weights)?,
+                value: pair("--value-weights", &self.value_weights)?,
+            },
             ..TrainOptions::new(self.env, self.algo, seed, steps)
         })
     }

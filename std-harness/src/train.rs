@@ -38,7 +38,7 @@ use microrl::algo::{
 };
 use microrl::checkpoint::AgentState;
 use microrl::env::EnvState;
-use microrl::env::{CartPole, CartPoleContinuous, Env, Pendulum};
+use microrl::env::{CartPole, CartPoleContinuous, Env, Pendulum, Weighted};
 use microrl::optim::Schedule;
 use microrl::rng::Xoshiro128pp;
 use microrl::train::{Evaluation, Hooks, Learner, RunConfig, Trainer};
@@ -393,6 +393,19 @@ pub struct TrainOptions {
     /// PPO only: fine-tune from a reference policy, anchored to it by the
     /// per-step KL penalty (`microrl::algo::Anchored`).
     pub anchor: Option<AnchorOptions>,
+    /// Multi-reward / multi-critic weights (`--reward-weights`, `--value-weights`).
+    pub weights: FusionWeights,
+}
+
+/// `--reward-weights U,E` and `--value-weights V1,V2`: multi-reward and
+/// multi-critic PPO (see `microrl::env::channels` and `microrl::algo::critic`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct FusionWeights {
+    /// Weights of cartpole-continuous's reward channels `(upright, effort)`;
+    /// the evaluations score the plant's own reward (`upright`).
+    pub reward: Option<[f32; 2]>,
+    /// Two critics fused with these weights (PPO, PPO-penalty).
+    pub value: Option<[f32; 2]>,
 }
 
 /// `--kl-ref POLICY --kl-beta B [--kl-target D]`.
@@ -426,6 +439,7 @@ impl TrainOptions {
             plant: toml::Table::new(),
             anchor: None,
             checkpoint_every: None,
+            weights: FusionWeights::default(),
         }
     }
 
@@ -497,6 +511,8 @@ pub struct TrainSummary {
     pub plant: toml::Table,
     /// The reference policy and KL coefficient of a fine-tune (`--kl-ref`).
     pub anchor: Option<AnchorOptions>,
+    /// Reward-channel and critic fusion weights.
+    pub weights: FusionWeights,
     /// Environment steps actually taken.
     pub steps_run: u64,
     /// Wall-clock seconds of the whole run (training and evaluations).
@@ -630,6 +646,7 @@ impl Observer {
             checkpoint_every: opts.checkpoint_every,
             plant: opts.plant.clone(),
             anchor: opts.anchor.clone(),
+            weights: opts.weights,
             config: serde_json::to_value(config)?,
             iterations,
             recent: self.recent.oldest_ordered().map(|r| r.to_bits()).collect(),
@@ -795,6 +812,8 @@ struct Progress {
     plant: toml::Table,
     #[serde(default)]
     anchor: Option<AnchorOptions>,
+    #[serde(default)]
+    weights: FusionWeights,
     /// The resolved algorithm configuration (field names as keys).
     config: serde_json::Value,
     iterations: u64,
@@ -836,6 +855,7 @@ pub fn resume(out: &Path, progress_bar: bool) -> anyhow::Result<TrainSummary> {
         checkpoint_every: saved.checkpoint_every,
         plant: saved.plant.clone(),
         anchor: saved.anchor.clone(),
+        weights: saved.weights,
         ..TrainOptions::new(saved.env, saved.algo, saved.seed, saved.steps)
     };
     train_from(&opts, Some((state, saved)))
@@ -860,11 +880,33 @@ fn train_from(
     if opts.anchor.is_some() && opts.algo != Algo::Ppo {
         bail!("--kl-ref fine-tunes with PPO: use --algo ppo");
     }
+    if opts.weights.reward.is_some() && opts.env != EnvName::CartpoleContinuous {
+        bail!(
+            "--reward-weights: {} has one reward channel; cartpole-continuous has two (upright, effort)",
+            opts.env.name()
+        );
+    }
+    if let Some(w) = opts.weights.value {
+        if !matches!(opts.algo, Algo::Ppo | Algo::PpoPenalty) || opts.anchor.is_some() {
+            bail!(
+                "--value-weights fuses PPO's critics: use --algo ppo or ppo-penalty, without --kl-ref"
+            );
+        }
+        microrl::env::channels::check_weights("value_weights", &w)
+            .map_err(|e| anyhow::anyhow!("invalid --value-weights: {e}"))?;
+    }
     // One agent type per (environment, algorithm, width); the loop is generic.
     macro_rules! go {
-        ($agent:ty, $env:expr) => {{
+        ($agent:ty, $env:expr, $eval:expr) => {{
             let mut agent: Box<$agent> = Box::new(<$agent>::ZERO);
-            run(opts, config, &mut *agent, $env, $env, resumed)
+            run(opts, config, &mut *agent, $env, $eval, resumed)
+        }};
+    }
+    macro_rules! go_critics {
+        ($agent:ty, $env:expr, $eval:expr, $weights:expr) => {{
+            let mut agent: Box<$agent> = Box::new(<$agent>::ZERO);
+            agent.train.params.critic.weights = $weights;
+            run(opts, config, &mut *agent, $env, $eval, resumed)
         }};
     }
     macro_rules! go_anchored {
@@ -888,18 +930,28 @@ fn train_from(
     }
     macro_rules! by_algo {
         ($env_ty:ty, $h:literal, $ppo_n:expr, $env:expr) => {
-            match opts.algo {
-                Algo::Ppo if opts.anchor.is_some() => go_anchored!(
+            by_algo!($env_ty, $h, $ppo_n, $env, $env)
+        };
+        ($env_ty:ty, $h:literal, $ppo_n:expr, $env:expr, $eval:expr) => {
+            match (opts.algo, opts.weights.value) {
+                (Algo::Ppo, _) if opts.anchor.is_some() => go_anchored!(
                     agent::Anchored<$env_ty, $h, { $ppo_n }>,
                     $env,
                     opts.anchor.as_ref().expect("checked")
                 ),
-                Algo::Ppo | Algo::PpoPenalty => go!(agent::Ppo<$env_ty, $h, { $ppo_n }>, $env),
-                Algo::Trpo => go!(agent::Trpo<$env_ty, $h, TRPO_STEPS>, $env),
-                Algo::Grpo => go!(agent::Grpo<$env_ty, $h, GRPO_STEPS>, $env),
-                Algo::A2c => go!(agent::A2c<$env_ty, $h, A2C_STEPS>, $env),
-                Algo::Reinforce => go!(agent::Reinforce<$env_ty, $h, REINFORCE_STEPS>, $env),
-                Algo::Ac => go!(agent::ActorCritic<$env_ty, $h>, $env),
+                (Algo::Ppo | Algo::PpoPenalty, Some(w)) => {
+                    go_critics!(agent::PpoCritics<$env_ty, $h, { $ppo_n }, 2>, $env, $eval, w)
+                }
+                (Algo::Ppo | Algo::PpoPenalty, None) => {
+                    go!(agent::Ppo<$env_ty, $h, { $ppo_n }>, $env, $eval)
+                }
+                (Algo::Trpo, _) => go!(agent::Trpo<$env_ty, $h, TRPO_STEPS>, $env, $eval),
+                (Algo::Grpo, _) => go!(agent::Grpo<$env_ty, $h, GRPO_STEPS>, $env, $eval),
+                (Algo::A2c, _) => go!(agent::A2c<$env_ty, $h, A2C_STEPS>, $env, $eval),
+                (Algo::Reinforce, _) => {
+                    go!(agent::Reinforce<$env_ty, $h, REINFORCE_STEPS>, $env, $eval)
+                }
+                (Algo::Ac, _) => go!(agent::ActorCritic<$env_ty, $h>, $env, $eval),
             }
         };
     }
@@ -920,13 +972,23 @@ fn train_from(
                 cartpole_plant(&opts.plant)?
             )
         }
-        (EnvName::CartpoleContinuous, _) => by_algo!(
-            CartPoleContinuous,
-            64,
-            PPO_CONTINUOUS_STEPS,
-            CartPoleContinuous::with_params(plant_params(&opts.plant)?)
-                .map_err(|e| anyhow::anyhow!("invalid --plant: {e}"))?
-        ),
+        (EnvName::CartpoleContinuous, _) => {
+            let plant = CartPoleContinuous::with_params(plant_params(&opts.plant)?)
+                .map_err(|e| anyhow::anyhow!("invalid --plant: {e}"))?;
+            match opts.weights.reward {
+                None => by_algo!(CartPoleContinuous, 64, PPO_CONTINUOUS_STEPS, plant),
+                // Trained on the fused channels, judged on the plant's own
+                // reward (the upright channel alone, exactly).
+                Some(w) => by_algo!(
+                    Weighted<CartPoleContinuous, 2>,
+                    64,
+                    PPO_CONTINUOUS_STEPS,
+                    Weighted::new(plant, w)
+                        .map_err(|e| anyhow::anyhow!("invalid --reward-weights: {e}"))?,
+                    Weighted::new(plant, [1.0, 0.0]).expect("valid weights")
+                ),
+            }
+        }
         (EnvName::Pendulum, _) => by_algo!(
             Pendulum,
             64,
@@ -981,7 +1043,7 @@ pub trait Configure {
 impl<A, C, const OBS: usize, const N: usize> Configure for Ppo<A, C, OBS, N>
 where
     A: microrl::policy::Actor<OBS>,
-    C: microrl::nn::Network<OBS, 1>,
+    C: microrl::algo::Critic<OBS>,
 {
     fn configure(&mut self, config: AlgoConfig) -> anyhow::Result<()> {
         self.config = config
@@ -994,7 +1056,7 @@ where
 impl<A, C, const OBS: usize, const N: usize> Configure for microrl::algo::Anchored<A, C, OBS, N>
 where
     A: microrl::policy::Actor<OBS>,
-    C: microrl::nn::Network<OBS, 1>,
+    C: microrl::algo::Critic<OBS>,
 {
     fn configure(&mut self, config: AlgoConfig) -> anyhow::Result<()> {
         self.ppo.configure(config)
@@ -1004,7 +1066,7 @@ where
 impl<A, C, const OBS: usize, const N: usize> Configure for microrl::algo::Reinforce<A, C, OBS, N>
 where
     A: microrl::policy::Actor<OBS>,
-    C: microrl::nn::Network<OBS, 1>,
+    C: microrl::algo::Critic<OBS>,
 {
     fn configure(&mut self, config: AlgoConfig) -> anyhow::Result<()> {
         self.inner.configure(config)
@@ -1014,7 +1076,7 @@ where
 impl<A, C, const OBS: usize, const N: usize> Configure for microrl::algo::Trpo<A, C, OBS, N>
 where
     A: microrl::policy::Actor<OBS>,
-    C: microrl::nn::Network<OBS, 1>,
+    C: microrl::algo::Critic<OBS>,
 {
     fn configure(&mut self, config: AlgoConfig) -> anyhow::Result<()> {
         match config {
@@ -1157,6 +1219,7 @@ where
         small: opts.small,
         plant: opts.plant.clone(),
         anchor: opts.anchor.clone(),
+        weights: opts.weights,
         steps_run: outcome.steps,
         wall_s,
         eval_mean: outcome.report.mean,

@@ -31,12 +31,12 @@
 use nalgebra::SVector;
 use rand_core::Rng;
 
+use super::Critic;
 use super::ppo::{KL_COEF_MAX, KL_COEF_MIN, Ppo, UpdateStats, adapted_kl_coef};
 use super::{Actor, Controller, Cursor, Episode, Policy};
 use crate::config::{check, positive_or_off};
 use crate::env::Env;
 use crate::error::{Error, check_finite};
-use crate::nn::Network;
 use crate::params::Params;
 
 /// The anchor's settings.
@@ -89,7 +89,7 @@ impl Default for AnchorConfig {
 }
 
 /// A PPO agent anchored to a frozen reference policy (see the module docs).
-pub struct Anchored<A: Actor<OBS>, C: Network<OBS, 1>, const OBS: usize, const N: usize> {
+pub struct Anchored<A: Actor<OBS>, C: Critic<OBS>, const OBS: usize, const N: usize> {
     /// The PPO agent being fine-tuned.
     pub ppo: Ppo<A, C, OBS, N>,
     /// The frozen reference (actor, normaliser, action space).
@@ -101,7 +101,7 @@ pub struct Anchored<A: Actor<OBS>, C: Network<OBS, 1>, const OBS: usize, const N
     reference_cache: A::Cache,
 }
 
-impl<A: Actor<OBS>, C: Network<OBS, 1>, const OBS: usize, const N: usize> core::fmt::Debug
+impl<A: Actor<OBS>, C: Critic<OBS>, const OBS: usize, const N: usize> core::fmt::Debug
     for Anchored<A, C, OBS, N>
 {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
@@ -113,7 +113,7 @@ impl<A: Actor<OBS>, C: Network<OBS, 1>, const OBS: usize, const N: usize> core::
     }
 }
 
-impl<A: Actor<OBS>, C: Network<OBS, 1>, const OBS: usize, const N: usize> Anchored<A, C, OBS, N> {
+impl<A: Actor<OBS>, C: Critic<OBS>, const OBS: usize, const N: usize> Anchored<A, C, OBS, N> {
     /// An agent with zeroed weights and a zeroed reference; `const`, so it
     /// can be a `static`. Set [`ppo`](Self::ppo)`.config`,
     /// [`anchor`](Self::anchor) and the reference, then call
@@ -210,7 +210,7 @@ impl<A: Actor<OBS>, C: Network<OBS, 1>, const OBS: usize, const N: usize> Anchor
     }
 }
 
-impl<A: Actor<OBS>, C: Network<OBS, 1>, const OBS: usize, const N: usize> Controller<OBS>
+impl<A: Actor<OBS>, C: Critic<OBS>, const OBS: usize, const N: usize> Controller<OBS>
     for Anchored<A, C, OBS, N>
 {
     type Action = A::Action;

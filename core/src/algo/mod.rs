@@ -26,6 +26,7 @@
 pub mod ac;
 pub mod anchor;
 pub mod buffer;
+pub mod critic;
 pub mod gae;
 pub mod grpo;
 pub mod ppo;
@@ -35,6 +36,7 @@ pub mod trpo;
 pub use ac::{AcConfig, AcStats, ActorCritic};
 pub use anchor::{AnchorConfig, Anchored};
 pub use buffer::Rollout;
+pub use critic::{Critic, Critics};
 pub use grpo::{Grpo, GrpoConfig};
 pub use ppo::{A2cConfig, KL_COEF_MAX, KL_COEF_MIN, Ppo, PpoConfig, UpdateStats};
 pub use reinforce::{Reinforce, ReinforceConfig};

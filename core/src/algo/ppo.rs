@@ -31,14 +31,14 @@
 use nalgebra::SVector;
 use rand_core::Rng;
 
+use super::Critic;
 use super::buffer::{Rollout, Transition};
-use super::{Actor, Controller, Cursor, Episode, Policy, value};
+use super::{Actor, Controller, Cursor, Episode, Policy};
 use crate::env::{ActionSpace, Env};
 use crate::error::{Error, check_finite};
 use crate::impl_params;
-use crate::loss::{approx_kl, approx_kl_at, clipped_surrogate, kl_penalty, value_loss};
+use crate::loss::{approx_kl, approx_kl_at, clipped_surrogate, kl_penalty};
 use crate::math;
-use crate::nn::{Network, gain};
 use crate::normalize::RunningNorm;
 use crate::optim::{AdamConfig, Optimizer, Schedule, TrainState};
 use crate::params::Params;
@@ -389,7 +389,7 @@ impl_params!(impl[A: Params, C: Params] ActorCriticParams<A, C> { actor: A, crit
 ///
 /// Name it from the environment with [`agent::Ppo`](crate::agent::Ppo)
 /// (`agent::Ppo<MyPlant, 64, 2048>`) unless the networks are custom.
-pub struct Ppo<A: Actor<OBS>, C: Network<OBS, 1>, const OBS: usize, const N: usize> {
+pub struct Ppo<A: Actor<OBS>, C: Critic<OBS>, const OBS: usize, const N: usize> {
     /// Hyper-parameters.
     pub config: PpoConfig,
     /// Actor and critic ([`ActorCriticParams`]) with gradients and Adam moments.
@@ -414,7 +414,7 @@ pub struct Ppo<A: Actor<OBS>, C: Network<OBS, 1>, const OBS: usize, const N: usi
     pub(crate) critic_cache: C::Cache,
 }
 
-impl<A: Actor<OBS>, C: Network<OBS, 1>, const OBS: usize, const N: usize> core::fmt::Debug
+impl<A: Actor<OBS>, C: Critic<OBS>, const OBS: usize, const N: usize> core::fmt::Debug
     for Ppo<A, C, OBS, N>
 {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
@@ -426,7 +426,7 @@ impl<A: Actor<OBS>, C: Network<OBS, 1>, const OBS: usize, const N: usize> core::
     }
 }
 
-impl<A: Actor<OBS>, C: Network<OBS, 1>, const OBS: usize, const N: usize> Ppo<A, C, OBS, N> {
+impl<A: Actor<OBS>, C: Critic<OBS>, const OBS: usize, const N: usize> Ppo<A, C, OBS, N> {
     /// An agent with zeroed weights; call [`init`](Self::init) before training.
     /// `const`, so the whole agent can be a `static` on a microcontroller.
     pub const fn new(config: PpoConfig) -> Self {
@@ -483,12 +483,10 @@ impl<A: Actor<OBS>, C: Network<OBS, 1>, const OBS: usize, const N: usize> Ppo<A,
         R: Rng + ?Sized,
     {
         self.config.validate(N)?;
+        self.train.params.critic.validate()?;
         self.space = env.action_space();
         self.train.params.actor.init(rng);
-        self.train
-            .params
-            .critic
-            .init_orthogonal(rng, gain::HIDDEN, gain::VALUE);
+        self.train.params.critic.init(rng);
         self.train.zero_grad();
         self.train.optimizer.config = self.config.adam;
         self.train.optimizer.reset();
@@ -661,7 +659,7 @@ impl<A: Actor<OBS>, C: Network<OBS, 1>, const OBS: usize, const N: usize> Ppo<A,
                 self.observe(&cursor.obs)?
             };
             let (action, log_prob) = self.train.params.actor.sample(&obs, rng)?;
-            let v = value(&self.train.params.critic, &obs);
+            let v = self.train.params.critic.value(&obs);
             check_finite(v)?;
             let penalty = penalty(&cursor.obs, &action, log_prob)?;
             check_finite(penalty)?;
@@ -670,7 +668,7 @@ impl<A: Actor<OBS>, C: Network<OBS, 1>, const OBS: usize, const N: usize> Ppo<A,
             let step = cursor.advance(env, command, rng, &mut on_episode)?;
             let reward = self.scale_reward(step.reward - penalty, step.done())?;
             let final_value = if step.truncated {
-                value(&self.train.params.critic, &self.observe(&step.obs)?)
+                self.train.params.critic.value(&self.observe(&step.obs)?)
             } else {
                 0.0
             };
@@ -688,7 +686,7 @@ impl<A: Actor<OBS>, C: Network<OBS, 1>, const OBS: usize, const N: usize> Ppo<A,
                 break;
             }
         }
-        let last_value = value(&self.train.params.critic, &self.observe(&cursor.obs)?);
+        let last_value = self.train.params.critic.value(&self.observe(&cursor.obs)?);
         self.rollout
             .compute_advantages(last_value, self.config.gamma, self.config.gae_lambda);
         // Value targets whose square (the value loss) or whose gradients
@@ -721,6 +719,7 @@ impl<A: Actor<OBS>, C: Network<OBS, 1>, const OBS: usize, const N: usize> Ppo<A,
             return Err(Error::RolloutIncomplete);
         }
         c.validate(n)?;
+        self.train.params.critic.validate()?;
         // Trained on once: a second update needs a new rollout.
         self.rollout.consume();
         // Schedules are evaluated at the progress *before* this rollout (CleanRL).
@@ -781,21 +780,21 @@ impl<A: Actor<OBS>, C: Network<OBS, 1>, const OBS: usize, const N: usize> Ppo<A,
                         &mut self.train.grads.actor,
                     );
 
-                    let critic = &self.train.params.critic;
-                    let v = critic.forward_train(obs, &mut self.critic_cache)[0];
-                    let vl = value_loss(
-                        v,
+                    let value_loss = self.train.params.critic.fit(
+                        obs,
                         self.rollout.values[i],
                         self.rollout.returns[i],
                         c.value_clip,
+                        c.vf_coef,
+                        inv_batch,
+                        &mut self.critic_cache,
+                        &mut self.train.grads.critic,
                     );
-                    let d_value = SVector::<f32, 1>::new(c.vf_coef * vl.d_value * inv_batch);
-                    critic.backward(&self.critic_cache, &d_value, &mut self.train.grads.critic);
 
                     let kl = approx_kl_at(log_ratio, s.ratio);
                     epoch_kl += kl;
                     stats.policy_loss += s.loss + penalty_loss;
-                    stats.value_loss += vl.loss;
+                    stats.value_loss += value_loss;
                     stats.entropy += entropy;
                     stats.approx_kl += kl;
                     stats.clip_fraction += f32::from(u8::from(s.clipped));
@@ -825,7 +824,7 @@ impl<A: Actor<OBS>, C: Network<OBS, 1>, const OBS: usize, const N: usize> Ppo<A,
     }
 }
 
-impl<A: Actor<OBS>, C: Network<OBS, 1>, const OBS: usize, const N: usize> Ppo<A, C, OBS, N> {
+impl<A: Actor<OBS>, C: Critic<OBS>, const OBS: usize, const N: usize> Ppo<A, C, OBS, N> {
     /// PPO-penalty's adaptive rule (Schulman et al. 2017, §4): with
     /// `d = mean_t k₃` of the updated policy against the rollout's
     /// log-probabilities, halve `β` when `d < d_targ/1.5`, double it when
@@ -852,7 +851,7 @@ impl<A: Actor<OBS>, C: Network<OBS, 1>, const OBS: usize, const N: usize> Ppo<A,
     }
 }
 
-impl<A: Actor<OBS>, C: Network<OBS, 1>, const OBS: usize, const N: usize> Controller<OBS>
+impl<A: Actor<OBS>, C: Critic<OBS>, const OBS: usize, const N: usize> Controller<OBS>
     for Ppo<A, C, OBS, N>
 {
     type Action = A::Action;

@@ -19,11 +19,11 @@
 use nalgebra::SVector;
 use rand_core::Rng;
 
+use super::Critic;
 use super::ppo::{Ppo, PpoConfig, UpdateStats};
 use super::{Actor, Controller, Cursor, Episode, Policy};
 use crate::env::Env;
 use crate::error::Error;
-use crate::nn::Network;
 use crate::optim::{AdamConfig, Schedule};
 
 /// REINFORCE hyper-parameters.
@@ -84,12 +84,12 @@ impl From<ReinforceConfig> for PpoConfig {
 /// A REINFORCE agent with a learned baseline; episodes up to `N` steps are
 /// kept whole.
 #[derive(Debug)]
-pub struct Reinforce<A: Actor<OBS>, C: Network<OBS, 1>, const OBS: usize, const N: usize> {
+pub struct Reinforce<A: Actor<OBS>, C: Critic<OBS>, const OBS: usize, const N: usize> {
     /// The shared actor-critic machinery (configured by [`ReinforceConfig`]).
     pub inner: Ppo<A, C, OBS, N>,
 }
 
-impl<A: Actor<OBS>, C: Network<OBS, 1>, const OBS: usize, const N: usize> Reinforce<A, C, OBS, N> {
+impl<A: Actor<OBS>, C: Critic<OBS>, const OBS: usize, const N: usize> Reinforce<A, C, OBS, N> {
     /// An agent with zeroed weights; call [`init`](Self::init) first.
     pub const fn new(config: ReinforceConfig) -> Self {
         Self {
@@ -169,7 +169,7 @@ impl<A: Actor<OBS>, C: Network<OBS, 1>, const OBS: usize, const N: usize> Reinfo
     }
 }
 
-impl<A: Actor<OBS>, C: Network<OBS, 1>, const OBS: usize, const N: usize> Controller<OBS>
+impl<A: Actor<OBS>, C: Critic<OBS>, const OBS: usize, const N: usize> Controller<OBS>
     for Reinforce<A, C, OBS, N>
 {
     type Action = A::Action;

@@ -33,14 +33,13 @@
 use nalgebra::SVector;
 use rand_core::Rng;
 
+use super::Critic;
 use super::ppo::{Ppo, PpoConfig, UpdateStats};
 use super::{Actor, Controller, Cursor, Episode, Policy};
 use crate::config::{check, non_negative, positive_or_off, unit};
 use crate::env::Env;
 use crate::error::Error;
-use crate::loss::value_loss;
 use crate::math;
-use crate::nn::Network;
 use crate::optim::{AdamConfig, Schedule, check_gradient};
 use crate::rng;
 
@@ -207,7 +206,7 @@ pub const CG_RESIDUAL_TOLERANCE: f32 = 1e-10;
 
 /// A TRPO agent: actor `A`, critic `C`, `OBS`-dimensional observations and
 /// a rollout of `N` steps (see the module docs).
-pub struct Trpo<A: Actor<OBS>, C: Network<OBS, 1>, const OBS: usize, const N: usize> {
+pub struct Trpo<A: Actor<OBS>, C: Critic<OBS>, const OBS: usize, const N: usize> {
     /// Hyper-parameters.
     pub config: TrpoConfig,
     /// The collection and critic machinery (configured by [`TrpoConfig::to_ppo`]).
@@ -222,7 +221,7 @@ pub struct Trpo<A: Actor<OBS>, C: Network<OBS, 1>, const OBS: usize, const N: us
     backup: A,
 }
 
-impl<A: Actor<OBS>, C: Network<OBS, 1>, const OBS: usize, const N: usize> core::fmt::Debug
+impl<A: Actor<OBS>, C: Critic<OBS>, const OBS: usize, const N: usize> core::fmt::Debug
     for Trpo<A, C, OBS, N>
 {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
@@ -233,7 +232,7 @@ impl<A: Actor<OBS>, C: Network<OBS, 1>, const OBS: usize, const N: usize> core::
     }
 }
 
-impl<A: Actor<OBS>, C: Network<OBS, 1>, const OBS: usize, const N: usize> Trpo<A, C, OBS, N> {
+impl<A: Actor<OBS>, C: Critic<OBS>, const OBS: usize, const N: usize> Trpo<A, C, OBS, N> {
     /// An agent with zeroed weights; call [`init`](Self::init) first.
     pub const fn new(config: TrpoConfig) -> Self {
         Self {
@@ -495,12 +494,16 @@ impl<A: Actor<OBS>, C: Network<OBS, 1>, const OBS: usize, const N: usize> Trpo<A
                 ppo.train.zero_grad();
                 for k in start..start + batch {
                     let i = usize::from(ppo.rollout.indices[k]);
-                    let critic = &ppo.train.params.critic;
-                    let v = critic.forward_train(&ppo.rollout.obs[i], &mut ppo.critic_cache)[0];
-                    let vl = value_loss(v, ppo.rollout.values[i], ppo.rollout.returns[i], None);
-                    let d_value = SVector::<f32, 1>::new(vl.d_value * inv_batch);
-                    critic.backward(&ppo.critic_cache, &d_value, &mut ppo.train.grads.critic);
-                    stats.value_loss += vl.loss;
+                    stats.value_loss += ppo.train.params.critic.fit(
+                        &ppo.rollout.obs[i],
+                        ppo.rollout.values[i],
+                        ppo.rollout.returns[i],
+                        None,
+                        1.0,
+                        inv_batch,
+                        &mut ppo.critic_cache,
+                        &mut ppo.train.grads.critic,
+                    );
                     samples += 1;
                 }
                 ppo.train.apply(lr, c.max_grad_norm)?;
@@ -532,7 +535,7 @@ impl<A: Actor<OBS>, C: Network<OBS, 1>, const OBS: usize, const N: usize> Trpo<A
     }
 }
 
-impl<A: Actor<OBS>, C: Network<OBS, 1>, const OBS: usize, const N: usize> Controller<OBS>
+impl<A: Actor<OBS>, C: Critic<OBS>, const OBS: usize, const N: usize> Controller<OBS>
     for Trpo<A, C, OBS, N>
 {
     type Action = A::Action;
@@ -569,7 +572,7 @@ mod tests {
     ) -> Xoshiro128pp
     where
         A: Actor<OBS>,
-        C: Network<OBS, 1>,
+        C: Critic<OBS>,
         E: Env<Obs = SVector<f32, OBS>, Space = A::Space>,
     {
         let mut rng = Xoshiro128pp::seed_from_u64(seed);
@@ -585,7 +588,7 @@ mod tests {
     fn mean_kl<A, C, const OBS: usize>(agent: &Trpo<A, C, OBS, 256>, old: &A) -> f32
     where
         A: Actor<OBS>,
-        C: Network<OBS, 1>,
+        C: Critic<OBS>,
     {
         let r = &agent.inner.rollout;
         let sum: f32 = (0..r.len())
@@ -599,7 +602,7 @@ mod tests {
     fn check_trust_region<A, C, E, const OBS: usize>(agent: &mut Trpo<A, C, OBS, 256>, env: E)
     where
         A: Actor<OBS> + Clone + PartialEq + core::fmt::Debug,
-        C: Network<OBS, 1>,
+        C: Critic<OBS>,
         E: Env<Obs = SVector<f32, OBS>, Space = A::Space>,
     {
         let mut rng = collect(agent, env, 3);

@@ -413,6 +413,21 @@ impl Env for CartPoleContinuous {
     }
 }
 
+/// `upright` (the plant's reward) and `effort` (`−a²` of the clipped
+/// command, `a ∈ [−1, 1]`).
+impl super::RewardChannels<2> for CartPoleContinuous {
+    const CHANNELS: [&'static str; 2] = ["upright", "effort"];
+
+    fn step_channels(
+        &mut self,
+        action: SVector<f32, 1>,
+    ) -> Result<(Step<SVector<f32, 4>>, [f32; 2]), Error> {
+        let step = self.step(action)?;
+        let a = action[0].clamp(-1.0, 1.0);
+        Ok((step, [step.reward, -(a * a)]))
+    }
+}
+
 /// `[x, x_dot, theta, theta_dot, elapsed_steps, terminated_once]`.
 impl EnvState for CartPole {
     const TAG: u32 = u32::from_le_bytes(*b"CPOL");

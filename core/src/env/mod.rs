@@ -48,9 +48,11 @@
 //!   agreement.
 
 pub mod cartpole;
+pub mod channels;
 pub mod pendulum;
 
 pub use cartpole::{CartPole, CartPoleContinuous, CartPoleParams};
+pub use channels::{RewardChannels, Weighted};
 pub use pendulum::{Pendulum, PendulumParams};
 
 use nalgebra::SVector;
