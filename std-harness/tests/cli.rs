@@ -871,3 +871,68 @@ fn plant_parameters_and_kl_anchored_fine_tuning() {
     }
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// Fusion weights: the wrong task, algorithm, count or sum is refused in
+/// one line naming the option.
+#[test]
+fn reward_and_value_weights_are_refused_naming_the_option() {
+    for (args, needle) in [
+        (
+            &["train", "--reward-weights", "0.9,0.1"][..],
+            "--reward-weights: cartpole has one",
+        ),
+        (
+            &[
+                "train",
+                "--env",
+                "cartpole-continuous",
+                "--reward-weights",
+                "0.9,0.2",
+            ],
+            "`reward_weights` must be finite, non-negative and sum to 1",
+        ),
+        (
+            &["train", "--value-weights", "0.6,0.6"],
+            "`value_weights` must be",
+        ),
+        (
+            &["train", "--value-weights", "0.5"],
+            "--value-weights takes two weights",
+        ),
+        (
+            &["train", "--algo", "trpo", "--value-weights", "0.5,0.5"],
+            "use --algo ppo",
+        ),
+    ] {
+        let line = refused(args);
+        assert!(line.contains(needle), "{args:?}: {line}");
+    }
+}
+
+/// Multi-reward, multi-critic PPO trains end to end and records its weights.
+#[test]
+fn multi_critic_ppo_trains_and_records_its_weights() {
+    let (ok, stdout, stderr) = microrl(&[
+        "train",
+        "--env",
+        "cartpole-continuous",
+        "--steps",
+        "4096",
+        "--no-early-stop",
+        "--reward-weights",
+        "0.9,0.1",
+        "--value-weights",
+        "0.5,0.5",
+        "--eval-episodes",
+        "2",
+        "--json",
+    ]);
+    assert!(ok, "{stderr}");
+    let json = last_json(&stdout);
+    assert_eq!(
+        json["weights"]["reward"],
+        serde_json::json!([0.9f32, 0.1f32])
+    );
+    assert_eq!(json["weights"]["value"], serde_json::json!([0.5, 0.5]));
+    assert_eq!(json["steps_run"], 4096);
+}
