@@ -1214,6 +1214,43 @@ mod tests {
         assert_eq!(agent.steps, before);
     }
 
+    /// Value targets `Â + V_old` beyond 1e15 are refused even when every
+    /// advantage is usable: a critic stuck at 1.5e15 on the never-terminating
+    /// pendulum gives `Â ≈ −0.01·V` (fine) and `R ≈ 1.49e15` (not).
+    #[test]
+    fn overflowing_value_targets_are_refused_on_their_own() {
+        use crate::env::Pendulum;
+        let mut agent =
+            std::boxed::Box::new(crate::agent::Ppo::<Pendulum, 8, 64>::new(PpoConfig {
+                normalize_obs: false,
+                ..PpoConfig::DEFAULT
+            }));
+        let mut env = Pendulum::new();
+        let mut rng = crate::nn::fd::rng(5);
+        agent.init(&env, &mut rng).unwrap();
+        let head = &mut agent.train.params.critic.second.second;
+        head.weight.fill(0.0);
+        head.bias[0] = 1.5e15;
+        let mut cursor = Cursor::start(&mut env, &mut rng);
+        assert_eq!(
+            agent.collect(&mut env, &mut cursor, &mut rng, |_| {}),
+            Err(Error::ValueOverflow)
+        );
+    }
+
+    /// The first check of `minibatches` is its own: zero is "must be > 0".
+    #[test]
+    fn zero_minibatches_is_refused_as_zero() {
+        let config = PpoConfig {
+            minibatches: 0,
+            ..PpoConfig::DEFAULT
+        };
+        assert_eq!(
+            config.validate(64),
+            Err(Error::config("minibatches", "must be > 0"))
+        );
+    }
+
     /// `export` copies the actor, the normaliser and the action space into
     /// caller memory: the same policy `policy()` returns.
     #[test]

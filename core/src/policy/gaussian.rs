@@ -405,6 +405,14 @@ mod tests {
         }
     }
 
+    /// The `log_std` tensor is tagged as such (the policy file's header
+    /// and the importers rely on it).
+    #[test]
+    fn log_std_is_tagged() {
+        assert_eq!(Gaussian::<2>::shape(0).tag, tag::LOG_STD);
+        assert_eq!(Gaussian::<2>::shape(0).rows, 2);
+    }
+
     #[test]
     fn stored_log_std_must_lie_in_its_range() {
         let mut head = Gaussian::<2>::with_log_std(LOG_STD_MIN);
