@@ -23,10 +23,13 @@
 //!    gated evaluation → early stop for any agent, reporting through
 //!    [`train::Hooks`]; "solved" is decided on one set of start states and
 //!    reported on another.
-//! 4. [`algo`] — **the algorithms**: PPO with GAE, A2C, REINFORCE with a
-//!    baseline ([`algo::Ppo`], [`algo::Reinforce`]) and the online
-//!    actor-critic ([`algo::ActorCritic`]), each a fixed-size struct with a
-//!    `const fn new` and a `.bss`-friendly `ZERO`.
+//! 4. [`algo`] — **the algorithms**: PPO with GAE (also PPO-penalty, and
+//!    with `K` fused critics through [`algo::Critics`]), A2C, REINFORCE with
+//!    a baseline ([`algo::Ppo`], [`algo::Reinforce`]), TRPO
+//!    ([`algo::Trpo`]), GRPO without a critic ([`algo::Grpo`]), KL-anchored
+//!    fine-tuning ([`algo::Anchored`]) and the online actor-critic
+//!    ([`algo::ActorCritic`]), each a fixed-size struct with a `const fn new`
+//!    and a `.bss`-friendly `ZERO`.
 //! 5. [`policy`] — **actors and policies**: [`policy::Actor`] (network +
 //!    distribution head, what algorithms train), [`Policy`] (actor + frozen
 //!    normaliser + action space, what you deploy) and [`Controller::act`]
