@@ -154,7 +154,7 @@ impl TrainArgs {
             (Algo::Ppo, EnvName::Pendulum) => 300_000,
             (Algo::PpoPenalty, EnvName::Cartpole) => 150_000,
             (Algo::Trpo, EnvName::Cartpole) => 200_000,
-            (Algo::Grpo, EnvName::Cartpole) => 300_000,
+            (Algo::Grpo | Algo::Gspo, EnvName::Cartpole) => 300_000,
             _ => 500_000,
         });
         Ok(TrainOptions {

@@ -123,6 +123,9 @@ pub enum Algo {
     /// GRPO: PPO's clipped update without a critic, advantages relative
     /// to a group of episodes from the same start state.
     Grpo,
+    /// GSPO: GRPO with one clipped importance ratio per episode (the
+    /// geometric mean of its steps' ratios).
+    Gspo,
     /// A2C (n-step returns, one gradient step per rollout).
     A2c,
     /// Online one-step actor-critic (TD(0), O(1) memory).
@@ -139,6 +142,7 @@ impl Algo {
             Algo::PpoPenalty => "ppo-penalty",
             Algo::Trpo => "trpo",
             Algo::Grpo => "grpo",
+            Algo::Gspo => "gspo",
             Algo::A2c => "a2c",
             Algo::Ac => "ac",
             Algo::Reinforce => "reinforce",
@@ -272,6 +276,11 @@ impl AlgoConfig {
             }),
             Algo::Grpo => AlgoConfig::Grpo(GrpoConfig {
                 total_steps: steps,
+                ..GrpoConfig::DEFAULT
+            }),
+            Algo::Gspo => AlgoConfig::Grpo(GrpoConfig {
+                total_steps: steps,
+                sequence_ratio: true,
                 ..GrpoConfig::DEFAULT
             }),
             Algo::A2c => AlgoConfig::A2c(A2cConfig {
@@ -946,7 +955,7 @@ fn train_from(
                     go!(agent::Ppo<$env_ty, $h, { $ppo_n }>, $env, $eval)
                 }
                 (Algo::Trpo, _) => go!(agent::Trpo<$env_ty, $h, TRPO_STEPS>, $env, $eval),
-                (Algo::Grpo, _) => go!(agent::Grpo<$env_ty, $h, GRPO_STEPS>, $env, $eval),
+                (Algo::Grpo | Algo::Gspo, _) => go!(agent::Grpo<$env_ty, $h, GRPO_STEPS>, $env, $eval),
                 (Algo::A2c, _) => go!(agent::A2c<$env_ty, $h, A2C_STEPS>, $env, $eval),
                 (Algo::Reinforce, _) => {
                     go!(agent::Reinforce<$env_ty, $h, REINFORCE_STEPS>, $env, $eval)

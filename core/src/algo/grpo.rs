@@ -14,6 +14,14 @@
 //! step (the token-level mean of DAPO / Dr. GRPO, which does not favour
 //! short episodes the way GRPO's per-sequence `1/|o_i|` does).
 //!
+//! **GSPO** (Zheng et al. 2025, the sequence-level variant; option
+//! [`GrpoConfig::sequence_ratio`]): one importance ratio per *episode*, the
+//! geometric mean of its per-step ratios
+//! `sᵢ = exp(1/|oᵢ| Σ_t log(π(a_t|s_t)/π_old(a_t|s_t)))`, clipped at the
+//! sequence level, `L = −1/|B| Σᵢ min(sᵢ Âᵢ, clip(sᵢ, 1 ± ε) Âᵢ)` over the
+//! episodes `B` of a minibatch (minibatches are then sets of whole
+//! episodes). Each step's log-probability gets `∂L/∂sᵢ · sᵢ / |oᵢ|`.
+//!
 //! **Same start state.** A plant cannot be rewound, a simulator can: each
 //! group draws one seed from the run's RNG and resets the environment from
 //! an RNG seeded with it before every member, so all `G` members start from
@@ -46,6 +54,8 @@ use crate::rng::{self, Xoshiro128pp};
 
 /// The most episodes a group may have.
 pub const MAX_GROUP: usize = 64;
+/// The most episodes one rollout may hold (`groups × group_size`).
+pub const MAX_EPISODES: usize = 256;
 
 /// GRPO hyper-parameters.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -75,6 +85,9 @@ pub struct GrpoConfig {
     pub max_grad_norm: Option<f32>,
     /// Running observation normalisation. Default true.
     pub normalize_obs: bool,
+    /// GSPO: one clipped importance ratio per episode (the geometric mean
+    /// of its steps' ratios) instead of one per step. Default false.
+    pub sequence_ratio: bool,
     /// Adam's `β₁, β₂, ε`. Default `0.9, 0.999, 1e-5`.
     pub adam: AdamConfig,
 }
@@ -92,6 +105,7 @@ impl GrpoConfig {
         ent_coef: 0.0,
         max_grad_norm: Some(0.5),
         normalize_obs: true,
+        sequence_ratio: false,
         adam: AdamConfig::DEFAULT,
     };
 
@@ -107,6 +121,7 @@ impl GrpoConfig {
         ent_coef: 0.0,
         max_grad_norm: None,
         normalize_obs: false,
+        sequence_ratio: false,
         adam: AdamConfig::ZERO,
     };
 
@@ -123,7 +138,12 @@ impl GrpoConfig {
             (2..=MAX_GROUP).contains(&usize::from(self.group_size)),
             "must be in 2..=64",
         )?;
-        check("groups", self.groups > 0, "must be > 0")?;
+        check(
+            "groups",
+            self.groups > 0
+                && usize::from(self.groups) * usize::from(self.group_size) <= MAX_EPISODES,
+            "must be > 0, with groups × group_size <= 256",
+        )?;
         self.learning_rate.validate("learning_rate", 1.0)?;
         self.clip_range.validate("clip_range", f32::MAX)?;
         check(
@@ -163,6 +183,9 @@ pub struct GroupRollout<const OBS: usize, A, const N: usize> {
     pub advantages: [f32; N],
     /// Minibatch index permutation.
     pub indices: [u16; N],
+    /// Where each episode ends (exclusive), in collection order.
+    pub episode_ends: [u32; MAX_EPISODES],
+    episodes: usize,
     len: usize,
     ready: bool,
 }
@@ -179,9 +202,26 @@ impl<const OBS: usize, A: Copy, const N: usize> GroupRollout<OBS, A, N> {
             log_probs: [0.0; N],
             advantages: [0.0; N],
             indices: [0; N],
+            episode_ends: [0; MAX_EPISODES],
+            episodes: 0,
             len: 0,
             ready: false,
         }
+    }
+
+    /// Number of stored episodes (a cut one included).
+    pub fn episodes(&self) -> usize {
+        self.episodes
+    }
+
+    /// The steps `start..end` of episode `e`.
+    fn episode(&self, e: usize) -> (usize, usize) {
+        let start = if e == 0 {
+            0
+        } else {
+            self.episode_ends[e - 1] as usize
+        };
+        (start, self.episode_ends[e] as usize)
     }
 
     /// Number of stored steps.
@@ -201,6 +241,7 @@ impl<const OBS: usize, A: Copy, const N: usize> GroupRollout<OBS, A, N> {
 
     fn clear(&mut self) {
         self.len = 0;
+        self.episodes = 0;
         self.ready = false;
     }
 }
@@ -381,6 +422,9 @@ impl<A: Actor<OBS>, const OBS: usize, const N: usize> Grpo<A, OBS, N> {
                 returns[members] = ret as f32;
                 ends[members] = self.rollout.len;
                 members += 1;
+                let e = self.rollout.episodes;
+                self.rollout.episode_ends[e] = self.rollout.len as u32;
+                self.rollout.episodes = e + 1;
             }
             let mut advantages = [0.0f32; MAX_GROUP];
             group_advantages(&returns[..members], &mut advantages[..members]);
@@ -429,6 +473,10 @@ impl<A: Actor<OBS>, const OBS: usize, const N: usize> Grpo<A, OBS, N> {
             clip_range: clip,
             ..UpdateStats::default()
         };
+        if c.sequence_ratio {
+            self.update_sequences(lr, clip, &mut stats, rng)?;
+            return Ok(stats);
+        }
         for (i, slot) in self.rollout.indices[..n].iter_mut().enumerate() {
             *slot = i as u16;
         }
@@ -475,6 +523,86 @@ impl<A: Actor<OBS>, const OBS: usize, const N: usize> Grpo<A, OBS, N> {
         stats.clip_fraction *= per_sample;
         stats.grad_norm /= steps.max(1) as f32;
         Ok(stats)
+    }
+}
+
+impl<A: Actor<OBS>, const OBS: usize, const N: usize> Grpo<A, OBS, N> {
+    /// GSPO's update: minibatches of whole episodes, one clipped ratio each.
+    fn update_sequences<R: Rng + ?Sized>(
+        &mut self,
+        lr: f32,
+        clip: f32,
+        stats: &mut UpdateStats,
+        rng: &mut R,
+    ) -> Result<(), Error> {
+        let c = self.config;
+        let episodes = self.rollout.episodes;
+        for (e, slot) in self.rollout.indices[..episodes].iter_mut().enumerate() {
+            *slot = e as u16;
+        }
+        let minibatches = usize::from(c.minibatches);
+        let (mut sequences, mut samples, mut steps) = (0u32, 0u32, 0u32);
+        for epoch in 0..c.epochs {
+            rng::shuffle(rng, &mut self.rollout.indices[..episodes]);
+            for m in 0..minibatches {
+                let (first, last) = (m * episodes / minibatches, (m + 1) * episodes / minibatches);
+                if first == last {
+                    continue;
+                }
+                let inv_batch = 1.0 / (last - first) as f32;
+                self.train.zero_grad();
+                for k in first..last {
+                    let e = usize::from(self.rollout.indices[k]);
+                    let (start, end) = self.rollout.episode(e);
+                    let inv_len = 1.0 / (end - start) as f32;
+                    // Pass 1: the sequence's mean log-ratio.
+                    let mut log_ratio_sum = 0.0f32;
+                    for i in start..end {
+                        let (obs, action) = (&self.rollout.obs[i], &self.rollout.actions[i]);
+                        let (log_prob, _) =
+                            self.train
+                                .params
+                                .evaluate(obs, action, &mut self.actor_cache)?;
+                        log_ratio_sum += log_prob - self.rollout.log_probs[i];
+                    }
+                    let advantage = self.rollout.advantages[start];
+                    let s = clipped_surrogate(log_ratio_sum * inv_len, 0.0, advantage, clip);
+                    // Pass 2: ∂L/∂log π_t = ∂L/∂log s · 1/|o|, per step.
+                    let d_log_prob = s.d_log_prob * inv_len * inv_batch;
+                    for i in start..end {
+                        let (obs, action) = (&self.rollout.obs[i], &self.rollout.actions[i]);
+                        let actor = &self.train.params;
+                        let (log_prob, entropy) =
+                            actor.evaluate(obs, action, &mut self.actor_cache)?;
+                        actor.backward(
+                            &self.actor_cache,
+                            action,
+                            d_log_prob,
+                            -c.ent_coef * inv_len * inv_batch,
+                            &mut self.train.grads,
+                        );
+                        let log_ratio = log_prob - self.rollout.log_probs[i];
+                        stats.entropy += entropy;
+                        stats.approx_kl += approx_kl_at(log_ratio, math::exp(log_ratio));
+                        samples += 1;
+                    }
+                    stats.policy_loss += s.loss;
+                    stats.clip_fraction += f32::from(u8::from(s.clipped));
+                    sequences += 1;
+                }
+                stats.grad_norm += self.train.apply(lr, c.max_grad_norm)?;
+                steps += 1;
+            }
+            stats.epochs = epoch + 1;
+        }
+        let per_sequence = 1.0 / sequences.max(1) as f32;
+        let per_sample = 1.0 / samples.max(1) as f32;
+        stats.policy_loss *= per_sequence;
+        stats.clip_fraction *= per_sequence;
+        stats.entropy *= per_sample;
+        stats.approx_kl *= per_sample;
+        stats.grad_norm /= steps.max(1) as f32;
+        Ok(())
     }
 }
 
@@ -670,6 +798,54 @@ mod tests {
                 .collect(&mut env, &mut cursor, &mut rng, |_| {})
                 .unwrap();
             agent.update(&mut rng).unwrap();
+        }
+        let (mean, _) = crate::algo::evaluate(&*agent, &mut CartPole::new(), 10, &mut rng).unwrap();
+        assert!(mean > 200.0, "mean return {mean}");
+    }
+
+    /// The rollout records where every episode ends, in collection order.
+    #[test]
+    fn episode_boundaries_are_recorded() {
+        let mut agent = Box::new(Agent::new(GrpoConfig {
+            groups: 2,
+            group_size: 3,
+            ..CONFIG
+        }));
+        let mut env = CartPole::new();
+        let mut rng = Xoshiro128pp::seed_from_u64(8);
+        agent.init(&env, &mut rng).unwrap();
+        let mut cursor = Cursor::start(&mut env, &mut rng);
+        let mut lengths = Vec::new();
+        agent
+            .collect(&mut env, &mut cursor, &mut rng, |e| lengths.push(e.len))
+            .unwrap();
+        let r = &agent.rollout;
+        assert_eq!(r.episodes(), 6);
+        let mut end = 0;
+        for (e, len) in lengths.iter().enumerate() {
+            end += *len as usize;
+            assert_eq!(r.episode(e), (end - *len as usize, end));
+        }
+    }
+
+    /// GSPO (sequence-level ratios) learns CartPole too.
+    #[test]
+    fn gspo_learns_cartpole() {
+        let mut agent = Box::new(agent::Grpo::<CartPole, 16, 4096>::new(GrpoConfig {
+            sequence_ratio: true,
+            minibatches: 2,
+            ..GrpoConfig::DEFAULT
+        }));
+        let mut env = CartPole::new();
+        let mut rng = Xoshiro128pp::seed_from_u64(1);
+        agent.init(&env, &mut rng).unwrap();
+        let mut cursor = Cursor::start(&mut env, &mut rng);
+        while agent.steps() < 20_000 {
+            agent
+                .collect(&mut env, &mut cursor, &mut rng, |_| {})
+                .unwrap();
+            let stats = agent.update(&mut rng).unwrap();
+            assert!(stats.clip_fraction <= 1.0 && stats.approx_kl >= 0.0);
         }
         let (mean, _) = crate::algo::evaluate(&*agent, &mut CartPole::new(), 10, &mut rng).unwrap();
         assert!(mean > 200.0, "mean return {mean}");
