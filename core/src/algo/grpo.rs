@@ -516,12 +516,7 @@ impl<A: Actor<OBS>, const OBS: usize, const N: usize> Grpo<A, OBS, N> {
             }
             stats.epochs = epoch + 1;
         }
-        let per_sample = 1.0 / samples.max(1) as f32;
-        stats.policy_loss *= per_sample;
-        stats.entropy *= per_sample;
-        stats.approx_kl *= per_sample;
-        stats.clip_fraction *= per_sample;
-        stats.grad_norm /= steps.max(1) as f32;
+        stats.average(samples, steps);
         Ok(stats)
     }
 }

@@ -372,6 +372,21 @@ pub struct UpdateStats {
     pub trust_step: f32,
 }
 
+impl UpdateStats {
+    /// Turns the sums of the per-sample terms (losses, entropy, KL, clip
+    /// count) over `samples` samples and of the gradient norms over `steps`
+    /// optimiser steps into means.
+    pub(crate) fn average(&mut self, samples: u32, steps: u32) {
+        let per_sample = 1.0 / samples.max(1) as f32;
+        self.policy_loss *= per_sample;
+        self.value_loss *= per_sample;
+        self.entropy *= per_sample;
+        self.approx_kl *= per_sample;
+        self.clip_fraction *= per_sample;
+        self.grad_norm /= steps.max(1) as f32;
+    }
+}
+
 /// Actor and critic parameters trained together by one Adam (and serialised
 /// together in a checkpoint: actor first).
 #[derive(Clone, Debug, PartialEq)]
@@ -813,13 +828,7 @@ impl<A: Actor<OBS>, C: Critic<OBS>, const OBS: usize, const N: usize> Ppo<A, C, 
         if let Some(target) = c.kl_target {
             self.adapt_kl_coef(target)?;
         }
-        let per_sample = 1.0 / samples.max(1) as f32;
-        stats.policy_loss *= per_sample;
-        stats.value_loss *= per_sample;
-        stats.entropy *= per_sample;
-        stats.approx_kl *= per_sample;
-        stats.clip_fraction *= per_sample;
-        stats.grad_norm /= steps.max(1) as f32;
+        stats.average(samples, steps);
         Ok(stats)
     }
 }
