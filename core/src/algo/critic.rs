@@ -347,5 +347,6 @@ mod tests {
         assert_eq!(c.tensor(Net::TENSORS), c.nets[1].tensor(0));
         assert_eq!(Critics::<Net, 2>::shape(1), Net::shape(1));
         assert!(c.tensor(2 * Net::TENSORS).is_empty());
+        assert_eq!(Critics::<Net, 2>::shape(2 * Net::TENSORS).rows, 0);
     }
 }

@@ -637,6 +637,16 @@ mod tests {
         assert_eq!(&out[..3], &[0.0; 3]);
         group_advantages(&[7.0], &mut out[..1]);
         assert_eq!(out[0], 0.0);
+        // Two returns: ±1/√2 each (mean 2, unbiased std √2).
+        group_advantages(&[1.0, 3.0], &mut out[..2]);
+        assert!(
+            (out[0] + core::f32::consts::FRAC_1_SQRT_2).abs() < 1e-6,
+            "{out:?}"
+        );
+        assert!(
+            (out[1] - core::f32::consts::FRAC_1_SQRT_2).abs() < 1e-6,
+            "{out:?}"
+        );
     }
 
     /// Every member of a group starts from the same state, every step of an
@@ -659,6 +669,7 @@ mod tests {
             .unwrap();
         assert_eq!(lengths.len(), 8, "two groups of four whole episodes");
         let r = &agent.rollout;
+        assert!(r.is_ready() && !r.is_empty());
         assert_eq!(r.len(), lengths.iter().sum::<u32>() as usize);
         let mut start = 0;
         let mut firsts = Vec::new();
