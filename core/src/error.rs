@@ -87,6 +87,13 @@ pub enum Error {
     /// rollout is collected but not yet trained on. Checkpoints are taken
     /// between iterations of the training loop.
     MidIteration,
+    /// A training input the caller assembled is malformed (a preference
+    /// naming a segment that does not exist, an empty minibatch); `what`
+    /// says which.
+    InvalidInput {
+        /// What is wrong, e.g. `"preference names a segment past the end"`.
+        what: &'static str,
+    },
 }
 
 impl Error {
@@ -113,6 +120,7 @@ impl fmt::Display for Error {
                 );
             }
             Error::InvalidState { what } => return write!(f, "invalid saved state: {what}"),
+            Error::InvalidInput { what } => return write!(f, "invalid training input: {what}"),
             Error::MidIteration => {
                 "checkpoint requested mid-iteration (a rollout awaits its update)"
             }

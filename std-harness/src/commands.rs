@@ -119,6 +119,11 @@ pub fn training_ram() -> Vec<TrainingRam> {
             storage: "ppo with grpo's rollout length: the difference is what dropping the critic saves",
         },
         TrainingRam {
+            algo: "reward-model",
+            bytes: size_of::<microrl::algo::RewardLearner<crate::preference::RewardNet>>(),
+            storage: "Bradley-Terry 4-32-32-1 reward model with Adam (segments: 804 B each, caller-owned)",
+        },
+        TrainingRam {
             algo: "a2c",
             bytes: size_of::<agent::A2c<CartPole, 32, A2C_STEPS>>(),
             storage: "actor + critic with Adam, 32-step rollout",

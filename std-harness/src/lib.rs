@@ -14,6 +14,7 @@ pub mod eval;
 pub mod interop;
 pub mod overlay;
 pub mod plot;
+pub mod preference;
 pub mod train;
 
 pub use arch::Arch;

@@ -85,6 +85,11 @@ struct TrainArgs {
     /// weighted value loss (finite, non-negative, summing to 1).
     #[arg(long, value_name = "V1,V2", value_delimiter = ',', num_args = 1)]
     value_weights: Option<Vec<f32>>,
+    /// Train on a learned reward (CartPole): the Bradley–Terry model FILE
+    /// written by `microrl reward-model`; each step earns r_θ(s') − b (0 for
+    /// the step that drops the pole); evaluations score the plant's own reward.
+    #[arg(long, value_name = "FILE")]
+    reward_model: Option<PathBuf>,
 }
 
 /// Two comma-separated weights.
@@ -171,6 +176,7 @@ impl TrainArgs {
                 reward: pair("--reward-weights", &self.reward_weights)?,
                 value: pair("--value-weights", &self.value_weights)?,
             },
+            reward_model: self.reward_model.clone(),
             ..TrainOptions::new(self.env, self.algo, seed, steps)
         })
     }
@@ -225,6 +231,30 @@ enum Command {
         /// it was started with; ends bit-identical to the uninterrupted run.
         #[arg(long, value_name = "DIR", conflicts_with_all = ["out", "seed", "steps", "env", "algo", "config", "small", "checkpoint_every", "no_early_stop", "eval_episodes"])]
         resume: Option<PathBuf>,
+    },
+    /// Learn a CartPole reward model from synthetic pairwise preferences
+    /// (Bradley–Terry; the oracle prefers the segment that stays upright
+    /// longer, answers flipped with probability --noise); reports held-out
+    /// accuracy and writes the model for `train --reward-model`.
+    RewardModel {
+        /// RNG seed (segments, labels, shuffles, initial weights).
+        #[arg(long, default_value_t = 0)]
+        seed: u64,
+        /// Training segments of 50 steps (the held-out set has half as many).
+        #[arg(long, default_value_t = 1000)]
+        segments: usize,
+        /// Labelled training pairs (the held-out set has half as many).
+        #[arg(long, default_value_t = 4000)]
+        pairs: usize,
+        /// Probability that a training label is flipped.
+        #[arg(long, default_value_t = 0.1)]
+        noise: f64,
+        /// Passes over the training pairs.
+        #[arg(long, default_value_t = 30)]
+        epochs: u32,
+        /// Output file.
+        #[arg(long, default_value = "reward-model.mrlp")]
+        out: PathBuf,
     },
     /// Evaluate a policy file with deterministic actions.
     #[command(override_usage = "microrl eval <POLICY> [OPTIONS]")]
@@ -501,6 +531,22 @@ fn run(cli: Cli) -> anyhow::Result<bool> {
             let out = out.unwrap_or_else(|| commands::default_policy_path(arch));
             commands::init(arch, seed, &out)?
         }
+        Command::RewardModel {
+            seed,
+            segments,
+            pairs,
+            noise,
+            epochs,
+            out,
+        } => microrl_harness::preference::reward_model(
+            &microrl_harness::preference::PreferenceOptions {
+                segments,
+                pairs,
+                noise,
+                epochs,
+                ..microrl_harness::preference::PreferenceOptions::new(seed, out)
+            },
+        )?,
         Command::Inspect { policy } => commands::inspect(&policy.path())?,
         Command::Act { arch, policy, obs } => commands::act(arch, &policy.path(), &obs)?,
     };

@@ -33,8 +33,8 @@ use std::time::Instant;
 use anyhow::{Context, bail};
 use heapless::HistoryBuf;
 use microrl::algo::{
-    A2cConfig, AcConfig, AcStats, GrpoConfig, Ppo, PpoConfig, ReinforceConfig, TrpoConfig,
-    UpdateStats,
+    A2cConfig, AcConfig, AcStats, GrpoConfig, LearnedReward, Ppo, PpoConfig, ReinforceConfig,
+    TrpoConfig, UpdateStats,
 };
 use microrl::checkpoint::AgentState;
 use microrl::env::EnvState;
@@ -404,6 +404,9 @@ pub struct TrainOptions {
     pub anchor: Option<AnchorOptions>,
     /// Multi-reward / multi-critic weights (`--reward-weights`, `--value-weights`).
     pub weights: FusionWeights,
+    /// CartPole only: train on the learned reward of this Bradley–Terry
+    /// model (`microrl reward-model`); evaluations use the plant's reward.
+    pub reward_model: Option<PathBuf>,
 }
 
 /// `--reward-weights U,E` and `--value-weights V1,V2`: multi-reward and
@@ -449,6 +452,7 @@ impl TrainOptions {
             anchor: None,
             checkpoint_every: None,
             weights: FusionWeights::default(),
+            reward_model: None,
         }
     }
 
@@ -522,6 +526,8 @@ pub struct TrainSummary {
     pub anchor: Option<AnchorOptions>,
     /// Reward-channel and critic fusion weights.
     pub weights: FusionWeights,
+    /// The learned reward model trained on (`--reward-model`).
+    pub reward_model: Option<PathBuf>,
     /// Environment steps actually taken.
     pub steps_run: u64,
     /// Wall-clock seconds of the whole run (training and evaluations).
@@ -656,6 +662,7 @@ impl Observer {
             plant: opts.plant.clone(),
             anchor: opts.anchor.clone(),
             weights: opts.weights,
+            reward_model: opts.reward_model.clone(),
             config: serde_json::to_value(config)?,
             iterations,
             recent: self.recent.oldest_ordered().map(|r| r.to_bits()).collect(),
@@ -823,6 +830,8 @@ struct Progress {
     anchor: Option<AnchorOptions>,
     #[serde(default)]
     weights: FusionWeights,
+    #[serde(default)]
+    reward_model: Option<PathBuf>,
     /// The resolved algorithm configuration (field names as keys).
     config: serde_json::Value,
     iterations: u64,
@@ -865,6 +874,7 @@ pub fn resume(out: &Path, progress_bar: bool) -> anyhow::Result<TrainSummary> {
         plant: saved.plant.clone(),
         anchor: saved.anchor.clone(),
         weights: saved.weights,
+        reward_model: saved.reward_model.clone(),
         ..TrainOptions::new(saved.env, saved.algo, saved.seed, saved.steps)
     };
     train_from(&opts, Some((state, saved)))
@@ -894,6 +904,12 @@ fn train_from(
             "--reward-weights: {} has one reward channel; cartpole-continuous has two (upright, effort)",
             opts.env.name()
         );
+    }
+    if opts.reward_model.is_some() && opts.env != EnvName::Cartpole {
+        bail!("--reward-model: the learned reward is CartPole's; use --env cartpole");
+    }
+    if opts.reward_model.is_some() && opts.anchor.is_some() {
+        bail!("--reward-model and --kl-ref do not combine");
     }
     if let Some(w) = opts.weights.value {
         if !matches!(opts.algo, Algo::Ppo | Algo::PpoPenalty) || opts.anchor.is_some() {
@@ -962,6 +978,31 @@ fn train_from(
                 }
                 (Algo::Ac, _) => go!(agent::ActorCritic<$env_ty, $h>, $env, $eval),
             }
+        };
+    }
+    if let Some(path) = &opts.reward_model {
+        // Trained on the learned reward, judged on the plant's own.
+        let model = crate::preference::load(path)?;
+        let plant = cartpole_plant(&opts.plant)?;
+        let learned = LearnedReward::new(plant, model.clone());
+        let scored = LearnedReward::scored_by_plant(plant, model);
+        type Learned = LearnedReward<CartPole, crate::preference::RewardNet>;
+        return if opts.small {
+            by_algo!(
+                Learned,
+                32,
+                PPO_CARTPOLE_STEPS,
+                learned.clone(),
+                scored.clone()
+            )
+        } else {
+            by_algo!(
+                Learned,
+                64,
+                PPO_CARTPOLE_STEPS,
+                learned.clone(),
+                scored.clone()
+            )
         };
     }
     match (opts.env, opts.small) {
@@ -1229,6 +1270,7 @@ where
         plant: opts.plant.clone(),
         anchor: opts.anchor.clone(),
         weights: opts.weights,
+        reward_model: opts.reward_model.clone(),
         steps_run: outcome.steps,
         wall_s,
         eval_mean: outcome.report.mean,

@@ -1,6 +1,7 @@
 //! Training algorithms: PPO with GAE (and PPO-penalty), A2C, TRPO, GRPO,
-//! REINFORCE with a baseline, KL-anchored fine-tuning and the online
-//! one-step actor-critic.
+//! REINFORCE with a baseline, KL-anchored fine-tuning, the online
+//! one-step actor-critic, and a Bradley–Terry reward model learned from
+//! preferences.
 //!
 //! Design:
 //! - **One actor interface for both action spaces.** Every algorithm trains
@@ -30,6 +31,7 @@ pub mod critic;
 pub mod gae;
 pub mod grpo;
 pub mod ppo;
+pub mod preference;
 pub mod reinforce;
 pub mod trpo;
 
@@ -39,6 +41,9 @@ pub use buffer::Rollout;
 pub use critic::{Critic, Critics};
 pub use grpo::{Grpo, GrpoConfig};
 pub use ppo::{A2cConfig, KL_COEF_MAX, KL_COEF_MIN, Ppo, PpoConfig, UpdateStats};
+pub use preference::{
+    LearnedReward, Preference, RewardConfig, RewardLearner, RewardModel, Segment,
+};
 pub use reinforce::{Reinforce, ReinforceConfig};
 pub use trpo::{Trpo, TrpoConfig};
 
