@@ -265,7 +265,10 @@ mod tests {
         let acc = report.json["held_out_accuracy"].as_f64().unwrap();
         assert!(acc >= 0.9, "held-out accuracy {acc}");
         let noisy = report.json["held_out_noisy_accuracy"].as_f64().unwrap();
-        assert!(noisy < acc, "flipped labels cannot be matched as well: {noisy} vs {acc}");
+        assert!(
+            noisy < acc,
+            "flipped labels cannot be matched as well: {noisy} vs {acc}"
+        );
         let model = load(&out).unwrap();
         assert!(model.fallen[0].is_finite());
         let bad = PreferenceOptions { noise: 0.5, ..opts };
