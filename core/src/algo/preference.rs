@@ -609,6 +609,9 @@ mod tests {
             "the fixture must rank some pairs each way"
         );
         assert_eq!(stats.accuracy, ranked as f32 / batch.len() as f32);
+        // A tie (Δ = 0, e.g. an all-zero model) is not ranked the given way.
+        let zero = RewardModel::<Net>::ZERO;
+        assert_eq!(evaluate(&zero, &segs, &batch).unwrap().accuracy, 0.0);
         let mean: f32 = deltas.iter().map(|d| math::softplus(-d)).sum::<f32>() / batch.len() as f32;
         assert!((stats.loss - mean).abs() <= 1e-6 * mean);
         assert!((sigmoid(2.0) - 1.0 / (1.0 + (-2.0f32).exp())).abs() < 1e-7);
@@ -835,8 +838,20 @@ mod tests {
             assert_eq!(step.reward, -0.25, "zero network: r̂ = 0 − b");
         }
         assert!(saw_termination);
+        // The state is the plant's: saved, stepped on, restored, replayed.
+        let mut env = LearnedReward::new(CartPole::default(), m.clone());
+        env.reset(&mut rng);
+        env.step(0).unwrap();
         let mut words = [0.0; 8];
-        env.save_state(&mut words[..<CartPole as EnvState>::WORDS]);
+        let words = &mut words[..<CartPole as EnvState>::WORDS];
+        env.save_state(words);
+        let mut plain = CartPole::default();
+        plain.restore_state(words).unwrap();
+        assert_eq!(plain.step(1).unwrap().obs, env.clone().step(1).unwrap().obs);
+        let first = env.step(0).unwrap();
+        env.step(1).unwrap();
+        env.restore_state(words).unwrap();
+        assert_eq!(env.step(0).unwrap(), first);
         assert_eq!(
             <LearnedReward<CartPole, Mlp<4, 8, 1>> as EnvState>::TAG,
             CartPole::TAG
