@@ -36,7 +36,22 @@
 //! PPO-penalty (no clipping, adaptive `β`: doubled on the categorical case,
 //! halved on the Gaussian one, kept when the KL is inside the band; the
 //! `β` after the update must be the reference's) and a fixed penalty on top
-//! of clipping.
+//! of clipping; multi-reward, multi-critic PPO (two reward channels fused
+//! by [`fuse`], two critics [`Critics`] whose fused value must match the
+//! reference's, each trained toward the fused return; with and without
+//! value clipping).
+//!
+//! **TRPO cases.** [`Trpo::update`] against a reference whose Fisher-vector
+//! products are double-autograd Hessian-vector products of the mean KL
+//! (microrl's are `Jᵀ M J p` by forward-mode differentiation): the same
+//! conjugate-gradient iterations, step size and line search (the accepted
+//! fraction must be the reference's exactly; two cases backtrack), then the
+//! critic's regression; weights within [`TRPO_WEIGHT_TOL`].
+//!
+//! **GRPO cases.** Recorded episodes (two groups of four) are replayed
+//! through [`Grpo::collect`], so episode returns, group-relative advantages
+//! and stored log-probabilities are checked, then one update with per-step
+//! ratios (GRPO) or per-episode geometric-mean ratios (GSPO).
 //!
 //! **Collect case.** A scripted plant replays recorded raw observations,
 //! rewards and episode ends through microrl's [`Ppo::collect`] with
@@ -52,7 +67,11 @@
 //! `--nocapture`.
 
 use microrl::algo::buffer::Transition;
-use microrl::algo::{A2cConfig, Cursor, Ppo, PpoConfig, ReinforceConfig, UpdateStats};
+use microrl::algo::{
+    A2cConfig, Critic, Critics, Cursor, Grpo, GrpoConfig, Ppo, PpoConfig, ReinforceConfig, Trpo,
+    TrpoConfig, UpdateStats,
+};
+use microrl::env::channels::fuse;
 use microrl::env::{Discrete, Env, Step};
 use microrl::nn::Mlp;
 use microrl::optim::{AdamConfig, Schedule};
@@ -66,6 +85,11 @@ use serde_json::Value;
 const ROLLOUT_TOL: f32 = 2e-5;
 /// Weights after the update.
 const WEIGHT_TOL: f32 = 1e-5;
+/// TRPO's weights: the natural step solves `(F + c·I) x = g` by conjugate
+/// gradient, which amplifies the f32 round-off of the Fisher-vector
+/// products by the condition number of `F + c·I` (the worst cases here:
+/// damping 0.01, and a Gaussian head; the others agree to ~10⁻⁶).
+const TRPO_WEIGHT_TOL: f32 = 2e-4;
 /// Diagnostics.
 const STATS_TOL: f32 = 1e-4;
 /// The applied gradient against the reference's finite differences.
@@ -134,6 +158,13 @@ fn worst_relative<P: Params>(params: &P, expected: &Value, floor: f32) -> f32 {
     worst
 }
 
+/// Asserts the update moved `params` far beyond [`WEIGHT_TOL`] from the
+/// case's `initial` tensors (a test whose update did nothing cannot pass).
+fn assert_moved<P: Params>(what: &str, params: &P, initial: &Value) {
+    let moved = worst_relative(params, initial, 0.1);
+    assert!(moved > 100.0 * WEIGHT_TOL, "{what} ({moved:.1e})");
+}
+
 fn assert_close(what: &str, got: &[f32], expected: &[f32], tol: f32, floor: f32) -> f32 {
     assert_eq!(got.len(), expected.len(), "{what}: length");
     let mut worst = 0.0f32;
@@ -144,6 +175,33 @@ fn assert_close(what: &str, got: &[f32], expected: &[f32], tol: f32, floor: f32)
             "{what}[{k}]: microrl {a}, reference {b} (relative error {err:.2e} > {tol:.0e})"
         );
         worst = worst.max(err);
+    }
+    worst
+}
+
+/// Compares the diagnostics named in `fields` with the reference's `expected`
+/// stats (relative to `max(|reference|, floor)`, the floor 1e-4 for the KL
+/// and 1e-2 otherwise); returns the worst relative error.
+fn check_stats(name: &str, stats: &UpdateStats, expected: &Value, fields: &[&str]) -> f32 {
+    let mut worst = 0.0f32;
+    for &field in fields {
+        let (got, floor) = match field {
+            "policy_loss" => (stats.policy_loss, 1e-2),
+            "value_loss" => (stats.value_loss, 1e-2),
+            "entropy" => (stats.entropy, 1e-2),
+            "approx_kl" => (stats.approx_kl, 1e-4),
+            "clip_fraction" => (stats.clip_fraction, 1e-2),
+            "explained_variance" => (stats.explained_variance, 1e-2),
+            "grad_norm" => (stats.grad_norm, 1e-2),
+            _ => panic!("unknown diagnostic {field}"),
+        };
+        worst = worst.max(assert_close(
+            &format!("{name}: {field}"),
+            &[got],
+            &[f(&expected[field])],
+            STATS_TOL,
+            floor,
+        ));
     }
     worst
 }
@@ -205,22 +263,29 @@ fn config(case: &Value) -> PpoConfig {
     from_fixture
 }
 
-/// Runs one update case on agent type `Ppo<A, C, OBS, N>`; `action` reads
-/// the fixture's action.
-fn run_case<A, C, const OBS: usize>(case: &Value, action: impl Fn(&Value) -> A::Action) -> [f32; 4]
+/// Loads the case's weights and rollout into `agent` (rewards: the
+/// fixture's, or `rewards` when given), computes GAE with `(γ, λ)` and
+/// checks advantages and returns against the reference. Returns the rollout
+/// length and the worst relative error of the advantages.
+fn load_rollout<A, C, const OBS: usize>(
+    agent: &mut Ppo<A, C, OBS, N>,
+    case: &Value,
+    action: impl Fn(&Value) -> A::Action,
+    rewards: Option<Vec<f32>>,
+    (gamma, lambda): (f32, f32),
+) -> (usize, f32)
 where
     A: microrl::algo::Actor<OBS>,
-    C: microrl::nn::Network<OBS, 1>,
+    C: Critic<OBS>,
 {
     let name = case["name"].as_str().unwrap();
-    let mut agent = Box::new(Ppo::<A, C, OBS, N>::new(config(case)));
     load(&mut agent.train.params.actor, &case["actor"]);
     load(&mut agent.train.params.critic, &case["critic"]);
-
     let r = &case["rollout"];
     let obs = r["obs"].as_array().unwrap();
     let actions = r["actions"].as_array().unwrap();
-    let (log_probs, values, rewards) = (fs(&r["log_probs"]), fs(&r["values"]), fs(&r["rewards"]));
+    let (log_probs, values) = (fs(&r["log_probs"]), fs(&r["values"]));
+    let rewards = rewards.unwrap_or_else(|| fs(&r["rewards"]));
     let (terminated, truncated) = (flags(&r["terminated"]), flags(&r["truncated"]));
     let final_values = fs(&r["final_values"]);
     let len = obs.len();
@@ -239,10 +304,9 @@ where
             })
             .unwrap();
     }
-    let c = agent.config;
     agent
         .rollout
-        .compute_advantages(f(&r["last_value"]), c.gamma, c.gae_lambda);
+        .compute_advantages(f(&r["last_value"]), gamma, lambda);
     agent.steps = len as u64;
 
     let e = &case["expected"];
@@ -260,6 +324,28 @@ where
         ROLLOUT_TOL,
         0.1,
     );
+    (len, adv_err)
+}
+
+/// Runs one update case on agent type `Ppo<A, C, OBS, N>`; `action` reads
+/// the fixture's action, `rewards` (multi-reward cases) replaces the
+/// fixture's rewards.
+fn run_case<A, C, const OBS: usize>(
+    case: &Value,
+    action: impl Fn(&Value) -> A::Action,
+    critic: C,
+    rewards: Option<Vec<f32>>,
+) -> [f32; 4]
+where
+    A: microrl::algo::Actor<OBS>,
+    C: Critic<OBS>,
+{
+    let name = case["name"].as_str().unwrap();
+    let mut agent = Box::new(Ppo::<A, C, OBS, N>::new(config(case)));
+    agent.train.params.critic = critic;
+    let c = agent.config;
+    let (len, adv_err) = load_rollout(&mut *agent, case, action, rewards, (c.gamma, c.gae_lambda));
+    let e = &case["expected"];
 
     // The shuffle order the reference used is microrl's.
     let seed = case["shuffle_seed"].as_u64().unwrap();
@@ -293,14 +379,15 @@ where
         s["epochs"].as_u64().unwrap(),
         "{name}: epochs run"
     );
+    // Every field is checked: the seven diagnostics by `check_stats` below.
     let UpdateStats {
-        policy_loss,
-        value_loss,
-        entropy,
-        approx_kl,
-        clip_fraction,
-        explained_variance,
-        grad_norm,
+        policy_loss: _,
+        value_loss: _,
+        entropy: _,
+        approx_kl: _,
+        clip_fraction: _,
+        explained_variance: _,
+        grad_norm: _,
         epochs: _,
         learning_rate,
         clip_range,
@@ -310,24 +397,20 @@ where
     } = stats;
     // Not an anchored agent: no reference; not TRPO: no line search.
     assert_eq!((kl_reference, trust_step), (0.0, 0.0), "{name}");
-    let mut stats_err = 0.0f32;
-    for (field, got, floor) in [
-        ("policy_loss", policy_loss, 1e-2),
-        ("value_loss", value_loss, 1e-2),
-        ("entropy", entropy, 1e-2),
-        ("approx_kl", approx_kl, 1e-4),
-        ("clip_fraction", clip_fraction, 1e-2),
-        ("explained_variance", explained_variance, 1e-2),
-        ("grad_norm", grad_norm, 1e-2),
-    ] {
-        stats_err = stats_err.max(assert_close(
-            &format!("{name}: {field}"),
-            &[got],
-            &[f(&s[field])],
-            STATS_TOL,
-            floor,
-        ));
-    }
+    let stats_err = check_stats(
+        name,
+        &stats,
+        s,
+        &[
+            "policy_loss",
+            "value_loss",
+            "entropy",
+            "approx_kl",
+            "clip_fraction",
+            "explained_variance",
+            "grad_norm",
+        ],
+    );
     assert_eq!(learning_rate, f(&case["config"]["learning_rate"]), "{name}");
     assert_eq!(kl_coef, f(&s["kl_coef"]), "{name}: β used");
     assert_eq!(
@@ -362,10 +445,10 @@ where
         "{name}: weights after the update: relative error {weight_err:.2e}"
     );
     // The update moved the weights far beyond the tolerance.
-    let moved = worst_relative(&agent.train.params.actor, &case["actor"], 0.1);
-    assert!(
-        moved > 100.0 * WEIGHT_TOL,
-        "{name}: the update barely moved the actor ({moved:.1e})"
+    assert_moved(
+        &format!("{name}: the update barely moved the actor"),
+        &agent.train.params.actor,
+        &case["actor"],
     );
 
     println!(
@@ -375,6 +458,45 @@ where
     [adv_err, stats_err, grad_err, weight_err]
 }
 
+/// A multi-reward, multi-critic case: two critics fused with the case's
+/// value weights (their fused value on the rollout's observations checked
+/// against the reference), and the rollout's rewards fused from the case's
+/// two reward channels by microrl's [`fuse`].
+fn multi_critic<const OBS: usize>(case: &Value) -> (Critics<Mlp<OBS, 8, 1>, 2>, Vec<f32>) {
+    let name = case["name"].as_str().unwrap();
+    let value_weights: [f32; 2] = fs(&case["value_weights"]).try_into().unwrap();
+    let reward_weights: [f32; 2] = fs(&case["reward_weights"]).try_into().unwrap();
+    let mut critics = Critics {
+        nets: [Mlp::ZERO; 2],
+        weights: value_weights,
+    };
+    critics.validate().unwrap();
+    load(&mut critics, &case["critic"]);
+    let obs = case["rollout"]["obs"].as_array().unwrap();
+    let fused: Vec<f32> = obs.iter().map(|o| critics.value(&vector(o))).collect();
+    assert_close(
+        &format!("{name}: fused values"),
+        &fused,
+        &fs(&case["fused_values"]),
+        ROLLOUT_TOL,
+        0.1,
+    );
+    let rewards: Vec<f32> = case["reward_channels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| fuse(&reward_weights, &fs(c).try_into().unwrap()))
+        .collect();
+    assert_close(
+        &format!("{name}: fused rewards"),
+        &rewards,
+        &fs(&case["rollout"]["rewards"]),
+        ROLLOUT_TOL,
+        0.1,
+    );
+    (critics, rewards)
+}
+
 #[test]
 fn every_update_case_matches_the_pytorch_reference() {
     let fixture = fixture();
@@ -382,16 +504,41 @@ fn every_update_case_matches_the_pytorch_reference() {
     let mut names = Vec::new();
     let mut worst = [0.0f32; 4];
     for case in cases {
-        let errs = match case["kind"].as_str().unwrap() {
-            "categorical" => {
-                run_case::<CategoricalActor<Mlp<4, 8, 2>>, Mlp<4, 8, 1>, 4>(case, |a| {
-                    a.as_u64().unwrap() as usize
-                })
+        let categorical = |a: &Value| a.as_u64().unwrap() as usize;
+        let gaussian = |a: &Value| vector::<1>(a);
+        let multi = !case["value_weights"].is_null();
+        let errs = match (case["kind"].as_str().unwrap(), multi) {
+            ("categorical", false) => run_case::<CategoricalActor<Mlp<4, 8, 2>>, _, 4>(
+                case,
+                categorical,
+                Mlp::<4, 8, 1>::ZERO,
+                None,
+            ),
+            ("gaussian", false) => run_case::<GaussianActor<Mlp<3, 8, 1>, 1>, _, 3>(
+                case,
+                gaussian,
+                Mlp::<3, 8, 1>::ZERO,
+                None,
+            ),
+            ("categorical", true) => {
+                let (critics, rewards) = multi_critic::<4>(case);
+                run_case::<CategoricalActor<Mlp<4, 8, 2>>, _, 4>(
+                    case,
+                    categorical,
+                    critics,
+                    Some(rewards),
+                )
             }
-            "gaussian" => run_case::<GaussianActor<Mlp<3, 8, 1>, 1>, Mlp<3, 8, 1>, 3>(case, |a| {
-                vector::<1>(a)
-            }),
-            kind => panic!("unknown kind {kind}"),
+            ("gaussian", true) => {
+                let (critics, rewards) = multi_critic::<3>(case);
+                run_case::<GaussianActor<Mlp<3, 8, 1>, 1>, _, 3>(
+                    case,
+                    gaussian,
+                    critics,
+                    Some(rewards),
+                )
+            }
+            (kind, _) => panic!("unknown kind {kind}"),
         };
         for (w, e) in worst.iter_mut().zip(errs) {
             *w = w.max(e);
@@ -418,6 +565,8 @@ fn every_update_case_matches_the_pytorch_reference() {
         "ppo_penalty_gaussian",
         "ppo_penalty_in_band",
         "clip_and_fixed_penalty",
+        "multi_critic",
+        "multi_critic_value_clipping",
     ] {
         assert!(
             names.iter().any(|n| n == required),
@@ -587,8 +736,9 @@ impl rand_core::TryRng for Pick {
         Ok(if action == 0 { 0 } else { u32::MAX })
     }
 
+    /// GRPO's group seed (the replayed plant ignores it).
     fn try_next_u64(&mut self) -> Result<u64, Self::Error> {
-        unreachable!("the sampler draws u32s")
+        Ok(0)
     }
 
     fn try_fill_bytes(&mut self, _dst: &mut [u8]) -> Result<(), Self::Error> {
@@ -672,10 +822,276 @@ fn online_actor_critic_steps_match_the_reference() {
         weights <= WEIGHT_TOL,
         "weights after the steps: relative error {weights:.2e}"
     );
-    let moved = worst_relative(&agent.critic.params, &c["critic"], 0.1);
-    assert!(
-        moved > 100.0 * WEIGHT_TOL,
-        "the steps barely moved the critic ({moved:.1e})"
+    assert_moved(
+        "the steps barely moved the critic",
+        &agent.critic.params,
+        &c["critic"],
     );
     println!("actor-critic: worst relative error: stats {worst:.1e}, weights {weights:.1e}");
+}
+
+/// TRPO's configuration from a case.
+fn trpo_config(case: &Value) -> TrpoConfig {
+    let c = &case["config"];
+    let int = |k: &str| c[k].as_u64().unwrap() as u16;
+    TrpoConfig {
+        total_steps: 100_000,
+        max_kl: f(&c["max_kl"]),
+        cg_iters: int("cg_iters"),
+        cg_damping: f(&c["cg_damping"]),
+        line_search_steps: int("line_search_steps"),
+        line_search_shrink: f(&c["line_search_shrink"]),
+        gamma: f(&c["gamma"]),
+        gae_lambda: f(&c["gae_lambda"]),
+        normalize_advantages: c["normalize_advantages"].as_bool().unwrap(),
+        critic_learning_rate: Schedule::Constant(f(&c["critic_learning_rate"])),
+        critic_epochs: int("critic_epochs"),
+        critic_minibatches: int("critic_minibatches"),
+        max_grad_norm: None,
+        normalize_obs: false,
+        normalize_reward: false,
+        adam: AdamConfig {
+            eps: f(&c["adam_eps"]),
+            ..AdamConfig::DEFAULT
+        },
+    }
+}
+
+/// One TRPO update against the reference, whose Fisher-vector products are
+/// double-autograd Hessian-vector products of the mean KL: the natural
+/// step, the line search's accepted fraction, the critic's regression.
+fn run_trpo<A, const OBS: usize>(case: &Value, action: impl Fn(&Value) -> A::Action) -> f32
+where
+    A: microrl::algo::Actor<OBS>,
+{
+    let name = case["name"].as_str().unwrap();
+    let config = trpo_config(case);
+    let mut agent = Box::new(Trpo::<A, Mlp<OBS, 8, 1>, OBS, N>::new(config));
+    agent.inner.config = config.to_ppo();
+    let (gamma, lambda) = (config.gamma, config.gae_lambda);
+    load_rollout(&mut agent.inner, case, action, None, (gamma, lambda));
+    let seed = case["shuffle_seed"].as_u64().unwrap();
+    let stats = agent
+        .update(&mut Xoshiro128pp::seed_from_u64(seed))
+        .unwrap();
+
+    let s = &case["expected"]["stats"];
+    assert_eq!(
+        u64::from(stats.epochs),
+        s["epochs"].as_u64().unwrap(),
+        "{name}"
+    );
+    // The accepted fraction of the full step is `shrinkᵏ` in f32 on both sides.
+    assert_eq!(stats.trust_step, f(&s["trust_step"]), "{name}: trust_step");
+    let worst = check_stats(
+        name,
+        &stats,
+        s,
+        &[
+            "policy_loss",
+            "value_loss",
+            "entropy",
+            "approx_kl",
+            "explained_variance",
+            "grad_norm",
+        ],
+    );
+    assert_eq!(stats.learning_rate, config.critic_learning_rate.at(0, 1));
+    let e = &case["expected"];
+    let actor_err = worst_relative(agent.actor(), &e["actor"], 0.1);
+    let critic_err = worst_relative(agent.critic(), &e["critic"], 0.1);
+    let weights = actor_err.max(critic_err);
+    assert!(
+        weights <= TRPO_WEIGHT_TOL,
+        "{name}: weights after the update: relative error {weights:.2e}"
+    );
+    assert_moved(
+        &format!("{name}: the update barely moved the actor"),
+        agent.actor(),
+        &case["actor"],
+    );
+    println!(
+        "{name:>28}: trust step {}, stats {worst:.1e}, weights {weights:.1e}",
+        stats.trust_step
+    );
+    worst.max(weights)
+}
+
+#[test]
+fn trpo_updates_match_the_pytorch_reference() {
+    let fixture = fixture();
+    let cases = fixture["trpo"].as_array().unwrap();
+    let mut backtracked = 0;
+    for case in cases {
+        match case["kind"].as_str().unwrap() {
+            "categorical" => run_trpo::<CategoricalActor<Mlp<4, 8, 2>>, 4>(case, |a| {
+                a.as_u64().unwrap() as usize
+            }),
+            "gaussian" => run_trpo::<GaussianActor<Mlp<3, 8, 1>, 1>, 3>(case, vector::<1>),
+            kind => panic!("unknown kind {kind}"),
+        };
+        backtracked += usize::from(f(&case["expected"]["stats"]["trust_step"]) < 1.0);
+    }
+    assert_eq!(cases.len(), 4, "TRPO cases");
+    assert_eq!(backtracked, 2, "cases whose line search backtracks");
+}
+
+/// A plant that replays recorded episodes: `reset` returns the current
+/// episode's first observation (GRPO resets before every member, and the
+/// cursor again after every episode end), `step` walks through it.
+struct Episodes {
+    obs: Vec<Vec<SVector<f32, 4>>>,
+    rewards: Vec<Vec<f32>>,
+    terminated: Vec<bool>,
+    episode: usize,
+    t: usize,
+}
+
+impl Env for Episodes {
+    type Obs = SVector<f32, 4>;
+    type Space = Discrete<2>;
+    const SOLVED_RETURN: f32 = f32::INFINITY;
+
+    fn reset<R: Rng + ?Sized>(&mut self, _rng: &mut R) -> Self::Obs {
+        self.t = 0;
+        self.obs
+            .get(self.episode)
+            .map_or(SVector::zeros(), |obs| obs[0])
+    }
+
+    fn step(&mut self, _action: usize) -> Result<Step<Self::Obs>, Error> {
+        let (e, t) = (self.episode, self.t);
+        self.t += 1;
+        let done = self.t == self.rewards[e].len();
+        if done {
+            self.episode += 1;
+        }
+        Ok(Step {
+            obs: self.obs[e][t + 1],
+            reward: self.rewards[e][t],
+            terminated: done && self.terminated[e],
+            truncated: done && !self.terminated[e],
+        })
+    }
+}
+
+/// GRPO and GSPO against the reference: two groups of four recorded
+/// episodes collected by microrl's `Grpo::collect` (actions replayed by
+/// [`Pick`]), so the episode returns, the group-relative advantages and the
+/// stored log-probabilities are checked too; then one update.
+#[test]
+fn grpo_updates_match_the_pytorch_reference() {
+    let fixture = fixture();
+    let cases = fixture["grpo"].as_array().unwrap();
+    for case in cases {
+        let name = case["name"].as_str().unwrap();
+        let c = &case["config"];
+        let int = |k: &str| c[k].as_u64().unwrap() as u16;
+        let config = GrpoConfig {
+            total_steps: 100_000,
+            group_size: int("group_size"),
+            groups: int("groups"),
+            learning_rate: Schedule::Constant(f(&c["learning_rate"])),
+            clip_range: Schedule::Constant(f(&c["clip_range"])),
+            epochs: int("epochs"),
+            minibatches: int("minibatches"),
+            ent_coef: f(&c["ent_coef"]),
+            max_grad_norm: opt(&c["max_grad_norm"]),
+            normalize_obs: false,
+            sequence_ratio: c["sequence_ratio"].as_bool().unwrap(),
+            adam: AdamConfig {
+                eps: f(&c["adam_eps"]),
+                ..AdamConfig::DEFAULT
+            },
+        };
+        let episodes = case["episodes"].as_array().unwrap();
+        let mut env = Episodes {
+            obs: episodes
+                .iter()
+                .map(|e| e["obs"].as_array().unwrap().iter().map(vector).collect())
+                .collect(),
+            rewards: episodes.iter().map(|e| fs(&e["rewards"])).collect(),
+            terminated: episodes
+                .iter()
+                .map(|e| e["terminated"].as_bool().unwrap())
+                .collect(),
+            episode: 0,
+            t: 0,
+        };
+        assert!(env.terminated.iter().any(|t| !t), "{name}: a truncation");
+        let actions: Vec<usize> = case["actions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|a| a.as_u64().unwrap() as usize)
+            .collect();
+        let n = actions.len();
+        let mut agent = Box::new(Grpo::<CategoricalActor<Mlp<4, 8, 2>>, 4, N>::new(config));
+        agent
+            .init(&env, &mut Xoshiro128pp::seed_from_u64(0))
+            .unwrap();
+        load(&mut agent.train.params, &case["actor"]);
+        let mut rng = Pick { actions, next: 0 };
+        let mut cursor = Cursor::start(&mut env, &mut rng);
+        agent
+            .collect(&mut env, &mut cursor, &mut rng, |_| {})
+            .unwrap();
+        assert_eq!(
+            (agent.rollout.len(), agent.rollout.episodes()),
+            (n, episodes.len()),
+            "{name}"
+        );
+        assert_eq!(env.episode, episodes.len(), "{name}: every episode played");
+        let e = &case["expected"];
+        let mut worst = assert_close(
+            &format!("{name}: log-probabilities"),
+            &agent.rollout.log_probs[..n],
+            &fs(&e["log_probs"]),
+            ROLLOUT_TOL,
+            0.1,
+        );
+        worst = worst.max(assert_close(
+            &format!("{name}: group-relative advantages"),
+            &agent.rollout.advantages[..n],
+            &fs(&e["advantages"]),
+            ROLLOUT_TOL,
+            0.1,
+        ));
+
+        let seed = case["shuffle_seed"].as_u64().unwrap();
+        let stats = agent
+            .update(&mut Xoshiro128pp::seed_from_u64(seed))
+            .unwrap();
+        let s = &e["stats"];
+        assert_eq!(
+            u64::from(stats.epochs),
+            s["epochs"].as_u64().unwrap(),
+            "{name}"
+        );
+        worst = worst.max(check_stats(
+            name,
+            &stats,
+            s,
+            &[
+                "policy_loss",
+                "entropy",
+                "approx_kl",
+                "clip_fraction",
+                "grad_norm",
+            ],
+        ));
+        let weights = worst_relative(&agent.train.params, &e["actor"], 0.1);
+        assert!(
+            weights <= WEIGHT_TOL,
+            "{name}: weights after the update: relative error {weights:.2e}"
+        );
+        assert_moved(
+            &format!("{name}: the update barely moved the actor"),
+            &agent.train.params,
+            &case["actor"],
+        );
+        println!("{name:>8}: {n} steps, stats {worst:.1e}, weights {weights:.1e}");
+    }
+    let names: Vec<&str> = cases.iter().map(|c| c["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["grpo", "gspo"]);
 }
