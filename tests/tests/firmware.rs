@@ -22,6 +22,10 @@
 //!   peak stack must fit the 128 KB of RAM.
 //! - `plant`: learns the simulated DC motor behind the plant interface and
 //!   must exit 0 with a `solved` line.
+//! - `finetune`: the exported desktop policy fine-tuned on the device for a
+//!   changed plant with and without the KL anchor; both runs must equal the
+//!   desktop's `microrl train --kl-ref` runs bit for bit, recover the
+//!   return, and the anchored one must end closer to the reference.
 //! - `bench`: runs under `-icount shift=0` and must report every figure.
 //!
 //! QEMU's exit status is the firmware's (`microrl_firmware::exit`, or 1 from
@@ -38,9 +42,13 @@ use std::process::{Command, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-use microrl::env::{CartPole, Env};
+use microrl::algo::evaluate;
+use microrl::env::{CartPole, CartPoleParams, Env};
+use microrl::train::report_seed;
 use microrl::{Controller, Params, agent, serialize};
-use microrl_harness::train::{Algo, EnvName, TrainOptions, TrainSummary, train};
+use microrl_harness::train::{
+    Algo, AnchorOptions, EnvName, Overrides, TrainOptions, TrainSummary, train,
+};
 use rand_core::SeedableRng;
 use rand_xoshiro::Xoshiro128PlusPlus;
 
@@ -627,6 +635,120 @@ fn train_ac_learns_like_the_desktop() {
     // 1 000 steps — `microrl train --algo ac --small --steps 60000`.
     let (summary, blob) = harness_run(Algo::Ac, 60_000, "fw-train-ac");
     assert_solved_like_desktop(&run, &summary, &blob);
+}
+
+/// `finetune`: the desktop policy fine-tuned on the device for a changed
+/// plant (control loop 4× slower), with `β = 0` (plain PPO) and `β = 1`
+/// (anchored to the reference) — each run bit-identical to
+/// `microrl train --small --plant tau=0.08 --kl-ref
+/// firmware-example/policies/cartpole-small.mrlp --kl-beta β --steps 20000
+/// --no-early-stop`, both recovering the return the reference lost, the
+/// anchored one closer to the reference.
+#[test]
+fn finetune_recovers_like_the_desktop() {
+    let Some(elfs) = firmware() else { return };
+    let run = run_qemu(&elfs["finetune"], false);
+    assert_eq!(
+        run.status,
+        Some(0),
+        "finetune exit status\n{}",
+        run.lines.join("\n")
+    );
+    let lines: Vec<&String> = run
+        .lines
+        .iter()
+        .filter(|l| l.starts_with("INFO finetune: beta"))
+        .collect();
+    assert_eq!(lines.len(), 2, "{}", run.lines.join("\n"));
+
+    // The reference on the changed plant, on the report stream's start
+    // states, evaluated on the host.
+    let plant = CartPole::with_params(CartPoleParams {
+        tau: 0.08,
+        ..CartPoleParams::DEFAULT
+    })
+    .unwrap();
+    let reference = load_small(&committed_policy());
+    let mut rng = Xoshiro128PlusPlus::seed_from_u64(report_seed(0));
+    let (before, _) = evaluate(&*reference, &mut plant.clone(), 100, &mut rng).unwrap();
+    assert!(
+        before < 200.0,
+        "the changed plant must hurt the reference: {before}"
+    );
+
+    let mut kl = Vec::new();
+    for (line, beta) in lines.into_iter().zip([0.0f32, 1.0]) {
+        assert_eq!(after(line, "beta").parse::<f32>().unwrap(), beta, "{line}");
+        assert_eq!(bits_after(line, "reference"), before.to_bits(), "{line}");
+        let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("fw-finetune-{beta}"));
+        let mut plant_table = toml::Table::new();
+        plant_table.insert("tau".into(), toml::Value::Float(0.08));
+        // What the CLI sets for `--kl-ref`: the reference's statistics stay frozen.
+        let mut overrides = Overrides::default();
+        overrides
+            .0
+            .insert("normalize_obs".into(), toml::Value::Boolean(false));
+        let opts = TrainOptions {
+            overrides,
+            small: true,
+            out: Some(out),
+            progress: false,
+            early_stop: false,
+            plant: plant_table,
+            anchor: Some(AnchorOptions {
+                reference: firmware_dir().join("policies/cartpole-small.mrlp"),
+                kl_coef: beta,
+                kl_target: None,
+            }),
+            ..TrainOptions::new(EnvName::Cartpole, Algo::Ppo, 0, 20_000)
+        };
+        let summary = train(&opts).expect("the desktop fine-tune runs");
+        assert!(summary.solved, "{summary:?}");
+        assert_eq!(after(line, "solved"), "true", "{line}");
+        assert_eq!(
+            after(line, "step").parse::<u64>().unwrap(),
+            summary.solved_at_step.unwrap(),
+            "{line}"
+        );
+        assert_eq!(
+            after(line, "updates").parse::<u64>().unwrap(),
+            summary.updates,
+            "{line}"
+        );
+        assert_eq!(
+            bits_after(line, "eval"),
+            summary.eval_mean.to_bits(),
+            "{line}"
+        );
+        let last = summary.last_update.expect("updates ran");
+        assert_eq!(
+            bits_after(line, "kl"),
+            last.kl_reference.to_bits(),
+            "{line}"
+        );
+        let blob = std::fs::read(summary.policy.as_ref().unwrap()).unwrap();
+        assert_eq!(
+            hex(after(line, "policy_fnv")),
+            params_fnv(&load_small(&blob)),
+            "MCU and desktop fine-tuned different weights"
+        );
+        // The return the changed plant took away is recovered.
+        assert!(summary.eval_mean >= 475.0, "{summary:?}");
+        println!(
+            "finetune beta {beta}: reference {before} -> {} (solved at step {}), KL to the reference {}",
+            summary.eval_mean,
+            summary.solved_at_step.unwrap(),
+            last.kl_reference
+        );
+        kl.push(last.kl_reference);
+    }
+    assert!(
+        kl[1] < 0.75 * kl[0],
+        "the anchored fine-tune is not closer to the reference: KL {kl:?}"
+    );
+    let (flash, ram) = footprint(&elfs["finetune"]);
+    let peak: u64 = after(run.line("INFO stack:"), "peak").parse().unwrap();
+    println!("finetune: flash {flash} B, static RAM {ram} B, peak stack {peak} B");
 }
 
 #[test]
