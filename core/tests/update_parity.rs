@@ -45,7 +45,8 @@
 //! products are double-autograd Hessian-vector products of the mean KL
 //! (microrl's are `Jᵀ M J p` by forward-mode differentiation): the same
 //! conjugate-gradient iterations, step size and line search (the accepted
-//! fraction must be the reference's exactly; two cases backtrack), then the
+//! fraction must be the reference's exactly; two cases backtrack, one
+//! starts from a negative surrogate on raw advantages), then the
 //! critic's regression; weights within [`TRPO_WEIGHT_TOL`].
 //!
 //! **GRPO cases.** Recorded episodes (two groups of four) are replayed
@@ -932,7 +933,7 @@ fn trpo_updates_match_the_pytorch_reference() {
         };
         backtracked += usize::from(f(&case["expected"]["stats"]["trust_step"]) < 1.0);
     }
-    assert_eq!(cases.len(), 4, "TRPO cases");
+    assert_eq!(cases.len(), 5, "TRPO cases");
     assert_eq!(backtracked, 2, "cases whose line search backtracks");
 }
 

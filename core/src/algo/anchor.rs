@@ -318,6 +318,40 @@ mod tests {
         assert_eq!(out.obs_norm, r.obs_norm);
     }
 
+    /// The reported KL is the rollout's mean per-step `log π − log π_ref`,
+    /// recomputed here from the stored observations, actions and
+    /// log-probabilities.
+    #[test]
+    fn the_reported_kl_is_the_rollouts_mean_log_ratio() {
+        let r = reference();
+        let mut a = anchored(&r, fixed(0.5));
+        fine_tune(&mut a, 2);
+        let mut env = CartPole::new();
+        let mut rng = Xoshiro128pp::seed_from_u64(9);
+        let mut cursor = Cursor::start(&mut env, &mut rng);
+        let stats = a.iterate(&mut env, &mut cursor, &mut rng, |_| {}).unwrap();
+        let roll = &a.ppo.rollout;
+        let mut cache =
+            <crate::policy::CategoricalActor<crate::nn::Mlp<4, 8, 2>> as Actor<4>>::ZERO_CACHE;
+        let mut sum = 0.0f64;
+        for i in 0..roll.len() {
+            let (log_ref, _) = r
+                .actor
+                .evaluate(&roll.obs[i], &roll.actions[i], &mut cache)
+                .unwrap();
+            sum += f64::from(roll.log_probs[i] - log_ref);
+            // CartPole's reward of 1, charged β·(log π − log π_ref).
+            assert_eq!(roll.rewards[i], 1.0 - 0.5 * (roll.log_probs[i] - log_ref));
+        }
+        let mean = (sum / roll.len() as f64) as f32;
+        assert!(mean.abs() > 1e-3, "the policy has moved: {mean}");
+        assert!(
+            (stats.kl_reference - mean).abs() <= 1e-5 * mean.abs().max(1.0),
+            "{} vs {mean}",
+            stats.kl_reference
+        );
+    }
+
     #[test]
     fn init_starts_from_the_reference() {
         let r = reference();

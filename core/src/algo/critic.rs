@@ -233,6 +233,36 @@ mod tests {
 
     type Net = Mlp<3, 5, 1>;
 
+    /// `check_values` checks every member's tensors at its own place in the
+    /// flat order: members with a domain (Gaussian actors: four network
+    /// tensors, then `log_std`) report an out-of-range `log_std` of member
+    /// `k` as tensor `5k + 4`.
+    #[test]
+    fn domains_are_checked_per_member_at_their_flat_index() {
+        use crate::policy::{Gaussian, GaussianActor};
+        type Member = GaussianActor<crate::nn::Mlp1<2, 3, 1>, 1>;
+        assert_eq!(<Member as Params>::TENSORS, 5);
+        let mut members = Critics::<Member, 3> {
+            nets: core::array::from_fn(|_| Member {
+                net: crate::nn::Mlp1::ZERO,
+                head: Gaussian::with_log_std(0.0),
+            }),
+            weights: [0.2, 0.3, 0.5],
+        };
+        assert_eq!(members.check_domain(), Ok(()));
+        for (k, tensor) in [(2, 14), (1, 9), (0, 4)] {
+            members.nets[k].head.log_std[0] = 100.0;
+            assert_eq!(
+                members.check_domain().map_err(|e| match e {
+                    Error::OutOfDomain { tensor, .. } => tensor,
+                    _ => u32::MAX,
+                }),
+                Err(tensor),
+                "member {k}"
+            );
+        }
+    }
+
     fn critics() -> Critics<Net, 2> {
         let mut c = Critics::<Net, 2>::ZERO;
         c.init(&mut fd::rng(1));

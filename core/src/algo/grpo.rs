@@ -706,7 +706,105 @@ mod tests {
             .unwrap();
         assert_eq!(agent.rollout.len(), 40);
         assert!(episodes < 8);
+        // The cut member is the last episode stored: no empty member after it.
+        let r = &agent.rollout;
+        assert_eq!(
+            r.episodes(),
+            episodes + 1,
+            "the played episodes and the cut one"
+        );
+        let (start, end) = r.episode(r.episodes() - 1);
+        assert!(start < end && end == 40, "{start}..{end}");
         agent.update(&mut rng).unwrap();
+    }
+
+    /// `is_empty`, `is_ready` and the update's consumption of the rollout;
+    /// the statistics report the learning rate and clip range used; `export`
+    /// copies the trained actor and the observation statistics.
+    #[test]
+    fn rollout_state_statistics_and_export() {
+        let config = GrpoConfig {
+            learning_rate: Schedule::Constant(2e-3),
+            clip_range: Schedule::Constant(0.3),
+            normalize_obs: true,
+            group_size: 2,
+            ..CONFIG
+        };
+        let mut agent = Box::new(Agent::new(config));
+        let mut env = CartPole::new();
+        let mut rng = Xoshiro128pp::seed_from_u64(5);
+        agent.init(&env, &mut rng).unwrap();
+        assert!(agent.rollout.is_empty() && !agent.rollout.is_ready());
+        let mut cursor = Cursor::start(&mut env, &mut rng);
+        agent
+            .collect(&mut env, &mut cursor, &mut rng, |_| {})
+            .unwrap();
+        assert!(!agent.rollout.is_empty() && agent.rollout.is_ready());
+        let stats = agent.update(&mut rng).unwrap();
+        assert_eq!((stats.learning_rate, stats.clip_range), (2e-3, 0.3));
+        assert!(!agent.rollout.is_ready());
+        assert_eq!(agent.update(&mut rng), Err(Error::RolloutIncomplete));
+
+        let mut policy = Box::new(<crate::Deployed<Agent> as Params>::ZERO);
+        agent.export(&mut policy);
+        assert_eq!(&policy.actor, agent.actor());
+        assert_eq!(policy.obs_norm, agent.obs_norm);
+        assert!(agent.obs_norm.count[0] > 0.0, "the statistics moved");
+    }
+
+    /// A failed collect leaves no rollout behind (and restores the
+    /// observation statistics).
+    #[test]
+    fn a_failed_collect_clears_the_rollout() {
+        let mut agent = Box::new(Agent::new(GrpoConfig {
+            normalize_obs: true,
+            ..CONFIG
+        }));
+        let mut env = Faulty {
+            env: CartPole::new(),
+            steps_left: u32::MAX,
+        };
+        let mut rng = Xoshiro128pp::seed_from_u64(6);
+        agent.init(&env, &mut rng).unwrap();
+        let mut cursor = Cursor::start(&mut env, &mut rng);
+        agent
+            .collect(&mut env, &mut cursor, &mut rng, |_| {})
+            .unwrap();
+        let norm = agent.obs_norm.clone();
+        // The plant fails mid-way through the next collect.
+        env.steps_left = 30;
+        assert_eq!(
+            agent.collect(&mut env, &mut cursor, &mut rng, |_| {}),
+            Err(Error::NonFinite)
+        );
+        assert!(agent.rollout.is_empty() && !agent.rollout.is_ready());
+        assert_eq!(agent.rollout.episodes(), 0);
+        assert_eq!(agent.obs_norm, norm);
+        assert_eq!(agent.update(&mut rng), Err(Error::RolloutIncomplete));
+    }
+
+    /// CartPole whose sensor fails after `steps_left` more steps.
+    struct Faulty {
+        env: CartPole,
+        steps_left: u32,
+    }
+
+    impl Env for Faulty {
+        type Obs = SVector<f32, 4>;
+        type Space = crate::env::Discrete<2>;
+        const SOLVED_RETURN: f32 = CartPole::SOLVED_RETURN;
+
+        fn reset<R: Rng + ?Sized>(&mut self, rng: &mut R) -> Self::Obs {
+            self.env.reset(rng)
+        }
+
+        fn step(&mut self, action: usize) -> Result<crate::env::Step<Self::Obs>, Error> {
+            if self.steps_left == 0 {
+                return Err(Error::NonFinite);
+            }
+            self.steps_left -= 1;
+            self.env.step(action)
+        }
     }
 
     #[test]
@@ -733,6 +831,15 @@ mod tests {
             (
                 GrpoConfig {
                     groups: 0,
+                    ..CONFIG
+                },
+                "groups",
+            ),
+            // 5 × 64 = 320 episodes > MAX_EPISODES (256).
+            (
+                GrpoConfig {
+                    groups: 5,
+                    group_size: 64,
                     ..CONFIG
                 },
                 "groups",

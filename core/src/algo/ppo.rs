@@ -1258,6 +1258,14 @@ mod tests {
             config.validate(64),
             Err(Error::config("minibatches", "must be > 0"))
         );
+        // An empty rollout is refused, though 0 is a multiple of anything.
+        assert_eq!(
+            PpoConfig::DEFAULT.validate(0),
+            Err(Error::config(
+                "minibatches",
+                "must divide the rollout length"
+            ))
+        );
     }
 
     /// `export` copies the actor, the normaliser and the action space into

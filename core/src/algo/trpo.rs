@@ -700,6 +700,54 @@ mod tests {
         assert_eq!((stats.trust_step, stats.approx_kl), (0.0, 0.0));
     }
 
+    /// Advantage normalisation uses the unbiased std from two samples on,
+    /// and leaves a single sample (or normalisation off) as it is.
+    #[test]
+    fn advantages_are_normalised_from_two_samples_on() {
+        let mut agent = Box::new(Discrete::new(CONFIG));
+        agent.inner.rollout.advantages[..3].copy_from_slice(&[1.0, 3.0, 8.0]);
+        // Two samples: mean 2, unbiased std √2.
+        let (mean, inv_std) = agent.advantage_normalisation(2);
+        assert_eq!(mean, 2.0);
+        assert!(
+            (inv_std - core::f32::consts::FRAC_1_SQRT_2).abs() < 1e-6,
+            "{inv_std}"
+        );
+        // Three: mean 4, unbiased std √13.
+        let (mean, inv_std) = agent.advantage_normalisation(3);
+        assert_eq!(mean, 4.0);
+        assert!(
+            (inv_std - 1.0 / crate::math::sqrt(13.0)).abs() < 1e-6,
+            "{inv_std}"
+        );
+        assert_eq!(agent.advantage_normalisation(1), (0.0, 1.0));
+        agent.config.normalize_advantages = false;
+        assert_eq!(agent.advantage_normalisation(3), (0.0, 1.0));
+    }
+
+    /// `steps` counts the collected steps; `export` copies the updated
+    /// actor and the observation statistics; an empty rollout is refused
+    /// naming the critic's minibatches.
+    #[test]
+    fn steps_export_and_an_empty_rollout() {
+        let mut agent = Box::new(Discrete::new(CONFIG));
+        let mut rng = collect(&mut *agent, CartPole::new(), 6);
+        assert_eq!(agent.steps(), 256);
+        agent.update(&mut rng).unwrap();
+        let mut policy = Box::new(<crate::Deployed<Discrete> as crate::Params>::ZERO);
+        agent.export(&mut policy);
+        assert_eq!(&policy.actor, agent.actor());
+        assert_eq!(policy.obs_norm, agent.inner.obs_norm);
+        assert!(policy.obs_norm.count[0] > 0.0);
+        assert!(matches!(
+            CONFIG.validate(0),
+            Err(Error::InvalidConfig {
+                field: "critic_minibatches",
+                ..
+            })
+        ));
+    }
+
     #[test]
     fn refuses_a_missing_rollout_and_names_invalid_fields() {
         let mut agent = Box::new(Discrete::new(CONFIG));

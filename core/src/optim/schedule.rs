@@ -155,6 +155,40 @@ mod serde_impl {
 mod tests {
     use super::*;
 
+    /// JSON/TOML form: a number is a constant (from an integer, a negative
+    /// integer or a float), `{ start, end }` a linear schedule; both write
+    /// back the same way, and the refusal says what was expected.
+    #[cfg(feature = "serde")]
+    #[test]
+    fn serde_reads_every_number_form_and_writes_it_back() {
+        let read = |text: &str| serde_json::from_str::<Schedule>(text);
+        assert_eq!(read("3").unwrap(), Schedule::Constant(3.0));
+        assert_eq!(read("-2").unwrap(), Schedule::Constant(-2.0));
+        assert_eq!(read("0.25").unwrap(), Schedule::Constant(0.25));
+        let linear = Schedule::Linear {
+            start: 1e-3,
+            end: 0.0,
+        };
+        assert_eq!(read(r#"{"start": 0.001, "end": 0}"#).unwrap(), linear);
+        let missing = read(r#"{"start": 1}"#).unwrap_err();
+        let missing = std::format!("{missing}");
+        assert!(missing.contains("missing field `end`"), "{missing}");
+        let wrong = read(r#""fast""#).unwrap_err();
+        let wrong = std::format!("{wrong}");
+        assert!(
+            wrong.contains("a number (constant) or { start, end } (linear)"),
+            "{wrong}"
+        );
+        for s in [Schedule::Constant(0.5), linear] {
+            let text = serde_json::to_string(&s).unwrap();
+            assert_eq!(read(&text).unwrap(), s, "{text}");
+        }
+        assert_eq!(
+            serde_json::to_string(&Schedule::Constant(0.5)).unwrap(),
+            "0.5"
+        );
+    }
+
     #[test]
     fn linear_to_zero_anneals() {
         let s = Schedule::linear_to_zero(3e-4);
