@@ -128,6 +128,12 @@ pub use policy::{Controller, Policy};
 pub use rand_core;
 pub use train::Deployed;
 
+// The PyTorch whole-update parity test is a unit-test module, so the core's
+// tests are one binary: one link per build (mutation testing rebuilds the
+// crate once per mutant).
+#[cfg(test)]
+mod update_parity;
+
 /// What a program that trains or deploys usually needs, in one `use`:
 /// `use microrl::prelude::*;`.
 pub mod prelude {

@@ -11,7 +11,7 @@
 //! python3 -m venv /tmp/venv-torch
 //! /tmp/venv-torch/bin/pip install torch numpy
 //! /tmp/venv-torch/bin/python core/tests/fixtures/gen_update_reference.py > core/tests/fixtures/update_reference.json
-//! cargo test -p microrl --test update_parity -- --nocapture
+//! cargo test -p microrl --lib update_parity -- --nocapture
 //! ```
 //!
 //! **Update cases.** For given weights, a fixed rollout and a configuration,
@@ -67,18 +67,23 @@
 //! largest relative error seen on the committed fixture is printed with
 //! `--nocapture`.
 
-use microrl::algo::buffer::Transition;
-use microrl::algo::{
+use std::boxed::Box;
+use std::string::ToString;
+use std::vec::Vec;
+use std::{format, println};
+
+use crate::algo::buffer::Transition;
+use crate::algo::{
     A2cConfig, Critic, Critics, Cursor, Grpo, GrpoConfig, Ppo, PpoConfig, ReinforceConfig, Trpo,
     TrpoConfig, UpdateStats,
 };
-use microrl::env::channels::fuse;
-use microrl::env::{Discrete, Env, Step};
-use microrl::nn::Mlp;
-use microrl::optim::{AdamConfig, Schedule};
-use microrl::policy::{CategoricalActor, GaussianActor};
-use microrl::rng::{Xoshiro128pp, shuffle};
-use microrl::{Error, Params, SVector};
+use crate::env::channels::fuse;
+use crate::env::{Discrete, Env, Step};
+use crate::nn::Mlp;
+use crate::optim::{AdamConfig, Schedule};
+use crate::policy::{CategoricalActor, GaussianActor};
+use crate::rng::{Xoshiro128pp, shuffle};
+use crate::{Error, Params, SVector};
 use rand_core::{Rng, SeedableRng};
 use serde_json::Value;
 
@@ -276,7 +281,7 @@ fn load_rollout<A, C, const OBS: usize>(
     (gamma, lambda): (f32, f32),
 ) -> (usize, f32)
 where
-    A: microrl::algo::Actor<OBS>,
+    A: crate::algo::Actor<OBS>,
     C: Critic<OBS>,
 {
     let name = case["name"].as_str().unwrap();
@@ -338,7 +343,7 @@ fn run_case<A, C, const OBS: usize>(
     rewards: Option<Vec<f32>>,
 ) -> [f32; 4]
 where
-    A: microrl::algo::Actor<OBS>,
+    A: crate::algo::Actor<OBS>,
     C: Critic<OBS>,
 {
     let name = case["name"].as_str().unwrap();
@@ -752,7 +757,7 @@ impl rand_core::TryRng for Pick {
 /// both networks after the last (each clipped and stepped by its own Adam).
 #[test]
 fn online_actor_critic_steps_match_the_reference() {
-    use microrl::algo::{AcConfig, ActorCritic};
+    use crate::algo::{AcConfig, ActorCritic};
     let fixture = fixture();
     let c = &fixture["actor_critic"];
     let cfg = &c["config"];
@@ -863,7 +868,7 @@ fn trpo_config(case: &Value) -> TrpoConfig {
 /// step, the line search's accepted fraction, the critic's regression.
 fn run_trpo<A, const OBS: usize>(case: &Value, action: impl Fn(&Value) -> A::Action) -> f32
 where
-    A: microrl::algo::Actor<OBS>,
+    A: crate::algo::Actor<OBS>,
 {
     let name = case["name"].as_str().unwrap();
     let config = trpo_config(case);
