@@ -52,8 +52,8 @@ impl<const A: usize> ActorFor for Continuous<A> {
 /// An observation type that knows the agents built on it (implemented for
 /// `SVector<f32, OBS>`).
 pub trait AgentTypes {
-    /// PPO with rollout `N`.
-    type Ppo<S: ActorFor, const H: usize, const N: usize>;
+    /// PPO with rollout `N`, `CHUNK` samples per batched pass.
+    type Ppo<S: ActorFor, const H: usize, const N: usize, const CHUNK: usize>;
     /// REINFORCE with episodes up to `N` steps.
     type Reinforce<S: ActorFor, const H: usize, const N: usize>;
     /// KL-anchored PPO with rollout `N`.
@@ -71,8 +71,8 @@ pub trait AgentTypes {
 }
 
 impl<const OBS: usize> AgentTypes for SVector<f32, OBS> {
-    type Ppo<S: ActorFor, const H: usize, const N: usize> =
-        algo::Ppo<S::Actor<OBS, H>, Mlp<OBS, H, 1>, OBS, N>;
+    type Ppo<S: ActorFor, const H: usize, const N: usize, const CHUNK: usize> =
+        algo::Ppo<S::Actor<OBS, H>, Mlp<OBS, H, 1>, OBS, N, CHUNK>;
     type Reinforce<S: ActorFor, const H: usize, const N: usize> =
         algo::Reinforce<S::Actor<OBS, H>, Mlp<OBS, H, 1>, OBS, N>;
     type Anchored<S: ActorFor, const H: usize, const N: usize> =
@@ -88,9 +88,11 @@ impl<const OBS: usize> AgentTypes for SVector<f32, OBS> {
 }
 
 /// PPO on `E`: actor and critic with two hidden layers of `H` tanh units, a
-/// rollout of `N` steps.
-pub type Ppo<E, const H: usize, const N: usize> =
-    <<E as Env>::Obs as AgentTypes>::Ppo<<E as Env>::Space, H, N>;
+/// rollout of `N` steps, and the update's batched passes over `CHUNK`
+/// samples at a time (a speed/RAM trade-off that never changes a result;
+/// see [`algo::Ppo`]).
+pub type Ppo<E, const H: usize, const N: usize, const CHUNK: usize = { algo::DEFAULT_CHUNK }> =
+    <<E as Env>::Obs as AgentTypes>::Ppo<<E as Env>::Space, H, N, CHUNK>;
 
 /// A2C on `E` (PPO's machinery with one epoch over one minibatch; configure
 /// it with [`A2cConfig`](crate::algo::A2cConfig)): `N` is the n of the n-step

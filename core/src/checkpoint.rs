@@ -408,8 +408,8 @@ fn load_train<P: Params>(r: &mut Reader<'_>, s: &mut TrainState<P>) -> Result<()
     Ok(())
 }
 
-impl<A: Actor<OBS>, C: Critic<OBS>, const OBS: usize, const N: usize> AgentState
-    for Ppo<A, C, OBS, N>
+impl<A: Actor<OBS>, C: Critic<OBS>, const OBS: usize, const N: usize, const CHUNK: usize> AgentState
+    for Ppo<A, C, OBS, N, CHUNK>
 {
     const KIND: u32 = 1;
     const OBS: usize = OBS;
@@ -1000,7 +1000,9 @@ mod tests {
         fn digest(&self) -> u64;
     }
 
-    impl<A: Actor<OBS>, C: Critic<OBS>, const OBS: usize, const N: usize> Digest for Ppo<A, C, OBS, N> {
+    impl<A: Actor<OBS>, C: Critic<OBS>, const OBS: usize, const N: usize, const CHUNK: usize> Digest
+        for Ppo<A, C, OBS, N, CHUNK>
+    {
         fn digest(&self) -> u64 {
             let mut h = 0xcbf2_9ce4_8422_2325;
             digest_train(&mut h, &self.train);

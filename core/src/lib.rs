@@ -36,7 +36,9 @@
 //!    (raw observation → actuator command; the agent's own evaluation and the
 //!    deployed policy run the same function).
 //! 6. [`nn`] — **networks**: dense layers, activations, MLPs; inference and
-//!    training passes with hand-written, gradient-checked backpropagation.
+//!    training passes with hand-written, gradient-checked backpropagation,
+//!    per sample or batched over a chunk of samples ([`nn::batch`]: the same
+//!    bits, each weight reused across the chunk).
 //! 7. [`optim`] — Adam, SGD, gradient clipping, schedules, and
 //!    [`optim::TrainState`] (parameters + gradients + optimiser).
 //! 8. [`serialize`] — the checksummed binary format that carries a

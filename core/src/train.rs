@@ -173,7 +173,7 @@ macro_rules! learner {
 
 // PPO and A2C: one iteration is a rollout of `N` steps and its update.
 learner!(
-    impl[const N: usize] Ppo<A, C, OBS, N>,
+    impl[const N: usize, const CHUNK: usize] Ppo<A, C, OBS, N, CHUNK>,
     critic = Critic<OBS>,
     stats = UpdateStats,
     steps = |s| s.steps,

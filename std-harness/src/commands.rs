@@ -81,31 +81,41 @@ pub struct TrainingRam {
 
 /// The training-state RAM of every algorithm on the firmware's 4-32-32
 /// CartPole networks (`agent::*<CartPole, 32, …>`, the rollout lengths the
-/// harness uses with `--small`).
+/// harness uses with `--small`), as compiled for a Cortex-M.
+///
+/// The rollout agents hold their update's batched-pass storage for
+/// [`DEFAULT_CHUNK`](microrl::algo::DEFAULT_CHUNK) samples: 8 here, 1 on a
+/// Cortex-M. That storage is an array per network layer, linear in the
+/// chunk, so the Cortex-M size is the size here less 7 samples' worth.
 pub fn training_ram() -> Vec<TrainingRam> {
     use crate::train::{A2C_STEPS, GRPO_STEPS, PPO_CARTPOLE_STEPS, REINFORCE_STEPS, TRPO_STEPS};
     use microrl::agent;
+    use microrl::algo::{Actor, Critic, DEFAULT_CHUNK};
     use microrl::env::CartPole;
     use std::mem::size_of;
+    let per_sample = size_of::<
+        <microrl::policy::CategoricalActor<microrl::nn::Mlp<4, 32, 2>> as Actor<4>>::Batch<1>,
+    >() + size_of::<<microrl::nn::Mlp<4, 32, 1> as Critic<4>>::Batch<1>>();
+    let on_mcu = |desktop: usize| desktop - (DEFAULT_CHUNK - 1) * per_sample;
     vec![
         TrainingRam {
             algo: "ppo",
-            bytes: size_of::<agent::Ppo<CartPole, 32, PPO_CARTPOLE_STEPS>>(),
+            bytes: on_mcu(size_of::<agent::Ppo<CartPole, 32, PPO_CARTPOLE_STEPS>>()),
             storage: "actor + critic with Adam, 256-step rollout",
         },
         TrainingRam {
             algo: "ppo-penalty",
-            bytes: size_of::<agent::Ppo<CartPole, 32, PPO_CARTPOLE_STEPS>>(),
+            bytes: on_mcu(size_of::<agent::Ppo<CartPole, 32, PPO_CARTPOLE_STEPS>>()),
             storage: "as ppo (the KL coefficient is one f32)",
         },
         TrainingRam {
             algo: "ppo --kl-ref",
-            bytes: size_of::<agent::Anchored<CartPole, 32, PPO_CARTPOLE_STEPS>>(),
+            bytes: on_mcu(size_of::<agent::Anchored<CartPole, 32, PPO_CARTPOLE_STEPS>>()),
             storage: "as ppo, plus the frozen reference policy (inference only)",
         },
         TrainingRam {
             algo: "trpo",
-            bytes: size_of::<agent::Trpo<CartPole, 32, TRPO_STEPS>>(),
+            bytes: on_mcu(size_of::<agent::Trpo<CartPole, 32, TRPO_STEPS>>()),
             storage: "actor (no optimiser step) + critic with Adam, 4 actor-sized CG vectors, 1024-step rollout",
         },
         TrainingRam {
@@ -115,7 +125,7 @@ pub fn training_ram() -> Vec<TrainingRam> {
         },
         TrainingRam {
             algo: "ppo @4096",
-            bytes: size_of::<agent::Ppo<CartPole, 32, GRPO_STEPS>>(),
+            bytes: on_mcu(size_of::<agent::Ppo<CartPole, 32, GRPO_STEPS>>()),
             storage: "ppo with grpo's rollout length: the difference is what dropping the critic saves",
         },
         TrainingRam {
@@ -125,12 +135,12 @@ pub fn training_ram() -> Vec<TrainingRam> {
         },
         TrainingRam {
             algo: "a2c",
-            bytes: size_of::<agent::A2c<CartPole, 32, A2C_STEPS>>(),
+            bytes: on_mcu(size_of::<agent::A2c<CartPole, 32, A2C_STEPS>>()),
             storage: "actor + critic with Adam, 32-step rollout",
         },
         TrainingRam {
             algo: "reinforce",
-            bytes: size_of::<agent::Reinforce<CartPole, 32, REINFORCE_STEPS>>(),
+            bytes: on_mcu(size_of::<agent::Reinforce<CartPole, 32, REINFORCE_STEPS>>()),
             storage: "actor + baseline with Adam, one 500-step episode",
         },
         TrainingRam {

@@ -7,6 +7,11 @@
 //! - `backward/<size>`: one training sample, `forward_train` then `backward`
 //!   accumulating into a gradient (what every algorithm does per sample).
 //! - `backward_only/<size>`: `backward` alone, on a cache recorded once.
+//! - `minibatch_64/<size>/…`: a 64-sample minibatch's training passes
+//!   (forward with cache, backward into one gradient): `per_sample` loops
+//!   `forward_train` + `backward`; `batched_64` and `batched_8` run
+//!   [`Layer::forward_batch`] + [`Layer::backward_batch`] over chunks of 64
+//!   and 8 samples (the same gradient bits).
 //! - `ppo_update/cartpole_64`: one [`Ppo::update`] on a full 256-step CartPole
 //!   rollout (10 epochs × 4 minibatches: 2 560 actor + critic samples and 40
 //!   Adam steps). The same rollout is reused every iteration: the weights
@@ -46,7 +51,7 @@ use microrl::Params;
 use microrl::SVector;
 use microrl::algo::{Cursor, Ppo, PpoConfig};
 use microrl::env::{CartPole, Env, Pendulum};
-use microrl::nn::{Layer, Mlp, gain};
+use microrl::nn::{Layer, Mlp, Zeroed, gain};
 use microrl::policy::CategoricalActor;
 use rand_core::SeedableRng;
 use rand_xoshiro::Xoshiro128PlusPlus;
@@ -87,12 +92,67 @@ fn bench_network<const H: usize>(c: &mut Criterion, size: &str) {
         });
     });
 
+    // A 64-sample minibatch: per-sample passes, then the batched passes in
+    // chunks of 64 and of 8 (the same gradient, bit for bit).
+    let inputs: Vec<SVector<f32, 4>> = (0..64)
+        .map(|k| SVector::<f32, 4>::from(OBS) * (1.0 + 0.01 * k as f32))
+        .collect();
+    let mut group = c.benchmark_group("minibatch_64");
+    group.bench_function(format!("{size}/per_sample"), |b| {
+        b.iter(|| {
+            let net = black_box(&*net);
+            for x in &inputs {
+                net.forward_train(black_box(x), &mut cache);
+                net.backward(&cache, black_box(&d_out), &mut grad);
+            }
+        });
+    });
+    bench_batched::<H, 64>(
+        &mut group,
+        &format!("{size}/batched_64"),
+        &net,
+        &inputs,
+        &mut grad,
+    );
+    bench_batched::<H, 8>(
+        &mut group,
+        &format!("{size}/batched_8"),
+        &net,
+        &inputs,
+        &mut grad,
+    );
+    group.finish();
+
     net.forward_train(&obs, &mut cache);
     c.benchmark_group("backward_only")
         .bench_function(size, |b| {
             b.iter(|| black_box(&*net).backward(black_box(&cache), black_box(&d_out), &mut grad));
         });
     black_box(&grad);
+}
+
+/// The batched passes over `inputs` in chunks of `BATCH` samples.
+fn bench_batched<const H: usize, const BATCH: usize>(
+    group: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>,
+    name: &str,
+    net: &Mlp<4, H, 2>,
+    inputs: &[SVector<f32, 4>],
+    grad: &mut Mlp<4, H, 2>,
+) {
+    let d_out = SVector::<f32, 2>::new(0.1, -0.1);
+    let mut batch = Box::new(<<Mlp<4, H, 2> as Layer>::Batch<BATCH> as Zeroed>::ZERO);
+    group.bench_function(name, |b| {
+        b.iter(|| {
+            let net = black_box(net);
+            for chunk in inputs.chunks(BATCH) {
+                let n = chunk.len();
+                Mlp::<4, H, 2>::batch_inputs(&mut batch)[..n].copy_from_slice(black_box(chunk));
+                net.forward_batch(&mut batch, n);
+                Mlp::<4, H, 2>::batch_d_outputs(&mut batch)[..n].fill(black_box(d_out));
+                net.backward_batch(&mut batch, n, grad, None);
+            }
+        });
+    });
 }
 
 /// Whether `microrl::math` runs the `fast-math` approximations (they differ

@@ -24,7 +24,7 @@ use rand_core::Rng;
 
 use crate::error::Error;
 use crate::loss::value_loss;
-use crate::nn::{Layer, Network, gain};
+use crate::nn::{Layer, Network, Zeroed, gain};
 use crate::params::{Params, TensorData, TensorShape};
 
 /// What a rollout agent needs from its critic.
@@ -67,6 +67,28 @@ pub trait Critic<const OBS: usize>: Params {
         cache: &mut Self::Cache,
         grads: &mut Self,
     ) -> f32;
+
+    /// Activations of up to `BATCH` samples for [`fit_batch`](Critic::fit_batch).
+    type Batch<const BATCH: usize>: Zeroed;
+
+    /// [`fit`](Critic::fit) for the first `n = obs.len()` samples (at most
+    /// `BATCH`; `old_values[k]`, `targets[k]` and `losses[k]` belong to
+    /// `obs[k]`), the networks run one layer at a time over all of them:
+    /// writes each sample's loss into `losses` and adds the gradients into
+    /// `grads` in sample order — the same bits as one `fit` per sample.
+    #[allow(clippy::too_many_arguments)]
+    fn fit_batch<const BATCH: usize>(
+        &self,
+        batch: &mut Self::Batch<BATCH>,
+        obs: &[SVector<f32, OBS>],
+        old_values: &[f32],
+        targets: &[f32],
+        clip: Option<f32>,
+        coef: f32,
+        inv_batch: f32,
+        losses: &mut [f32],
+        grads: &mut Self,
+    );
 }
 
 impl<N: Network<OBS, 1>, const OBS: usize> Critic<OBS> for N {
@@ -97,6 +119,38 @@ impl<N: Network<OBS, 1>, const OBS: usize> Critic<OBS> for N {
         let d_value = SVector::<f32, 1>::new(coef * vl.d_value * inv_batch);
         self.backward(cache, &d_value, grads);
         vl.loss
+    }
+
+    type Batch<const BATCH: usize> = <N as Layer>::Batch<BATCH>;
+
+    fn fit_batch<const BATCH: usize>(
+        &self,
+        batch: &mut Self::Batch<BATCH>,
+        obs: &[SVector<f32, OBS>],
+        old_values: &[f32],
+        targets: &[f32],
+        clip: Option<f32>,
+        coef: f32,
+        inv_batch: f32,
+        losses: &mut [f32],
+        grads: &mut Self,
+    ) {
+        let n = obs.len().min(BATCH);
+        N::batch_inputs(batch)[..n].copy_from_slice(&obs[..n]);
+        self.forward_batch(batch, n);
+        let mut d_values = [SVector::<f32, 1>::zeros(); BATCH];
+        for (((d_value, v), (&old_value, &target)), loss) in d_values
+            .iter_mut()
+            .zip(N::batch_outputs(batch).iter().take(n))
+            .zip(old_values.iter().zip(targets))
+            .zip(losses.iter_mut())
+        {
+            let vl = value_loss(v[0], old_value, target, clip);
+            d_value[0] = coef * vl.d_value * inv_batch;
+            *loss = vl.loss;
+        }
+        N::batch_d_outputs(batch)[..n].copy_from_slice(&d_values[..n]);
+        self.backward_batch(batch, n, grads, None);
     }
 }
 
@@ -223,6 +277,47 @@ impl<C: Network<OBS, 1>, const OBS: usize, const K: usize> Critic<OBS> for Criti
         }
         loss
     }
+
+    type Batch<const BATCH: usize> = [<C as Critic<OBS>>::Batch<BATCH>; K];
+
+    /// Each network over the whole batch in turn; each sample's loss
+    /// summed over the networks in order, as [`fit`](Critic::fit).
+    fn fit_batch<const BATCH: usize>(
+        &self,
+        batch: &mut Self::Batch<BATCH>,
+        obs: &[SVector<f32, OBS>],
+        old_values: &[f32],
+        targets: &[f32],
+        clip: Option<f32>,
+        coef: f32,
+        inv_batch: f32,
+        losses: &mut [f32],
+        grads: &mut Self,
+    ) {
+        let mut member_losses = [0.0f32; BATCH];
+        for (k, ((net, &w), (batch, grads))) in self
+            .nets
+            .iter()
+            .zip(&self.weights)
+            .zip(batch.iter_mut().zip(grads.nets.iter_mut()))
+            .enumerate()
+        {
+            net.fit_batch(
+                batch,
+                obs,
+                old_values,
+                targets,
+                clip,
+                coef * w,
+                inv_batch,
+                &mut member_losses,
+                grads,
+            );
+            for (loss, &l) in losses.iter_mut().zip(&member_losses).take(obs.len()) {
+                *loss = if k == 0 { w * l } else { *loss + w * l };
+            }
+        }
+    }
 }
 
 #[cfg(test)]
@@ -232,6 +327,79 @@ mod tests {
     use std::vec::Vec;
 
     type Net = Mlp<3, 5, 1>;
+
+    /// `fit_batch` against `fit` sample by sample: losses and gradients
+    /// bit for bit, with and without value clipping.
+    fn check_fit_batch<C: Critic<OBS> + Clone, const OBS: usize, const B: usize>(
+        critic: &C,
+        obs: &[SVector<f32, OBS>],
+    ) {
+        let n = obs.len();
+        let old_values: Vec<f32> = (0..n).map(|k| 0.4 * k as f32 - 0.5).collect();
+        let targets: Vec<f32> = (0..n).map(|k| 1.3 - 0.7 * k as f32).collect();
+        for clip in [None, Some(0.2)] {
+            let mut start = C::ZERO;
+            fd::randomise(&mut start, &mut fd::rng(50), 0.1);
+            let (mut single_grads, mut batch_grads) = (start.clone(), start);
+            let mut cache = C::ZERO_CACHE;
+            let single: Vec<u32> = (0..n)
+                .map(|k| {
+                    let loss = critic.fit(
+                        &obs[k],
+                        old_values[k],
+                        targets[k],
+                        clip,
+                        0.5,
+                        0.25,
+                        &mut cache,
+                        &mut single_grads,
+                    );
+                    loss.to_bits()
+                })
+                .collect();
+            let mut batch = std::boxed::Box::new(<C::Batch<B> as Zeroed>::ZERO);
+            let mut losses = [0.0f32; B];
+            critic.fit_batch(
+                &mut batch,
+                obs,
+                &old_values,
+                &targets,
+                clip,
+                0.5,
+                0.25,
+                &mut losses,
+                &mut batch_grads,
+            );
+            let batched: Vec<u32> = losses[..n].iter().map(|l| l.to_bits()).collect();
+            assert_eq!(batched, single, "losses, clip {clip:?}");
+            fd::assert_same_bits(
+                &batch_grads,
+                &single_grads,
+                &std::format!("gradient, clip {clip:?}"),
+            );
+        }
+    }
+
+    #[test]
+    fn batched_fits_are_the_per_sample_fits() {
+        let mut rng = fd::rng(51);
+        let mut obs = [SVector::<f32, 3>::zeros(); 5];
+        for x in &mut obs {
+            crate::rng::fill_normal(&mut rng, x.as_mut_slice());
+        }
+        let mut net = Net::ZERO;
+        fd::randomise(&mut net, &mut rng, 0.6);
+        check_fit_batch::<Net, 3, 5>(&net, &obs);
+        check_fit_batch::<Net, 3, 8>(&net, &obs[..3]);
+        let mut critics = Critics::<Net, 2> {
+            nets: [Net::ZERO, Net::ZERO],
+            weights: [0.3, 0.7],
+        };
+        fd::randomise(&mut critics.nets[0], &mut rng, 0.6);
+        fd::randomise(&mut critics.nets[1], &mut rng, 0.6);
+        check_fit_batch::<Critics<Net, 2>, 3, 5>(&critics, &obs);
+        check_fit_batch::<Critics<Net, 2>, 3, 4>(&critics, &obs[..4]);
+    }
 
     /// `check_values` checks every member's tensors at its own place in the
     /// flat order: members with a domain (Gaussian actors: four network

@@ -72,6 +72,49 @@ where
         self.first.backward(&cache.0, &d_hidden, &mut grad.first)
     }
 
+    type Batch<const BATCH: usize> = (A::Batch<BATCH>, B::Batch<BATCH>);
+
+    #[inline]
+    fn batch_inputs<const BATCH: usize>(
+        batch: &mut Self::Batch<BATCH>,
+    ) -> &mut [Self::Input; BATCH] {
+        A::batch_inputs(&mut batch.0)
+    }
+
+    #[inline]
+    fn batch_outputs<const BATCH: usize>(batch: &Self::Batch<BATCH>) -> &[Self::Output; BATCH] {
+        B::batch_outputs(&batch.1)
+    }
+
+    #[inline]
+    fn batch_d_outputs<const BATCH: usize>(
+        batch: &mut Self::Batch<BATCH>,
+    ) -> &mut [Self::Output; BATCH] {
+        B::batch_d_outputs(&mut batch.1)
+    }
+
+    fn forward_batch<const BATCH: usize>(&self, batch: &mut Self::Batch<BATCH>, n: usize) {
+        let n = n.min(BATCH);
+        self.first.forward_batch(&mut batch.0, n);
+        let hidden = &A::batch_outputs(&batch.0)[..n];
+        B::batch_inputs(&mut batch.1)[..n].copy_from_slice(hidden);
+        self.second.forward_batch(&mut batch.1, n);
+    }
+
+    fn backward_batch<const BATCH: usize>(
+        &self,
+        batch: &mut Self::Batch<BATCH>,
+        n: usize,
+        grad: &mut Self,
+        d_inputs: Option<&mut [Self::Input; BATCH]>,
+    ) {
+        let d_hidden = A::batch_d_outputs(&mut batch.0);
+        self.second
+            .backward_batch(&mut batch.1, n, &mut grad.second, Some(d_hidden));
+        self.first
+            .backward_batch(&mut batch.0, n, &mut grad.first, d_inputs);
+    }
+
     fn jvp(&self, cache: &Self::Cache, d_params: &Self, d_input: &Self::Input) -> Self::Output {
         let d_hidden = self.first.jvp(&cache.0, &d_params.first, d_input);
         self.second.jvp(&cache.1, &d_params.second, &d_hidden)

@@ -18,6 +18,9 @@ use core::marker::PhantomData;
 use nalgebra::{SMatrix, SVector};
 use rand_core::Rng;
 
+#[cfg(not(target_arch = "arm"))]
+use super::batch;
+use super::batch::DenseBatch;
 use super::{Activation, Identity, Layer};
 use crate::params::{Params, TensorShape, tag};
 
@@ -101,11 +104,41 @@ impl<const I: usize, const O: usize, A: Activation> Dense<I, O, A> {
         }
     }
 
-    /// `δ = ∂L/∂y ⊙ f′(z)`, with `f′` expressed through `y`.
-    #[inline]
-    fn delta_into(d_output: &[f32], y: &[f32], delta: &mut [f32]) {
-        for ((d, &dy), &yi) in delta.iter_mut().zip(d_output).zip(y) {
-            *d = dy * A::derivative_from_output(yi);
+    /// The per-sample backward pass: turns `d_output` (`∂L/∂y`) into `δ` in
+    /// place, adds `∂L/∂θ` into `grad` and, if asked, writes `∂L/∂x`.
+    ///
+    /// Shared by [`Layer::backward`] and, on 32-bit ARM, by
+    /// [`Layer::backward_batch`] (one sample at a time there: see
+    /// `nn::batch`), so a firmware links one copy.
+    #[inline(never)]
+    fn backward_into(
+        &self,
+        x: &[f32],
+        y: &[f32],
+        delta: &mut [f32],
+        grad: &mut Self,
+        d_input: Option<&mut [f32]>,
+    ) {
+        // (Slices, not nalgebra's strided iterators: the loops must vectorise.)
+        for (d, &yi) in delta.iter_mut().zip(y) {
+            *d *= A::derivative_from_output(yi);
+        }
+        let delta = &*delta;
+        // ∂L/∂b += δ
+        for (gb, &d) in grad.bias.as_mut_slice().iter_mut().zip(delta) {
+            *gb += d;
+        }
+        // ∂L/∂W[:, j] += δ · xⱼ
+        for (grad_column, &xj) in grad.weight.as_mut_slice().chunks_exact_mut(O).zip(x) {
+            for (gij, &di) in grad_column.iter_mut().zip(delta) {
+                *gij += di * xj;
+            }
+        }
+        // ∂L/∂xⱼ = W[:, j] · δ
+        if let Some(d_input) = d_input {
+            for (column, dxj) in self.weight.as_slice().chunks_exact(O).zip(d_input) {
+                *dxj = dot(column, delta);
+            }
         }
     }
 }
@@ -177,29 +210,105 @@ impl<const I: usize, const O: usize, A: Activation> Layer for Dense<I, O, A> {
         d_output: &Self::Output,
         grad: &mut Self,
     ) -> Self::Input {
-        // (Slices, not nalgebra's strided iterators: the loops must vectorise.)
-        let mut delta = SVector::<f32, O>::zeros();
-        let delta = delta.as_mut_slice();
-        Self::delta_into(d_output.as_slice(), cache.output.as_slice(), delta);
-        // ∂L/∂b += δ
-        for (gb, &d) in grad.bias.as_mut_slice().iter_mut().zip(&*delta) {
-            *gb += d;
-        }
-        // ∂L/∂W[:, j] += δ · xⱼ  and  ∂L/∂xⱼ = W[:, j] · δ, in one pass over the columns.
+        let mut delta = *d_output;
         let mut d_input = SVector::<f32, I>::zeros();
-        let columns = self.weight.as_slice().chunks_exact(O);
-        let grad_columns = grad.weight.as_mut_slice().chunks_exact_mut(O);
-        for (((column, grad_column), &xj), dxj) in columns
-            .zip(grad_columns)
-            .zip(cache.input.as_slice())
-            .zip(d_input.as_mut_slice())
-        {
-            for (gij, &di) in grad_column.iter_mut().zip(&*delta) {
-                *gij += di * xj;
-            }
-            *dxj = dot(column, delta);
-        }
+        self.backward_into(
+            cache.input.as_slice(),
+            cache.output.as_slice(),
+            delta.as_mut_slice(),
+            grad,
+            Some(d_input.as_mut_slice()),
+        );
         d_input
+    }
+
+    type Batch<const BATCH: usize> = DenseBatch<I, O, BATCH>;
+
+    #[inline]
+    fn batch_inputs<const BATCH: usize>(
+        batch: &mut Self::Batch<BATCH>,
+    ) -> &mut [Self::Input; BATCH] {
+        &mut batch.input
+    }
+
+    #[inline]
+    fn batch_outputs<const BATCH: usize>(batch: &Self::Batch<BATCH>) -> &[Self::Output; BATCH] {
+        &batch.output
+    }
+
+    #[inline]
+    fn batch_d_outputs<const BATCH: usize>(
+        batch: &mut Self::Batch<BATCH>,
+    ) -> &mut [Self::Output; BATCH] {
+        &mut batch.d_output
+    }
+
+    #[inline]
+    fn forward_batch<const BATCH: usize>(&self, batch: &mut Self::Batch<BATCH>, n: usize) {
+        // On a Cortex-M one sample at a time through the inference kernel
+        // (see `nn::batch`): the same bits, no second copy of the code.
+        #[cfg(target_arch = "arm")]
+        for (x, y) in batch.input.iter().zip(batch.output.iter_mut()).take(n) {
+            self.forward_into(x.as_slice(), y.as_mut_slice());
+        }
+        #[cfg(not(target_arch = "arm"))]
+        batch::dense_forward::<A, I, O, BATCH>(
+            self.weight.as_slice(),
+            self.bias.as_slice(),
+            batch,
+            n,
+        );
+    }
+
+    #[inline]
+    fn backward_batch<const BATCH: usize>(
+        &self,
+        batch: &mut Self::Batch<BATCH>,
+        n: usize,
+        grad: &mut Self,
+        d_inputs: Option<&mut [Self::Input; BATCH]>,
+    ) {
+        #[cfg(target_arch = "arm")]
+        {
+            let samples = batch.input.iter().zip(&batch.output);
+            let deltas = batch.d_output.iter_mut();
+            match d_inputs {
+                Some(d_inputs) => {
+                    for (((x, y), delta), dx) in
+                        samples.zip(deltas).zip(d_inputs.iter_mut()).take(n)
+                    {
+                        let dx = Some(dx.as_mut_slice());
+                        self.backward_into(
+                            x.as_slice(),
+                            y.as_slice(),
+                            delta.as_mut_slice(),
+                            grad,
+                            dx,
+                        );
+                    }
+                }
+                None => {
+                    for ((x, y), delta) in samples.zip(deltas).take(n) {
+                        self.backward_into(
+                            x.as_slice(),
+                            y.as_slice(),
+                            delta.as_mut_slice(),
+                            grad,
+                            None,
+                        );
+                    }
+                }
+            }
+        }
+        #[cfg(not(target_arch = "arm"))]
+        batch::dense_backward::<A, I, O, BATCH>(
+            self.weight.as_slice(),
+            grad.weight.as_mut_slice(),
+            grad.bias.as_mut_slice(),
+            batch,
+            n,
+            d_inputs,
+        );
     }
 
     /// `dy = f′(z) ⊙ (db + dW·x + W·dx)`, the columns walked in order like
@@ -249,7 +358,7 @@ impl<const I: usize, const O: usize, A: Activation> Layer for Dense<I, O, A> {
 }
 
 /// Number of independent partial sums in [`dot`].
-const LANES: usize = 8;
+pub(super) const LANES: usize = 8;
 
 /// `Σᵢ aᵢ bᵢ` with [`LANES`] partial sums (element `i` goes to sum `i mod LANES`),
 /// combined pairwise in a fixed order.
@@ -258,7 +367,7 @@ const LANES: usize = 8;
 /// reorder; independent lanes let it use SIMD and pipelined FPUs while the
 /// summation order — hence the result — stays the same on every target.
 #[inline]
-fn dot(a: &[f32], b: &[f32]) -> f32 {
+pub(super) fn dot(a: &[f32], b: &[f32]) -> f32 {
     let mut acc = [0.0f32; LANES];
     let mut chunks_a = a.chunks_exact(LANES);
     let mut chunks_b = b.chunks_exact(LANES);

@@ -44,6 +44,19 @@ pub fn randomise_biases<P: Params>(p: &mut P, rng: &mut Xoshiro128PlusPlus) {
     }
 }
 
+/// Asserts that `a` and `b` hold the same bits in every tensor (`what`
+/// names the comparison in the failure message).
+pub fn assert_same_bits<P: Params>(a: &P, b: &P, what: &str) {
+    for t in 0..P::TENSORS {
+        let same = a
+            .tensor(t)
+            .iter()
+            .zip(b.tensor(t))
+            .all(|(x, y)| x.to_bits() == y.to_bits());
+        assert!(same, "{what}: tensor {t} differs");
+    }
+}
+
 /// Flat `f64` copy of the parameters.
 pub fn flatten<P: Params>(p: &P) -> Vec<f64> {
     (0..P::LEN).map(|k| p.get_flat(k).unwrap() as f64).collect()

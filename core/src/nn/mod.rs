@@ -12,6 +12,10 @@
 //! - **Gradients accumulate.** [`Layer::backward`] *adds* into the gradient, so
 //!   a minibatch is a loop of forward/backward calls over samples
 //!   ([`accumulate_gradients`]) with one cache the size of a single sample.
+//! - **Batched passes.** [`Layer::forward_batch`] and
+//!   [`Layer::backward_batch`] run one layer over a chunk of samples
+//!   (caller-owned [`Layer::Batch`] storage), reusing each weight across the
+//!   chunk, with the same bits as the per-sample passes ([`batch`]).
 //! - **Shallow types.** [`Mlp`], [`Mlp1`] and [`Mlp3`] are aliases for chains
 //!   of dense layers; a custom architecture is another alias.
 //!
@@ -19,6 +23,7 @@
 //! independent `f64` forward pass (the tests at the bottom of each file).
 
 mod activation;
+pub mod batch;
 mod chain;
 mod dense;
 pub mod init;
@@ -27,6 +32,7 @@ pub mod init;
 pub(crate) mod fd;
 
 pub use activation::{Activation, Identity, Relu, Tanh};
+pub use batch::{DenseBatch, Zeroed};
 pub use chain::Chain;
 pub use dense::{Dense, DenseCache};
 pub use init::gain;
@@ -39,9 +45,9 @@ use crate::params::Params;
 /// A differentiable layer (or network) with its parameters as `Self`.
 pub trait Layer: Params {
     /// Input vector type, `SVector<f32, IN>`.
-    type Input;
+    type Input: Copy;
     /// Output vector type, `SVector<f32, OUT>`.
-    type Output;
+    type Output: Copy;
     /// Activations recorded by [`forward_train`](Layer::forward_train) for one sample.
     type Cache;
     /// A zeroed cache, usable in `static` initialisers.
@@ -62,6 +68,44 @@ pub trait Layer: Params {
         d_output: &Self::Output,
         grad: &mut Self,
     ) -> Self::Input;
+
+    /// Activations of up to `BATCH` samples for the batched passes
+    /// ([`forward_batch`](Layer::forward_batch),
+    /// [`backward_batch`](Layer::backward_batch); see [`batch`]).
+    type Batch<const BATCH: usize>: Zeroed;
+
+    /// Where the caller writes sample `k`'s input before
+    /// [`forward_batch`](Layer::forward_batch).
+    fn batch_inputs<const BATCH: usize>(
+        batch: &mut Self::Batch<BATCH>,
+    ) -> &mut [Self::Input; BATCH];
+
+    /// Each sample's output after [`forward_batch`](Layer::forward_batch).
+    fn batch_outputs<const BATCH: usize>(batch: &Self::Batch<BATCH>) -> &[Self::Output; BATCH];
+
+    /// Where the caller writes sample `k`'s `∂L/∂output` before
+    /// [`backward_batch`](Layer::backward_batch).
+    fn batch_d_outputs<const BATCH: usize>(
+        batch: &mut Self::Batch<BATCH>,
+    ) -> &mut [Self::Output; BATCH];
+
+    /// [`forward_train`](Layer::forward_train) for the first `n` samples of
+    /// `batch` (`n` is capped at `BATCH`), one layer at a time: the same
+    /// outputs, bit for bit.
+    fn forward_batch<const BATCH: usize>(&self, batch: &mut Self::Batch<BATCH>, n: usize);
+
+    /// [`backward`](Layer::backward) for the first `n` samples after
+    /// [`forward_batch`](Layer::forward_batch): **adds** their `∂L/∂θ`
+    /// into `grad` in sample order — the same bits as `n` calls of
+    /// `backward` — and writes each `∂L/∂x` into `d_inputs` if given.
+    /// Overwrites the batch's output gradients.
+    fn backward_batch<const BATCH: usize>(
+        &self,
+        batch: &mut Self::Batch<BATCH>,
+        n: usize,
+        grad: &mut Self,
+        d_inputs: Option<&mut [Self::Input; BATCH]>,
+    );
 
     /// Forward-mode derivative (Jacobian-vector product) at the sample
     /// recorded in `cache`: the change `dy = (∂y/∂θ)·d_params + (∂y/∂x)·d_input`

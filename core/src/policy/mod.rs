@@ -43,7 +43,7 @@ use crate::env::{ActionSpace, Continuous, Discrete};
 use crate::error::{Error, check_all_finite, check_finite};
 use crate::impl_params;
 use crate::math;
-use crate::nn::{Layer, gain};
+use crate::nn::{Layer, Zeroed, gain};
 use crate::normalize::RunningNorm;
 use crate::params::Params;
 
@@ -112,6 +112,45 @@ pub trait Actor<const OBS: usize>: Params {
         cache: &Self::Cache,
         action: &Self::Action,
         d_log_prob: f32,
+        d_entropy: f32,
+        grad: &mut Self,
+    );
+
+    /// Activations of up to `BATCH` samples for the batched training passes
+    /// (the network's [`Layer::Batch`]).
+    type Batch<const BATCH: usize>: Zeroed;
+
+    /// Where the caller writes sample `k`'s network input before
+    /// [`evaluate_batch`](Actor::evaluate_batch).
+    fn batch_inputs<const BATCH: usize>(
+        batch: &mut Self::Batch<BATCH>,
+    ) -> &mut [SVector<f32, OBS>; BATCH];
+
+    /// [`evaluate`](Actor::evaluate) for the first `n = actions.len()`
+    /// samples of `batch` (at most `BATCH` and `out.len()`), the network run
+    /// one layer at a time over all of them ([`Layer::forward_batch`]):
+    /// `out[k] = (log π(actions[k]|input k), H)`, the same bits as
+    /// `evaluate`.
+    ///
+    /// # Errors
+    /// The error `evaluate` would return first, taking the samples in order;
+    /// `out` and `batch` then hold scratch values.
+    fn evaluate_batch<const BATCH: usize>(
+        &self,
+        batch: &mut Self::Batch<BATCH>,
+        actions: &[Self::Action],
+        out: &mut [(f32, f32)],
+    ) -> Result<(), Error>;
+
+    /// [`backward`](Actor::backward) for every sample of a successful
+    /// [`evaluate_batch`](Actor::evaluate_batch), with `d_log_probs[k]` for
+    /// sample `k`: adds into `grad` in sample order, the same bits as one
+    /// `backward` call per sample.
+    fn backward_batch<const BATCH: usize>(
+        &self,
+        batch: &mut Self::Batch<BATCH>,
+        actions: &[Self::Action],
+        d_log_probs: &[f32],
         d_entropy: f32,
         grad: &mut Self,
     );
@@ -242,6 +281,77 @@ where
         self.net.backward(&cache.net, &d_logits, &mut grad.net);
     }
 
+    type Batch<const BATCH: usize> = N::Batch<BATCH>;
+
+    fn batch_inputs<const BATCH: usize>(
+        batch: &mut Self::Batch<BATCH>,
+    ) -> &mut [SVector<f32, OBS>; BATCH] {
+        N::batch_inputs(batch)
+    }
+
+    fn evaluate_batch<const BATCH: usize>(
+        &self,
+        batch: &mut Self::Batch<BATCH>,
+        actions: &[usize],
+        out: &mut [(f32, f32)],
+    ) -> Result<(), Error> {
+        let n = actions.len().min(out.len()).min(BATCH);
+        // `evaluate` checks input and action before its forward pass: run
+        // the samples before the first refused one, report theirs first.
+        let inputs = N::batch_inputs(batch);
+        let refused =
+            (0..n).find(|&k| check_all_finite(inputs[k].as_slice()).is_err() || actions[k] >= ACT);
+        let valid = refused.unwrap_or(n);
+        self.net.forward_batch(batch, valid);
+        for ((logits, action), out) in N::batch_outputs(batch)
+            .iter()
+            .zip(actions)
+            .zip(out.iter_mut())
+            .take(valid)
+        {
+            let dist = Categorical::from_logits(logits)?;
+            let (log_prob, entropy) = (dist.log_prob(*action)?, dist.entropy());
+            check_finite(log_prob)?;
+            check_finite(entropy)?;
+            *out = (log_prob, entropy);
+        }
+        match refused {
+            Some(k) => {
+                check_all_finite(N::batch_inputs(batch)[k].as_slice())?;
+                Err(Error::InvalidAction)
+            }
+            None => Ok(()),
+        }
+    }
+
+    fn backward_batch<const BATCH: usize>(
+        &self,
+        batch: &mut Self::Batch<BATCH>,
+        actions: &[usize],
+        d_log_probs: &[f32],
+        d_entropy: f32,
+        grad: &mut Self,
+    ) {
+        let n = actions.len().min(d_log_probs.len()).min(BATCH);
+        let mut d_logits = [zero_vector::<ACT>(); BATCH];
+        for ((d, logits), (action, &d_log_prob)) in d_logits
+            .iter_mut()
+            .zip(N::batch_outputs(batch))
+            .zip(actions.iter().zip(d_log_probs))
+        {
+            // As in `backward`: cannot fail after a successful evaluation.
+            let Ok(dist) = Categorical::from_logits(logits) else {
+                continue;
+            };
+            let Ok(d_lp) = dist.grad_log_prob(*action) else {
+                continue;
+            };
+            *d = d_lp * d_log_prob + dist.grad_entropy() * d_entropy;
+        }
+        N::batch_d_outputs(batch)[..n].copy_from_slice(&d_logits[..n]);
+        self.net.backward_batch(batch, n, &mut grad.net, None);
+    }
+
     /// `Σᵢ pᵢ (log pᵢ − log qᵢ)`.
     fn kl(&self, other: &Self, input: &SVector<f32, OBS>) -> Result<f32, Error> {
         let (p, q) = (self.distribution(input)?, other.distribution(input)?);
@@ -362,6 +472,75 @@ where
         grad.head.log_std += g.log_std * d_log_prob + self.head.grad_entropy() * d_entropy;
         self.net
             .backward(&cache.net, &(g.mean * d_log_prob), &mut grad.net);
+    }
+
+    type Batch<const BATCH: usize> = N::Batch<BATCH>;
+
+    fn batch_inputs<const BATCH: usize>(
+        batch: &mut Self::Batch<BATCH>,
+    ) -> &mut [SVector<f32, OBS>; BATCH] {
+        N::batch_inputs(batch)
+    }
+
+    fn evaluate_batch<const BATCH: usize>(
+        &self,
+        batch: &mut Self::Batch<BATCH>,
+        actions: &[Self::Action],
+        out: &mut [(f32, f32)],
+    ) -> Result<(), Error> {
+        let n = actions.len().min(out.len()).min(BATCH);
+        // `evaluate` checks input and action before its forward pass: run
+        // the samples before the first refused one, report theirs first.
+        let inputs = N::batch_inputs(batch);
+        let refused = (0..n).find(|&k| {
+            check_all_finite(inputs[k].as_slice()).is_err()
+                || check_all_finite(actions[k].as_slice()).is_err()
+        });
+        let valid = refused.unwrap_or(n);
+        self.net.forward_batch(batch, valid);
+        let entropy = self.head.entropy();
+        for ((mean, action), out) in N::batch_outputs(batch)
+            .iter()
+            .zip(actions)
+            .zip(out.iter_mut())
+            .take(valid)
+        {
+            check_all_finite(mean.as_slice())?;
+            let log_prob = self.head.log_prob(mean, action);
+            check_finite(log_prob)?;
+            check_finite(entropy)?;
+            *out = (log_prob, entropy);
+        }
+        match refused {
+            Some(k) => {
+                check_all_finite(N::batch_inputs(batch)[k].as_slice())?;
+                check_all_finite(actions[k].as_slice())
+            }
+            None => Ok(()),
+        }
+    }
+
+    fn backward_batch<const BATCH: usize>(
+        &self,
+        batch: &mut Self::Batch<BATCH>,
+        actions: &[Self::Action],
+        d_log_probs: &[f32],
+        d_entropy: f32,
+        grad: &mut Self,
+    ) {
+        let n = actions.len().min(d_log_probs.len()).min(BATCH);
+        let mut d_means = [zero_vector::<ACT>(); BATCH];
+        for ((d_mean, mean), (action, &d_log_prob)) in d_means
+            .iter_mut()
+            .zip(N::batch_outputs(batch))
+            .zip(actions.iter().zip(d_log_probs))
+        {
+            let g = self.head.grad_log_prob(mean, action);
+            grad.head.log_std += g.log_std * d_log_prob + self.head.grad_entropy() * d_entropy;
+            *d_mean = g.mean * d_log_prob;
+        }
+        N::batch_d_outputs(batch)[..n].copy_from_slice(&d_means[..n]);
+        self.net.backward_batch(batch, n, &mut grad.net, None);
     }
 
     /// `Σᵢ [log σ′ᵢ − log σᵢ + (σᵢ² + (μᵢ − μ′ᵢ)²)/(2σ′ᵢ²) − ½]` for
@@ -801,6 +980,144 @@ mod tests {
         );
         let (lp, h) = gauss.evaluate(&input, &action, &mut g_cache).unwrap();
         assert!(lp.is_finite() && h.is_finite());
+    }
+
+    /// `evaluate_batch` + `backward_batch` over the samples against
+    /// `evaluate` + `backward` sample by sample: the same result or the same
+    /// first error, and on success the same log-probabilities, entropies
+    /// and gradient, bit for bit.
+    fn check_batch<A, const OBS: usize, const B: usize>(
+        actor: &A,
+        inputs: &[SVector<f32, OBS>],
+        actions: &[A::Action],
+    ) -> Result<(), Error>
+    where
+        A: Actor<OBS>,
+    {
+        let n = actions.len();
+        let d_log_probs: Vec<f32> = (0..n).map(|k| 0.3 - 0.17 * k as f32).collect();
+        let d_entropy = -0.01;
+        let mut cache = A::ZERO_CACHE;
+        let mut single = Vec::new();
+        let mut single_grad = A::ZERO;
+        fd::randomise(&mut single_grad, &mut fd::rng(40), 0.1);
+        let mut batch_grad = A::ZERO;
+        fd::randomise(&mut batch_grad, &mut fd::rng(40), 0.1);
+        let mut single_result = Ok(());
+        for ((x, action), &d) in inputs.iter().zip(actions).zip(&d_log_probs) {
+            match actor.evaluate(x, action, &mut cache) {
+                Ok(out) => {
+                    single.push(out);
+                    actor.backward(&cache, action, d, d_entropy, &mut single_grad);
+                }
+                Err(e) => {
+                    single_result = Err(e);
+                    break;
+                }
+            }
+        }
+        let mut batch = std::boxed::Box::new(<A::Batch<B> as Zeroed>::ZERO);
+        A::batch_inputs(&mut batch)[..n].copy_from_slice(inputs);
+        let mut out = [(0.0f32, 0.0f32); B];
+        let result = actor.evaluate_batch(&mut batch, actions, &mut out);
+        assert_eq!(result, single_result);
+        result?;
+        let bits = |v: &[(f32, f32)]| -> Vec<(u32, u32)> {
+            v.iter().map(|(a, b)| (a.to_bits(), b.to_bits())).collect()
+        };
+        assert_eq!(bits(&out[..n]), bits(&single));
+        actor.backward_batch(
+            &mut batch,
+            actions,
+            &d_log_probs,
+            d_entropy,
+            &mut batch_grad,
+        );
+        fd::assert_same_bits(&batch_grad, &single_grad, "gradient");
+        Ok(())
+    }
+
+    #[test]
+    fn batched_evaluation_and_backward_are_the_per_sample_ones() {
+        let mut rng = fd::rng(41);
+        let mut cat = CategoricalActor {
+            net: Mlp::<3, 11, 3>::ZERO,
+        };
+        fd::randomise(&mut cat, &mut rng, 0.7);
+        let mut gauss = GaussianActor {
+            net: Mlp::<3, 9, 2>::ZERO,
+            head: Gaussian::with_log_std(0.0),
+        };
+        fd::randomise(&mut gauss, &mut rng, 0.7);
+        let mut inputs = [SVector::<f32, 3>::zeros(); 4];
+        for x in &mut inputs {
+            crate::rng::fill_normal(&mut rng, x.as_mut_slice());
+        }
+        let means = [
+            SVector::<f32, 2>::new(0.5, -1.0),
+            SVector::<f32, 2>::new(-0.2, 0.1),
+            SVector::<f32, 2>::new(1.5, 0.0),
+            SVector::<f32, 2>::new(0.0, 2.0),
+        ];
+        type Cat = CategoricalActor<Mlp<3, 11, 3>>;
+        type Gauss = GaussianActor<Mlp<3, 9, 2>, 2>;
+        assert_eq!(
+            check_batch::<Cat, 3, 4>(&cat, &inputs, &[2, 0, 1, 2]),
+            Ok(())
+        );
+        assert_eq!(
+            check_batch::<Cat, 3, 5>(&cat, &inputs[..3], &[1, 1, 0]),
+            Ok(())
+        );
+        assert_eq!(check_batch::<Gauss, 3, 4>(&gauss, &inputs, &means), Ok(()));
+        assert_eq!(
+            check_batch::<Gauss, 3, 2>(&gauss, &inputs[..1], &means[..1]),
+            Ok(())
+        );
+
+        // Errors: the first sample's, in order, as `evaluate` finds them.
+        let mut nan = inputs;
+        nan[2][1] = f32::NAN;
+        assert_eq!(
+            check_batch::<Cat, 3, 4>(&cat, &nan, &[0, 1, 1, 0]),
+            Err(Error::NonFinite)
+        );
+        assert_eq!(
+            check_batch::<Cat, 3, 4>(&cat, &nan, &[0, 3, 1, 0]),
+            Err(Error::InvalidAction)
+        );
+        assert_eq!(
+            check_batch::<Cat, 3, 4>(&cat, &nan, &[0, 1, 1, 7]),
+            Err(Error::NonFinite)
+        );
+        assert_eq!(
+            check_batch::<Cat, 3, 4>(&cat, &inputs, &[0, 1, 1, 3]),
+            Err(Error::InvalidAction)
+        );
+        assert_eq!(
+            check_batch::<Gauss, 3, 4>(&gauss, &nan, &means),
+            Err(Error::NonFinite)
+        );
+        let mut bad_actions = means;
+        bad_actions[1][0] = f32::INFINITY;
+        assert_eq!(
+            check_batch::<Gauss, 3, 4>(&gauss, &inputs, &bad_actions),
+            Err(Error::NonFinite)
+        );
+        // A network whose outputs are NaN fails at the first sample, before
+        // a later invalid action is looked at.
+        let mut broken = cat.clone();
+        broken.net.second.second.bias[0] = f32::NAN;
+        assert_eq!(
+            check_batch::<Cat, 3, 4>(&broken, &inputs, &[0, 1, 9, 0]),
+            Err(Error::NonFinite)
+        );
+        let mut broken = gauss.clone();
+        broken.net.second.second.bias[1] = f32::NAN;
+        assert_eq!(
+            check_batch::<Gauss, 3, 4>(&broken, &inputs, &means),
+            Err(Error::NonFinite)
+        );
     }
 
     /// A finite but absurd `log σ` (100: σ = e¹⁰⁰ overflows) made `sample`
