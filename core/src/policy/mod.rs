@@ -296,32 +296,24 @@ where
         out: &mut [(f32, f32)],
     ) -> Result<(), Error> {
         let n = actions.len().min(out.len()).min(BATCH);
-        // `evaluate` checks input and action before its forward pass: run
-        // the samples before the first refused one, report theirs first.
-        let inputs = N::batch_inputs(batch);
-        let refused =
-            (0..n).find(|&k| check_all_finite(inputs[k].as_slice()).is_err() || actions[k] >= ACT);
-        let valid = refused.unwrap_or(n);
-        self.net.forward_batch(batch, valid);
-        for ((logits, action), out) in N::batch_outputs(batch)
-            .iter()
-            .zip(actions)
-            .zip(out.iter_mut())
-            .take(valid)
-        {
+        // Every sample through the network first (a non-finite input only
+        // gives non-finite scratch values), then `evaluate`'s checks sample
+        // by sample, in its order: the first refusal is `evaluate`'s.
+        self.net.forward_batch(batch, n);
+        let inputs = *N::batch_inputs(batch);
+        let samples = inputs.iter().zip(N::batch_outputs(batch));
+        for (((input, logits), action), out) in samples.zip(actions).zip(out.iter_mut()).take(n) {
+            check_all_finite(input.as_slice())?;
+            if *action >= ACT {
+                return Err(Error::InvalidAction);
+            }
             let dist = Categorical::from_logits(logits)?;
             let (log_prob, entropy) = (dist.log_prob(*action)?, dist.entropy());
             check_finite(log_prob)?;
             check_finite(entropy)?;
             *out = (log_prob, entropy);
         }
-        match refused {
-            Some(k) => {
-                check_all_finite(N::batch_inputs(batch)[k].as_slice())?;
-                Err(Error::InvalidAction)
-            }
-            None => Ok(()),
-        }
+        Ok(())
     }
 
     fn backward_batch<const BATCH: usize>(
@@ -489,35 +481,22 @@ where
         out: &mut [(f32, f32)],
     ) -> Result<(), Error> {
         let n = actions.len().min(out.len()).min(BATCH);
-        // `evaluate` checks input and action before its forward pass: run
-        // the samples before the first refused one, report theirs first.
-        let inputs = N::batch_inputs(batch);
-        let refused = (0..n).find(|&k| {
-            check_all_finite(inputs[k].as_slice()).is_err()
-                || check_all_finite(actions[k].as_slice()).is_err()
-        });
-        let valid = refused.unwrap_or(n);
-        self.net.forward_batch(batch, valid);
+        // As the categorical head: the network first, then `evaluate`'s
+        // checks in its order, sample by sample.
+        self.net.forward_batch(batch, n);
         let entropy = self.head.entropy();
-        for ((mean, action), out) in N::batch_outputs(batch)
-            .iter()
-            .zip(actions)
-            .zip(out.iter_mut())
-            .take(valid)
-        {
+        let inputs = *N::batch_inputs(batch);
+        let samples = inputs.iter().zip(N::batch_outputs(batch));
+        for (((input, mean), action), out) in samples.zip(actions).zip(out.iter_mut()).take(n) {
+            check_all_finite(input.as_slice())?;
+            check_all_finite(action.as_slice())?;
             check_all_finite(mean.as_slice())?;
             let log_prob = self.head.log_prob(mean, action);
             check_finite(log_prob)?;
             check_finite(entropy)?;
             *out = (log_prob, entropy);
         }
-        match refused {
-            Some(k) => {
-                check_all_finite(N::batch_inputs(batch)[k].as_slice())?;
-                check_all_finite(actions[k].as_slice())
-            }
-            None => Ok(()),
-        }
+        Ok(())
     }
 
     fn backward_batch<const BATCH: usize>(
