@@ -655,12 +655,13 @@ mod tests {
             Arch::ALL.len()
         );
         assert_eq!(report.json["architectures"][0]["params"], 4610);
-        // One training-state row per algorithm, PPO's the size of its agent type.
+        // One training-state row per algorithm, PPO's the size of its agent
+        // type with the Cortex-M's one sample per batched pass.
         let training = report.json["training"].as_array().unwrap();
         assert_eq!(training[0]["algo"], "ppo");
         assert_eq!(
             training[0]["bytes"],
-            std::mem::size_of::<microrl::agent::Ppo<microrl::env::CartPole, 32, 256>>()
+            std::mem::size_of::<microrl::agent::Ppo<microrl::env::CartPole, 32, 256, 1>>()
         );
         assert!(training.iter().any(|t| t["algo"] == "ppo-penalty"));
     }
