@@ -446,12 +446,12 @@ pub struct Ppo<
 
 /// [`Ppo`]'s default `CHUNK`: samples per batched pass of the update.
 ///
-/// 8 on a desktop CPU (the fastest of 1–64 for 64-wide networks, measured
-/// with `cargo bench -p microrl-tests --bench core -- ppo_update`), 1 on a
-/// Cortex-M (32-bit ARM): the per-sample order there costs no extra RAM and
-/// the fewest instructions (`firmware-example`'s `bench`: 94.4 M per
-/// 256-step update against 103.9 M with 4 samples per pass). The results
-/// are the same bits either way.
+/// 8 on a desktop CPU (the fastest of 4, 8, 16 and 64 for 64-wide networks,
+/// measured with `cargo bench -p microrl-tests --bench core -- ppo_update`),
+/// 1 on a Cortex-M (32-bit ARM), where the batched passes run the per-sample
+/// kernels one sample at a time anyway (see [`nn::batch`](crate::nn::batch)),
+/// so more samples per pass would only cost RAM. The results are the same
+/// bits either way.
 pub const DEFAULT_CHUNK: usize = if cfg!(target_arch = "arm") { 1 } else { 8 };
 
 impl<A: Actor<OBS>, C: Critic<OBS>, const OBS: usize, const N: usize, const CHUNK: usize>
