@@ -125,9 +125,17 @@ pub fn ln_1p(x: f32) -> f32 {
     libm::log1pf(x)
 }
 
-/// Square root (correctly rounded).
+/// Square root (correctly rounded, so every implementation gives the same
+/// bits).
+///
+/// With `std` it is `f32::sqrt`, which the compiler knows: a loop of them
+/// (Adam's step) becomes vector square roots. libm's `sqrtf` is an opaque
+/// scalar instruction on x86-64 and keeps such loops scalar.
 #[inline]
 pub fn sqrt(x: f32) -> f32 {
+    #[cfg(feature = "std")]
+    return x.sqrt();
+    #[cfg(not(feature = "std"))]
     libm::sqrtf(x)
 }
 

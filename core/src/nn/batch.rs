@@ -4,11 +4,23 @@
 //! the whole network for one sample, so every weight and every gradient entry
 //! is loaded (and each gradient entry stored) once per sample. The batched
 //! passes walk one layer over up to `BATCH` samples before moving on:
-//! - the forward pass keeps a block of 4 columns × 8 rows of `W` in registers
-//!   while it updates those rows of every sample's pre-activation;
-//! - the backward pass keeps 8 entries of a column of `∂L/∂W` in registers
+//! - the forward pass keeps the running sums of a block of rows of 4 samples
+//!   in registers (8 SIMD registers) while it walks all the columns, so each
+//!   load of a piece of `W` serves 4 samples and no partial sum goes through
+//!   memory;
+//! - the backward pass keeps a block of 4 columns of `∂L/∂W` in registers
 //!   while it adds every sample's `δᵢ·xⱼ` to them, and computes the input
-//!   gradients of 4 samples per sweep over a column of `W`.
+//!   gradients of 4 samples (8 with AVX) per sweep over `W`, with `δ`
+//!   transposed so each of the dot product's 8 partial sums is one SIMD
+//!   register over the samples.
+//!
+//! The block sizes depend on the SIMD width the build targets (`ROWS`,
+//! `DOT_SAMPLES`); the arithmetic on each number does not, so a baseline
+//! x86-64 build, an AVX2 build and the firmware train the same bits
+//! (`tests/tests/simd_identity.rs` compares the first two end to end). The
+//! kernels are plain Rust the compiler vectorises: arrays of running sums
+//! written as separate variables where an indexed loop would be vectorised
+//! along the wrong axis (see `dot_samples`).
 //!
 //! **Same bits as the per-sample passes.** Batching changes which loop is
 //! outermost, never the operations on any one number nor their order: each
@@ -77,71 +89,121 @@ impl<const I: usize, const O: usize, const BATCH: usize> Zeroed for DenseBatch<I
 }
 
 /// Rows of `W` (and of `∂L/∂W`) the batched kernels hold in registers per
-/// column (two 4-float SIMD registers). Which rows go together never changes
-/// a result (see the module docs).
-#[cfg(not(target_arch = "arm"))]
+/// column: two SIMD registers (of 8 floats where the build has AVX, of 4
+/// otherwise). Which rows go together never changes a result (see the
+/// module docs), so the two widths train the same bits.
+#[cfg(all(not(target_arch = "arm"), target_feature = "avx"))]
+const ROWS: usize = 16;
+#[cfg(all(not(target_arch = "arm"), not(target_feature = "avx")))]
 const ROWS: usize = 8;
+
+/// Rows of `∂L/∂W` per column the weight-gradient kernel keeps in
+/// registers (4 columns of them).
+#[cfg(not(target_arch = "arm"))]
+const GRAD_ROWS: usize = 8;
+
+/// Samples whose pre-activations the forward kernel keeps in registers at
+/// once (`ROWS` of each: 8 SIMD registers of running sums).
+#[cfg(not(target_arch = "arm"))]
+const SAMPLES: usize = 4;
+
+/// Samples whose input gradients one sweep over `W` computes (one SIMD
+/// register holds one partial sum of all of them; see [`dot_samples`]).
+#[cfg(all(not(target_arch = "arm"), target_feature = "avx"))]
+const DOT_SAMPLES: usize = 8;
+#[cfg(all(not(target_arch = "arm"), not(target_feature = "avx")))]
+const DOT_SAMPLES: usize = 4;
 
 #[cfg(not(target_arch = "arm"))]
 /// Batched forward pass of a dense layer over the first `n` samples of
 /// `batch`: `output[k] = f(W·input[k] + b)`, the operations of
 /// `Dense::forward_into` on every number (see the module docs).
+///
+/// Register blocking: `ROWS` pre-activations of each of `SAMPLES` samples
+/// stay in registers while the kernel walks *all* `I` columns,
+/// `zₖᵢ ← zₖᵢ + wᵢⱼ·xₖⱼ` for `j = 0, 1, …`; each load of `W[r.., j]` serves
+/// `SAMPLES` samples and no partial sum goes through memory.
 #[inline(never)]
 pub(super) fn dense_forward<A: Activation, const I: usize, const O: usize, const BATCH: usize>(
-    weight: &[f32],
-    bias: &[f32],
+    weight: &[[f32; O]; I],
+    bias: &[f32; O],
     batch: &mut DenseBatch<I, O, BATCH>,
     n: usize,
 ) {
-    let inputs = &batch.input[..n.min(BATCH)];
-    let outputs = &mut batch.output[..n.min(BATCH)];
-    for y in outputs.iter_mut() {
-        y.as_mut_slice().copy_from_slice(bias);
+    let n = n.min(BATCH);
+    let mut xs = batch.input[..n].chunks_exact(SAMPLES);
+    let mut ys = batch.output[..n].chunks_exact_mut(SAMPLES);
+    for (x, y) in (&mut xs).zip(&mut ys) {
+        forward_samples::<I, O, SAMPLES>(weight, bias, x, y);
     }
-    // Four columns per sweep, as `forward_into`: zᵢ = (((zᵢ + wᵢ₀x₀) + wᵢ₁x₁) + wᵢ₂x₂) + wᵢ₃x₃.
-    let mut blocks = weight.chunks_exact(4 * O);
-    let mut j = 0;
-    for block in &mut blocks {
-        let (c0, rest) = block.split_at(O);
-        let (c1, rest) = rest.split_at(O);
-        let (c2, c3) = rest.split_at(O);
-        let mut r = 0;
-        while r + ROWS <= O {
-            let w0: [f32; ROWS] = core::array::from_fn(|l| c0[r + l]);
-            let w1: [f32; ROWS] = core::array::from_fn(|l| c1[r + l]);
-            let w2: [f32; ROWS] = core::array::from_fn(|l| c2[r + l]);
-            let w3: [f32; ROWS] = core::array::from_fn(|l| c3[r + l]);
-            for (x, y) in inputs.iter().zip(outputs.iter_mut()) {
-                let (x0, x1, x2, x3) = (x[j], x[j + 1], x[j + 2], x[j + 3]);
-                let y = &mut y.as_mut_slice()[r..r + ROWS];
-                for l in 0..ROWS {
-                    y[l] = (((y[l] + w0[l] * x0) + w1[l] * x1) + w2[l] * x2) + w3[l] * x3;
-                }
-            }
-            r += ROWS;
-        }
-        for (x, y) in inputs.iter().zip(outputs.iter_mut()) {
-            let (x0, x1, x2, x3) = (x[j], x[j + 1], x[j + 2], x[j + 3]);
-            for i in r..O {
-                y[i] = (((y[i] + c0[i] * x0) + c1[i] * x1) + c2[i] * x2) + c3[i] * x3;
-            }
-        }
-        j += 4;
+    for (x, y) in xs.remainder().iter().zip(ys.into_remainder()) {
+        forward_samples::<I, O, 1>(
+            weight,
+            bias,
+            core::slice::from_ref(x),
+            core::slice::from_mut(y),
+        );
     }
-    // The last `I mod 4` columns one at a time.
-    for column in blocks.remainder().chunks_exact(O) {
-        for (x, y) in inputs.iter().zip(outputs.iter_mut()) {
-            let xj = x[j];
-            for (yi, &wij) in y.as_mut_slice().iter_mut().zip(column) {
-                *yi += wij * xj;
-            }
-        }
-        j += 1;
-    }
-    for y in outputs.iter_mut() {
+    for y in batch.output[..n].iter_mut() {
         for yi in y.as_mut_slice() {
             *yi = A::apply(*yi);
         }
+    }
+}
+
+#[cfg(not(target_arch = "arm"))]
+/// `z = W x + b` for `S` samples (`x.len() == y.len() == S`): blocks of
+/// `ROWS` rows, then the last `O mod ROWS` rows one at a time.
+#[inline(always)]
+fn forward_samples<const I: usize, const O: usize, const S: usize>(
+    weight: &[[f32; O]; I],
+    bias: &[f32; O],
+    x: &[SVector<f32, I>],
+    y: &mut [SVector<f32, O>],
+) {
+    let x: [&[f32; I]; S] = core::array::from_fn(|s| &x[s].data.0[0]);
+    let mut r = 0;
+    while r + ROWS <= O {
+        forward_block::<I, O, ROWS, S>(weight, bias, r, &x, y);
+        r += ROWS;
+    }
+    while r < O {
+        forward_block::<I, O, 1, S>(weight, bias, r, &x, y);
+        r += 1;
+    }
+}
+
+#[cfg(not(target_arch = "arm"))]
+/// Rows `r..r + R` of `z = W x + b` for `S` samples, the `R × S` running
+/// sums in registers: `zₖᵢ = bᵢ`, then `zₖᵢ + wᵢⱼ·xₖⱼ` for `j = 0, 1, …`.
+#[inline(always)]
+fn forward_block<const I: usize, const O: usize, const R: usize, const S: usize>(
+    weight: &[[f32; O]; I],
+    bias: &[f32; O],
+    r: usize,
+    x: &[&[f32; I]; S],
+    y: &mut [SVector<f32, O>],
+) {
+    let Some(bias) = bias.get(r..r + R) else {
+        return;
+    };
+    let mut z = [[0.0f32; R]; S];
+    for zk in z.iter_mut() {
+        zk.copy_from_slice(bias);
+    }
+    for (j, column) in weight.iter().enumerate() {
+        let Some(w) = column.get(r..r + R) else {
+            return;
+        };
+        for (zk, xk) in z.iter_mut().zip(x) {
+            let xkj = xk[j];
+            for (zki, &wij) in zk.iter_mut().zip(w) {
+                *zki += wij * xkj;
+            }
+        }
+    }
+    for (zk, yk) in z.iter().zip(y.iter_mut()) {
+        yk.as_mut_slice()[r..r + R].copy_from_slice(zk);
     }
 }
 
@@ -152,7 +214,7 @@ pub(super) fn dense_forward<A: Activation, const I: usize, const O: usize, const
 /// sample's `∂L/∂x` into `d_input` when asked for.
 #[inline(never)]
 pub(super) fn dense_backward<A: Activation, const I: usize, const O: usize, const BATCH: usize>(
-    weight: &[f32],
+    weight: &[[f32; O]; I],
     grad_weight: &mut [f32],
     grad_bias: &mut [f32],
     batch: &mut DenseBatch<I, O, BATCH>,
@@ -177,8 +239,8 @@ pub(super) fn dense_backward<A: Activation, const I: usize, const O: usize, cons
     }
     // ∂L/∂W[:, j] += δₖ·xₖⱼ, k = 0, 1, …: a block of four columns × `ROWS`
     // rows of the gradient in registers while every sample adds its terms
-    // (32 independent sums: the additions pipeline instead of waiting on
-    // each other).
+    // (8 SIMD registers of independent sums: the additions pipeline instead
+    // of waiting on each other).
     let mut blocks = grad_weight.chunks_exact_mut(4 * O);
     let mut j = 0;
     for block in &mut blocks {
@@ -186,26 +248,26 @@ pub(super) fn dense_backward<A: Activation, const I: usize, const O: usize, cons
         let (g1c, rest) = rest.split_at_mut(O);
         let (g2c, g3c) = rest.split_at_mut(O);
         let mut r = 0;
-        while r + ROWS <= O {
-            let mut g0: [f32; ROWS] = core::array::from_fn(|l| g0c[r + l]);
-            let mut g1: [f32; ROWS] = core::array::from_fn(|l| g1c[r + l]);
-            let mut g2: [f32; ROWS] = core::array::from_fn(|l| g2c[r + l]);
-            let mut g3: [f32; ROWS] = core::array::from_fn(|l| g3c[r + l]);
+        while r + GRAD_ROWS <= O {
+            let mut g0: [f32; GRAD_ROWS] = core::array::from_fn(|l| g0c[r + l]);
+            let mut g1: [f32; GRAD_ROWS] = core::array::from_fn(|l| g1c[r + l]);
+            let mut g2: [f32; GRAD_ROWS] = core::array::from_fn(|l| g2c[r + l]);
+            let mut g3: [f32; GRAD_ROWS] = core::array::from_fn(|l| g3c[r + l]);
             for (x, delta) in inputs.iter().zip(deltas) {
                 let (x0, x1, x2, x3) = (x[j], x[j + 1], x[j + 2], x[j + 3]);
-                let d = &delta.as_slice()[r..r + ROWS];
-                for l in 0..ROWS {
+                let d = &delta.as_slice()[r..r + GRAD_ROWS];
+                for l in 0..GRAD_ROWS {
                     g0[l] += d[l] * x0;
                     g1[l] += d[l] * x1;
                     g2[l] += d[l] * x2;
                     g3[l] += d[l] * x3;
                 }
             }
-            g0c[r..r + ROWS].copy_from_slice(&g0);
-            g1c[r..r + ROWS].copy_from_slice(&g1);
-            g2c[r..r + ROWS].copy_from_slice(&g2);
-            g3c[r..r + ROWS].copy_from_slice(&g3);
-            r += ROWS;
+            g0c[r..r + GRAD_ROWS].copy_from_slice(&g0);
+            g1c[r..r + GRAD_ROWS].copy_from_slice(&g1);
+            g2c[r..r + GRAD_ROWS].copy_from_slice(&g2);
+            g3c[r..r + GRAD_ROWS].copy_from_slice(&g3);
+            r += GRAD_ROWS;
         }
         for (x, delta) in inputs.iter().zip(deltas) {
             let (x0, x1, x2, x3) = (x[j], x[j + 1], x[j + 2], x[j + 3]);
@@ -228,63 +290,96 @@ pub(super) fn dense_backward<A: Activation, const I: usize, const O: usize, cons
         }
         j += 1;
     }
-    // ∂L/∂xₖⱼ = W[:, j] · δₖ, the per-sample pass's dot product, for four
-    // samples at once: see `dot4`.
+    // ∂L/∂xₖⱼ = W[:, j] · δₖ, the per-sample pass's dot product, for
+    // `DOT_SAMPLES` samples at once: see `dot_samples`.
     if let Some(d_input) = d_input {
-        let mut dxs = d_input[..n].chunks_exact_mut(4);
-        let mut ds = deltas.chunks_exact(4);
+        let mut dxs = d_input[..n].chunks_exact_mut(DOT_SAMPLES);
+        let mut ds = deltas.chunks_exact(DOT_SAMPLES);
         for (dx, d) in (&mut dxs).zip(&mut ds) {
-            dot4::<I, O>(weight, [&d[0], &d[1], &d[2], &d[3]], dx);
+            dot_samples::<I, O, DOT_SAMPLES>(weight, d, dx);
         }
         for (dx, delta) in dxs.into_remainder().iter_mut().zip(ds.remainder()) {
-            for (j, column) in weight.chunks_exact(O).enumerate() {
-                dx[j] = super::dense::dot(column, delta.as_slice());
+            for (dxj, column) in dx.iter_mut().zip(weight) {
+                *dxj = super::dense::dot(column, delta.as_slice());
             }
         }
     }
 }
 
 #[cfg(not(target_arch = "arm"))]
-/// `dx[m][j] = W[:, j] · δₘ` for four samples `m`, with the bits of
-/// [`dot`](super::dense::dot): the same 8 partial sums per product (row `i`
-/// into sum `i mod 8`) and the same pairwise combination.
+/// `dx[m][j] = W[:, j] · δₘ` for `S` samples `m` (`d.len() == dx.len() ==
+/// S`), with the bits of [`dot`](super::dense::dot): the same 8 partial
+/// sums per product (row `i` into sum `i mod 8`) and the same pairwise
+/// combination.
 ///
-/// The four `δ` are first transposed (`dt[i] = [δ₀ᵢ, δ₁ᵢ, δ₂ᵢ, δ₃ᵢ]`), so
-/// each partial sum is a vector over the four samples and each weight is
-/// loaded once for all four: `acc[i mod 8] += wᵢⱼ · dt[i]`, 8 independent
-/// vector sums.
-#[inline]
-fn dot4<const I: usize, const O: usize>(
-    weight: &[f32],
-    d: [&SVector<f32, O>; 4],
+/// The `δ` are first transposed (`dt[i] = [δ₀ᵢ, δ₁ᵢ, …]`), so each partial
+/// sum is a vector over the `S` samples (one SIMD register) and each weight
+/// is loaded once for all of them: `acc[i mod 8] += wᵢⱼ · dt[i]`, 8
+/// independent vector sums.
+#[inline(always)]
+fn dot_samples<const I: usize, const O: usize, const S: usize>(
+    weight: &[[f32; O]; I],
+    d: &[SVector<f32, O>],
     dx: &mut [SVector<f32, I>],
 ) {
     const LANES: usize = super::dense::LANES;
-    let mut dt = [[0.0f32; 4]; O];
+    let d: [&[f32; O]; S] = core::array::from_fn(|m| &d[m].data.0[0]);
+    let mut dt = [[0.0f32; S]; O];
     for (i, dt) in dt.iter_mut().enumerate() {
-        *dt = [d[0][i], d[1][i], d[2][i], d[3][i]];
+        *dt = core::array::from_fn(|m| d[m][i]);
     }
-    for (j, column) in weight.chunks_exact(O).enumerate() {
-        let mut acc = [[0.0f32; 4]; LANES];
-        let mut w8 = column.chunks_exact(LANES);
-        let mut d8 = dt.chunks_exact(LANES);
-        for (w8, d8) in (&mut w8).zip(&mut d8) {
-            for ((acc, &w), d) in acc.iter_mut().zip(w8).zip(d8) {
-                for m in 0..4 {
-                    acc[m] += w * d[m];
-                }
-            }
+    // `dxt[j][m] = dx[m][j]`, transposed back at the end.
+    let mut dxt = [[0.0f32; S]; I];
+    for (column, dxt) in weight.iter().zip(dxt.iter_mut()) {
+        // The 8 partial sums as separate variables, not an indexed array:
+        // each is one SIMD register of `S` samples' sums (a loop over the
+        // lanes would be vectorised across lanes instead, with shuffles).
+        let [
+            mut s0,
+            mut s1,
+            mut s2,
+            mut s3,
+            mut s4,
+            mut s5,
+            mut s6,
+            mut s7,
+        ] = [[0.0f32; S]; LANES];
+        let (d8, d_rest) = dt.as_chunks::<LANES>();
+        let (w8, w_rest) = column.as_chunks::<LANES>();
+        for (d, w) in d8.iter().zip(w8) {
+            s0 = add_scaled(s0, &d[0], w[0]);
+            s1 = add_scaled(s1, &d[1], w[1]);
+            s2 = add_scaled(s2, &d[2], w[2]);
+            s3 = add_scaled(s3, &d[3], w[3]);
+            s4 = add_scaled(s4, &d[4], w[4]);
+            s5 = add_scaled(s5, &d[5], w[5]);
+            s6 = add_scaled(s6, &d[6], w[6]);
+            s7 = add_scaled(s7, &d[7], w[7]);
         }
-        for ((acc, &w), d) in acc.iter_mut().zip(w8.remainder()).zip(d8.remainder()) {
-            for m in 0..4 {
-                acc[m] += w * d[m];
-            }
+        let mut acc = [s0, s1, s2, s3, s4, s5, s6, s7];
+        for ((acc, d), &w) in acc.iter_mut().zip(d_rest).zip(w_rest) {
+            *acc = add_scaled(*acc, d, w);
         }
-        for (m, dx) in dx.iter_mut().enumerate().take(4) {
-            let s = |l: usize| acc[l][m];
-            dx[j] = ((s(0) + s(4)) + (s(2) + s(6))) + ((s(1) + s(5)) + (s(3) + s(7)));
+        // `dot`'s combination, ((s₀ + s₄) + (s₂ + s₆)) + ((s₁ + s₅) + (s₃ + s₇)),
+        // for all `S` samples at once.
+        let add = |a: [f32; S], b: [f32; S]| -> [f32; S] { core::array::from_fn(|m| a[m] + b[m]) };
+        *dxt = add(
+            add(add(acc[0], acc[4]), add(acc[2], acc[6])),
+            add(add(acc[1], acc[5]), add(acc[3], acc[7])),
+        );
+    }
+    for (m, dx) in dx.iter_mut().enumerate().take(S) {
+        for (dxj, dxt) in dx.as_mut_slice().iter_mut().zip(&dxt) {
+            *dxj = dxt[m];
         }
     }
+}
+
+#[cfg(not(target_arch = "arm"))]
+/// `acc + w·d`, element by element (one SIMD multiply and add).
+#[inline(always)]
+fn add_scaled<const S: usize>(acc: [f32; S], d: &[f32; S], w: f32) -> [f32; S] {
+    core::array::from_fn(|m| acc[m] + w * d[m])
 }
 
 #[cfg(test)]

@@ -6,9 +6,10 @@
 //! are then `axpy`s over contiguous memory, which the compiler vectorises
 //! without reordering any floating-point sum: results stay bit-identical across
 //! targets. The input gradient `∂x_j = W[:, j] · δ` is a dot product per column.
-//! The forward pass takes four columns per sweep (`forward_into`), so each
-//! `z_i` is loaded and stored once per four columns; its operations and their
-//! order are those of the column-by-column `axpy`.
+//! The forward pass keeps a block of rows' running sums `z_i` in registers
+//! while it walks all the columns (`forward_into`): its operations and their
+//! order are those of the column-by-column `axpy`, without a load and store
+//! of `z` per column.
 //!
 //! The cache keeps the input `x` and the activated output `y`; the activation's
 //! derivative is recovered from `y` (see [`Activation`]).
@@ -61,43 +62,43 @@ impl<const I: usize, const O: usize, A: Activation> Dense<I, O, A> {
         }
     }
 
-    /// `y = f(W x + b)` for one sample (`x`: `I` values, `y`: `O` values).
+    /// `y = f(W x + b)` for one sample.
     ///
     /// The one forward kernel, shared by inference and training so both
     /// perform the same operations in the same order.
     ///
     /// Every output is `yᵢ = bᵢ`, then `yᵢ = yᵢ + wᵢⱼ·xⱼ` for `j = 0, 1, 2, …`
     /// in order, each product rounded before its addition (Rust never fuses
-    /// `a * b + c`). The columns are walked four at a time so that `yᵢ` stays
-    /// in a register for four multiply-adds,
-    /// `(((yᵢ + wᵢ₀x₀) + wᵢ₁x₁) + wᵢ₂x₂) + wᵢ₃x₃`, instead of being loaded and
-    /// stored once per column: the same operations in the same order as one
-    /// column at a time, hence the same bits. On a Cortex-M4F that is 3
-    /// instead of 4 instructions per weight (measured by `firmware-example`'s
-    /// `bench` binary). The last `I mod 4` columns go one at a time.
+    /// `a * b + c`). The rows go in blocks of [`FORWARD_ROWS`] whose running
+    /// sums stay in registers while the kernel walks *all* the columns: per
+    /// weight one load, one multiply and one add, and no partial sum goes
+    /// through memory. Which rows share a block never changes a result. The
+    /// last `O mod FORWARD_ROWS` rows go in blocks of 4, 2 and 1.
     ///
     /// Never inlined (nor is [`Layer::backward`]): every call site of a layer
     /// — acting, collecting, training, evaluating — would otherwise carry its
     /// own unrolled copy, several KB of flash each on an MCU, for no fewer
     /// instructions (the `bench` counts drop slightly without the copies).
     #[inline(never)]
-    fn forward_into(&self, x: &[f32], y: &mut [f32]) {
-        y.copy_from_slice(self.bias.as_slice());
-        let mut blocks = self.weight.as_slice().chunks_exact(4 * O);
-        let mut inputs = x.chunks_exact(4);
-        for (block, x4) in (&mut blocks).zip(&mut inputs) {
-            let (c0, rest) = block.split_at(O);
-            let (c1, rest) = rest.split_at(O);
-            let (c2, c3) = rest.split_at(O);
-            let (x0, x1, x2, x3) = (x4[0], x4[1], x4[2], x4[3]);
-            for ((((yi, &w0), &w1), &w2), &w3) in y.iter_mut().zip(c0).zip(c1).zip(c2).zip(c3) {
-                *yi = (((*yi + w0 * x0) + w1 * x1) + w2 * x2) + w3 * x3;
-            }
+    fn forward_into(&self, x: &[f32; I], y: &mut [f32; O]) {
+        let weight = &self.weight.data.0;
+        let bias = &self.bias.data.0[0];
+        let mut r = 0;
+        while r + FORWARD_ROWS <= O {
+            forward_rows::<I, O, FORWARD_ROWS>(weight, bias, x, y, r);
+            r += FORWARD_ROWS;
         }
-        for (column, &xj) in blocks.remainder().chunks_exact(O).zip(inputs.remainder()) {
-            for (yi, &wij) in y.iter_mut().zip(column) {
-                *yi += wij * xj;
-            }
+        while r + 4 <= O {
+            forward_rows::<I, O, 4>(weight, bias, x, y, r);
+            r += 4;
+        }
+        while r + 2 <= O {
+            forward_rows::<I, O, 2>(weight, bias, x, y, r);
+            r += 2;
+        }
+        while r < O {
+            forward_rows::<I, O, 1>(weight, bias, x, y, r);
+            r += 1;
         }
         for yi in y.iter_mut() {
             *yi = A::apply(*yi);
@@ -192,14 +193,14 @@ impl<const I: usize, const O: usize, A: Activation> Layer for Dense<I, O, A> {
     #[inline]
     fn forward(&self, x: &Self::Input) -> Self::Output {
         let mut y = SVector::<f32, O>::zeros();
-        self.forward_into(x.as_slice(), y.as_mut_slice());
+        self.forward_into(&x.data.0[0], &mut y.data.0[0]);
         y
     }
 
     #[inline]
     fn forward_train(&self, x: &Self::Input, cache: &mut Self::Cache) -> Self::Output {
         cache.input = *x;
-        self.forward_into(x.as_slice(), cache.output.as_mut_slice());
+        self.forward_into(&x.data.0[0], &mut cache.output.data.0[0]);
         cache.output
     }
 
@@ -249,15 +250,10 @@ impl<const I: usize, const O: usize, A: Activation> Layer for Dense<I, O, A> {
         // (see `nn::batch`): the same bits, no second copy of the code.
         #[cfg(target_arch = "arm")]
         for (x, y) in batch.input.iter().zip(batch.output.iter_mut()).take(n) {
-            self.forward_into(x.as_slice(), y.as_mut_slice());
+            self.forward_into(&x.data.0[0], &mut y.data.0[0]);
         }
         #[cfg(not(target_arch = "arm"))]
-        batch::dense_forward::<A, I, O, BATCH>(
-            self.weight.as_slice(),
-            self.bias.as_slice(),
-            batch,
-            n,
-        );
+        batch::dense_forward::<A, I, O, BATCH>(&self.weight.data.0, &self.bias.data.0[0], batch, n);
     }
 
     #[inline]
@@ -302,7 +298,7 @@ impl<const I: usize, const O: usize, A: Activation> Layer for Dense<I, O, A> {
         }
         #[cfg(not(target_arch = "arm"))]
         batch::dense_backward::<A, I, O, BATCH>(
-            self.weight.as_slice(),
+            &self.weight.data.0,
             grad.weight.as_mut_slice(),
             grad.bias.as_mut_slice(),
             batch,
@@ -355,6 +351,43 @@ impl<const I: usize, const O: usize, A: Activation> Layer for Dense<I, O, A> {
             })
             .collect()
     }
+}
+
+/// Rows of `W` whose running sums [`Dense`]'s per-sample forward pass keeps
+/// in registers: 8 of the Cortex-M4F's 32 single-precision registers; on a
+/// desktop four SIMD registers' worth (of 8 floats with AVX, two blocks of
+/// 16 otherwise: the additions of 4 independent vectors pipeline).
+#[cfg(target_arch = "arm")]
+pub(super) const FORWARD_ROWS: usize = 8;
+#[cfg(all(not(target_arch = "arm"), target_feature = "avx"))]
+pub(super) const FORWARD_ROWS: usize = 32;
+#[cfg(all(not(target_arch = "arm"), not(target_feature = "avx")))]
+pub(super) const FORWARD_ROWS: usize = 16;
+
+/// Rows `r..r + R` of `z = W x + b`, the `R` running sums in registers:
+/// `zᵢ = bᵢ`, then `zᵢ + wᵢⱼ·xⱼ` for `j = 0, 1, …` (see `forward_into`).
+#[inline(always)]
+fn forward_rows<const I: usize, const O: usize, const R: usize>(
+    weight: &[[f32; O]; I],
+    bias: &[f32; O],
+    x: &[f32; I],
+    y: &mut [f32; O],
+    r: usize,
+) {
+    let (Some(bias), Some(_)) = (bias.get(r..r + R), y.get(r..r + R)) else {
+        return;
+    };
+    let mut z = [0.0f32; R];
+    z.copy_from_slice(bias);
+    for (column, &xj) in weight.iter().zip(x) {
+        let Some(w) = column.get(r..r + R) else {
+            return;
+        };
+        for (zi, &wij) in z.iter_mut().zip(w) {
+            *zi += wij * xj;
+        }
+    }
+    y[r..r + R].copy_from_slice(&z);
 }
 
 /// Number of independent partial sums in [`dot`].
