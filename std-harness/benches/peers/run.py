@@ -124,6 +124,8 @@ def machine():
                                if l.startswith(name + ":")), "?")
     return {
         "cpu_model": field("Model name"),
+        "cpu_family_model": f"family {field('CPU family')} model {field('Model')}",
+        "hypervisor": field("Hypervisor vendor"),
         "cpus_online": os.cpu_count(),
         "threads_per_core": field("Thread(s) per core"),
         "cores_per_socket": field("Core(s) per socket"),
@@ -230,7 +232,8 @@ def main():
                      f"| {s['peer_cpu_s']:.2f} | {s['peer_eval']} | {s['ratio']:.2f}x |")
     lines += [
         "",
-        f"Machine: {mach['cpu_model']}, {mach['cpus_online']} CPUs online "
+        f"Machine: {mach['cpu_model']} ({mach['cpu_family_model']}, hypervisor "
+        f"{mach['hypervisor']}), {mach['cpus_online']} CPUs online "
         f"({mach['sockets']} socket(s) x {mach['cores_per_socket']} core(s) x "
         f"{mach['threads_per_core']} thread(s)), {mach['memory']} RAM, Linux {mach['kernel']}; "
         f"load average {load_before[0]:.2f} at the start, {load_after[0]:.2f} at the end.",
