@@ -1,0 +1,125 @@
+#!/usr/bin/env bash
+# microrl's peer benchmark: CPU seconds for the same training work in microrl,
+# Stable-Baselines3 and RLtools, on one pinned core.
+#
+# What is measured, and why it is "equal work"
+# --------------------------------------------
+# CPU seconds (user + sys of the training process, from getrusage) of whole
+# runs -- start-up, training for the FULL budget (no early stop) and the final
+# 100-episode deterministic evaluation -- each process pinned to one core
+# (taskset -c CPU, default 1) with one thread. Two tasks, each against the
+# peer that publishes a tuned configuration for it:
+#
+#  * PPO CartPole-v1, 100 000 steps, RL Zoo's tuned SB3 configuration
+#    (sb3_cartpole_ppo.py): 256 steps a rollout (8 envs x 32), 20 passes of
+#    one 256-sample minibatch, gamma 0.98, lambda 0.8, lr 1e-3 -> 0, clip
+#    0.2 -> 0, 64-64 tanh actor and critic, max_grad_norm 0.5, no VecNormalize.
+#    microrl runs the same numbers (microrl_cartpole_rlzoo.toml): 391 rollouts
+#    of 256 steps, 391 x 20 gradient steps on 256 samples each, the same
+#    networks -- the same environment steps, forward and backward passes.
+#    Left: microrl's 256 steps come from one environment, not 8 x 32 (see the
+#    n_envs marker in the TOML).
+#
+#  * PPO Pendulum-v1, ~300 000 steps: RLtools' own PPO Pendulum training
+#    (rltools_pendulum_ppo.cpp, upstream's training.cpp and hyper-parameters,
+#    built from the headers the rltools PyPI package ships, g++ -O3, no BLAS,
+#    no -march=native, no -ffast-math) against microrl with its own Pendulum
+#    defaults (the same budget and task, each library's tuned configuration:
+#    not the same gradient work, microrl does ~5x the backward passes), and
+#    microrl with its default early stop (time to solve). A supplementary row
+#    runs microrl with RLtools' hyper-parameters (microrl_pendulum_rltools.toml:
+#    the same gradient steps per environment step).
+#
+# Runs alternate (microrl, SB3, microrl, RLtools, ... per repetition) so that
+# the noise of a shared machine falls on every library alike; the table gives
+# medians over the repetitions.
+#
+# Usage:  std-harness/benches/peers/run.sh [--reps N] [--quick] [--cpu C] [--out DIR]
+#   --reps N   repetitions (default 3)
+#   --quick    tiny budgets (2 048 CartPole and 40 960 Pendulum steps,
+#              10-episode evaluations):
+#              a smoke test of the whole pipeline, not a measurement
+#   --cpu C    the core every run is pinned to (default 1)
+#   --out DIR  where results.{csv,json}, table.md and the run logs go
+#              (default target/peers/results, or target/peers/results-quick)
+#
+# Downloads (a benchmark, not a test: never part of `cargo test`): the pinned
+# Python packages of requirements.txt into a venv at target/peers-venv, built
+# once and reused. Torch comes from PyTorch's CPU wheel index when that index
+# is reachable, else the same torch version from PyPI (its CUDA build; the
+# benchmark runs it on the CPU all the same).
+set -euo pipefail
+
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+ROOT="$(cd "$HERE/../../.." && pwd)"
+TARGET="${CARGO_TARGET_DIR:-$ROOT/target}"
+VENV="$TARGET/peers-venv"
+BUILD="$TARGET/peers"
+TORCH_CPU_INDEX="https://download.pytorch.org/whl/cpu"
+
+reps=3
+quick=0
+cpu=1
+out=""
+while [[ $# -gt 0 ]]; do
+    case "$1" in
+        --reps) reps="$2"; shift 2 ;;
+        --quick) quick=1; shift ;;
+        --cpu) cpu="$2"; shift 2 ;;
+        --out) out="$2"; shift 2 ;;
+        -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0 ;;
+        *) echo "run.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
+    esac
+done
+if [[ -z "$out" ]]; then
+    if [[ $quick == 1 ]]; then out="$BUILD/results-quick"; else out="$BUILD/results"; fi
+fi
+mkdir -p "$BUILD" "$out"
+
+# --- 1. The Python venv (pinned; reused while requirements.txt is unchanged).
+req_hash="$(sha256sum "$HERE/requirements.txt" | cut -c1-16)"
+if [[ ! -f "$VENV/.peers-$req_hash" ]]; then
+    echo "== building the venv $VENV" >&2
+    rm -rf "$VENV"
+    python3 -m venv "$VENV"
+    torch_pin="$(grep -E '^torch==' "$HERE/requirements.txt")"
+    if "$VENV/bin/python" -c "import urllib.request,sys; urllib.request.urlopen(sys.argv[1] + '/torch/', timeout=10)" \
+        "$TORCH_CPU_INDEX" 2>/dev/null; then
+        echo "== torch from the CPU wheel index" >&2
+        "$VENV/bin/pip" install --index-url "$TORCH_CPU_INDEX" "$torch_pin" >&2
+        echo "cpu-index" > "$VENV/.peers-torch-source"
+    else
+        echo "== the CPU wheel index is unreachable: $torch_pin from PyPI" >&2
+        echo "pypi" > "$VENV/.peers-torch-source"
+    fi
+    "$VENV/bin/pip" install -r "$HERE/requirements.txt" >&2
+    "$VENV/bin/pip" freeze > "$VENV/.peers-freeze.txt"
+    touch "$VENV/.peers-$req_hash"
+fi
+PY="$VENV/bin/python"
+RLT_INCLUDE="$("$PY" -c 'import os, rltools; print(os.path.join(os.path.dirname(rltools.__file__), "external", "rl_tools", "include"))')"
+
+# --- 2. microrl's release build.
+echo "== cargo build --release -p microrl-harness" >&2
+(cd "$ROOT" && cargo build --release -p microrl-harness >&2)
+
+# --- 3. RLtools' PPO Pendulum, from the headers of the rltools package.
+# Upstream's flags minus its benchmark target's -Ofast -march=native: plain -O3,
+# no BLAS backend (RL_TOOLS_BACKEND_ENABLE_* unset), as microrl builds for a
+# generic x86-64.
+if [[ $quick == 1 ]]; then rlt_steps=40960; rlt_eval=10; else rlt_steps=300000; rlt_eval=100; fi
+RLT_BIN="$BUILD/rltools_pendulum_ppo_${rlt_steps}_${rlt_eval}"
+RLT_CMD=(g++ -std=c++17 -O3 -DRL_TOOLS_DISABLE_TENSORBOARD
+         -DPEERS_TOTAL_STEPS="$rlt_steps" -DPEERS_FINAL_EVAL_EPISODES="$rlt_eval"
+         -I "$RLT_INCLUDE" "$HERE/rltools_pendulum_ppo.cpp" -o "$RLT_BIN")
+if [[ ! -x "$RLT_BIN" || "$HERE/rltools_pendulum_ppo.cpp" -nt "$RLT_BIN" ]]; then
+    echo "== ${RLT_CMD[*]}" >&2
+    "${RLT_CMD[@]}"
+fi
+
+# --- 4. The runs, alternating, and the table.
+quick_flag=()
+[[ $quick == 1 ]] && quick_flag=(--quick)
+exec "$PY" "$HERE/run.py" --reps "$reps" --cpu "$cpu" --out "$out" "${quick_flag[@]}" \
+    --microrl "$TARGET/release/microrl" --rltools "$RLT_BIN" \
+    --rltools-compile "${RLT_CMD[*]}" --venv "$VENV"
