@@ -18,8 +18,8 @@
 //!
 //! The control loop is [`control`]: read, act ([`Controller::act`]:
 //! normalise, forward pass, arg max), write, wait — nothing else runs, so
-//! the image is the policy, the three dense kernels, `tanhf`-free arithmetic
-//! of `fast-math` and the logging. (`infer` plays CartPole episodes instead,
+//! the image is the policy, the three dense kernels, the `fast-math` `exp`
+//! their tanh is built on, and the logging. (`infer` plays CartPole episodes instead,
 //! which links the `f64` simulator: 13 KB more.)
 //!
 //! Exits 0 iff every recorded observation got a command.
