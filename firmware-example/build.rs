@@ -16,7 +16,11 @@
 //! expression of the deployed policy type in which every weight is an
 //! `f32::from_bits` literal. The `static` it initialises stays in flash: the
 //! 18 KB policy is used in place, never copied to RAM (the Cortex-M0 board
-//! has 16 KB of it).
+//! has 16 KB of it). `small_policy.rs`, for `infer-plant`, is the same for
+//! the 4-32-32-2 policy `policies/cartpole-small.mrlp`: a constant needs no
+//! loader, no CRC and no copy of the weights on the stack. And
+//! `replay_observations.bin`, the observations `infer-plant`'s replayed
+//! plant reports: every 8th of `policies/sb3-cartpole-observations.bin`.
 
 use std::env;
 use std::fmt::Write;
@@ -26,8 +30,19 @@ use std::path::{Path, PathBuf};
 use microrl::env::CartPole;
 use microrl::{Params, agent, serialize};
 
-/// The `imported` binary's policy type (kept equal to its `Policy` alias).
-type ImportedPolicy = agent::Policy<CartPole, 64>;
+/// The `imported` binary's policy width (its `Policy` alias is
+/// `agent::Policy<CartPole, 64>`).
+const IMPORTED_WIDTH: usize = 64;
+/// The `infer-plant` binary's policy width (`agent::Policy<CartPole, 32>`).
+const SMALL_WIDTH: usize = 32;
+/// The `infer-plant` binary's policy file.
+const SMALL_POLICY: &str = "policies/cartpole-small.mrlp";
+/// CartPole observations (4 little-endian `f32` each) recorded for the SB3
+/// parity fixture: 768 from rollouts, then 256 far out of distribution.
+const RECORDED_OBSERVATIONS: &str = "policies/sb3-cartpole-observations.bin";
+/// `infer-plant` replays every 8th of them (96 in distribution, 32 out):
+/// 2 KB of flash instead of 16 KB.
+const REPLAY_STRIDE: usize = 8;
 
 fn main() {
     let out = PathBuf::from(env::var_os("OUT_DIR").expect("OUT_DIR is set by cargo"));
@@ -50,17 +65,42 @@ fn main() {
     );
     println!("cargo:rerun-if-env-changed=MICRORL_IMPORTED_POLICY");
     println!("cargo:rerun-if-changed={}", policy.display());
-    let source = policy_source(&policy);
+    let source = policy_source::<IMPORTED_WIDTH>(&policy);
     fs::write(out.join("imported_policy.rs"), source).expect("write imported_policy.rs");
+
+    println!("cargo:rerun-if-changed={SMALL_POLICY}");
+    let source = policy_source::<SMALL_WIDTH>(Path::new(SMALL_POLICY));
+    fs::write(out.join("small_policy.rs"), source).expect("write small_policy.rs");
+
+    println!("cargo:rerun-if-changed={RECORDED_OBSERVATIONS}");
+    let recorded = fs::read(RECORDED_OBSERVATIONS)
+        .unwrap_or_else(|e| panic!("reading {RECORDED_OBSERVATIONS}: {e}"));
+    fs::write(
+        out.join("replay_observations.bin"),
+        replay_observations(&recorded),
+    )
+    .expect("write replay_observations.bin");
 }
 
-/// The policy file at `path` as a constant expression of type [`ImportedPolicy`].
-fn policy_source(path: &Path) -> String {
+/// Every [`REPLAY_STRIDE`]-th 16-byte observation of `recorded`: what
+/// `infer-plant`'s replayed plant reports, in order.
+fn replay_observations(recorded: &[u8]) -> Vec<u8> {
+    recorded
+        .chunks_exact(16)
+        .step_by(REPLAY_STRIDE)
+        .flatten()
+        .copied()
+        .collect()
+}
+
+/// The policy file at `path` as a constant expression of type
+/// `agent::Policy<CartPole, H>` (a 4-H-H-2 categorical actor).
+fn policy_source<const H: usize>(path: &Path) -> String {
     let blob = fs::read(path).unwrap_or_else(|e| panic!("reading {}: {e}", path.display()));
-    let mut policy = Box::new(ImportedPolicy::ZERO);
+    let mut policy = Box::new(agent::Policy::<CartPole, H>::ZERO);
     serialize::load(&mut *policy, &blob).unwrap_or_else(|e| {
         panic!(
-            "{} is not a 4-64-64-2 categorical CartPole policy file: {e}",
+            "{} is not a 4-{H}-{H}-2 categorical CartPole policy file: {e}",
             path.display()
         )
     });

@@ -9,9 +9,12 @@
 //! Binaries: `train-ppo` and `train-ac` (CartPole learned on the MCU through
 //! `microrl::train::Trainer`), `train-resume` (`train-ppo`'s run checkpointed,
 //! reset and resumed bit for bit), `plant` (a simulated DC motor behind the
-//! [`plant::Plant`] trait, learned the same way), `infer` (deterministic
-//! CartPole episodes from an exported policy) and `bench` (instruction
-//! counts).
+//! [`plant::Plant`] trait, learned the same way), `train-ppo-tiny` and
+//! `train-ac-tiny` (the smallest trainers: 4-16-16 PPO in 22 KB of RAM,
+//! 4-12-12 actor-critic in 10 KB), `infer` (deterministic CartPole episodes
+//! from an exported policy), `infer-plant` (the policy in flash commanding a
+//! [`plant::Plant`], no simulator: 15.4 KB of flash) and `bench`
+//! (instruction counts).
 
 #![no_std]
 #![deny(unsafe_code)]

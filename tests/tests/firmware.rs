@@ -20,6 +20,17 @@
 //!   the agent zeroed and everything else rebuilt, resumed: the `solved`
 //!   line must still equal the desktop's uninterrupted run, and static RAM +
 //!   peak stack must fit the 128 KB of RAM.
+//! - `train-ppo-tiny` / `train-ac-tiny`: the smallest trainers (4-16-16 PPO
+//!   with a 128-step rollout; 4-12-12 online actor-critic) run the core's
+//!   `Trainer` with the firmware's configuration, which the test runs on the
+//!   desktop too: the solving step, the reported evaluation's bits and the
+//!   weights' checksum must be the desktop's, the reported evaluation must
+//!   reach 475, and static RAM + measured peak stack must stay within
+//!   32 KB and 16 KB.
+//! - `infer-plant`: the committed 4-32-32-2 policy, as a constant in flash,
+//!   commanding a replayed plant (128 recorded observations): the commands
+//!   must equal the desktop policy's bit for bit, no `f64` simulator may be
+//!   linked, and flash must stay within 16 KB.
 //! - `plant`: learns the simulated DC motor behind the plant interface and
 //!   must exit 0 with a `solved` line.
 //! - `finetune`: the exported desktop policy fine-tuned on the device for a
@@ -42,9 +53,10 @@ use std::process::{Command, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-use microrl::algo::evaluate;
+use microrl::algo::{AcConfig, PpoConfig, evaluate};
 use microrl::env::{CartPole, CartPoleParams, Env};
-use microrl::train::report_seed;
+use microrl::optim::Schedule;
+use microrl::train::{Outcome, RunConfig, Trainer, report_seed};
 use microrl::{Controller, Params, agent, serialize};
 use microrl_harness::train::{
     Algo, AnchorOptions, EnvName, Overrides, TrainOptions, TrainSummary, train,
@@ -367,6 +379,11 @@ impl Fnv1a {
 /// `microrl_firmware::params_fnv`: the actor's tensors, then the normaliser's
 /// (the serialisation order; the discrete action space has no tensors).
 fn params_fnv(policy: &SmallPolicy) -> u32 {
+    weights_fnv(&policy.actor, &policy.obs_norm)
+}
+
+/// `microrl_firmware::params_fnv(actor, obs_norm)` for any widths.
+fn weights_fnv<A: Params, N: Params>(actor: &A, obs_norm: &N) -> u32 {
     fn write<P: Params>(h: &mut Fnv1a, p: &P) {
         for i in 0..P::TENSORS {
             for x in p.tensor(i) {
@@ -375,8 +392,8 @@ fn params_fnv(policy: &SmallPolicy) -> u32 {
         }
     }
     let mut h = Fnv1a::new();
-    write(&mut h, &policy.actor);
-    write(&mut h, &policy.obs_norm);
+    write(&mut h, actor);
+    write(&mut h, obs_norm);
     h.0
 }
 
@@ -775,6 +792,196 @@ fn plant_learns_the_simulated_motor() {
         .filter(|l| l.starts_with("INFO deployed: episode"))
         .count();
     assert_eq!(deployed, 3, "{}", run.lines.join("\n"));
+}
+
+/// The MCU's `solved:` line against a desktop run of the same `Trainer`
+/// configuration: the same first passing step and number of updates, the
+/// same reported evaluation bits and the same weights (`policy_fnv`).
+fn assert_solved_like_outcome(run: &Run, outcome: &Outcome, policy_fnv: u32) {
+    let solved = run.line("INFO solved:");
+    let step = outcome.solved_at_step.expect("the desktop run solves");
+    assert_eq!(
+        after(solved, "step").parse::<u64>().unwrap(),
+        step,
+        "MCU and desktop solved at different steps"
+    );
+    assert_eq!(
+        after(solved, "updates").parse::<u64>().unwrap(),
+        outcome.updates,
+        "MCU and desktop made different numbers of updates"
+    );
+    assert_eq!(
+        bits_after(solved, "eval"),
+        outcome.report.mean.to_bits(),
+        "MCU and desktop reported evaluations differ"
+    );
+    assert_eq!(
+        hex(after(solved, "policy_fnv")),
+        policy_fnv,
+        "MCU and desktop learned different weights"
+    );
+}
+
+/// Static RAM (`.data` + `.bss`) plus the painted peak stack the run logged,
+/// in bytes, printed with the flash for the README's footprint table.
+fn ram_and_stack(name: &str, elf: &Path, run: &Run) -> u64 {
+    let (flash, ram) = footprint(elf);
+    let peak: u64 = after(run.line("INFO stack:"), "peak").parse().unwrap();
+    println!(
+        "{name}: flash {flash} B, static RAM {ram} B, peak stack {peak} B, static + stack {} B",
+        ram + peak
+    );
+    ram + peak
+}
+
+/// `train-ppo-tiny`'s RAM budget: static RAM + peak stack.
+const PPO_TINY_RAM_BUDGET: u64 = 32 * 1024;
+/// `train-ac-tiny`'s RAM budget: static RAM + peak stack.
+const AC_TINY_RAM_BUDGET: u64 = 16 * 1024;
+/// `infer-plant`'s flash budget: text + data.
+const INFER_PLANT_FLASH_BUDGET: u64 = 16 * 1024;
+
+#[test]
+fn train_ppo_tiny_solves_like_the_desktop_within_32_kb() {
+    let Some(elfs) = firmware() else { return };
+    let run = run_qemu(&elfs["train-ppo-tiny"], false);
+    assert_eq!(
+        run.status,
+        Some(0),
+        "train-ppo-tiny exit status\n{}",
+        run.lines.join("\n")
+    );
+
+    // train-ppo-tiny's configuration on the desktop: 4-16-16 actor and
+    // critic, 128-step rollout, PpoConfig::CARTPOLE over 100 000 steps, an
+    // evaluation after every rollout, seed 0.
+    let run_config = RunConfig {
+        eval_interval: 1,
+        ..RunConfig::new(100_000, CartPole::SOLVED_RETURN)
+    };
+    let mut agent = Box::new(agent::Ppo::<CartPole, 16, 128>::ZERO);
+    agent.config = PpoConfig {
+        total_steps: run_config.total_steps,
+        ..PpoConfig::CARTPOLE
+    };
+    let (mut env, mut eval_env) = (CartPole::new(), CartPole::new());
+    let mut trainer =
+        Trainer::<_, Xoshiro128PlusPlus>::start(&mut *agent, &mut env, run_config, 0).unwrap();
+    let outcome = trainer
+        .run(&mut *agent, &mut env, &mut eval_env, &mut ())
+        .unwrap();
+    assert!(outcome.solved(CartPole::SOLVED_RETURN), "{outcome:?}");
+    assert_solved_like_outcome(&run, &outcome, weights_fnv(agent.actor(), &agent.obs_norm));
+
+    let total = ram_and_stack("train-ppo-tiny", &elfs["train-ppo-tiny"], &run);
+    assert!(
+        total <= PPO_TINY_RAM_BUDGET,
+        "train-ppo-tiny static RAM + peak stack {total} B > {PPO_TINY_RAM_BUDGET} B"
+    );
+}
+
+#[test]
+fn train_ac_tiny_solves_like_the_desktop_within_16_kb() {
+    let Some(elfs) = firmware() else { return };
+    let run = run_qemu(&elfs["train-ac-tiny"], false);
+    assert_eq!(
+        run.status,
+        Some(0),
+        "train-ac-tiny exit status\n{}",
+        run.lines.join("\n")
+    );
+
+    // train-ac-tiny's configuration on the desktop: 4-12-12 actor and
+    // critic, AcConfig::DEFAULT with learning rates 1e-3 (actor) and 3e-3
+    // (critic), 60 000 steps, an evaluation every 1 000, seed 0.
+    let run_config = RunConfig {
+        eval_interval: 1_000,
+        ..RunConfig::new(60_000, CartPole::SOLVED_RETURN)
+    };
+    let mut agent = Box::new(agent::ActorCritic::<CartPole, 12>::ZERO);
+    agent.config = AcConfig {
+        total_steps: run_config.total_steps,
+        actor_lr: Schedule::Constant(1e-3),
+        critic_lr: Schedule::Constant(3e-3),
+        ..AcConfig::DEFAULT
+    };
+    let (mut env, mut eval_env) = (CartPole::new(), CartPole::new());
+    let mut trainer =
+        Trainer::<_, Xoshiro128PlusPlus>::start(&mut *agent, &mut env, run_config, 0).unwrap();
+    let outcome = trainer
+        .run(&mut *agent, &mut env, &mut eval_env, &mut ())
+        .unwrap();
+    assert!(outcome.solved(CartPole::SOLVED_RETURN), "{outcome:?}");
+    assert_solved_like_outcome(&run, &outcome, weights_fnv(agent.actor(), &agent.obs_norm));
+
+    let total = ram_and_stack("train-ac-tiny", &elfs["train-ac-tiny"], &run);
+    assert!(
+        total <= AC_TINY_RAM_BUDGET,
+        "train-ac-tiny static RAM + peak stack {total} B > {AC_TINY_RAM_BUDGET} B"
+    );
+}
+
+#[test]
+fn infer_plant_commands_like_the_desktop_within_16_kb_of_flash() {
+    let Some(elfs) = firmware() else { return };
+    let elf = &elfs["infer-plant"];
+    let run = run_qemu(elf, false);
+    assert_eq!(
+        run.status,
+        Some(0),
+        "infer-plant exit status\n{}",
+        run.lines.join("\n")
+    );
+
+    // The replayed plant's observations (build.rs: every 8th of the
+    // recorded file) and the committed policy's command at each, on the
+    // desktop, in the firmware's three forms.
+    let recorded = std::fs::read(firmware_dir().join("policies/sb3-cartpole-observations.bin"))
+        .expect("recorded observations");
+    let policy = load_small(&committed_policy());
+    let (mut counts, mut fnv, mut packed) = ([0u32; 2], Fnv1a::new(), vec![0u8; 16]);
+    let observations: Vec<&[u8]> = recorded.chunks_exact(16).step_by(8).collect();
+    assert_eq!(observations.len(), 128);
+    for (k, bytes) in observations.into_iter().enumerate() {
+        let obs = microrl::SVector::<f32, 4>::from_fn(|i, _| {
+            f32::from_le_bytes(bytes[4 * i..4 * i + 4].try_into().unwrap())
+        });
+        let action = policy.act(&obs).expect("finite observation");
+        let bit = u8::from(action != 0);
+        counts[usize::from(bit)] += 1;
+        fnv.write(&[bit]);
+        packed[k / 8] |= bit << (k % 8);
+    }
+    let line = run.line("INFO replayed:");
+    assert_eq!(after(line, "replayed:"), "128", "{line}");
+    assert_eq!(
+        (
+            after(line, "action0").parse::<u32>().unwrap(),
+            after(line, "action1").parse::<u32>().unwrap(),
+        ),
+        (counts[0], counts[1]),
+        "{line}"
+    );
+    assert_eq!(hex(after(line, "actions_fnv")), fnv.0, "{line}");
+    assert!(
+        line.ends_with(&format!("actions {packed:?}")),
+        "MCU commands != desktop {packed:?}: {line}"
+    );
+    // Both actions occur: the comparison is not of a constant.
+    assert!(counts[0] > 0 && counts[1] > 0, "{counts:?}");
+
+    // No simulator: none of the soft-float f64 routines CartPole's physics needs.
+    let image = std::fs::read(elf).expect("read ELF");
+    assert!(
+        !image.windows(12).any(|w| w == b"__aeabi_dadd"),
+        "infer-plant links f64 arithmetic (a simulator?)"
+    );
+    let (flash, _) = footprint(elf);
+    ram_and_stack("infer-plant", elf, &run);
+    assert!(
+        flash <= INFER_PLANT_FLASH_BUDGET,
+        "infer-plant flash {flash} B > {INFER_PLANT_FLASH_BUDGET} B"
+    );
 }
 
 #[test]
