@@ -355,14 +355,14 @@ impl<const I: usize, const O: usize, A: Activation> Layer for Dense<I, O, A> {
 
 /// Rows of `W` whose running sums [`Dense`]'s per-sample forward pass keeps
 /// in registers: 8 of the Cortex-M4F's 32 single-precision registers; on a
-/// desktop four SIMD registers' worth (of 8 floats with AVX, two blocks of
-/// 16 otherwise: the additions of 4 independent vectors pipeline).
+/// desktop eight SIMD registers' worth (of 8 floats with AVX, of 4
+/// otherwise), enough independent additions to hide their latency.
 #[cfg(target_arch = "arm")]
 pub(super) const FORWARD_ROWS: usize = 8;
 #[cfg(all(not(target_arch = "arm"), target_feature = "avx"))]
-pub(super) const FORWARD_ROWS: usize = 32;
+pub(super) const FORWARD_ROWS: usize = 64;
 #[cfg(all(not(target_arch = "arm"), not(target_feature = "avx")))]
-pub(super) const FORWARD_ROWS: usize = 16;
+pub(super) const FORWARD_ROWS: usize = 32;
 
 /// Rows `r..r + R` of `z = W x + b`, the `R` running sums in registers:
 /// `zᵢ = bᵢ`, then `zᵢ + wᵢⱼ·xⱼ` for `j = 0, 1, …` (see `forward_into`).
