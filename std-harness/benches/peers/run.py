@@ -36,11 +36,23 @@ def runs(a):
     q = 1 if a.quick else 0
     cp, pd, ev = CARTPOLE_STEPS[q], PENDULUM_STEPS[q], EVAL_EPISODES[q]
 
-    def microrl(env, steps, *extra):
-        return [a.microrl, "train", "--env", env, "--algo", "ppo", "--steps", str(steps),
-                "--eval-episodes", str(ev), "--json", *extra]
+    def microrl(env, steps, *extra, binary=None):
+        return [binary or a.microrl, "train", "--env", env, "--algo", "ppo", "--steps",
+                str(steps), "--eval-episodes", str(ev), "--json", *extra]
 
-    return [
+    # The same microrl built for x86-64-v3 (AVX2; the same bits, see the
+    # README's Speed section), where the CPU has it.
+    v3 = []
+    if a.microrl_v3:
+        v3 = [
+            ("microrl_v3_cartpole_rlzoo", "microrl",
+             microrl("cartpole", cp, "--no-early-stop",
+                     "--config", os.path.join(HERE, "microrl_cartpole_rlzoo.toml"),
+                     binary=a.microrl_v3)),
+            ("microrl_v3_pendulum_early_stop", "microrl",
+             microrl("pendulum", pd, binary=a.microrl_v3)),
+        ]
+    return v3 + [
         ("microrl_cartpole_rlzoo", "microrl",
          microrl("cartpole", cp, "--no-early-stop",
                  "--config", os.path.join(HERE, "microrl_cartpole_rlzoo.toml"))),
@@ -66,6 +78,14 @@ ROWS = [
      "microrl_pendulum_early_stop", "rltools_pendulum"),
     ("PPO Pendulum-v1, {pd} steps, RLtools' config in microrl (supplementary)",
      "microrl_pendulum_rltools_config", "rltools_pendulum"),
+]
+
+# With --microrl-v3: the same tasks with microrl built for x86-64-v3.
+ROWS_V3 = [
+    ("PPO CartPole-v1, {cp} steps, RL Zoo config, full budget; microrl built for x86-64-v3 (AVX2)",
+     "microrl_v3_cartpole_rlzoo", "sb3_cartpole_rlzoo"),
+    ("PPO Pendulum-v1, microrl early stop (time to solve), built for x86-64-v3 (AVX2), vs RLtools' full budget",
+     "microrl_v3_pendulum_early_stop", "rltools_pendulum"),
 ]
 
 PEERS_RESULT = re.compile(r"^PEERS_RESULT steps=(\d+) final_return=(\S+)", re.M)
@@ -181,6 +201,8 @@ def main():
     p.add_argument("--out", required=True)
     p.add_argument("--microrl", required=True)
     p.add_argument("--rltools", required=True)
+    p.add_argument("--microrl-v3", default="",
+                   help="microrl built with -C target-cpu=x86-64-v3 (adds its rows)")
     p.add_argument("--rltools-compile", default="")
     p.add_argument("--venv", default="")
     a = p.parse_args()
@@ -203,7 +225,7 @@ def main():
     q = 1 if a.quick else 0
     by = lambda k: [r for r in records if r["key"] == k]
     summary = []
-    for label, mk, pk in ROWS:
+    for label, mk, pk in ROWS + (ROWS_V3 if a.microrl_v3 else []):
         m, pr = by(mk), by(pk)
         mc = statistics.median(r["cpu_s"] for r in m)
         pc = statistics.median(r["cpu_s"] for r in pr)

@@ -103,6 +103,18 @@ RLT_INCLUDE="$("$PY" -c 'import os, rltools; print(os.path.join(os.path.dirname(
 echo "== cargo build --release -p microrl-harness" >&2
 (cd "$ROOT" && cargo build --release -p microrl-harness >&2)
 
+# The same microrl built for x86-64-v3 (AVX2 + FMA; rustc never fuses a
+# multiply into an add, and the kernels' summation order does not depend on the
+# vector width: the same trained bits, see the README's Speed section), where
+# this CPU has AVX2 and FMA: extra rows in the table.
+MICRORL_V3=""
+if grep -qw avx2 /proc/cpuinfo && grep -qw fma /proc/cpuinfo; then
+    echo "== RUSTFLAGS='-C target-cpu=x86-64-v3' cargo build --release -p microrl-harness --target-dir $BUILD/v3" >&2
+    (cd "$ROOT" && RUSTFLAGS="-C target-cpu=x86-64-v3" \
+        cargo build --release -p microrl-harness --target-dir "$BUILD/v3" >&2)
+    MICRORL_V3="$BUILD/v3/release/microrl"
+fi
+
 # --- 3. RLtools' PPO Pendulum, from the headers of the rltools package.
 # Upstream's flags minus its benchmark target's -Ofast -march=native: plain -O3,
 # no BLAS backend (RL_TOOLS_BACKEND_ENABLE_* unset), as microrl builds for a
@@ -121,5 +133,5 @@ fi
 quick_flag=()
 [[ $quick == 1 ]] && quick_flag=(--quick)
 exec "$PY" "$HERE/run.py" --reps "$reps" --cpu "$cpu" --out "$out" "${quick_flag[@]}" \
-    --microrl "$TARGET/release/microrl" --rltools "$RLT_BIN" \
+    --microrl "$TARGET/release/microrl" --microrl-v3 "$MICRORL_V3" --rltools "$RLT_BIN" \
     --rltools-compile "${RLT_CMD[*]}" --venv "$VENV"
