@@ -63,6 +63,13 @@ pub const A2C_STEPS: usize = 32;
 pub const REINFORCE_STEPS: usize = 500;
 /// Online actor-critic: steps between evaluations.
 pub const AC_EVAL_INTERVAL: u64 = 1000;
+/// PPO on Pendulum: steps between evaluations (every rollout for the other
+/// tasks). Pendulum's returns are heavy-tailed (a few start states the policy
+/// does not yet swing up from cost −1 000 or more), so judging after every
+/// 2 048-step rollout stops at the first lucky pass of a barely-good policy,
+/// which then misses the held-out evaluation (11/20 seeds pass it); every
+/// 20 000 steps the policy has trained further when it is judged (20/20).
+pub const PENDULUM_EVAL_INTERVAL: u64 = 20_000;
 /// A learning-curve row at least this often (environment steps).
 const CURVE_INTERVAL: u64 = 1000;
 /// The files of a run directory (`--out`).
@@ -238,14 +245,17 @@ impl AlgoConfig {
                 minibatches: 32,
                 ..PpoConfig::DEFAULT
             },
-            // RL Zoo's Pendulum settings (γ 0.9, lr 1e-3, 10 epochs) with
-            // reward scaling in place of gSDE.
+            // RL Zoo's Pendulum settings (lr 1e-3, reward scaling in place of
+            // gSDE) with γ 0.95 and 5 epochs: swept over seeds 10–29 with the
+            // evaluation every PENDULUM_EVAL_INTERVAL steps, 20/20 pass the
+            // held-out evaluation at about half the CPU of γ 0.9 and 10 epochs
+            // (11/20).
             EnvName::Pendulum => PpoConfig {
                 total_steps: steps,
                 learning_rate: Schedule::linear_to_zero(1e-3),
-                gamma: 0.9,
+                gamma: 0.95,
                 gae_lambda: 0.95,
-                epochs: 10,
+                epochs: 5,
                 minibatches: 32,
                 normalize_reward: true,
                 ..PpoConfig::DEFAULT
@@ -493,10 +503,10 @@ impl TrainOptions {
     /// The loop's configuration for these options.
     pub fn run_config(&self) -> RunConfig {
         RunConfig {
-            eval_interval: if self.algo == Algo::Ac {
-                AC_EVAL_INTERVAL
-            } else {
-                1
+            eval_interval: match (self.algo, self.env) {
+                (Algo::Ac, _) => AC_EVAL_INTERVAL,
+                (Algo::Ppo | Algo::PpoPenalty, EnvName::Pendulum) => PENDULUM_EVAL_INTERVAL,
+                _ => 1,
             },
             select_episodes: self.eval_episodes,
             report_episodes: self.eval_episodes,
