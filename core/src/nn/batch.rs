@@ -167,9 +167,8 @@ fn forward_samples<const I: usize, const O: usize, const S: usize>(
         forward_block::<I, O, ROWS, S>(weight, bias, r, &x, y);
         r += ROWS;
     }
-    while r < O {
+    for r in r..O {
         forward_block::<I, O, 1, S>(weight, bias, r, &x, y);
-        r += 1;
     }
 }
 

@@ -96,9 +96,8 @@ impl<const I: usize, const O: usize, A: Activation> Dense<I, O, A> {
             forward_rows::<I, O, 2>(weight, bias, x, y, r);
             r += 2;
         }
-        while r < O {
+        for r in r..O {
             forward_rows::<I, O, 1>(weight, bias, x, y, r);
-            r += 1;
         }
         for yi in y.iter_mut() {
             *yi = A::apply(*yi);

@@ -108,7 +108,7 @@ pub fn check_gradient<P: Params>(grads: &P) -> Result<(), Error> {
     let mut max_abs_bits = 0u32;
     for i in 0..P::TENSORS {
         for &g in grads.tensor(i) {
-            max_abs_bits = max_abs_bits.max(g.to_bits() & 0x7fff_ffff);
+            max_abs_bits = max_abs_bits.max(g.abs().to_bits());
         }
     }
     if max_abs_bits <= MAX_GRADIENT.to_bits() {
