@@ -120,6 +120,7 @@ pub mod policy;
 pub mod rng;
 pub mod serialize;
 pub mod train;
+pub mod vec_env;
 
 pub use error::Error;
 pub use nalgebra::{SMatrix, SVector};
