@@ -215,7 +215,8 @@ macro_rules! learner {
     };
 }
 
-// PPO and A2C: one iteration is a rollout of `N` steps and its update.
+// PPO and A2C: one iteration is a rollout (`n_envs × n_steps`, by default all
+// `N` steps of one environment) and its update; over environment copies too.
 learner!(
     impl[const N: usize, const CHUNK: usize] Ppo<A, C, OBS, N, CHUNK>,
     critic = Critic<OBS>,
@@ -989,7 +990,8 @@ impl<const OBS: usize, R: Rng> Trainer<SVector<f32, OBS>, R> {
         self.finish(agent, eval_env, hooks)
     }
 
-    /// The one training loop: iterate until the budget is spent, the
+    /// The training loop of one environment ([`run_envs_with`](Self::run_envs_with)
+    /// is the same loop over copies): iterate until the budget is spent, the
     /// deciding evaluation passes (with early stop), a hook or `between`
     /// breaks; then the reported evaluation (on `env` itself without an
     /// `eval_env`).

@@ -148,7 +148,7 @@ impl<const OBS: usize, A: Copy, const N: usize> Rollout<OBS, A, N> {
     /// [`compute_advantages`](Self::compute_advantages) for environment
     /// `env` of a rollout that interleaves `n_envs` environments step-major
     /// (transition `t·n_envs + env` is step `t` of environment `env`; see
-    /// [`gae_strided`](super::gae::gae_strided)), with `last_value = V(that
+    /// [`gae_strided`]), with `last_value = V(that
     /// environment's observation after its last step)`. Call it once per
     /// environment; the rollout is ready after the first call.
     pub fn compute_env_advantages(
