@@ -76,12 +76,19 @@
 //! | 20 | 4 | agent section length in bytes ([`AgentState::LEN`]) |
 //! | 24 | 4 | observation size |
 //! | 28 | 4 | environment tag ([`EnvState::TAG`]) |
-//! | 32 | 4 | environment words ([`EnvState::WORDS`]) |
+//! | 32 | 4 | environment words ([`EnvState::WORDS`], times the copies of a [`VecEnv`]) |
 //! | 36 | 4 | RNG words per stream ([`RngState::WORDS`]) |
 //! | 40 | 4 | trainer section length in bytes |
-//! | 44 | … | trainer section: run configuration, cursor, counters, evaluation record, three RNG states |
+//! | 44 | … | trainer section: run configuration, cursor (one per copy), counters, evaluation record, three RNG states |
 //! | … | [`AgentState::LEN`] | agent section |
-//! | … | 8·[`EnvState::WORDS`] | environment section (`f64` words) |
+//! | … | 8·[`EnvState::WORDS`] per copy | environment section (`f64` words), copy by copy |
+//!
+//! A run over `MAX_ENVS` environment copies ([`VecEnv`],
+//! [`Trainer::save_envs`]) saves every copy and its cursor in place of the
+//! single environment and cursor: the same layout with `MAX_ENVS` of each,
+//! so a one-copy checkpoint is the single-environment one byte for byte
+//! (the format version is unchanged) and a checkpoint of another number of
+//! copies is refused as a [`Error::ShapeMismatch`].
 //! | end − 4 | 4 | CRC-32 ([`crc32`]) of every preceding byte |
 //!
 //! [`Trainer::resume`] checks, in order: magic, version, that the length is
@@ -108,6 +115,7 @@ use crate::params::{Params, TensorData};
 use crate::rng::RngState;
 use crate::serialize::crc32;
 use crate::train::{EvalKind, Evaluation, Learner, RunConfig, Trainer};
+use crate::vec_env::VecEnv;
 
 /// Magic number at the start of every checkpoint.
 pub const MAGIC: [u8; 4] = *b"MRLC";
@@ -122,10 +130,18 @@ pub const MAX_ENV_WORDS: usize = 32;
 pub const MAX_RNG_WORDS: usize = 16;
 
 /// Bytes of the trainer section for `obs`-dimensional observations and RNG
-/// states of `rng_words` words.
+/// states of `rng_words` words (one environment).
+#[cfg(test)]
 const fn trainer_len(obs: usize, rng_words: usize) -> usize {
+    trainer_len_copies(obs, rng_words, 1)
+}
+
+/// Bytes of the trainer section for `obs`-dimensional observations, RNG
+/// states of `rng_words` words and `copies` environment copies (one cursor
+/// each).
+const fn trainer_len_copies(obs: usize, rng_words: usize, copies: usize) -> usize {
     let config = 8 + 4 + 8 + 8 + 4 + 4 + 4 + 4;
-    let cursor = 4 * obs + 8 + 4 + 8;
+    let cursor = copies * (4 * obs + 8 + 4 + 8);
     let counters = 8 + 8;
     let solved = 4 + 8;
     let selection = 4 + 4 + 8 + 4 + 4 + 4;
@@ -137,7 +153,21 @@ const fn trainer_len(obs: usize, rng_words: usize) -> usize {
 /// streams `R`. A `const fn`, so a buffer can be declared as
 /// `[u8; checkpoint_len::<Agent, CartPole, Xoshiro128pp>()]`.
 pub const fn checkpoint_len<L: AgentState, E: EnvState, R: RngState>() -> usize {
-    HEADER_LEN + trainer_len(L::OBS, R::WORDS) + L::LEN + 8 * E::WORDS + 4
+    copies_len::<L, E, R>(1)
+}
+
+/// Size in bytes of the checkpoint of a run over a
+/// [`VecEnv<E, MAX_ENVS>`](crate::vec_env::VecEnv) ([`Trainer::save_envs`]):
+/// every copy and its cursor are saved, in use or not. With `MAX_ENVS = 1`
+/// it is [`checkpoint_len`], and the checkpoints are the same bytes.
+pub const fn checkpoint_len_envs<L: AgentState, E: EnvState, R: RngState, const MAX_ENVS: usize>()
+-> usize {
+    copies_len::<L, E, R>(MAX_ENVS)
+}
+
+/// The checkpoint's size with `copies` environment copies.
+const fn copies_len<L: AgentState, E: EnvState, R: RngState>(copies: usize) -> usize {
+    HEADER_LEN + trainer_len_copies(L::OBS, R::WORDS, copies) + L::LEN + copies * 8 * E::WORDS + 4
 }
 
 /// Writes a checkpoint section: little-endian numbers, `f32`/`f64` as bit
@@ -651,17 +681,20 @@ struct Header {
 }
 
 impl Header {
-    fn of<L: AgentState, E: EnvState, R: RngState>() -> Self {
+    /// The header of a checkpoint with `copies` environment copies: the
+    /// environment words are all copies' (so a checkpoint of another
+    /// number of copies is refused as a [`Error::ShapeMismatch`]).
+    fn of<L: AgentState, E: EnvState, R: RngState>(copies: usize) -> Self {
         Self {
-            len: checkpoint_len::<L, E, R>() as u32,
+            len: copies_len::<L, E, R>(copies) as u32,
             kind: L::KIND,
             fingerprint: L::fingerprint(),
             agent_len: L::LEN as u32,
             obs: L::OBS as u32,
             env_tag: E::TAG,
-            env_words: E::WORDS as u32,
+            env_words: (copies * E::WORDS) as u32,
             rng_words: R::WORDS as u32,
-            trainer_len: trainer_len(L::OBS, R::WORDS) as u32,
+            trainer_len: trainer_len_copies(L::OBS, R::WORDS, copies) as u32,
         }
     }
 
@@ -682,8 +715,11 @@ impl Header {
 
 /// Checks magic, version, length, CRC and that the header describes
 /// `L`/`E`/`R`; returns a reader positioned at the trainer section.
-fn verify<L: AgentState, E: EnvState, R: RngState>(bytes: &[u8]) -> Result<Reader<'_>, Error> {
-    let expected = Header::of::<L, E, R>();
+fn verify<L: AgentState, E: EnvState, R: RngState>(
+    bytes: &[u8],
+    copies: usize,
+) -> Result<Reader<'_>, Error> {
+    let expected = Header::of::<L, E, R>(copies);
     if bytes.len() < HEADER_LEN + 4 {
         return Err(Error::Truncated);
     }
@@ -753,6 +789,12 @@ impl<const OBS: usize, R: Rng + RngState> Trainer<SVector<f32, OBS>, R> {
         checkpoint_len::<L, E, R>()
     }
 
+    /// [`checkpoint_len_envs`] for this trainer's RNG: the buffer
+    /// [`save_envs`](Self::save_envs) needs.
+    pub const fn checkpoint_len_envs<L: AgentState, E: EnvState, const MAX_ENVS: usize>() -> usize {
+        checkpoint_len_envs::<L, E, R, MAX_ENVS>()
+    }
+
     /// Writes a checkpoint of the run — this trainer, `agent` and the
     /// training environment `env` — into the start of `out`; returns the
     /// number of bytes written ([`checkpoint_len`]). Call it between
@@ -768,7 +810,53 @@ impl<const OBS: usize, R: Rng + RngState> Trainer<SVector<f32, OBS>, R> {
         L: Learner<E> + AgentState,
         E: Env<Obs = SVector<f32, OBS>> + EnvState,
     {
-        let len = checkpoint_len::<L, E, R>();
+        self.save_copies(
+            agent,
+            core::slice::from_ref(&self.cursor),
+            core::slice::from_ref(env),
+            out,
+        )
+    }
+
+    /// [`save`](Self::save) for a run over environment copies
+    /// ([`run_envs`](Self::run_envs)): the checkpoint holds all `MAX_ENVS`
+    /// copies of `envs` and their cursors (in use or not) in place of the
+    /// trainer's own cursor and environment; its size is
+    /// [`checkpoint_len_envs`]. With `MAX_ENVS = 1` it is the checkpoint
+    /// [`save`](Self::save) writes for that copy and cursor, byte for byte.
+    ///
+    /// # Errors
+    /// As [`save`](Self::save). Nothing is written on error.
+    pub fn save_envs<L, E, const MAX_ENVS: usize>(
+        &self,
+        agent: &L,
+        envs: &VecEnv<E, MAX_ENVS>,
+        out: &mut [u8],
+    ) -> Result<usize, Error>
+    where
+        L: Learner<E> + AgentState,
+        E: Env<Obs = SVector<f32, OBS>> + EnvState,
+    {
+        self.save_copies(agent, &envs.cursors, &envs.envs, out)
+    }
+
+    /// The checkpoint of the run with environment copies `envs` and their
+    /// `cursors` (as many).
+    fn save_copies<L, E>(
+        &self,
+        agent: &L,
+        cursors: &[Cursor<SVector<f32, OBS>>],
+        envs: &[E],
+        out: &mut [u8],
+    ) -> Result<usize, Error>
+    where
+        L: Learner<E> + AgentState,
+        E: Env<Obs = SVector<f32, OBS>> + EnvState,
+    {
+        if cursors.len() != envs.len() {
+            return Err(Error::ShapeMismatch);
+        }
+        let len = copies_len::<L, E, R>(envs.len());
         if out.len() < len {
             return Err(Error::BufferTooSmall);
         }
@@ -777,7 +865,7 @@ impl<const OBS: usize, R: Rng + RngState> Trainer<SVector<f32, OBS>, R> {
             pos: 0,
             commit: false,
         };
-        self.write_body(agent, env, &mut dry)?;
+        self.write_body(agent, cursors, envs, &mut dry)?;
         if dry.pos != len - 4 {
             // An `AgentState`/`EnvState` impl wrote another length than it declared.
             return Err(Error::ShapeMismatch);
@@ -787,19 +875,25 @@ impl<const OBS: usize, R: Rng + RngState> Trainer<SVector<f32, OBS>, R> {
             pos: 0,
             commit: true,
         };
-        self.write_body(agent, env, &mut w)?;
+        self.write_body(agent, cursors, envs, &mut w)?;
         let crc = crc32(&out[..len - 4]);
         out[len - 4..len].copy_from_slice(&crc.to_le_bytes());
         Ok(len)
     }
 
-    fn write_body<L, E>(&self, agent: &L, env: &E, w: &mut Writer<'_>) -> Result<(), Error>
+    fn write_body<L, E>(
+        &self,
+        agent: &L,
+        cursors: &[Cursor<SVector<f32, OBS>>],
+        envs: &[E],
+        w: &mut Writer<'_>,
+    ) -> Result<(), Error>
     where
         L: Learner<E> + AgentState,
         E: Env<Obs = SVector<f32, OBS>> + EnvState,
     {
         const { assert!(E::WORDS <= MAX_ENV_WORDS, "EnvState::WORDS > MAX_ENV_WORDS") };
-        let header = Header::of::<L, E, R>();
+        let header = Header::of::<L, E, R>(envs.len());
         w.bytes(&MAGIC);
         w.bytes(&VERSION.to_le_bytes());
         w.bytes(&0u16.to_le_bytes());
@@ -816,12 +910,14 @@ impl<const OBS: usize, R: Rng + RngState> Trainer<SVector<f32, OBS>, R> {
         w.u32(c.select_episodes);
         w.u32(c.report_episodes);
         w.u32(u32::from(c.early_stop));
-        for &x in self.cursor.obs.iter() {
-            w.f32(x)?;
+        for cursor in cursors {
+            for &x in cursor.obs.iter() {
+                w.f32(x)?;
+            }
+            w.f64(cursor.ret)?;
+            w.u32(cursor.len);
+            w.u64(cursor.steps);
         }
-        w.f64(self.cursor.ret)?;
-        w.u32(self.cursor.len);
-        w.u64(self.cursor.steps);
         w.u64(self.episodes);
         w.u64(self.updates);
         w.u32(u32::from(self.solved_at_step.is_some()));
@@ -849,11 +945,13 @@ impl<const OBS: usize, R: Rng + RngState> Trainer<SVector<f32, OBS>, R> {
         if w.pos != start + L::LEN {
             return Err(Error::ShapeMismatch);
         }
-        // Environment section.
+        // Environment section, copy by copy.
         let mut words = [0.0f64; MAX_ENV_WORDS];
-        env.save_state(&mut words[..E::WORDS]);
-        for &x in &words[..E::WORDS] {
-            w.f64(x)?;
+        for env in envs {
+            env.save_state(&mut words[..E::WORDS]);
+            for &x in &words[..E::WORDS] {
+                w.f64(x)?;
+            }
         }
         Ok(())
     }
@@ -878,19 +976,99 @@ impl<const OBS: usize, R: Rng + RngState> Trainer<SVector<f32, OBS>, R> {
         L: Learner<E> + AgentState,
         E: Env<Obs = SVector<f32, OBS>> + EnvState,
     {
+        let mut cursor = [Cursor::idle()];
+        let mut trainer =
+            Self::resume_copies(agent, core::slice::from_mut(env), &mut cursor, bytes)?;
+        let [cursor] = cursor;
+        trainer.cursor = cursor;
+        Ok(trainer)
+    }
+
+    /// [`resume`](Self::resume) of a checkpoint written by
+    /// [`save_envs`](Self::save_envs): restores `agent` (whose `config`
+    /// must be the run's) and every copy and cursor of `envs`, and puts the
+    /// agent's [`n_envs`](Learner::n_envs) copies in use. Continuing with
+    /// [`run_envs`](Self::run_envs) reproduces the uninterrupted run bit for
+    /// bit.
+    ///
+    /// # Errors
+    /// As [`resume`](Self::resume) (a checkpoint of another `MAX_ENVS` is a
+    /// [`Error::ShapeMismatch`]), and [`Error::InvalidConfig`] naming
+    /// `n_envs` when the agent needs more than `MAX_ENVS` copies. `agent`
+    /// and `envs` are unchanged on error.
+    pub fn resume_envs<L, E, const MAX_ENVS: usize>(
+        agent: &mut L,
+        envs: &mut VecEnv<E, MAX_ENVS>,
+        bytes: &[u8],
+    ) -> Result<Self, Error>
+    where
+        L: Learner<E> + AgentState,
+        E: Env<Obs = SVector<f32, OBS>> + EnvState,
+    {
+        let n_envs = agent.n_envs();
+        VecEnv::<E, MAX_ENVS>::check(n_envs)?;
+        let mut cursors: [Cursor<SVector<f32, OBS>>; MAX_ENVS] =
+            core::array::from_fn(|_| Cursor::idle());
+        let trainer = Self::resume_copies(agent, &mut envs.envs, &mut cursors, bytes)?;
+        envs.cursors = cursors;
+        envs.set_n_envs(n_envs);
+        Ok(trainer)
+    }
+
+    /// Resumes the run with environment copies `envs`, reading as many
+    /// cursors into `cursors` (which only this call writes, so the caller
+    /// stores them after success); the trainer's own cursor is idle.
+    fn resume_copies<L, E>(
+        agent: &mut L,
+        envs: &mut [E],
+        cursors: &mut [Cursor<SVector<f32, OBS>>],
+        bytes: &[u8],
+    ) -> Result<Self, Error>
+    where
+        L: Learner<E> + AgentState,
+        E: Env<Obs = SVector<f32, OBS>> + EnvState,
+    {
         const { assert!(E::WORDS <= MAX_ENV_WORDS, "EnvState::WORDS > MAX_ENV_WORDS") };
-        let mut r = verify::<L, E, R>(bytes)?;
-        let trainer = Self::read_trainer(&mut r)?;
+        let mut r = verify::<L, E, R>(bytes, envs.len())?;
+        let trainer = Self::read_trainer(&mut r, cursors)?;
         let agent_at = r.pos;
-        // Dry pass over the agent, then the environment's words.
+        // Dry pass over the agent.
         agent.load_state(&mut r)?;
+        let envs_at = r.pos;
+        // Every check has passed but the environments' own. Each refuses
+        // without changing; so that a refusal by a later copy leaves the
+        // earlier ones unchanged too, every copy but the last takes its
+        // saved state and then its own back; then the last one takes its
+        // state (with one copy: just that), the others theirs again, and
+        // the agent is written (the same checks again).
         let mut words = [0.0f64; MAX_ENV_WORDS];
+        let mut own = [0.0f64; MAX_ENV_WORDS];
+        let Some((last, others)) = envs.split_last_mut() else {
+            return Err(Error::ShapeMismatch);
+        };
+        for env in others.iter_mut() {
+            for x in &mut words[..E::WORDS] {
+                *x = r.f64()?;
+            }
+            env.save_state(&mut own[..E::WORDS]);
+            env.restore_state(&words[..E::WORDS])?;
+            env.restore_state(&own[..E::WORDS])?;
+        }
         for x in &mut words[..E::WORDS] {
             *x = r.f64()?;
         }
-        // Every check has passed but the environment's own: it refuses
-        // without changing, then the agent is written (the same checks again).
-        env.restore_state(&words[..E::WORDS])?;
+        last.restore_state(&words[..E::WORDS])?;
+        let mut r = Reader {
+            buf: bytes,
+            pos: envs_at,
+            commit: true,
+        };
+        for env in others.iter_mut() {
+            for x in &mut words[..E::WORDS] {
+                *x = r.f64()?;
+            }
+            env.restore_state(&words[..E::WORDS])?;
+        }
         let mut r = Reader {
             buf: bytes,
             pos: agent_at,
@@ -900,7 +1078,11 @@ impl<const OBS: usize, R: Rng + RngState> Trainer<SVector<f32, OBS>, R> {
         Ok(trainer)
     }
 
-    fn read_trainer(r: &mut Reader<'_>) -> Result<Self, Error> {
+    /// The trainer section, its cursors into `cursors` (one per copy).
+    fn read_trainer(
+        r: &mut Reader<'_>,
+        cursors: &mut [Cursor<SVector<f32, OBS>>],
+    ) -> Result<Self, Error> {
         let config = RunConfig {
             total_steps: r.u64()?,
             threshold: r.f32()?,
@@ -912,16 +1094,18 @@ impl<const OBS: usize, R: Rng + RngState> Trainer<SVector<f32, OBS>, R> {
             early_stop: r.flag()?,
         };
         config.validate()?;
-        let mut obs = SVector::<f32, OBS>::zeros();
-        for x in obs.iter_mut() {
-            *x = r.f32()?;
+        for cursor in cursors.iter_mut() {
+            let mut obs = SVector::<f32, OBS>::zeros();
+            for x in obs.iter_mut() {
+                *x = r.f32()?;
+            }
+            *cursor = Cursor {
+                obs,
+                ret: r.f64()?,
+                len: r.u32()?,
+                steps: r.u64()?,
+            };
         }
-        let cursor = Cursor {
-            obs,
-            ret: r.f64()?,
-            len: r.u32()?,
-            steps: r.u64()?,
-        };
         let episodes = r.u64()?;
         let updates = r.u64()?;
         let solved = r.flag()?;
@@ -947,7 +1131,7 @@ impl<const OBS: usize, R: Rng + RngState> Trainer<SVector<f32, OBS>, R> {
         let next_eval = r.u64()?;
         Ok(Self {
             config,
-            cursor,
+            cursor: Cursor::idle(),
             rng: read_rng(r)?,
             select_rng: read_rng(r)?,
             report_rng: read_rng(r)?,
@@ -1169,6 +1353,108 @@ mod tests {
             run_config(2_048, 256, 12.0),
             &[1, 3, 7, 20],
         );
+    }
+
+    /// PPO over 3 environment copies (of a `VecEnv` of 4: one spare)
+    /// stopped after 1, 3, 7 and 20 iterations, saved, resumed into a fresh
+    /// agent, fresh copies and a fresh trainer: the rest of the run ends
+    /// bit-identical to the uninterrupted one — agent, every copy, every
+    /// cursor, outcome.
+    #[test]
+    fn ppo_over_environment_copies_resumes_bit_identically() {
+        const MAX: usize = 4;
+        type Envs = VecEnv<CartPole, MAX>;
+        let config = PpoConfig {
+            total_steps: 2_016,
+            n_envs: 3,
+            n_steps: 16,
+            ..PpoConfig::CARTPOLE
+        };
+        let run = run_config(2_016, 240, 12.0);
+        let fresh = || {
+            (
+                Box::new(PpoAgent::new(config)),
+                Envs::new([CartPole::new(); MAX]),
+                CartPole::new(),
+            )
+        };
+        let reference = {
+            let (mut agent, mut envs, mut eval_env) = fresh();
+            let mut trainer = T::start_envs(&mut *agent, &mut envs, run, 7).unwrap();
+            let outcome = trainer
+                .run_envs(&mut *agent, &mut envs, &mut eval_env, &mut ())
+                .unwrap();
+            (agent.digest(), outcome, envs)
+        };
+        assert!(reference.1.solved_at_step.is_some(), "{:?}", reference.1);
+        assert_eq!(reference.1.steps, 2_016);
+        // The three copies ran their own episodes.
+        let r = &reference.2;
+        assert!(r.cursors[..3].iter().all(|c| c.steps == 2_016 / 3));
+        assert!(r.envs[0] != r.envs[1] && r.envs[1] != r.envs[2]);
+        let mut buf = vec![0u8; T::checkpoint_len_envs::<PpoAgent, CartPole, MAX>()];
+        for stop in [1, 3, 7, 20] {
+            let (mut agent, mut envs, mut eval_env) = fresh();
+            let mut trainer = T::start_envs(&mut *agent, &mut envs, run, 7).unwrap();
+            for _ in 0..stop {
+                trainer
+                    .iterate_envs(&mut *agent, &mut envs, &mut eval_env, &mut ())
+                    .unwrap();
+            }
+            assert_eq!(trainer.save_envs(&*agent, &envs, &mut buf), Ok(buf.len()));
+            let saved = (agent.digest(), envs.clone());
+
+            let (mut agent, mut envs, mut eval_env) = fresh();
+            let mut trainer = T::resume_envs(&mut *agent, &mut envs, &buf).unwrap();
+            assert_eq!(agent.digest(), saved.0);
+            assert_eq!((envs.envs, &envs.cursors), (saved.1.envs, &saved.1.cursors));
+            assert_eq!(envs.n_envs(), 3);
+            let outcome = trainer
+                .run_envs(&mut *agent, &mut envs, &mut eval_env, &mut ())
+                .unwrap();
+            assert_eq!(outcome, reference.1, "outcome after resuming at {stop}");
+            assert_eq!(
+                agent.digest(),
+                reference.0,
+                "agent after resuming at {stop}"
+            );
+            assert_eq!(
+                envs.envs, reference.2.envs,
+                "copies after resuming at {stop}"
+            );
+            assert_eq!(
+                envs.cursors, reference.2.cursors,
+                "cursors after resuming at {stop}"
+            );
+        }
+        // Refused without change: another number of copies, and a copy's
+        // state it cannot be in (the last copy's, after the others have
+        // been checked).
+        let (mut agent, _, _) = fresh();
+        let before = agent.digest();
+        let mut three = VecEnv::new([CartPole::new(); 3]);
+        assert_eq!(
+            T::resume_envs(&mut *agent, &mut three, &buf).err(),
+            Some(Error::ShapeMismatch)
+        );
+        let mut two = VecEnv::new([CartPole::new(); 2]);
+        assert!(matches!(
+            T::resume_envs(&mut *agent, &mut two, &buf),
+            Err(Error::InvalidConfig {
+                field: "n_envs",
+                ..
+            })
+        ));
+        let mut bad = buf.clone();
+        let last_copy = bad.len() - 4 - 8 * CartPole::WORDS;
+        bad[last_copy..last_copy + 8].copy_from_slice(&f64::NAN.to_bits().to_le_bytes());
+        recrc(&mut bad);
+        let mut envs = Envs::new([CartPole::new(); MAX]);
+        assert!(T::resume_envs(&mut *agent, &mut envs, &bad).is_err());
+        assert_eq!(agent.digest(), before);
+        assert!(envs.envs.iter().all(|e| *e == CartPole::new()));
+        assert!(envs.cursors.iter().all(|c| *c == Cursor::idle()));
+        assert_eq!(envs.n_envs(), 0);
     }
 
     /// PPO-penalty: the adaptive KL coefficient is state that must resume.

@@ -22,7 +22,8 @@
 //! 3. [`train`] — **the loop**: [`train::Trainer`] runs collect → update →
 //!    gated evaluation → early stop for any agent, reporting through
 //!    [`train::Hooks`]; "solved" is decided on one set of start states and
-//!    reported on another.
+//!    reported on another. [`vec_env`] holds the environment copies a PPO
+//!    rollout of SB3's `n_envs × n_steps` shape is collected from.
 //! 4. [`algo`] — **the algorithms**: PPO with GAE (also PPO-penalty, and
 //!    with `K` fused critics through [`algo::Critics`]), A2C, REINFORCE with
 //!    a baseline ([`algo::Ppo`], [`algo::Reinforce`]), TRPO
@@ -120,6 +121,7 @@ pub mod policy;
 pub mod rng;
 pub mod serialize;
 pub mod train;
+pub mod vec_env;
 
 pub use error::Error;
 pub use nalgebra::{SMatrix, SVector};

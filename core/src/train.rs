@@ -22,6 +22,13 @@
 //!   stopping decision never saw — plays the evaluation that is reported
 //!   ([`Outcome::report`]). A policy that only learned the selection starts
 //!   shows it in the report.
+//! - **Environment copies.** PPO and A2C can collect each rollout from
+//!   `n_envs` copies of the environment side by side (SB3's `n_envs ×
+//!   n_steps`): the caller owns the copies and their cursors in a
+//!   [`VecEnv`] and drives the run with [`Trainer::start_envs`],
+//!   [`Trainer::run_envs`] (and [`Trainer::save_envs`] /
+//!   [`Trainer::resume_envs`] for checkpoints); with one copy that run is
+//!   the single-environment run bit for bit.
 //! - **Deterministic.** Given the seeds, a run is bit-identical on every
 //!   platform: the loop adds no randomness of its own, and evaluation
 //!   streams never perturb the training stream.
@@ -57,6 +64,7 @@ use crate::env::{ActionOf, Env};
 use crate::error::Error;
 use crate::nn::Network;
 use crate::policy::{Controller, Policy};
+use crate::vec_env::VecEnv;
 
 /// What every agent offers independently of the environment it trains on.
 pub trait Agent {
@@ -112,6 +120,40 @@ pub trait Learner<E: Env>: Agent {
         rng: &mut R,
         on_episode: &mut dyn FnMut(Episode),
     ) -> Result<Self::Stats, Error>;
+
+    /// Environment copies one iteration steps side by side
+    /// ([`PpoConfig::n_envs`](crate::algo::PpoConfig::n_envs) for PPO and
+    /// A2C; 1 for the others).
+    fn n_envs(&self) -> usize {
+        1
+    }
+
+    /// [`iterate`](Self::iterate) over [`n_envs`](Self::n_envs) environment
+    /// copies, each with its own cursor (see [`VecEnv`]). One copy (the
+    /// default for single-environment algorithms) is
+    /// [`iterate`](Self::iterate) on it.
+    ///
+    /// # Errors
+    /// [`Error::InvalidConfig`] naming `n_envs` when fewer copies or
+    /// cursors than [`n_envs`](Self::n_envs) are given; otherwise as
+    /// [`iterate`](Self::iterate).
+    fn iterate_envs<R: Rng + ?Sized>(
+        &mut self,
+        envs: &mut [E],
+        cursors: &mut [Cursor<E::Obs>],
+        rng: &mut R,
+        on_episode: &mut dyn FnMut(Episode),
+    ) -> Result<Self::Stats, Error> {
+        match (envs, cursors) {
+            ([env, ..], [cursor, ..]) if self.n_envs() == 1 => {
+                self.iterate(env, cursor, rng, on_episode)
+            }
+            _ => Err(Error::config(
+                "n_envs",
+                "must be 1 for this algorithm, with one environment copy",
+            )),
+        }
+    }
 }
 
 /// [`Agent`] and [`Learner`] for one algorithm struct generic over an actor
@@ -125,6 +167,7 @@ macro_rules! learner {
         stats = $stats:ty,
         steps = |$s0:ident| $steps:expr,
         iterate = |$s:ident, $env:ident, $cursor:ident, $rng:ident, $on_episode:ident| $iterate:expr
+        $(, vectorised = { $($vectorised:item)* })?
     ) => {
         impl<A, C, const OBS: usize $(, const $param: usize)*> Agent for $ty
         where
@@ -167,11 +210,13 @@ macro_rules! learner {
                 let $s = self;
                 $iterate
             }
+            $($($vectorised)*)?
         }
     };
 }
 
-// PPO and A2C: one iteration is a rollout of `N` steps and its update.
+// PPO and A2C: one iteration is a rollout (`n_envs × n_steps`, by default all
+// `N` steps of one environment) and its update; over environment copies too.
 learner!(
     impl[const N: usize, const CHUNK: usize] Ppo<A, C, OBS, N, CHUNK>,
     critic = Critic<OBS>,
@@ -180,6 +225,21 @@ learner!(
     iterate = |s, env, cursor, rng, on_episode| {
         s.collect(env, cursor, rng, on_episode)?;
         s.update(rng)
+    },
+    vectorised = {
+        fn n_envs(&self) -> usize {
+            usize::from(self.config.n_envs)
+        }
+        fn iterate_envs<R: Rng + ?Sized>(
+            &mut self,
+            envs: &mut [E],
+            cursors: &mut [Cursor<E::Obs>],
+            rng: &mut R,
+            on_episode: &mut dyn FnMut(Episode),
+        ) -> Result<UpdateStats, Error> {
+            self.collect_envs(envs, cursors, rng, on_episode)?;
+            self.update(rng)
+        }
     }
 );
 
@@ -479,7 +539,9 @@ where
 pub struct Trainer<O, R> {
     /// How the run is driven and judged.
     pub config: RunConfig,
-    /// The training episode in progress.
+    /// The training episode in progress (of a single-environment run; a
+    /// run over a [`VecEnv`] keeps one cursor per copy there, and this one
+    /// stays [idle](Cursor::idle)).
     pub cursor: Cursor<O>,
     /// The training stream (sampling, shuffles, resets).
     pub rng: R,
@@ -514,7 +576,21 @@ impl<const OBS: usize, R: Rng> Trainer<SVector<f32, OBS>, R> {
     ) -> Result<Self, Error> {
         config.validate()?;
         let cursor = Cursor::start(env, &mut rng);
-        Ok(Self {
+        Ok(Self::from_parts(
+            config, cursor, rng, select_rng, report_rng,
+        ))
+    }
+
+    /// A trainer at the start of a run with the training stream `rng`
+    /// already used for the agent and the resets.
+    fn from_parts(
+        config: RunConfig,
+        cursor: Cursor<SVector<f32, OBS>>,
+        rng: R,
+        select_rng: R,
+        report_rng: R,
+    ) -> Self {
+        Self {
             config,
             cursor,
             rng,
@@ -525,7 +601,49 @@ impl<const OBS: usize, R: Rng> Trainer<SVector<f32, OBS>, R> {
             solved_at_step: None,
             selection: None,
             next_eval: config.eval_interval,
-        })
+        }
+    }
+
+    /// [`start`](Self::start) for a run over environment copies (see
+    /// [`VecEnv`]): seeds the three streams from `seed`, initialises `agent`
+    /// for copy 0 from the training stream, then resets the agent's
+    /// [`n_envs`](Learner::n_envs) copies, copy 0 first. With one copy this
+    /// is [`start`](Self::start) bit for bit. The trainer's own
+    /// [`cursor`](Self::cursor) stays [idle](Cursor::idle): every copy's
+    /// episode is in `envs.cursors`.
+    ///
+    /// # Errors
+    /// [`Error::InvalidConfig`] from the run or the agent's configuration,
+    /// or naming `n_envs` when the agent needs more copies than `MAX_ENVS`;
+    /// neither `agent` nor `envs` changes then.
+    pub fn start_envs<L, E, const MAX_ENVS: usize>(
+        agent: &mut L,
+        envs: &mut VecEnv<E, MAX_ENVS>,
+        config: RunConfig,
+        seed: u64,
+    ) -> Result<Self, Error>
+    where
+        L: Learner<E>,
+        E: Env<Obs = SVector<f32, OBS>>,
+        R: SeedableRng,
+    {
+        config.validate()?;
+        let n_envs = agent.n_envs();
+        VecEnv::<E, MAX_ENVS>::check(n_envs)?;
+        let first = envs.envs.first().ok_or(Error::config(
+            "n_envs",
+            "must be > 0 and at most the VecEnv's MAX_ENVS copies",
+        ))?;
+        let mut rng = R::seed_from_u64(seed);
+        agent.init(first, &mut rng)?;
+        envs.start(n_envs, &mut rng)?;
+        Ok(Self::from_parts(
+            config,
+            Cursor::idle(),
+            rng,
+            R::seed_from_u64(select_seed(seed)),
+            R::seed_from_u64(report_seed(seed)),
+        ))
     }
 
     /// The usual start: seeds the three streams from `seed` ([`select_seed`],
@@ -603,6 +721,35 @@ impl<const OBS: usize, R: Rng> Trainer<SVector<f32, OBS>, R> {
             self.cursor = Cursor::start(env, &mut self.rng);
         }
         Ok(progress)
+    }
+
+    /// [`iterate`](Self::iterate) over the environment copies in use in
+    /// `envs` ([`Learner::iterate_envs`]), then the evaluation due (on
+    /// `eval_env`, from the selection stream).
+    ///
+    /// # Errors
+    /// As [`iterate`](Self::iterate).
+    pub fn iterate_envs<L, E, H, const MAX_ENVS: usize>(
+        &mut self,
+        agent: &mut L,
+        envs: &mut VecEnv<E, MAX_ENVS>,
+        eval_env: &mut E,
+        hooks: &mut H,
+    ) -> Result<Progress, Error>
+    where
+        L: Learner<E>,
+        E: Env<Obs = SVector<f32, OBS>>,
+        H: Hooks<L::Stats>,
+    {
+        let (copies, cursors) = envs.in_use();
+        let episodes = &mut self.episodes;
+        let stats = agent.iterate_envs(copies, cursors, &mut self.rng, &mut |e| {
+            *episodes += 1;
+            hooks.on_episode(e);
+        })?;
+        self.updates += agent.updates_per_iteration();
+        hooks.on_update(agent.steps(), &stats);
+        self.evaluate_due(agent, eval_env, hooks)
     }
 
     /// One [`Learner::iterate`], counting episodes and updates.
@@ -788,7 +935,63 @@ impl<const OBS: usize, R: Rng> Trainer<SVector<f32, OBS>, R> {
         })
     }
 
-    /// The one training loop: iterate until the budget is spent, the
+    /// [`run`](Self::run) over the environment copies in use in `envs`
+    /// (started by [`start_envs`](Self::start_envs) or
+    /// [`resume_envs`](Self::resume_envs)).
+    ///
+    /// # Errors
+    /// As [`run`](Self::run).
+    pub fn run_envs<L, E, H, const MAX_ENVS: usize>(
+        &mut self,
+        agent: &mut L,
+        envs: &mut VecEnv<E, MAX_ENVS>,
+        eval_env: &mut E,
+        hooks: &mut H,
+    ) -> Result<Outcome, Error>
+    where
+        L: Learner<E>,
+        E: Env<Obs = SVector<f32, OBS>>,
+        H: Hooks<L::Stats>,
+    {
+        self.run_envs_with(agent, envs, eval_env, hooks, |_, _, _, _| {
+            ControlFlow::Continue(())
+        })
+    }
+
+    /// [`run_with`](Self::run_with) over the environment copies in use in
+    /// `envs`: `between(trainer, agent, envs, hooks)` after every iteration
+    /// that does not end the run (the place for
+    /// [`save_envs`](Self::save_envs)).
+    ///
+    /// # Errors
+    /// As [`run`](Self::run).
+    pub fn run_envs_with<L, E, H, F, const MAX_ENVS: usize>(
+        &mut self,
+        agent: &mut L,
+        envs: &mut VecEnv<E, MAX_ENVS>,
+        eval_env: &mut E,
+        hooks: &mut H,
+        mut between: F,
+    ) -> Result<Outcome, Error>
+    where
+        L: Learner<E>,
+        E: Env<Obs = SVector<f32, OBS>>,
+        H: Hooks<L::Stats>,
+        F: FnMut(&Self, &L, &VecEnv<E, MAX_ENVS>, &mut H) -> ControlFlow<()>,
+    {
+        while agent.steps() < self.config.total_steps {
+            let progress = self.iterate_envs(agent, envs, eval_env, hooks)?;
+            let stop = hooks.on_iteration(&progress).is_break()
+                || (self.config.early_stop && progress.solved_at_step.is_some());
+            if stop || between(self, agent, envs, hooks).is_break() {
+                break;
+            }
+        }
+        self.finish(agent, eval_env, hooks)
+    }
+
+    /// The training loop of one environment ([`run_envs_with`](Self::run_envs_with)
+    /// is the same loop over copies): iterate until the budget is spent, the
     /// deciding evaluation passes (with early stop), a hook or `between`
     /// breaks; then the reported evaluation (on `env` itself without an
     /// `eval_env`).

@@ -240,6 +240,8 @@ fn config(case: &Value) -> PpoConfig {
             eps: f(&c["adam_eps"]),
             ..AdamConfig::DEFAULT
         },
+        n_envs: 1,
+        n_steps: 0,
     };
     let derived: Option<PpoConfig> = match name {
         "a2c" => Some(

@@ -42,6 +42,7 @@ use microrl::env::{CartPole, CartPoleContinuous, Env, Pendulum, Weighted};
 use microrl::optim::Schedule;
 use microrl::rng::Xoshiro128pp;
 use microrl::train::{Evaluation, Hooks, Learner, RunConfig, Trainer};
+use microrl::vec_env::VecEnv;
 use microrl::{Params, SVector, agent, serialize};
 use serde::{Deserialize, Serialize};
 
@@ -1181,12 +1182,21 @@ where
     }
 }
 
+/// The most environment copies a run can step side by side (`n_envs`):
+/// RL Zoo's largest setting (LunarLander, Acrobot, MountainCar).
+pub const MAX_ENVS: usize = 16;
+
 /// Runs the core loop on one concrete agent and writes the outputs.
+///
+/// The training environment is always a [`VecEnv`] of [`MAX_ENVS`] copies
+/// of `env`, of which the agent's `n_envs` (1 unless a PPO/A2C
+/// configuration says otherwise) are stepped: with one copy the run is the
+/// single-environment run bit for bit.
 fn run<L, E, const OBS: usize>(
     opts: &TrainOptions,
     config: AlgoConfig,
     agent: &mut L,
-    mut env: E,
+    env: E,
     mut eval_env: E,
     resumed: Option<(Vec<u8>, Progress)>,
 ) -> anyhow::Result<TrainSummary>
@@ -1194,10 +1204,12 @@ where
     L: Learner<E> + Configure + AgentState,
     L::Policy: Params,
     L::Stats: AsDiagnostics,
-    E: Env<Obs = SVector<f32, OBS>> + EnvState,
+    E: Env<Obs = SVector<f32, OBS>> + EnvState + Clone,
 {
     let start = Instant::now();
     agent.configure(config)?;
+    let mut envs: Box<VecEnv<E, MAX_ENVS>> =
+        Box::new(VecEnv::new(std::array::from_fn(|_| env.clone())));
     let run_config = opts.run_config();
     let mut observer = Observer {
         start,
@@ -1212,12 +1224,12 @@ where
     type Run<const OBS: usize> = Trainer<SVector<f32, OBS>, Xoshiro128pp>;
     let (mut trainer, mut iterations, wall_before) = match resumed {
         None => {
-            let trainer = Run::<OBS>::start(agent, &mut env, run_config, opts.seed)
+            let trainer = Run::<OBS>::start_envs(agent, &mut *envs, run_config, opts.seed)
                 .map_err(anyhow::Error::msg)?;
             (trainer, 0, 0.0)
         }
         Some((state, saved)) => {
-            let trainer = Run::<OBS>::resume(agent, &mut env, &state)
+            let trainer = Run::<OBS>::resume_envs(agent, &mut *envs, &state)
                 .map_err(|e| anyhow::anyhow!("resuming from the checkpoint: {e}"))?;
             anyhow::ensure!(
                 trainer.config == run_config,
@@ -1229,39 +1241,40 @@ where
     };
     // The core loop, with a checkpoint between iterations.
     let mut checkpoint_error = None;
-    let checkpoint = |trainer: &Run<OBS>, agent: &L, env: &E, observer: &mut Observer| {
-        iterations += 1;
-        let (Some(every), Some(out)) = (opts.checkpoint_every, &opts.out) else {
-            return ControlFlow::Continue(());
-        };
-        if iterations % every != 0 {
-            return ControlFlow::Continue(());
-        }
-        let elapsed = wall_before + start.elapsed().as_secs_f64();
-        let written = (|| -> anyhow::Result<()> {
-            let mut state = vec![0u8; Run::<OBS>::checkpoint_len::<L, E>()];
-            let len = trainer
-                .save(agent, env, &mut state)
-                .map_err(|e| anyhow::anyhow!("writing a checkpoint: {e}"))?;
-            let progress = observer.save(opts, &config, iterations, elapsed)?;
-            crate::atomic::write_run_dir(
-                &checkpoint_dir(out),
-                &[
-                    (CHECKPOINT_STATE, &state[..len]),
-                    (CHECKPOINT_PROGRESS, progress.as_bytes()),
-                ],
-            )
-        })();
-        match written {
-            Ok(()) => ControlFlow::Continue(()),
-            Err(e) => {
-                checkpoint_error = Some(e);
-                ControlFlow::Break(())
+    let checkpoint =
+        |trainer: &Run<OBS>, agent: &L, envs: &VecEnv<E, MAX_ENVS>, observer: &mut Observer| {
+            iterations += 1;
+            let (Some(every), Some(out)) = (opts.checkpoint_every, &opts.out) else {
+                return ControlFlow::Continue(());
+            };
+            if iterations % every != 0 {
+                return ControlFlow::Continue(());
             }
-        }
-    };
+            let elapsed = wall_before + start.elapsed().as_secs_f64();
+            let written = (|| -> anyhow::Result<()> {
+                let mut state = vec![0u8; Run::<OBS>::checkpoint_len_envs::<L, E, MAX_ENVS>()];
+                let len = trainer
+                    .save_envs(agent, envs, &mut state)
+                    .map_err(|e| anyhow::anyhow!("writing a checkpoint: {e}"))?;
+                let progress = observer.save(opts, &config, iterations, elapsed)?;
+                crate::atomic::write_run_dir(
+                    &checkpoint_dir(out),
+                    &[
+                        (CHECKPOINT_STATE, &state[..len]),
+                        (CHECKPOINT_PROGRESS, progress.as_bytes()),
+                    ],
+                )
+            })();
+            match written {
+                Ok(()) => ControlFlow::Continue(()),
+                Err(e) => {
+                    checkpoint_error = Some(e);
+                    ControlFlow::Break(())
+                }
+            }
+        };
     let outcome = trainer
-        .run_with(agent, &mut env, &mut eval_env, &mut observer, checkpoint)
+        .run_envs_with(agent, &mut *envs, &mut eval_env, &mut observer, checkpoint)
         .map_err(|e| anyhow::anyhow!("training failed at step {}: {e}", agent.steps()))?;
     if let Some(e) = checkpoint_error {
         return Err(e);

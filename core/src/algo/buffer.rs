@@ -16,7 +16,7 @@
 
 use nalgebra::SVector;
 
-use super::gae::{Trajectory, gae};
+use super::gae::{Trajectory, gae, gae_strided};
 use crate::error::Error;
 
 /// `N` transitions with `OBS`-dimensional observations and actions of type `A`.
@@ -141,6 +141,36 @@ impl<const OBS: usize, A: Copy, const N: usize> Rollout<OBS, A, N> {
         };
         gae(&traj, gamma, lambda, &mut self.advantages[..n]);
         for t in 0..n {
+            self.returns[t] = self.advantages[t] + self.values[t];
+        }
+    }
+
+    /// [`compute_advantages`](Self::compute_advantages) for environment
+    /// `env` of a rollout that interleaves `n_envs` environments step-major
+    /// (transition `t·n_envs + env` is step `t` of environment `env`; see
+    /// [`gae_strided`]), with `last_value = V(that
+    /// environment's observation after its last step)`. Call it once per
+    /// environment; the rollout is ready after the first call.
+    pub fn compute_env_advantages(
+        &mut self,
+        env: usize,
+        n_envs: usize,
+        last_value: f32,
+        gamma: f32,
+        lambda: f32,
+    ) {
+        self.ready = self.len > 0;
+        let n = self.len;
+        let traj = Trajectory {
+            rewards: &self.rewards[..n],
+            values: &self.values[..n],
+            terminated: &self.terminated[..n],
+            truncated: &self.truncated[..n],
+            final_values: &self.final_values[..n],
+            last_value,
+        };
+        gae_strided(&traj, env, n_envs, gamma, lambda, &mut self.advantages[..n]);
+        for t in (env..n).step_by(n_envs.max(1)) {
             self.returns[t] = self.advantages[t] + self.values[t];
         }
     }

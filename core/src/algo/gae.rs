@@ -42,6 +42,30 @@ pub struct Trajectory<'a> {
 ///
 /// Only the common prefix of all slices is processed.
 pub fn gae(traj: &Trajectory<'_>, gamma: f32, lambda: f32, advantages: &mut [f32]) {
+    gae_strided(traj, 0, 1, gamma, lambda, advantages);
+}
+
+/// GAE of one environment of a rollout that interleaves `stride`
+/// environments step-major (entry `t·stride + env` is step `t` of
+/// environment `env`, the layout of SB3's `RolloutBuffer` flattened): the
+/// backward recursion (form C) over the entries `env, env + stride, …`
+/// only, with `traj.last_value` the `V` of *that* environment's observation
+/// after its last step. Every environment's trace is independent: its
+/// episode ends cut only its own recursion, and it bootstraps from its own
+/// last observation (Schulman et al. 2016, eq. 16, per environment, as
+/// SB3's `compute_returns_and_advantage` does over its `(n_steps, n_envs)`
+/// arrays). With `stride = 1` this is [`gae`], bit for bit.
+///
+/// Only the common prefix of all slices is processed; entries of other
+/// environments in `advantages` are left as they are.
+pub fn gae_strided(
+    traj: &Trajectory<'_>,
+    env: usize,
+    stride: usize,
+    gamma: f32,
+    lambda: f32,
+    advantages: &mut [f32],
+) {
     let n = advantages
         .len()
         .min(traj.rewards.len())
@@ -49,15 +73,24 @@ pub fn gae(traj: &Trajectory<'_>, gamma: f32, lambda: f32, advantages: &mut [f32
         .min(traj.terminated.len())
         .min(traj.truncated.len())
         .min(traj.final_values.len());
+    let stride = stride.max(1);
     let mut last_gae_lam = 0.0f32;
-    for t in (0..n).rev() {
+    // The last entry of this environment, then back by `stride`.
+    let mut next = None::<usize>;
+    let steps = if env < n {
+        (n - env).div_ceil(stride)
+    } else {
+        0
+    };
+    for k in (0..steps).rev() {
+        let t = env + k * stride;
         let episode_ends = traj.terminated[t] || traj.truncated[t];
         let next_value = if traj.terminated[t] {
             0.0
         } else if traj.truncated[t] {
             traj.final_values[t]
-        } else if t + 1 < n {
-            traj.values[t + 1]
+        } else if let Some(next) = next {
+            traj.values[next]
         } else {
             traj.last_value
         };
@@ -65,6 +98,7 @@ pub fn gae(traj: &Trajectory<'_>, gamma: f32, lambda: f32, advantages: &mut [f32
         let next_gae = if episode_ends { 0.0 } else { last_gae_lam };
         last_gae_lam = delta + gamma * lambda * next_gae;
         advantages[t] = last_gae_lam;
+        next = Some(t);
     }
 }
 
@@ -236,5 +270,103 @@ mod tests {
         };
         gae(&traj, gamma, lambda, &mut adv);
         assert!((adv[1] - (1.0 - 0.6)).abs() < 1e-6);
+    }
+
+    /// Three environments interleaved step-major (entry `t·3 + e`), five
+    /// steps each: environment 0 terminates at its step 1, environment 1 is
+    /// truncated at its step 2 (bootstrapping from its final observation's
+    /// value), environment 2 runs through and bootstraps from its own last
+    /// value. Each environment's advantages equal an `f64` reference that
+    /// sees only that environment's steps, and [`gae`] on the
+    /// de-interleaved steps bit for bit.
+    #[test]
+    fn interleaved_environments_are_estimated_separately() {
+        const ENVS: usize = 3;
+        const STEPS: usize = 5;
+        const N: usize = ENVS * STEPS;
+        let (gamma, lambda) = (0.97f32, 0.9f32);
+        let mut rng = Xoshiro128PlusPlus::seed_from_u64(31);
+        let mut draw = || rng::uniform_range(&mut rng, -1.0, 1.0);
+        let rewards: Vec<f32> = (0..N).map(|_| draw()).collect();
+        let values: Vec<f32> = (0..N).map(|_| draw()).collect();
+        let (mut terminated, mut truncated, mut final_values) =
+            (vec![false; N], vec![false; N], vec![0.0f32; N]);
+        terminated[ENVS] = true; // environment 0, step 1
+        truncated[2 * ENVS + 1] = true; // environment 1, step 2
+        final_values[2 * ENVS + 1] = 4.5;
+        let last_values = [0.25f32, -0.75, 1.5];
+        let mut advantages = vec![f32::NAN; N];
+        for (e, &last_value) in last_values.iter().enumerate() {
+            let traj = Trajectory {
+                rewards: &rewards,
+                values: &values,
+                terminated: &terminated,
+                truncated: &truncated,
+                final_values: &final_values,
+                last_value,
+            };
+            gae_strided(&traj, e, ENVS, gamma, lambda, &mut advantages);
+        }
+        for (e, &last_value) in last_values.iter().enumerate() {
+            // Environment e's own steps, in order.
+            let own: Vec<usize> = (0..STEPS).map(|t| t * ENVS + e).collect();
+            let pick = |xs: &[f32]| -> Vec<f32> { own.iter().map(|&i| xs[i]).collect() };
+            let pick_flag = |xs: &[bool]| -> Vec<bool> { own.iter().map(|&i| xs[i]).collect() };
+            let (r, v, term, trunc, fv) = (
+                pick(&rewards),
+                pick(&values),
+                pick_flag(&terminated),
+                pick_flag(&truncated),
+                pick(&final_values),
+            );
+            // The f64 reference: eq. 16 summed forward within each episode,
+            // `Â_t = Σ_l (γλ)^l δ_{t+l}` up to and including its last step.
+            let (g, l) = (f64::from(gamma), f64::from(lambda));
+            let delta: Vec<f64> = (0..STEPS)
+                .map(|t| {
+                    let next = if term[t] {
+                        0.0
+                    } else if trunc[t] {
+                        f64::from(fv[t])
+                    } else if t + 1 < STEPS {
+                        f64::from(v[t + 1])
+                    } else {
+                        f64::from(last_value)
+                    };
+                    f64::from(r[t]) + g * next - f64::from(v[t])
+                })
+                .collect();
+            let reference: Vec<f64> = (0..STEPS)
+                .map(|t| {
+                    let mut sum = 0.0;
+                    for k in t..STEPS {
+                        sum += (g * l).powi((k - t) as i32) * delta[k];
+                        if term[k] || trunc[k] {
+                            break;
+                        }
+                    }
+                    sum
+                })
+                .collect();
+            assert_close(&pick(&advantages), &reference);
+            // The same bits as the plain recursion on this environment alone.
+            let traj = Trajectory {
+                rewards: &r,
+                values: &v,
+                terminated: &term,
+                truncated: &trunc,
+                final_values: &fv,
+                last_value,
+            };
+            let mut alone = vec![0.0; STEPS];
+            gae(&traj, gamma, lambda, &mut alone);
+            assert_eq!(pick(&advantages), alone, "environment {e}");
+        }
+        // The cuts: environment 0's step 1 has no bootstrap at all,
+        // environment 1's step 2 bootstraps from V(final obs) = 4.5.
+        let at = |t: usize, e: usize| advantages[t * ENVS + e];
+        assert_eq!(at(1, 0), rewards[ENVS] - values[ENVS]);
+        let i = 2 * ENVS + 1;
+        assert_eq!(at(2, 1), rewards[i] + gamma * 4.5 - values[i]);
     }
 }

@@ -89,6 +89,17 @@ pub struct Cursor<O> {
 }
 
 impl<const OBS: usize> Cursor<SVector<f32, OBS>> {
+    /// A cursor into no episode yet (zero observation and counters): the
+    /// placeholder of an environment copy not yet started.
+    pub fn idle() -> Self {
+        Self {
+            obs: SVector::zeros(),
+            ret: 0.0,
+            len: 0,
+            steps: 0,
+        }
+    }
+
     /// Resets `env` and starts counting.
     pub fn start<E: Env<Obs = SVector<f32, OBS>>, R: Rng + ?Sized>(
         env: &mut E,

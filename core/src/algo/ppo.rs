@@ -6,7 +6,10 @@
 //!    the current policy (observations normalised on the way in, rewards
 //!    optionally scaled), bootstrapping truncated episodes from
 //!    `V(final observation)`, then computes GAE advantages and the value
-//!    targets `R = Â + V_old`.
+//!    targets `R = Â + V_old`. [`Ppo::collect_envs`] does the same from
+//!    [`PpoConfig::n_envs`] environment copies side by side, `n_steps` steps
+//!    each (SB3's `n_envs × n_steps` rollout), stored step-major with GAE
+//!    per copy.
 //! 2. [`Ppo::update`] runs `epochs` passes over the rollout; each pass
 //!    shuffles the index permutation in place and walks it in `minibatches`
 //!    equal minibatches. Per minibatch: optional advantage normalisation,
@@ -78,7 +81,9 @@ pub struct PpoConfig {
     pub value_clip: Option<f32>,
     /// Entropy bonus coefficient `c_e`. Default 0.
     pub ent_coef: f32,
-    /// Value loss coefficient `c_v`. Default 0.5.
+    /// Value loss coefficient `c_v` of `c_v · ½(V − R)²` (CleanRL's
+    /// convention). SB3 weighs `mean((R − V)²)` without the ½: SB3's
+    /// `vf_coef = c` is `2c` here (its default 0.5 is 1.0). Default 0.5.
     pub vf_coef: f32,
     /// Global L2 gradient-norm clip. Default `Some(0.5)`.
     #[cfg_attr(feature = "serde", serde(with = "crate::config::optional"))]
@@ -105,6 +110,14 @@ pub struct PpoConfig {
     pub normalize_reward: bool,
     /// Adam's `β₁, β₂, ε`. Default `0.9, 0.999, 1e-5`.
     pub adam: AdamConfig,
+    /// Environment copies stepped side by side per rollout (SB3's
+    /// `n_envs`); each needs its own copy and cursor
+    /// ([`VecEnv`](crate::vec_env::VecEnv)). Default 1.
+    pub n_envs: u16,
+    /// Steps collected from each copy per rollout (SB3's `n_steps`): a
+    /// rollout is `n_envs × n_steps` samples, at most the capacity `N`.
+    /// 0 (the default) fills the capacity: `⌊N / n_envs⌋` steps each.
+    pub n_steps: u16,
 }
 
 impl PpoConfig {
@@ -128,6 +141,8 @@ impl PpoConfig {
         normalize_obs: true,
         normalize_reward: false,
         adam: AdamConfig::DEFAULT,
+        n_envs: 1,
+        n_steps: 0,
     };
 
     /// Every field zero or `false` (invalid: zero epochs), the placeholder in
@@ -151,6 +166,8 @@ impl PpoConfig {
         normalize_obs: false,
         normalize_reward: false,
         adam: AdamConfig::ZERO,
+        n_envs: 0,
+        n_steps: 0,
     };
 
     /// Tuned for [`CartPole`](crate::env::CartPole) over 100 000 steps: RL
@@ -167,17 +184,36 @@ impl PpoConfig {
         ..Self::DEFAULT
     };
 
-    /// Checks every field for a rollout of `rollout_len` steps, before any
-    /// rollout is collected.
+    /// The samples of one rollout into a buffer of `capacity`:
+    /// `n_envs × n_steps`, or with `n_steps = 0` the largest multiple of
+    /// `n_envs` that fits (`capacity` itself for one environment). May
+    /// exceed `capacity` ([`validate`](Self::validate) refuses that).
+    pub const fn rollout_len(&self, capacity: usize) -> usize {
+        let n_envs = self.n_envs as usize;
+        if self.n_steps > 0 {
+            n_envs * self.n_steps as usize
+        } else {
+            match capacity.checked_div(n_envs) {
+                Some(steps) => steps * n_envs,
+                None => 0,
+            }
+        }
+    }
+
+    /// Checks every field for a rollout buffer of `capacity` samples (the
+    /// rollout is [`rollout_len`](Self::rollout_len)`(capacity)` of them),
+    /// before any rollout is collected.
     ///
     /// # Errors
     /// [`Error::InvalidConfig`] naming the first offending field and its
     /// constraint: `γ, λ ∉ [0, 1]`, a learning-rate or clip-range schedule that
     /// is not finite and positive at the start or negative at the end, zero
-    /// epochs or minibatches, `rollout_len` not a multiple of `minibatches`,
-    /// negative or non-finite coefficients, a non-positive grad-norm clip,
-    /// value clip or target KL, invalid Adam settings.
-    pub fn validate(&self, rollout_len: usize) -> Result<(), Error> {
+    /// epochs or minibatches, zero `n_envs`, `n_envs × n_steps` beyond
+    /// `capacity` (named `n_steps`), a rollout that is not a multiple of
+    /// `minibatches`, negative or non-finite coefficients, a non-positive
+    /// grad-norm clip, value clip or target KL, reward scaling with more
+    /// than one environment, invalid Adam settings.
+    pub fn validate(&self, capacity: usize) -> Result<(), Error> {
         use crate::config::{check, non_negative, positive_or_off, unit};
         unit("gamma", self.gamma)?;
         unit("gae_lambda", self.gae_lambda)?;
@@ -196,10 +232,24 @@ impl PpoConfig {
         )?;
         check("epochs", self.epochs > 0, "must be > 0")?;
         check("minibatches", self.minibatches > 0, "must be > 0")?;
+        check("n_envs", self.n_envs > 0, "must be > 0")?;
+        let rollout_len = self.rollout_len(capacity);
+        check(
+            "n_steps",
+            rollout_len <= capacity,
+            "n_envs × n_steps must not exceed the rollout capacity N",
+        )?;
         check(
             "minibatches",
             rollout_len > 0 && rollout_len.is_multiple_of(usize::from(self.minibatches)),
             "must divide the rollout length",
+        )?;
+        // SB3's `VecNormalize` keeps one discounted return per environment;
+        // this agent keeps one.
+        check(
+            "normalize_reward",
+            !self.normalize_reward || self.n_envs == 1,
+            "needs n_envs = 1",
         )?;
         non_negative("ent_coef", self.ent_coef)?;
         non_negative("vf_coef", self.vf_coef)?;
@@ -325,6 +375,8 @@ impl A2cConfig {
             normalize_obs: c.normalize_obs,
             normalize_reward: c.normalize_reward,
             adam: c.adam,
+            n_envs: 1,
+            n_steps: 0,
         }
     }
 }
@@ -598,15 +650,18 @@ impl<A: Actor<OBS>, C: Critic<OBS>, const OBS: usize, const N: usize, const CHUN
         Ok(scaled.clamp(-crate::normalize::CLIP, crate::normalize::CLIP))
     }
 
-    /// Collects `N` steps from `env`, continuing from `cursor`, then computes
-    /// advantages and returns. `on_episode` hears about every finished episode.
+    /// Collects a rollout of [`PpoConfig::rollout_len`]`(N)` steps (all `N`
+    /// by default) from `env`, continuing from `cursor`, then computes
+    /// advantages and returns. `on_episode` hears about every finished
+    /// episode. (With `n_envs > 1`, see [`collect_envs`](Self::collect_envs).)
     ///
     /// # Errors
-    /// [`Error::NonFinite`] for a non-finite observation, reward or network
-    /// output; the environment's own errors. A refused collect changes
-    /// nothing in the agent: the weights are never touched, the normalisers
-    /// are restored and the partial rollout is discarded (so `update` then
-    /// refuses with [`Error::RolloutIncomplete`]).
+    /// [`Error::InvalidConfig`] naming `n_envs` unless it is 1 (before
+    /// anything changes); [`Error::NonFinite`] for a non-finite observation,
+    /// reward or network output; the environment's own errors. A refused
+    /// collect changes nothing in the agent: the weights are never touched,
+    /// the normalisers are restored and the partial rollout is discarded (so
+    /// `update` then refuses with [`Error::RolloutIncomplete`]).
     pub fn collect<E, R>(
         &mut self,
         env: &mut E,
@@ -619,6 +674,35 @@ impl<A: Actor<OBS>, C: Critic<OBS>, const OBS: usize, const N: usize, const CHUN
         R: Rng + ?Sized,
     {
         self.collect_until(env, cursor, rng, on_episode, false, |_, _, _| Ok(0.0))
+    }
+
+    /// Collects a rollout from `n_envs` environment copies side by side
+    /// (SB3's vectorised collection): `n_steps` rounds, each stepping
+    /// `envs[0], …, envs[n_envs − 1]` once in order, each continuing from its
+    /// own cursor in `cursors`. The rollout is stored step-major —
+    /// transition `t·n_envs + e` is step `t` of copy `e` — and GAE runs per
+    /// copy along its own steps, bootstrapping each from its own last
+    /// observation ([`gae_strided`](super::gae::gae_strided)). Copies beyond
+    /// `n_envs` are not touched. With `n_envs = 1` this is
+    /// [`collect`](Self::collect), bit for bit.
+    ///
+    /// # Errors
+    /// [`Error::InvalidConfig`] naming `n_envs` when fewer than `n_envs`
+    /// copies or cursors are given, or `n_steps` when the rollout exceeds
+    /// `N` (before anything changes); otherwise as
+    /// [`collect`](Self::collect), with the same guarantees.
+    pub fn collect_envs<E, R>(
+        &mut self,
+        envs: &mut [E],
+        cursors: &mut [Cursor<SVector<f32, OBS>>],
+        rng: &mut R,
+        on_episode: impl FnMut(Episode),
+    ) -> Result<(), Error>
+    where
+        E: Env<Obs = SVector<f32, OBS>, Space = A::Space>,
+        R: Rng + ?Sized,
+    {
+        self.collect_transaction(envs, cursors, rng, on_episode, false, |_, _, _| Ok(0.0))
     }
 
     /// [`collect`](Self::collect) with a per-step reward penalty: before
@@ -668,13 +752,64 @@ impl<A: Actor<OBS>, C: Critic<OBS>, const OBS: usize, const N: usize, const CHUN
         E: Env<Obs = SVector<f32, OBS>, Space = A::Space>,
         R: Rng + ?Sized,
     {
+        if self.config.n_envs != 1 {
+            return Err(Error::config(
+                "n_envs",
+                "must be 1 to collect from one environment (collect_envs, Trainer::run_envs)",
+            ));
+        }
+        self.collect_transaction(
+            core::slice::from_mut(env),
+            core::slice::from_mut(cursor),
+            rng,
+            on_episode,
+            stop_at_episode_end,
+            penalty,
+        )
+    }
+
+    /// The shape checks, then [`collect_rollout`](Self::collect_rollout)
+    /// with the agent restored on error (see
+    /// [`collect_until`](Self::collect_until)).
+    fn collect_transaction<E, R>(
+        &mut self,
+        envs: &mut [E],
+        cursors: &mut [Cursor<SVector<f32, OBS>>],
+        rng: &mut R,
+        on_episode: impl FnMut(Episode),
+        stop_at_episode_end: bool,
+        penalty: impl FnMut(&SVector<f32, OBS>, &A::Action, f32) -> Result<f32, Error>,
+    ) -> Result<(), Error>
+    where
+        E: Env<Obs = SVector<f32, OBS>, Space = A::Space>,
+        R: Rng + ?Sized,
+    {
+        let n_envs = usize::from(self.config.n_envs);
+        if n_envs == 0 || envs.len() < n_envs || cursors.len() < n_envs {
+            return Err(Error::config(
+                "n_envs",
+                "must be > 0 and at most the environment copies given",
+            ));
+        }
+        if self.config.rollout_len(N) > N {
+            return Err(Error::config(
+                "n_steps",
+                "n_envs × n_steps must not exceed the rollout capacity N",
+            ));
+        }
         let saved = (
             self.obs_norm.clone(),
             self.return_norm.clone(),
             self.discounted_return,
         );
-        let result =
-            self.collect_rollout(env, cursor, rng, on_episode, stop_at_episode_end, penalty);
+        let result = self.collect_rollout(
+            &mut envs[..n_envs],
+            &mut cursors[..n_envs],
+            rng,
+            on_episode,
+            stop_at_episode_end,
+            penalty,
+        );
         if result.is_err() {
             (self.obs_norm, self.return_norm, self.discounted_return) = saved;
             self.rollout.clear();
@@ -682,10 +817,12 @@ impl<A: Actor<OBS>, C: Critic<OBS>, const OBS: usize, const N: usize, const CHUN
         result
     }
 
+    /// The rollout proper: `envs` and `cursors` are the `n_envs` copies in
+    /// use (checked by the caller).
     fn collect_rollout<E, R>(
         &mut self,
-        env: &mut E,
-        cursor: &mut Cursor<SVector<f32, OBS>>,
+        envs: &mut [E],
+        cursors: &mut [Cursor<SVector<f32, OBS>>],
         rng: &mut R,
         mut on_episode: impl FnMut(Episode),
         stop_at_episode_end: bool,
@@ -696,43 +833,56 @@ impl<A: Actor<OBS>, C: Critic<OBS>, const OBS: usize, const N: usize, const CHUN
         R: Rng + ?Sized,
     {
         self.rollout.clear();
-        while !self.rollout.is_full() {
-            let obs = if self.config.normalize_obs {
-                self.obs_norm.update_normalize(&cursor.obs)?
-            } else {
-                self.observe(&cursor.obs)?
-            };
-            let (action, log_prob) = self.train.params.actor.sample(&obs, rng)?;
-            let v = self.train.params.critic.value(&obs);
-            check_finite(v)?;
-            let penalty = penalty(&cursor.obs, &action, log_prob)?;
-            check_finite(penalty)?;
-            // The plant receives the command; the rollout keeps the raw sample.
-            let command = self.space.command(&action);
-            let step = cursor.advance(env, command, rng, &mut on_episode)?;
-            let reward = self.scale_reward(step.reward - penalty, step.done())?;
-            let final_value = if step.truncated {
-                self.train.params.critic.value(&self.observe(&step.obs)?)
-            } else {
-                0.0
-            };
-            self.rollout.push(Transition {
-                obs,
-                action,
-                log_prob,
-                value: v,
-                reward,
-                terminated: step.terminated,
-                truncated: step.truncated,
-                final_value,
-            })?;
-            if stop_at_episode_end && step.done() {
-                break;
+        let len = self.config.rollout_len(N);
+        // Step-major, as SB3 steps its `VecEnv`: one round steps every copy.
+        'rollout: while self.rollout.len() < len {
+            for (env, cursor) in envs.iter_mut().zip(cursors.iter_mut()) {
+                let obs = if self.config.normalize_obs {
+                    self.obs_norm.update_normalize(&cursor.obs)?
+                } else {
+                    self.observe(&cursor.obs)?
+                };
+                let (action, log_prob) = self.train.params.actor.sample(&obs, rng)?;
+                let v = self.train.params.critic.value(&obs);
+                check_finite(v)?;
+                let penalty = penalty(&cursor.obs, &action, log_prob)?;
+                check_finite(penalty)?;
+                // The plant receives the command; the rollout keeps the raw sample.
+                let command = self.space.command(&action);
+                let step = cursor.advance(env, command, rng, &mut on_episode)?;
+                let reward = self.scale_reward(step.reward - penalty, step.done())?;
+                let final_value = if step.truncated {
+                    self.train.params.critic.value(&self.observe(&step.obs)?)
+                } else {
+                    0.0
+                };
+                self.rollout.push(Transition {
+                    obs,
+                    action,
+                    log_prob,
+                    value: v,
+                    reward,
+                    terminated: step.terminated,
+                    truncated: step.truncated,
+                    final_value,
+                })?;
+                if stop_at_episode_end && step.done() {
+                    break 'rollout;
+                }
             }
         }
-        let last_value = self.train.params.critic.value(&self.observe(&cursor.obs)?);
-        self.rollout
-            .compute_advantages(last_value, self.config.gamma, self.config.gae_lambda);
+        // GAE per copy, each bootstrapping from its own next observation.
+        let n_envs = cursors.len();
+        for (e, cursor) in cursors.iter().enumerate() {
+            let last_value = self.train.params.critic.value(&self.observe(&cursor.obs)?);
+            self.rollout.compute_env_advantages(
+                e,
+                n_envs,
+                last_value,
+                self.config.gamma,
+                self.config.gae_lambda,
+            );
+        }
         // Value targets whose square (the value loss) or whose gradients
         // would overflow are refused here, before any update can half-apply.
         let n = self.rollout.len();

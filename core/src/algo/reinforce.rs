@@ -201,5 +201,7 @@ const fn config_to_ppo(c: ReinforceConfig) -> PpoConfig {
         normalize_obs: c.normalize_obs,
         normalize_reward: false,
         adam: c.adam,
+        n_envs: 1,
+        n_steps: 0,
     }
 }

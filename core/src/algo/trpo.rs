@@ -153,6 +153,8 @@ impl TrpoConfig {
             normalize_obs: c.normalize_obs,
             normalize_reward: c.normalize_reward,
             adam: c.adam,
+            n_envs: 1,
+            n_steps: 0,
         }
     }
 

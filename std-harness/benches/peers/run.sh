@@ -15,10 +15,9 @@
 #    one 256-sample minibatch, gamma 0.98, lambda 0.8, lr 1e-3 -> 0, clip
 #    0.2 -> 0, 64-64 tanh actor and critic, max_grad_norm 0.5, no VecNormalize.
 #    microrl runs the same numbers (microrl_cartpole_rlzoo.toml): 391 rollouts
-#    of 256 steps, 391 x 20 gradient steps on 256 samples each, the same
-#    networks -- the same environment steps, forward and backward passes.
-#    Left: microrl's 256 steps come from one environment, not 8 x 32 (see the
-#    n_envs marker in the TOML).
+#    of 256 steps collected as 8 environment copies x 32 steps (n_envs,
+#    n_steps), GAE per copy, 391 x 20 gradient steps on 256 samples each, the
+#    same networks -- the same environment steps, forward and backward passes.
 #
 #  * PPO Pendulum-v1, ~300 000 steps: RLtools' own PPO Pendulum training
 #    (rltools_pendulum_ppo.cpp, upstream's training.cpp and hyper-parameters,

@@ -1,0 +1,377 @@
+//! Environment copies stepped side by side: SB3's `VecEnv`, without
+//! allocation.
+//!
+//! Stable-Baselines3's PPO collects `n_steps` steps from each of `n_envs`
+//! copies of the environment per rollout (`n_envs × n_steps` samples).
+//! [`VecEnv`] is the caller-owned memory for that: `MAX_ENVS` copies (a
+//! const capacity, like every buffer of this crate) and one [`Cursor`] per
+//! copy — each copy has its own episode in progress, its own return and
+//! length, so episode statistics stay per copy. How many copies a run
+//! steps is the agent's run-time [`PpoConfig::n_envs`] (at most
+//! `MAX_ENVS`), fixed when the run starts ([`VecEnv::start`]).
+//!
+//! Design (data separate from operations, as [`Trainer`] itself): a
+//! `VecEnv` is plain data — it owns no RNG and steps nothing on its own.
+//! [`Ppo::collect_envs`](crate::algo::Ppo::collect_envs) steps the copies in
+//! use round by round (copy 0, 1, …, `n_envs − 1`, then again: the
+//! step-major order of SB3's rollout buffer, so transition `t·n_envs + e` is
+//! step `t` of copy `e`) and [`Trainer::run_envs`] drives it like
+//! [`Trainer::run`]; a checkpoint ([`Trainer::save_envs`]) holds every copy
+//! and every cursor. With `n_envs = 1` the run is the single-environment run
+//! ([`Trainer::run`]) bit for bit.
+//!
+//! ```
+//! use microrl::agent;
+//! use microrl::algo::PpoConfig;
+//! use microrl::env::CartPole;
+//! use microrl::train::{RunConfig, Trainer};
+//! use microrl::vec_env::VecEnv;
+//! use rand_xoshiro::Xoshiro128PlusPlus;
+//!
+//! // RL Zoo's CartPole-v1: 8 copies × 32 steps = 256 samples per rollout.
+//! type Agent = agent::Ppo<CartPole, 32, 256>;
+//! let config = PpoConfig { n_envs: 8, n_steps: 32, epochs: 20, minibatches: 1, ..PpoConfig::CARTPOLE };
+//! let mut agent = Box::new(Agent::new(config));
+//! let mut envs = VecEnv::new([CartPole::new(); 8]);
+//! let mut eval_env = CartPole::new();
+//! let run = RunConfig::new(512, 475.0);
+//! let mut trainer = Trainer::<_, Xoshiro128PlusPlus>::start_envs(&mut *agent, &mut envs, run, 0)?;
+//! let outcome = trainer.run_envs(&mut *agent, &mut envs, &mut eval_env, &mut ())?;
+//! assert_eq!(outcome.steps, 512);
+//! # Ok::<(), microrl::Error>(())
+//! ```
+//!
+//! [`PpoConfig::n_envs`]: crate::algo::PpoConfig::n_envs
+//! [`Trainer`]: crate::train::Trainer
+//! [`Trainer::run`]: crate::train::Trainer::run
+//! [`Trainer::run_envs`]: crate::train::Trainer::run_envs
+//! [`Trainer::save_envs`]: crate::train::Trainer::save_envs
+
+use nalgebra::SVector;
+use rand_core::Rng;
+
+use crate::algo::Cursor;
+use crate::env::Env;
+use crate::error::Error;
+
+/// `MAX_ENVS` copies of environment `E` and a [`Cursor`] into each (see
+/// the [module docs](self)). The first [`n_envs`](Self::n_envs) copies are
+/// in use.
+#[derive(Clone, Debug)]
+pub struct VecEnv<E: Env, const MAX_ENVS: usize> {
+    /// The copies (only the first [`n_envs`](Self::n_envs) are stepped).
+    pub envs: [E; MAX_ENVS],
+    /// The episode in progress on each copy.
+    pub cursors: [Cursor<E::Obs>; MAX_ENVS],
+    n_envs: usize,
+}
+
+impl<E: Env<Obs = SVector<f32, OBS>>, const OBS: usize, const MAX_ENVS: usize> VecEnv<E, MAX_ENVS> {
+    /// The copies `envs`, none in use yet ([`start`](Self::start) resets
+    /// them).
+    pub fn new(envs: [E; MAX_ENVS]) -> Self {
+        Self {
+            envs,
+            cursors: core::array::from_fn(|_| Cursor::idle()),
+            n_envs: 0,
+        }
+    }
+
+    /// The copies in use.
+    pub fn n_envs(&self) -> usize {
+        self.n_envs
+    }
+
+    /// Puts the first `n_envs` copies in use and resets them, copy 0 first,
+    /// from `rng` (one [`Cursor::start`] each, so with one copy exactly what
+    /// a single-environment run does).
+    ///
+    /// # Errors
+    /// [`Error::InvalidConfig`] naming `n_envs` when it is 0 or more than
+    /// `MAX_ENVS`; nothing changes then.
+    pub fn start<R: Rng + ?Sized>(&mut self, n_envs: usize, rng: &mut R) -> Result<(), Error> {
+        Self::check(n_envs)?;
+        for (env, cursor) in self.envs.iter_mut().zip(&mut self.cursors).take(n_envs) {
+            *cursor = Cursor::start(env, rng);
+        }
+        self.n_envs = n_envs;
+        Ok(())
+    }
+
+    /// The copies in use and their cursors, for
+    /// [`Ppo::collect_envs`](crate::algo::Ppo::collect_envs).
+    pub fn in_use(&mut self) -> (&mut [E], &mut [Cursor<SVector<f32, OBS>>]) {
+        let n = self.n_envs.min(MAX_ENVS);
+        (&mut self.envs[..n], &mut self.cursors[..n])
+    }
+
+    /// `n_envs` copies fit.
+    ///
+    /// # Errors
+    /// [`Error::InvalidConfig`] naming `n_envs`.
+    pub(crate) fn check(n_envs: usize) -> Result<(), Error> {
+        crate::config::check(
+            "n_envs",
+            n_envs > 0 && n_envs <= MAX_ENVS,
+            "must be > 0 and at most the VecEnv's MAX_ENVS copies",
+        )
+    }
+
+    /// Sets the copies in use after a checkpoint restored them.
+    pub(crate) fn set_n_envs(&mut self, n_envs: usize) {
+        self.n_envs = n_envs;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::algo::{Episode, PpoConfig};
+    use crate::env::{CartPole, Discrete, Step};
+    use crate::nn::Mlp;
+    use crate::params::Params;
+    use crate::policy::CategoricalActor;
+    use crate::rng::Xoshiro128pp as Xoshiro128PlusPlus;
+    use crate::train::{RunConfig, Trainer};
+    use rand_core::SeedableRng;
+    use std::boxed::Box;
+    use std::vec::Vec;
+
+    type Agent = crate::algo::Ppo<CategoricalActor<Mlp<4, 8, 2>>, Mlp<4, 8, 1>, 4, 64>;
+    type Run = Trainer<SVector<f32, 4>, Xoshiro128PlusPlus>;
+
+    /// Episodes of `len` steps paying 1 per step; the observation carries
+    /// the copy's `len` and the step within the episode.
+    #[derive(Clone, Debug, PartialEq)]
+    struct Fixed {
+        len: u32,
+        t: u32,
+    }
+
+    impl Env for Fixed {
+        type Obs = SVector<f32, 2>;
+        type Space = Discrete<2>;
+        const SOLVED_RETURN: f32 = 0.0;
+        fn reset<R: Rng + ?Sized>(&mut self, _rng: &mut R) -> SVector<f32, 2> {
+            self.t = 0;
+            SVector::<f32, 2>::new(self.len as f32, 0.0)
+        }
+        fn step(&mut self, _action: usize) -> Result<Step<SVector<f32, 2>>, Error> {
+            self.t += 1;
+            Ok(Step {
+                obs: SVector::<f32, 2>::new(self.len as f32, self.t as f32),
+                reward: 1.0,
+                // Copy 1 (len 3) is cut by a time limit, the others terminate.
+                terminated: self.t == self.len && self.len != 3,
+                truncated: self.t == self.len && self.len == 3,
+            })
+        }
+    }
+
+    /// Each copy keeps its own episode: the episodes reported are each
+    /// copy's own (length and return), the rollout is step-major with each
+    /// copy's episode ends at `t·n_envs + e`, and the cursors count their
+    /// copy's steps.
+    #[test]
+    fn copies_keep_their_own_episodes_step_major() {
+        type Small = crate::algo::Ppo<CategoricalActor<Mlp<2, 4, 2>>, Mlp<2, 4, 1>, 2, 24>;
+        let mut agent = Box::new(Small::new(PpoConfig {
+            n_envs: 3,
+            n_steps: 8,
+            minibatches: 2,
+            ..PpoConfig::DEFAULT
+        }));
+        let mut envs = VecEnv::new([2, 3, 5].map(|len| Fixed { len, t: 0 }));
+        let mut rng = Xoshiro128PlusPlus::seed_from_u64(3);
+        agent.init(&envs.envs[0], &mut rng).unwrap();
+        envs.start(3, &mut rng).unwrap();
+        let mut episodes: Vec<Episode> = Vec::new();
+        let (copies, cursors) = envs.in_use();
+        agent
+            .collect_envs(copies, cursors, &mut rng, |e| episodes.push(e))
+            .unwrap();
+        assert_eq!((agent.steps, agent.rollout.len()), (24, 24));
+        // 8 steps each: 4 episodes of 2, 2 of 3, 1 of 5, in stepping order.
+        let lens: Vec<u32> = episodes.iter().map(|e| e.len).collect();
+        assert_eq!(lens, [2, 3, 2, 5, 2, 3, 2]);
+        assert!(episodes.iter().all(|e| e.ret == e.len as f32));
+        for t in 0..8 {
+            for (e, len) in [2usize, 3, 5].into_iter().enumerate() {
+                let i = t * 3 + e;
+                let ends = (t + 1) % len == 0;
+                assert_eq!(agent.rollout.terminated[i], ends && len != 3, "{t} {e}");
+                assert_eq!(agent.rollout.truncated[i], ends && len == 3, "{t} {e}");
+            }
+        }
+        let steps: Vec<u64> = envs.cursors.iter().map(|c| c.steps).collect();
+        assert_eq!(steps, [8, 8, 8]);
+        assert_eq!((envs.cursors[0].len, envs.cursors[2].len), (0, 3));
+        assert!(agent.update(&mut rng).unwrap().policy_loss.is_finite());
+    }
+
+    /// Every scalar of the agent's parameters and Adam state, as bits.
+    fn bits(a: &Agent) -> Vec<u32> {
+        fn push<P: Params>(out: &mut Vec<u32>, p: &P) {
+            for i in 0..P::TENSORS {
+                out.extend(p.tensor(i).iter().map(|x| x.to_bits()));
+            }
+        }
+        let p = &a.train;
+        let mut out = Vec::new();
+        for t in [&p.params, &p.optimizer.m, &p.optimizer.v] {
+            push(&mut out, t);
+        }
+        out.extend(a.obs_norm.mean.iter().map(|x| x.to_bits()));
+        out.push(p.optimizer.t);
+        out
+    }
+
+    /// With `n_envs = 1` the run over copies is the single-environment run,
+    /// bit for bit: weights, Adam, normaliser, outcome, the environment and
+    /// the cursor, and the same checkpoint bytes.
+    #[test]
+    fn one_copy_is_the_single_environment_run_bit_for_bit() {
+        let config = PpoConfig {
+            total_steps: 1_280,
+            ..PpoConfig::CARTPOLE
+        };
+        let run = RunConfig {
+            eval_interval: 128,
+            quick_episodes: 2,
+            select_episodes: 2,
+            report_episodes: 3,
+            early_stop: false,
+            ..RunConfig::new(1_280, 20.0)
+        };
+        let mut single = Box::new(Agent::new(config));
+        let (mut env, mut eval_env) = (CartPole::new(), CartPole::new());
+        let mut trainer = Run::start(&mut *single, &mut env, run, 9).unwrap();
+        let outcome = trainer
+            .run(&mut *single, &mut env, &mut eval_env, &mut ())
+            .unwrap();
+
+        let mut copies = Box::new(Agent::new(config));
+        let mut envs = VecEnv::new([CartPole::new(); 3]);
+        let mut eval_env = CartPole::new();
+        let mut vec_trainer = Run::start_envs(&mut *copies, &mut envs, run, 9).unwrap();
+        let vec_outcome = vec_trainer
+            .run_envs(&mut *copies, &mut envs, &mut eval_env, &mut ())
+            .unwrap();
+        assert_eq!(envs.n_envs(), 1);
+        assert_eq!(vec_outcome, outcome);
+        assert_eq!(bits(&copies), bits(&single));
+        assert_eq!(copies.steps, single.steps);
+        assert_eq!(envs.envs[0], env);
+        assert_eq!(envs.cursors[0], trainer.cursor);
+        assert_eq!(vec_trainer.rng, trainer.rng);
+        // Copies not in use are never touched.
+        assert_eq!(envs.envs[1], CartPole::new());
+        assert_eq!(envs.cursors[1], Cursor::idle());
+
+        // A one-copy checkpoint is the single checkpoint, byte for byte.
+        let mut one = VecEnv::new([env]);
+        one.cursors[0] = trainer.cursor.clone();
+        let mut a = std::vec![0u8; Run::checkpoint_len_envs::<Agent, CartPole, 1>()];
+        let mut b = std::vec![0u8; Run::checkpoint_len::<Agent, CartPole>()];
+        assert_eq!(trainer.save_envs(&*single, &one, &mut a), Ok(a.len()));
+        assert_eq!(trainer.save(&*single, &env, &mut b), Ok(b.len()));
+        assert_eq!(a, b);
+    }
+
+    /// Refused configurations name their field and change nothing: not
+    /// the agent, not the copies, not the cursors.
+    #[test]
+    fn refused_configurations_name_the_field_and_change_nothing() {
+        let run = RunConfig::new(1_000, 1.0);
+        for (config, field) in [
+            (
+                PpoConfig {
+                    n_envs: 0,
+                    ..PpoConfig::DEFAULT
+                },
+                "n_envs",
+            ),
+            // 5 copies do not fit a VecEnv of 4.
+            (
+                PpoConfig {
+                    n_envs: 5,
+                    n_steps: 8,
+                    ..PpoConfig::DEFAULT
+                },
+                "n_envs",
+            ),
+            // 4 × 17 = 68 > 64.
+            (
+                PpoConfig {
+                    n_envs: 4,
+                    n_steps: 17,
+                    ..PpoConfig::DEFAULT
+                },
+                "n_steps",
+            ),
+            // 3 × 10 = 30 samples in 4 minibatches.
+            (
+                PpoConfig {
+                    n_envs: 3,
+                    n_steps: 10,
+                    ..PpoConfig::DEFAULT
+                },
+                "minibatches",
+            ),
+            (
+                PpoConfig {
+                    n_envs: 2,
+                    normalize_reward: true,
+                    ..PpoConfig::DEFAULT
+                },
+                "normalize_reward",
+            ),
+        ] {
+            let mut agent = Box::new(Agent::new(config));
+            let before = bits(&agent);
+            let mut envs = VecEnv::new([CartPole::new(); 4]);
+            let result = Run::start_envs(&mut *agent, &mut envs, run, 1);
+            assert!(
+                matches!(result, Err(Error::InvalidConfig { field: f, .. }) if f == field),
+                "{config:?}: {result:?}"
+            );
+            assert_eq!(bits(&agent), before, "{field}");
+            assert_eq!((agent.steps, envs.n_envs()), (0, 0));
+            assert!(envs.envs.iter().all(|e| *e == CartPole::new()));
+            assert!(envs.cursors.iter().all(|c| *c == Cursor::idle()));
+        }
+        // The defaults are one copy filling the buffer: 64 samples.
+        assert_eq!(PpoConfig::DEFAULT.rollout_len(64), 64);
+        // The single-environment collect refuses more than one copy, before
+        // anything changes.
+        let mut agent = Box::new(Agent::new(PpoConfig {
+            n_envs: 2,
+            ..PpoConfig::DEFAULT
+        }));
+        let mut env = CartPole::new();
+        let mut rng = Xoshiro128PlusPlus::seed_from_u64(2);
+        agent.init(&env, &mut rng).unwrap();
+        let before = bits(&agent);
+        let mut cursor = Cursor::start(&mut env, &mut rng);
+        let saved = (env, cursor.clone());
+        assert!(matches!(
+            agent.collect(&mut env, &mut cursor, &mut rng, |_| {}),
+            Err(Error::InvalidConfig {
+                field: "n_envs",
+                ..
+            })
+        ));
+        assert_eq!((bits(&agent), env, cursor), (before, saved.0, saved.1));
+        // So does a collect given fewer copies than n_envs.
+        let mut envs = [CartPole::new()];
+        let mut cursors = [Cursor::idle()];
+        assert!(matches!(
+            agent.collect_envs(&mut envs, &mut cursors, &mut rng, |_| {}),
+            Err(Error::InvalidConfig {
+                field: "n_envs",
+                ..
+            })
+        ));
+        assert_eq!(agent.steps, 0);
+    }
+}
