@@ -747,8 +747,7 @@ impl<const OBS: usize, R: Rng> Trainer<SVector<f32, OBS>, R> {
             *episodes += 1;
             hooks.on_episode(e);
         })?;
-        self.updates += agent.updates_per_iteration();
-        hooks.on_update(agent.steps(), &stats);
+        self.count_update(agent, &stats, hooks);
         self.evaluate_due(agent, eval_env, hooks)
     }
 
@@ -769,9 +768,19 @@ impl<const OBS: usize, R: Rng> Trainer<SVector<f32, OBS>, R> {
             *episodes += 1;
             hooks.on_episode(e);
         })?;
-        self.updates += agent.updates_per_iteration();
-        hooks.on_update(agent.steps(), &stats);
+        self.count_update(agent, &stats, hooks);
         Ok(())
+    }
+
+    /// Counts an iteration's updates and reports its statistics.
+    fn count_update<L: Agent, H: Hooks<L::Stats>>(
+        &mut self,
+        agent: &L,
+        stats: &L::Stats,
+        hooks: &mut H,
+    ) {
+        self.updates += agent.updates_per_iteration();
+        hooks.on_update(agent.steps(), stats);
     }
 
     /// The quick (and, when it passes, the deciding) evaluation if one is due.
@@ -981,13 +990,19 @@ impl<const OBS: usize, R: Rng> Trainer<SVector<f32, OBS>, R> {
     {
         while agent.steps() < self.config.total_steps {
             let progress = self.iterate_envs(agent, envs, eval_env, hooks)?;
-            let stop = hooks.on_iteration(&progress).is_break()
-                || (self.config.early_stop && progress.solved_at_step.is_some());
+            let stop = self.ends_run(&progress, hooks);
             if stop || between(self, agent, envs, hooks).is_break() {
                 break;
             }
         }
         self.finish(agent, eval_env, hooks)
+    }
+
+    /// Whether the run ends after an iteration: a hook breaks, or (with
+    /// early stop) the deciding evaluation passed.
+    fn ends_run<S, H: Hooks<S>>(&self, progress: &Progress, hooks: &mut H) -> bool {
+        hooks.on_iteration(progress).is_break()
+            || (self.config.early_stop && progress.solved_at_step.is_some())
     }
 
     /// The training loop of one environment ([`run_envs_with`](Self::run_envs_with)
@@ -1014,8 +1029,7 @@ impl<const OBS: usize, R: Rng> Trainer<SVector<f32, OBS>, R> {
                 Some(eval_env) => self.iterate(agent, env, eval_env, hooks)?,
                 None => self.iterate_single(agent, env, hooks)?,
             };
-            let stop = hooks.on_iteration(&progress).is_break()
-                || (self.config.early_stop && progress.solved_at_step.is_some());
+            let stop = self.ends_run(&progress, hooks);
             if stop || between(self, agent, env, hooks).is_break() {
                 break;
             }
