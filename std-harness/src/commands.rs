@@ -84,9 +84,9 @@ pub struct TrainingRam {
 /// harness uses with `--small`), as compiled for a Cortex-M.
 ///
 /// The rollout agents hold their update's batched-pass storage for
-/// [`DEFAULT_CHUNK`](microrl::algo::DEFAULT_CHUNK) samples: 8 here, 1 on a
+/// [`DEFAULT_CHUNK`](microrl::algo::DEFAULT_CHUNK) samples: 32 here, 1 on a
 /// Cortex-M. That storage is an array per network layer, linear in the
-/// chunk, so the Cortex-M size is the size here less 7 samples' worth.
+/// chunk, so the Cortex-M size is the size here less 31 samples' worth.
 pub fn training_ram() -> Vec<TrainingRam> {
     use crate::train::{A2C_STEPS, GRPO_STEPS, PPO_CARTPOLE_STEPS, REINFORCE_STEPS, TRPO_STEPS};
     use microrl::agent;

@@ -34,7 +34,7 @@ pub fn exp(x: f32) -> f32 {
     if x < -103.972_08 {
         return 0.0;
     }
-    let k = libm::floorf(x * LOG2E + 0.5);
+    let k = super::floor(x * LOG2E + 0.5);
     let r = x - k * LN2_HI - k * LN2_LO;
     let z = r * r;
     let p = ((((1.987_569_1e-4 * r + 1.398_199_9e-3) * r + 8.333_452e-3) * r + 4.166_579_6e-2) * r

@@ -139,6 +139,20 @@ pub fn sqrt(x: f32) -> f32 {
     libm::sqrtf(x)
 }
 
+/// The largest integer `≤ x` (exact, so every implementation gives the same
+/// bits).
+///
+/// With `std` it is `f32::floor`, one rounding instruction where the CPU
+/// has one (SSE4.1, AVX) instead of a call to libm's bit-twiddling
+/// `floorf`; [`exp`] uses it for its range reduction.
+#[inline]
+pub fn floor(x: f32) -> f32 {
+    #[cfg(feature = "std")]
+    return x.floor();
+    #[cfg(not(feature = "std"))]
+    libm::floorf(x)
+}
+
 /// `x^y` (libm's `powf`).
 #[inline]
 pub fn powf(x: f32, y: f32) -> f32 {

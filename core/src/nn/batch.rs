@@ -98,8 +98,11 @@ const ROWS: usize = 16;
 const ROWS: usize = 8;
 
 /// Rows of `∂L/∂W` per column the weight-gradient kernel keeps in
-/// registers (4 columns of them).
-#[cfg(not(target_arch = "arm"))]
+/// registers (4 columns of them): two SIMD registers per column, so each
+/// sample's 4 broadcast inputs serve 8 vector multiply-adds.
+#[cfg(all(not(target_arch = "arm"), target_feature = "avx"))]
+const GRAD_ROWS: usize = 16;
+#[cfg(all(not(target_arch = "arm"), not(target_feature = "avx")))]
 const GRAD_ROWS: usize = 8;
 
 /// Samples whose pre-activations the forward kernel keeps in registers at
