@@ -357,4 +357,33 @@ mod tests {
         assert_eq!(r.advantages, [0.0; 4]);
         assert_eq!(r.explained_variance(), 1.0);
     }
+
+    /// Per environment, `compute_env_advantages` is `env_advantages` then
+    /// the value targets: on two interleaved environments its returns
+    /// are `advantages + values`, the bits `compute_returns` gives.
+    #[test]
+    fn env_returns_are_advantages_plus_values() {
+        let mut a = Rollout::<1, usize, 6>::new(0);
+        for (reward, value) in [
+            (1.0, 0.5),
+            (2.0, -1.0),
+            (0.5, 2.0),
+            (1.5, 0.25),
+            (3.0, 1.0),
+            (-1.0, 4.0),
+        ] {
+            a.push(transition(reward, value)).unwrap();
+        }
+        let mut b = a.clone();
+        for env in 0..2 {
+            a.compute_env_advantages(env, 2, 0.75, 0.9, 0.8);
+            b.env_advantages(env, 2, 0.75, 0.9, 0.8);
+        }
+        b.compute_returns();
+        assert_eq!((a.advantages, a.returns), (b.advantages, b.returns));
+        for t in 0..6 {
+            assert_eq!(a.returns[t], a.advantages[t] + a.values[t], "{t}");
+            assert_ne!(a.advantages[t], 0.0, "{t}");
+        }
+    }
 }

@@ -1519,6 +1519,30 @@ mod tests {
         );
     }
 
+    /// The overflow check is on the value targets `Â + V_old` themselves: a
+    /// critic stuck at 7e14 on terminating CartPole episodes gives
+    /// `Â ≈ −V` at each episode end, so `R ≈ r` (usable) while `Â − V`
+    /// would be beyond 1e15 — that rollout is collected.
+    #[test]
+    fn large_values_with_usable_value_targets_are_collected() {
+        use crate::env::CartPole;
+        let mut agent = std::boxed::Box::new(Agent::new(PpoConfig::DEFAULT));
+        let mut env = CartPole::new();
+        let mut rng = crate::nn::fd::rng(5);
+        agent.init(&env, &mut rng).unwrap();
+        let head = &mut agent.train.params.critic.second.second;
+        head.weight.fill(0.0);
+        head.bias[0] = 7e14;
+        let mut cursor = Cursor::start(&mut env, &mut rng);
+        agent
+            .collect(&mut env, &mut cursor, &mut rng, |_| {})
+            .unwrap();
+        let r = &agent.rollout;
+        assert!(r.terminated[..64].iter().any(|&t| t));
+        assert!(r.advantages[..64].iter().any(|a| a.abs() > 5e14));
+        assert!(r.returns[..64].iter().all(|x| x.abs() <= 1e15));
+    }
+
     /// The first check of `minibatches` is its own: zero is "must be > 0".
     #[test]
     fn zero_minibatches_is_refused_as_zero() {
