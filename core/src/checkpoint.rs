@@ -7,7 +7,8 @@
 //! - **Everything a future step reads, nothing else.** A checkpoint holds
 //!   the agent ([`AgentState`]: weights, Adam's `m`, `v` and step `t` of every
 //!   [`TrainState`], the action space, the observation and return
-//!   normalisers, the running discounted return and the step counter), the
+//!   normalisers, the running discounted return of a single environment
+//!   and the step counter), the
 //!   [`Trainer`] (its [`RunConfig`], the [`Cursor`] into the training episode,
 //!   the episode and update counters, `solved_at_step`, the passed deciding
 //!   evaluation, `next_eval` and the state of its three RNG streams through
@@ -68,7 +69,7 @@
 //! | offset | size | field |
 //! |---|---|---|
 //! | 0 | 4 | magic `b"MRLC"` ([`MAGIC`], distinct from the policy format's `MRLP`) |
-//! | 4 | 2 | format version ([`VERSION`]) |
+//! | 4 | 2 | format version ([`VERSION`]; [`VERSION_ENVS`] with more than one environment copy) |
 //! | 6 | 2 | reserved, must be 0 |
 //! | 8 | 4 | total length in bytes, CRC included |
 //! | 12 | 4 | agent kind ([`AgentState::KIND`]) |
@@ -79,17 +80,22 @@
 //! | 32 | 4 | environment words ([`EnvState::WORDS`], times the copies of a [`VecEnv`]) |
 //! | 36 | 4 | RNG words per stream ([`RngState::WORDS`]) |
 //! | 40 | 4 | trainer section length in bytes |
-//! | 44 | … | trainer section: run configuration, cursor (one per copy), counters, evaluation record, three RNG states |
+//! | 44 | … | trainer section: run configuration, cursor (one per copy; with more than one copy each also holds its copy's discounted return), counters, evaluation record, three RNG states |
 //! | … | [`AgentState::LEN`] | agent section |
 //! | … | 8·[`EnvState::WORDS`] per copy | environment section (`f64` words), copy by copy |
+//! | end − 4 | 4 | CRC-32 ([`crc32`]) of every preceding byte |
 //!
 //! A run over `MAX_ENVS` environment copies ([`VecEnv`],
 //! [`Trainer::save_envs`]) saves every copy and its cursor in place of the
 //! single environment and cursor: the same layout with `MAX_ENVS` of each,
 //! so a one-copy checkpoint is the single-environment one byte for byte
-//! (the format version is unchanged) and a checkpoint of another number of
-//! copies is refused as a [`Error::ShapeMismatch`].
-//! | end − 4 | 4 | CRC-32 ([`crc32`]) of every preceding byte |
+//! (format [`VERSION`]), and a checkpoint of another number of copies is
+//! refused as a [`Error::ShapeMismatch`]. With more than one copy each
+//! cursor also carries its copy's running discounted return
+//! ([`Cursor::discounted_return`], after the step counter: reward scaling
+//! keeps one per copy, as SB3's `VecNormalize`), and the format version is
+//! [`VERSION_ENVS`] (a checkpoint of copies written before it, format 2
+//! without those returns, is refused as [`Error::UnsupportedVersion`]).
 //!
 //! [`Trainer::resume`] checks, in order: magic, version, that the length is
 //! the one the header announces ([`Error::Truncated`],
@@ -119,8 +125,18 @@ use crate::vec_env::VecEnv;
 
 /// Magic number at the start of every checkpoint.
 pub const MAGIC: [u8; 4] = *b"MRLC";
-/// Current format version.
+/// Current format version of a checkpoint of one environment (a
+/// single-environment run, or a [`VecEnv`] of one copy).
 pub const VERSION: u16 = 2;
+/// Current format version of a checkpoint of more than one environment
+/// copy: format [`VERSION`] with one more field per cursor, its copy's
+/// running discounted return ([`Cursor::discounted_return`]).
+pub const VERSION_ENVS: u16 = 3;
+
+/// The format version of a checkpoint with `copies` environment copies.
+const fn version(copies: usize) -> u16 {
+    if copies > 1 { VERSION_ENVS } else { VERSION }
+}
 /// Size of the header.
 pub const HEADER_LEN: usize = 44;
 /// Largest [`EnvState::WORDS`] a checkpoint supports (the words pass
@@ -138,10 +154,11 @@ const fn trainer_len(obs: usize, rng_words: usize) -> usize {
 
 /// Bytes of the trainer section for `obs`-dimensional observations, RNG
 /// states of `rng_words` words and `copies` environment copies (one cursor
-/// each).
+/// each, with its discounted return when there are more than one).
 const fn trainer_len_copies(obs: usize, rng_words: usize, copies: usize) -> usize {
     let config = 8 + 4 + 8 + 8 + 4 + 4 + 4 + 4;
-    let cursor = copies * (4 * obs + 8 + 4 + 8);
+    let discounted_return = if copies > 1 { 4 } else { 0 };
+    let cursor = copies * (4 * obs + 8 + 4 + 8 + discounted_return);
     let counters = 8 + 8;
     let solved = 4 + 8;
     let selection = 4 + 4 + 8 + 4 + 4 + 4;
@@ -732,7 +749,7 @@ fn verify<L: AgentState, E: EnvState, R: RngState>(
         return Err(Error::BadMagic);
     }
     let version = r.u32()?;
-    if version != u32::from(VERSION) {
+    if version != u32::from(self::version(copies)) {
         return Err(Error::UnsupportedVersion);
     }
     let len = r.u32()? as usize;
@@ -895,7 +912,7 @@ impl<const OBS: usize, R: Rng + RngState> Trainer<SVector<f32, OBS>, R> {
         const { assert!(E::WORDS <= MAX_ENV_WORDS, "EnvState::WORDS > MAX_ENV_WORDS") };
         let header = Header::of::<L, E, R>(envs.len());
         w.bytes(&MAGIC);
-        w.bytes(&VERSION.to_le_bytes());
+        w.bytes(&version(envs.len()).to_le_bytes());
         w.bytes(&0u16.to_le_bytes());
         for f in header.fields() {
             w.u32(f);
@@ -917,6 +934,9 @@ impl<const OBS: usize, R: Rng + RngState> Trainer<SVector<f32, OBS>, R> {
             w.f64(cursor.ret)?;
             w.u32(cursor.len);
             w.u64(cursor.steps);
+            if cursors.len() > 1 {
+                w.f32(cursor.discounted_return)?;
+            }
         }
         w.u64(self.episodes);
         w.u64(self.updates);
@@ -1094,6 +1114,7 @@ impl<const OBS: usize, R: Rng + RngState> Trainer<SVector<f32, OBS>, R> {
             early_stop: r.flag()?,
         };
         config.validate()?;
+        let copies = cursors.len();
         for cursor in cursors.iter_mut() {
             let mut obs = SVector::<f32, OBS>::zeros();
             for x in obs.iter_mut() {
@@ -1104,6 +1125,7 @@ impl<const OBS: usize, R: Rng + RngState> Trainer<SVector<f32, OBS>, R> {
                 ret: r.f64()?,
                 len: r.u32()?,
                 steps: r.u64()?,
+                discounted_return: if copies > 1 { r.f32()? } else { 0.0 },
             };
         }
         let episodes = r.u64()?;
@@ -1355,23 +1377,20 @@ mod tests {
         );
     }
 
-    /// PPO over 3 environment copies (of a `VecEnv` of 4: one spare)
-    /// stopped after 1, 3, 7 and 20 iterations, saved, resumed into a fresh
-    /// agent, fresh copies and a fresh trainer: the rest of the run ends
-    /// bit-identical to the uninterrupted one — agent, every copy, every
-    /// cursor, outcome.
-    #[test]
-    fn ppo_over_environment_copies_resumes_bit_identically() {
-        const MAX: usize = 4;
-        type Envs = VecEnv<CartPole, MAX>;
-        let config = PpoConfig {
-            total_steps: 2_016,
-            n_envs: 3,
-            n_steps: 16,
-            ..PpoConfig::CARTPOLE
-        };
+    const MAX: usize = 4;
+    type Envs = VecEnv<CartPole, MAX>;
+
+    /// PPO with `config` over 3 environment copies (of a `VecEnv` of 4: one
+    /// spare) stopped after 1, 3, 7 and 20 iterations, saved, resumed into
+    /// a fresh agent, fresh copies and a fresh trainer: the rest of the run
+    /// ends bit-identical to the uninterrupted one — agent, every copy,
+    /// every cursor (its discounted return included), outcome. Returns the
+    /// last checkpoint and a fresh agent, copies and evaluation copy.
+    fn copies_resume_bit_identically(
+        config: PpoConfig,
+    ) -> (Vec<u8>, impl Fn() -> (Box<PpoAgent>, Envs, CartPole)) {
         let run = run_config(2_016, 240, 12.0);
-        let fresh = || {
+        let fresh = move || {
             (
                 Box::new(PpoAgent::new(config)),
                 Envs::new([CartPole::new(); MAX]),
@@ -1403,6 +1422,14 @@ mod tests {
             }
             assert_eq!(trainer.save_envs(&*agent, &envs, &mut buf), Ok(buf.len()));
             let saved = (agent.digest(), envs.clone());
+            // Mid-episode copies carry a discounted return exactly when
+            // rewards are scaled.
+            let returns = saved.1.cursors.each_ref().map(|c| c.discounted_return);
+            assert_eq!(
+                returns[..3].iter().any(|&g| g != 0.0),
+                config.normalize_reward,
+                "{returns:?}"
+            );
 
             let (mut agent, mut envs, mut eval_env) = fresh();
             let mut trainer = T::resume_envs(&mut *agent, &mut envs, &buf).unwrap();
@@ -1427,6 +1454,43 @@ mod tests {
                 "cursors after resuming at {stop}"
             );
         }
+        (buf, fresh)
+    }
+
+    /// With reward scaling each copy's discounted return resumes with its
+    /// cursor (format `VERSION_ENVS`; the same checkpoint as format 2 is
+    /// refused).
+    #[test]
+    fn ppo_over_environment_copies_with_reward_scaling_resumes_bit_identically() {
+        let config = PpoConfig {
+            total_steps: 2_016,
+            n_envs: 3,
+            n_steps: 16,
+            normalize_reward: true,
+            ..PpoConfig::CARTPOLE
+        };
+        let (mut buf, fresh) = copies_resume_bit_identically(config);
+        assert_eq!(buf[4..6], VERSION_ENVS.to_le_bytes());
+        buf[4..6].copy_from_slice(&VERSION.to_le_bytes());
+        recrc(&mut buf);
+        let (mut agent, mut envs, _) = fresh();
+        assert_eq!(
+            T::resume_envs(&mut *agent, &mut envs, &buf).err(),
+            Some(Error::UnsupportedVersion)
+        );
+    }
+
+    /// Copies without reward scaling resume bit for bit too, and a refused
+    /// resume changes nothing.
+    #[test]
+    fn ppo_over_environment_copies_resumes_bit_identically() {
+        let config = PpoConfig {
+            total_steps: 2_016,
+            n_envs: 3,
+            n_steps: 16,
+            ..PpoConfig::CARTPOLE
+        };
+        let (buf, fresh) = copies_resume_bit_identically(config);
         // Refused without change: another number of copies, and a copy's
         // state it cannot be in (the last copy's, after the others have
         // been checked).

@@ -20,6 +20,12 @@
 //! and every cursor. With `n_envs = 1` the run is the single-environment run
 //! ([`Trainer::run`]) bit for bit.
 //!
+//! Reward scaling ([`PpoConfig::normalize_reward`]) over copies is SB3
+//! `VecNormalize`'s: each copy's running discounted return lives in its
+//! cursor ([`Cursor::discounted_return`]), follows that copy's episodes
+//! only, and is saved with it; every copy's return updates the agent's one
+//! return normaliser, in stepping order.
+//!
 //! ```
 //! use microrl::agent;
 //! use microrl::algo::PpoConfig;
@@ -42,6 +48,7 @@
 //! ```
 //!
 //! [`PpoConfig::n_envs`]: crate::algo::PpoConfig::n_envs
+//! [`PpoConfig::normalize_reward`]: crate::algo::PpoConfig::normalize_reward
 //! [`Trainer`]: crate::train::Trainer
 //! [`Trainer::run`]: crate::train::Trainer::run
 //! [`Trainer::run_envs`]: crate::train::Trainer::run_envs
@@ -209,6 +216,85 @@ mod tests {
         assert!(agent.update(&mut rng).unwrap().policy_loss.is_finite());
     }
 
+    type Pair = crate::algo::Ppo<CategoricalActor<Mlp<2, 4, 2>>, Mlp<2, 4, 1>, 2, 10>;
+
+    /// Two copies of [`Fixed`] (episodes of 2 and 3 steps) with reward
+    /// scaling at `γ = 0.5`, after one rollout of 5 steps each.
+    fn scaled_two_copies() -> (Box<Pair>, VecEnv<Fixed, 2>, Xoshiro128PlusPlus) {
+        let mut agent = Box::new(Pair::new(PpoConfig {
+            n_envs: 2,
+            n_steps: 5,
+            minibatches: 1,
+            gamma: 0.5,
+            normalize_reward: true,
+            ..PpoConfig::DEFAULT
+        }));
+        let mut envs = VecEnv::new([2, 3].map(|len| Fixed { len, t: 0 }));
+        let mut rng = Xoshiro128PlusPlus::seed_from_u64(4);
+        agent.init(&envs.envs[0], &mut rng).unwrap();
+        envs.start(2, &mut rng).unwrap();
+        let (copies, cursors) = envs.in_use();
+        agent
+            .collect_envs(copies, cursors, &mut rng, |_| {})
+            .unwrap();
+        (agent, envs, rng)
+    }
+
+    /// Reward scaling over copies is SB3 `VecNormalize`'s: each copy's
+    /// discounted return follows its own episodes (reset at its own
+    /// episode ends), the one return normaliser folds in every copy's
+    /// return in stepping order, and each reward is divided by the
+    /// normaliser's std just after its own return was folded in.
+    #[test]
+    fn reward_scaling_keeps_one_discounted_return_per_copy() {
+        let (agent, envs, _) = scaled_two_copies();
+        // G ← 0.5·G + 1, by hand. Copy 0 (episodes of 2): 1, 1.5 | 1, 1.5 | 1.
+        // Copy 1 (episodes of 3): 1, 1.5, 1.75 | 1, 1.5. Step-major:
+        let returns = [1.0, 1.0, 1.5, 1.5, 1.0, 1.75, 1.5, 1.0, 1.0, 1.5];
+        let mut norm = crate::normalize::RunningNorm::<1>::ZERO;
+        for (i, g) in returns.into_iter().enumerate() {
+            norm.update(&SVector::<f32, 1>::new(g)).unwrap();
+            let std = crate::math::sqrt(norm.var[0] + crate::normalize::EPSILON);
+            let clip = crate::normalize::CLIP;
+            let scaled = (1.0 / std).clamp(-clip, clip);
+            assert_eq!(agent.rollout.rewards[i].to_bits(), scaled.to_bits(), "{i}");
+        }
+        assert_eq!(agent.return_norm, norm);
+        // The last rewards are scaled, not clipped: the check has teeth.
+        assert!(
+            agent.rollout.rewards[9] < 9.0,
+            "{}",
+            agent.rollout.rewards[9]
+        );
+        // Each copy carries its own return into the next rollout: copy 0
+        // is one step into its third episode, copy 1 two into its second.
+        let carried = envs.cursors.each_ref().map(|c| c.discounted_return);
+        assert_eq!(carried, [1.0, 1.5]);
+        assert_eq!(agent.discounted_return, 0.0);
+    }
+
+    /// A refused collect over copies restores every copy's discounted
+    /// return with the shared normaliser, even when refused after GAE (a
+    /// critic stuck at 1.5e15: value targets beyond a gradient).
+    #[test]
+    fn refused_collect_restores_every_copys_discounted_return() {
+        let (mut agent, mut envs, mut rng) = scaled_two_copies();
+        agent.update(&mut rng).unwrap();
+        let head = &mut agent.train.params.critic.second.second;
+        head.weight.fill(0.0);
+        head.bias[0] = 1.5e15;
+        let before = (agent.return_norm.clone(), agent.steps);
+        let (copies, cursors) = envs.in_use();
+        assert_eq!(
+            agent.collect_envs(copies, cursors, &mut rng, |_| {}),
+            Err(Error::ValueOverflow)
+        );
+        let carried = envs.cursors.each_ref().map(|c| c.discounted_return);
+        assert_eq!(carried, [1.0, 1.5]);
+        assert_eq!((agent.return_norm.clone(), agent.steps), before);
+        assert!(!agent.rollout.is_ready());
+    }
+
     /// Every scalar of the agent's parameters and Adam state, as bits.
     fn bits(a: &Agent) -> Vec<u32> {
         fn push<P: Params>(out: &mut Vec<u32>, p: &P) {
@@ -318,14 +404,6 @@ mod tests {
                 },
                 "minibatches",
             ),
-            (
-                PpoConfig {
-                    n_envs: 2,
-                    normalize_reward: true,
-                    ..PpoConfig::DEFAULT
-                },
-                "normalize_reward",
-            ),
         ] {
             let mut agent = Box::new(Agent::new(config));
             let before = bits(&agent);
@@ -373,5 +451,67 @@ mod tests {
             })
         ));
         assert_eq!(agent.steps, 0);
+    }
+
+    /// `collect_envs` checks the copies it is given against the agent's
+    /// configuration as it is now (a public field, changeable after
+    /// `init`): no copies in use, fewer copies or fewer cursors than
+    /// `n_envs`, or a rollout beyond `N` are refused naming the field,
+    /// before anything changes; more copies and cursors than `n_envs`, and
+    /// a rollout short of `N`, are collected (the spare copy untouched).
+    #[test]
+    fn collect_envs_refuses_copies_that_do_not_fit_before_anything_changes() {
+        let config = PpoConfig {
+            n_envs: 2,
+            n_steps: 8,
+            minibatches: 1,
+            ..PpoConfig::DEFAULT
+        };
+        let mut agent = Box::new(Agent::new(config));
+        let mut envs = VecEnv::new([CartPole::new(); 3]);
+        let mut rng = Xoshiro128PlusPlus::seed_from_u64(6);
+        agent.init(&envs.envs[0], &mut rng).unwrap();
+        envs.start(3, &mut rng).unwrap();
+        let before = (bits(&agent), envs.clone(), rng.clone());
+        // (n_envs, n_steps, copies given, cursors given, field refused)
+        for (n_envs, n_steps, copies, cursors, field) in [
+            (0, 8, 3, 3, "n_envs"),
+            (2, 8, 1, 3, "n_envs"),
+            (2, 8, 3, 1, "n_envs"),
+            // 2 × 33 = 66 > 64.
+            (2, 33, 3, 3, "n_steps"),
+        ] {
+            agent.config = PpoConfig {
+                n_envs,
+                n_steps,
+                ..config
+            };
+            let result = agent.collect_envs(
+                &mut envs.envs[..copies],
+                &mut envs.cursors[..cursors],
+                &mut rng,
+                |_| {},
+            );
+            assert!(
+                matches!(result, Err(Error::InvalidConfig { field: f, .. }) if f == field),
+                "{n_envs} {n_steps} {copies} {cursors}: {result:?}"
+            );
+            assert_eq!((bits(&agent), agent.steps), (before.0.clone(), 0));
+            assert_eq!(
+                (&envs.envs, &envs.cursors),
+                (&before.1.envs, &before.1.cursors)
+            );
+            assert_eq!(rng, before.2);
+        }
+        agent.config = config;
+        let (copies, cursors) = envs.in_use();
+        agent
+            .collect_envs(copies, cursors, &mut rng, |_| {})
+            .unwrap();
+        assert_eq!((agent.rollout.len(), agent.steps), (16, 16));
+        assert_eq!(
+            (envs.envs[2], &envs.cursors[2]),
+            (before.1.envs[2], &before.1.cursors[2])
+        );
     }
 }

@@ -16,7 +16,7 @@
 
 use nalgebra::SVector;
 
-use super::gae::{Trajectory, gae, gae_strided};
+use super::gae::{Trajectory, gae_strided};
 use crate::error::Error;
 
 /// `N` transitions with `OBS`-dimensional observations and actions of type `A`.
@@ -129,20 +129,9 @@ impl<const OBS: usize, A: Copy, const N: usize> Rollout<OBS, A, N> {
     /// `returns = advantages + values` for the stored transitions, with
     /// `last_value = V(observation after the last step)`.
     pub fn compute_advantages(&mut self, last_value: f32, gamma: f32, lambda: f32) {
-        self.ready = self.len > 0;
-        let n = self.len;
-        let traj = Trajectory {
-            rewards: &self.rewards[..n],
-            values: &self.values[..n],
-            terminated: &self.terminated[..n],
-            truncated: &self.truncated[..n],
-            final_values: &self.final_values[..n],
-            last_value,
-        };
-        gae(&traj, gamma, lambda, &mut self.advantages[..n]);
-        for t in 0..n {
-            self.returns[t] = self.advantages[t] + self.values[t];
-        }
+        // One environment: `gae` is `gae_strided` over environment 0 of 1.
+        self.env_advantages(0, 1, last_value, gamma, lambda);
+        self.compute_returns();
     }
 
     /// [`compute_advantages`](Self::compute_advantages) for environment
@@ -160,6 +149,25 @@ impl<const OBS: usize, A: Copy, const N: usize> Rollout<OBS, A, N> {
         lambda: f32,
     ) {
         self.ready = self.len > 0;
+        self.env_advantages(env, n_envs, last_value, gamma, lambda);
+        for t in (env..self.len).step_by(n_envs.max(1)) {
+            self.returns[t] = self.advantages[t] + self.values[t];
+        }
+    }
+
+    /// The `advantages` half of
+    /// [`compute_env_advantages`](Self::compute_env_advantages): `returns`
+    /// is not written and the rollout is not made ready
+    /// ([`compute_returns`](Self::compute_returns) does both, for every
+    /// environment at once).
+    pub(crate) fn env_advantages(
+        &mut self,
+        env: usize,
+        n_envs: usize,
+        last_value: f32,
+        gamma: f32,
+        lambda: f32,
+    ) {
         let n = self.len;
         let traj = Trajectory {
             rewards: &self.rewards[..n],
@@ -170,7 +178,15 @@ impl<const OBS: usize, A: Copy, const N: usize> Rollout<OBS, A, N> {
             last_value,
         };
         gae_strided(&traj, env, n_envs, gamma, lambda, &mut self.advantages[..n]);
-        for t in (env..n).step_by(n_envs.max(1)) {
+    }
+
+    /// The value targets `returns = advantages + values` of every stored
+    /// transition, after [`env_advantages`](Self::env_advantages) ran for
+    /// every environment; the rollout is then ready (if not empty).
+    pub(crate) fn compute_returns(&mut self) {
+        self.ready = self.len > 0;
+        let n = self.len;
+        for t in 0..n {
             self.returns[t] = self.advantages[t] + self.values[t];
         }
     }
@@ -278,28 +294,41 @@ mod tests {
         }
     }
 
-    /// An empty rollout is never ready to train on, even after
-    /// `compute_advantages`; a computed one is, until consumed.
+    /// An empty rollout is never ready to train on, whichever way its
+    /// advantages are computed (one environment, one of several, or the
+    /// advantages then every environment's returns at once); a computed
+    /// one is, until consumed.
     #[test]
     fn readiness_needs_transitions_and_ends_with_consumption() {
-        let mut r = Rollout::<2, usize, 4>::new(0);
-        r.compute_advantages(0.0, 0.99, 0.95);
-        assert!(!r.is_ready());
-        r.push(Transition {
-            obs: SVector::<f32, 2>::zeros(),
-            action: 1,
-            log_prob: -0.7,
-            value: 0.0,
-            reward: 1.0,
-            terminated: true,
-            truncated: false,
-            final_value: 0.0,
-        })
-        .unwrap();
-        r.compute_advantages(0.0, 0.99, 0.95);
-        assert!(r.is_ready());
-        r.consume();
-        assert!(!r.is_ready());
+        type R = Rollout<2, usize, 4>;
+        let computations: [fn(&mut R); 3] = [
+            |r| r.compute_advantages(0.0, 0.99, 0.95),
+            |r| r.compute_env_advantages(0, 1, 0.0, 0.99, 0.95),
+            |r| {
+                r.env_advantages(0, 1, 0.0, 0.99, 0.95);
+                r.compute_returns();
+            },
+        ];
+        for (i, compute) in computations.into_iter().enumerate() {
+            let mut r = R::new(0);
+            compute(&mut r);
+            assert!(!r.is_ready(), "{i}");
+            r.push(Transition {
+                obs: SVector::<f32, 2>::zeros(),
+                action: 1,
+                log_prob: -0.7,
+                value: 0.0,
+                reward: 1.0,
+                terminated: true,
+                truncated: false,
+                final_value: 0.0,
+            })
+            .unwrap();
+            compute(&mut r);
+            assert!(r.is_ready(), "{i}");
+            r.consume();
+            assert!(!r.is_ready(), "{i}");
+        }
     }
 
     #[test]
@@ -327,5 +356,34 @@ mod tests {
         assert_eq!(r.returns, [4.0, 3.0, 2.0, 1.0]);
         assert_eq!(r.advantages, [0.0; 4]);
         assert_eq!(r.explained_variance(), 1.0);
+    }
+
+    /// Per environment, `compute_env_advantages` is `env_advantages` then
+    /// the value targets: on two interleaved environments its returns
+    /// are `advantages + values`, the bits `compute_returns` gives.
+    #[test]
+    fn env_returns_are_advantages_plus_values() {
+        let mut a = Rollout::<1, usize, 6>::new(0);
+        for (reward, value) in [
+            (1.0, 0.5),
+            (2.0, -1.0),
+            (0.5, 2.0),
+            (1.5, 0.25),
+            (3.0, 1.0),
+            (-1.0, 4.0),
+        ] {
+            a.push(transition(reward, value)).unwrap();
+        }
+        let mut b = a.clone();
+        for env in 0..2 {
+            a.compute_env_advantages(env, 2, 0.75, 0.9, 0.8);
+            b.env_advantages(env, 2, 0.75, 0.9, 0.8);
+        }
+        b.compute_returns();
+        assert_eq!((a.advantages, a.returns), (b.advantages, b.returns));
+        for t in 0..6 {
+            assert_eq!(a.returns[t], a.advantages[t] + a.values[t], "{t}");
+            assert_ne!(a.advantages[t], 0.0, "{t}");
+        }
     }
 }

@@ -86,6 +86,12 @@ pub struct Cursor<O> {
     pub len: u32,
     /// Environment steps taken in total (saturating at `u64::MAX`).
     pub steps: u64,
+    /// The running discounted return `Σ γ^k r` of this copy's current
+    /// episode, for PPO's reward scaling over environment copies
+    /// ([`PpoConfig::n_envs`] > 1; SB3 `VecNormalize`'s per-environment
+    /// `returns`). With one environment the agent keeps it
+    /// ([`Ppo::discounted_return`]) and this stays 0.
+    pub discounted_return: f32,
 }
 
 impl<const OBS: usize> Cursor<SVector<f32, OBS>> {
@@ -97,6 +103,7 @@ impl<const OBS: usize> Cursor<SVector<f32, OBS>> {
             ret: 0.0,
             len: 0,
             steps: 0,
+            discounted_return: 0.0,
         }
     }
 
@@ -110,6 +117,7 @@ impl<const OBS: usize> Cursor<SVector<f32, OBS>> {
             ret: 0.0,
             len: 0,
             steps: 0,
+            discounted_return: 0.0,
         }
     }
 

@@ -9,7 +9,9 @@
 //!    targets `R = Â + V_old`. [`Ppo::collect_envs`] does the same from
 //!    [`PpoConfig::n_envs`] environment copies side by side, `n_steps` steps
 //!    each (SB3's `n_envs × n_steps` rollout), stored step-major with GAE
-//!    per copy.
+//!    per copy; reward scaling then keeps one discounted return per copy
+//!    and one shared return normaliser, as SB3's `VecNormalize` does
+//!    ([`PpoConfig::normalize_reward`]).
 //! 2. [`Ppo::update`] runs `epochs` passes over the rollout; each pass
 //!    shuffles the index permutation in place and walks it in `minibatches`
 //!    equal minibatches. Per minibatch: optional advantage normalisation,
@@ -106,7 +108,14 @@ pub struct PpoConfig {
     pub normalize_obs: bool,
     /// Scale rewards by the running std of the discounted return
     /// (SB3's `VecNormalize(norm_reward=True)`: the return resets at every
-    /// episode end, the scaled reward is clipped to ±10). Default false.
+    /// episode end, the scaled reward is clipped to ±10). With `n_envs > 1`
+    /// it follows `VecNormalize` over a `VecEnv`
+    /// (`stable_baselines3/common/vec_env/vec_normalize.py`,
+    /// `returns = returns * gamma + reward`, `returns[dones] = 0`): one
+    /// discounted return per environment copy, each reset at its own copy's
+    /// episode ends ([`Cursor::discounted_return`]), and one return
+    /// normaliser that every copy's return updates, in stepping order.
+    /// Default false.
     pub normalize_reward: bool,
     /// Adam's `β₁, β₂, ε`. Default `0.9, 0.999, 1e-5`.
     pub adam: AdamConfig,
@@ -211,8 +220,7 @@ impl PpoConfig {
     /// epochs or minibatches, zero `n_envs`, `n_envs × n_steps` beyond
     /// `capacity` (named `n_steps`), a rollout that is not a multiple of
     /// `minibatches`, negative or non-finite coefficients, a non-positive
-    /// grad-norm clip, value clip or target KL, reward scaling with more
-    /// than one environment, invalid Adam settings.
+    /// grad-norm clip, value clip or target KL, invalid Adam settings.
     pub fn validate(&self, capacity: usize) -> Result<(), Error> {
         use crate::config::{check, non_negative, positive_or_off, unit};
         unit("gamma", self.gamma)?;
@@ -243,13 +251,6 @@ impl PpoConfig {
             "minibatches",
             rollout_len > 0 && rollout_len.is_multiple_of(usize::from(self.minibatches)),
             "must divide the rollout length",
-        )?;
-        // SB3's `VecNormalize` keeps one discounted return per environment;
-        // this agent keeps one.
-        check(
-            "normalize_reward",
-            !self.normalize_reward || self.n_envs == 1,
-            "needs n_envs = 1",
         )?;
         non_negative("ent_coef", self.ent_coef)?;
         non_negative("vf_coef", self.vf_coef)?;
@@ -480,9 +481,12 @@ pub struct Ppo<
     pub rollout: Rollout<OBS, A::Action, N>,
     /// Observation statistics (updated while collecting).
     pub obs_norm: RunningNorm<OBS>,
-    /// Statistics of the discounted return, for reward scaling.
+    /// Statistics of the discounted return, for reward scaling (shared by
+    /// every environment copy).
     pub return_norm: RunningNorm<1>,
-    /// The running discounted return `Σ γ^k r` of the current episode.
+    /// The running discounted return `Σ γ^k r` of the current episode with
+    /// one environment (`n_envs = 1`); with more, each copy's is its
+    /// cursor's ([`Cursor::discounted_return`]) and this stays as it was.
     pub discounted_return: f32,
     /// The current KL penalty coefficient `β` (set from
     /// [`PpoConfig::kl_coef`] by [`init`](Self::init), adapted after each
@@ -634,21 +638,28 @@ impl<A: Actor<OBS>, C: Critic<OBS>, const OBS: usize, const N: usize, const CHUN
     }
 
     /// Reward scaling (SB3's `VecNormalize`): `clip(r / √(Var[G] + ε), ±10)`
-    /// with `G ← γG + r` the running discounted return, its statistics
-    /// updated with every `G`, and `G` reset after every episode end
-    /// (terminated or truncated). Gymnasium's `NormalizeReward` differs: it
-    /// resets `G` only on termination and does not clip.
-    fn scale_reward(&mut self, reward: f32, done: bool) -> Result<f32, Error> {
-        if !self.config.normalize_reward {
+    /// with `G ← γG + r` the running discounted return of the environment
+    /// copy that paid `r` (`discounted_return`), the one `return_norm`
+    /// updated with every copy's every `G`, and `G` reset after every episode
+    /// end of its copy (terminated or truncated). Gymnasium's
+    /// `NormalizeReward` differs: it resets `G` only on termination and does
+    /// not clip.
+    fn scale_reward(
+        config: &PpoConfig,
+        return_norm: &mut RunningNorm<1>,
+        discounted_return: &mut f32,
+        reward: f32,
+        done: bool,
+    ) -> Result<f32, Error> {
+        if !config.normalize_reward {
             return Ok(reward);
         }
-        self.discounted_return = self.discounted_return * self.config.gamma + reward;
-        self.return_norm
-            .update(&SVector::<f32, 1>::new(self.discounted_return))?;
+        *discounted_return = *discounted_return * config.gamma + reward;
+        return_norm.update(&SVector::<f32, 1>::new(*discounted_return))?;
         if done {
-            self.discounted_return = 0.0;
+            *discounted_return = 0.0;
         }
-        let scaled = reward / math::sqrt(self.return_norm.var[0] + crate::normalize::EPSILON);
+        let scaled = reward / math::sqrt(return_norm.var[0] + crate::normalize::EPSILON);
         Ok(scaled.clamp(-crate::normalize::CLIP, crate::normalize::CLIP))
     }
 
@@ -662,7 +673,8 @@ impl<A: Actor<OBS>, C: Critic<OBS>, const OBS: usize, const N: usize, const CHUN
     /// anything changes); [`Error::NonFinite`] for a non-finite observation,
     /// reward or network output; the environment's own errors. A refused
     /// collect changes nothing in the agent: the weights are never touched,
-    /// the normalisers are restored and the partial rollout is discarded (so
+    /// the normalisers and the discounted returns (with copies, every
+    /// cursor's) are restored and the partial rollout is discarded (so
     /// `update` then refuses with [`Error::RolloutIncomplete`]).
     pub fn collect<E, R>(
         &mut self,
@@ -738,9 +750,10 @@ impl<A: Actor<OBS>, C: Critic<OBS>, const OBS: usize, const N: usize, const CHUN
     /// the first episode (REINFORCE's episode-by-episode updates).
     ///
     /// Transactional for the agent: on an error the observation and return
-    /// statistics are restored and the partial rollout is discarded, so the
-    /// agent is as before the call (the environment and `cursor` have moved
-    /// on — they follow the plant).
+    /// statistics and the discounted returns are restored and the partial
+    /// rollout is discarded, so the agent is as before the call (the
+    /// environment and the rest of `cursor` have moved on — they follow the
+    /// plant).
     pub(crate) fn collect_until<E, R>(
         &mut self,
         env: &mut E,
@@ -804,6 +817,13 @@ impl<A: Actor<OBS>, C: Critic<OBS>, const OBS: usize, const N: usize, const CHUN
             self.return_norm.clone(),
             self.discounted_return,
         );
+        // The copies' discounted returns (n_envs > 1) are saved in the
+        // rollout's value targets, which `collect_rollout` writes only after
+        // its last fallible step: copy `e`'s in `returns[e]` (every copy
+        // stepped has `e` < the rollout length ≤ `N`).
+        for (saved, cursor) in self.rollout.returns.iter_mut().zip(&cursors[..n_envs]) {
+            *saved = cursor.discounted_return;
+        }
         let result = self.collect_rollout(
             &mut envs[..n_envs],
             &mut cursors[..n_envs],
@@ -814,6 +834,9 @@ impl<A: Actor<OBS>, C: Critic<OBS>, const OBS: usize, const N: usize, const CHUN
         );
         if result.is_err() {
             (self.obs_norm, self.return_norm, self.discounted_return) = saved;
+            for (cursor, &saved) in cursors[..n_envs].iter_mut().zip(&self.rollout.returns) {
+                cursor.discounted_return = saved;
+            }
             self.rollout.clear();
         }
         result
@@ -836,6 +859,7 @@ impl<A: Actor<OBS>, C: Critic<OBS>, const OBS: usize, const N: usize, const CHUN
     {
         self.rollout.clear();
         let len = self.config.rollout_len(N);
+        let n_envs = cursors.len();
         // Step-major, as SB3 steps its `VecEnv`: one round steps every copy.
         'rollout: while self.rollout.len() < len {
             for (env, cursor) in envs.iter_mut().zip(cursors.iter_mut()) {
@@ -852,7 +876,20 @@ impl<A: Actor<OBS>, C: Critic<OBS>, const OBS: usize, const N: usize, const CHUN
                 // The plant receives the command; the rollout keeps the raw sample.
                 let command = self.space.command(&action);
                 let step = cursor.advance(env, command, rng, &mut on_episode)?;
-                let reward = self.scale_reward(step.reward - penalty, step.done())?;
+                // Each copy's own discounted return (SB3 `VecNormalize`'s
+                // per-environment `returns`), one shared normaliser.
+                let discounted_return = if n_envs == 1 {
+                    &mut self.discounted_return
+                } else {
+                    &mut cursor.discounted_return
+                };
+                let reward = Self::scale_reward(
+                    &self.config,
+                    &mut self.return_norm,
+                    discounted_return,
+                    step.reward - penalty,
+                    step.done(),
+                )?;
                 let final_value = if step.truncated {
                     self.train.params.critic.value(&self.observe(&step.obs)?)
                 } else {
@@ -874,10 +911,9 @@ impl<A: Actor<OBS>, C: Critic<OBS>, const OBS: usize, const N: usize, const CHUN
             }
         }
         // GAE per copy, each bootstrapping from its own next observation.
-        let n_envs = cursors.len();
         for (e, cursor) in cursors.iter().enumerate() {
             let last_value = self.train.params.critic.value(&self.observe(&cursor.obs)?);
-            self.rollout.compute_env_advantages(
+            self.rollout.env_advantages(
                 e,
                 n_envs,
                 last_value,
@@ -885,15 +921,16 @@ impl<A: Actor<OBS>, C: Critic<OBS>, const OBS: usize, const N: usize, const CHUN
                 self.config.gae_lambda,
             );
         }
-        // Value targets whose square (the value loss) or whose gradients
-        // would overflow are refused here, before any update can half-apply.
-        let n = self.rollout.len();
-        let usable = |x: &f32| x.is_finite() && x.abs() <= crate::optim::MAX_GRADIENT;
-        if !(self.rollout.returns[..n].iter().all(usable)
-            && self.rollout.advantages[..n].iter().all(usable))
-        {
+        // Value targets `Â + V_old` whose square (the value loss) or whose
+        // gradients would overflow are refused here, before any update can
+        // half-apply — and before `returns` is written (see
+        // `collect_transaction`).
+        let r = &self.rollout;
+        let usable = |x: f32| x.is_finite() && x.abs() <= crate::optim::MAX_GRADIENT;
+        if !(0..r.len()).all(|t| usable(r.advantages[t] + r.values[t]) && usable(r.advantages[t])) {
             return Err(Error::ValueOverflow);
         }
+        self.rollout.compute_returns();
         self.steps += self.rollout.len() as u64;
         Ok(())
     }
@@ -1453,6 +1490,59 @@ mod tests {
             agent.collect(&mut env, &mut cursor, &mut rng, |_| {}),
             Err(Error::ValueOverflow)
         );
+    }
+
+    /// `n_steps = 0` fills the buffer with whole rounds of every copy (3
+    /// copies in 64 slots: 21 rounds, 63 samples); `n_envs = 0` is refused
+    /// by its own check, naming `n_envs`.
+    #[test]
+    fn rollout_len_fills_whole_rounds_and_zero_copies_are_refused() {
+        let three = PpoConfig {
+            n_envs: 3,
+            ..PpoConfig::DEFAULT
+        };
+        assert_eq!(three.rollout_len(64), 63);
+        assert_eq!(
+            PpoConfig {
+                n_steps: 5,
+                ..three
+            }
+            .rollout_len(64),
+            15
+        );
+        let zero = PpoConfig {
+            n_envs: 0,
+            ..PpoConfig::DEFAULT
+        };
+        assert_eq!(zero.rollout_len(64), 0);
+        assert_eq!(
+            zero.validate(64),
+            Err(Error::config("n_envs", "must be > 0"))
+        );
+    }
+
+    /// The overflow check is on the value targets `Â + V_old` themselves: a
+    /// critic stuck at 7e14 on terminating CartPole episodes gives
+    /// `Â ≈ −V` at each episode end, so `R ≈ r` (usable) while `Â − V`
+    /// would be beyond 1e15 — that rollout is collected.
+    #[test]
+    fn large_values_with_usable_value_targets_are_collected() {
+        use crate::env::CartPole;
+        let mut agent = std::boxed::Box::new(Agent::new(PpoConfig::DEFAULT));
+        let mut env = CartPole::new();
+        let mut rng = crate::nn::fd::rng(5);
+        agent.init(&env, &mut rng).unwrap();
+        let head = &mut agent.train.params.critic.second.second;
+        head.weight.fill(0.0);
+        head.bias[0] = 7e14;
+        let mut cursor = Cursor::start(&mut env, &mut rng);
+        agent
+            .collect(&mut env, &mut cursor, &mut rng, |_| {})
+            .unwrap();
+        let r = &agent.rollout;
+        assert!(r.terminated[..64].iter().any(|&t| t));
+        assert!(r.advantages[..64].iter().any(|a| a.abs() > 5e14));
+        assert!(r.returns[..64].iter().all(|x| x.abs() <= 1e15));
     }
 
     /// The first check of `minibatches` is its own: zero is "must be > 0".
