@@ -749,7 +749,7 @@ fn verify<L: AgentState, E: EnvState, R: RngState>(
         return Err(Error::BadMagic);
     }
     let version = r.u32()?;
-    if version != u32::from(self::version(copies)) {
+    if version != u32::from(VERSION) && version != u32::from(VERSION_ENVS) {
         return Err(Error::UnsupportedVersion);
     }
     let len = r.u32()? as usize;
@@ -767,8 +767,13 @@ fn verify<L: AgentState, E: EnvState, R: RngState>(
     for f in &mut found[1..] {
         *f = r.u32()?;
     }
+    // Another number of copies shows in the header (the length); only a
+    // checkpoint of these copies in the other format is then left.
     if found != expected.fields() {
         return Err(Error::ShapeMismatch);
+    }
+    if version != u32::from(self::version(copies)) {
+        return Err(Error::UnsupportedVersion);
     }
     Ok(r)
 }
@@ -1496,6 +1501,30 @@ mod tests {
         // been checked).
         let (mut agent, _, _) = fresh();
         let before = agent.digest();
+        // Several copies into one environment, and one environment's
+        // checkpoint into several copies: another shape, not another format.
+        let mut single = CartPole::new();
+        assert_eq!(
+            T::resume(&mut *agent, &mut single, &buf).err(),
+            Some(Error::ShapeMismatch)
+        );
+        let mut one = Box::new(PpoAgent::new(PpoConfig::CARTPOLE));
+        let mut env = CartPole::new();
+        let mut trainer = T::start(&mut *one, &mut env, run_config(1_024, 64, 12.0), 3).unwrap();
+        trainer
+            .iterate(&mut *one, &mut env, &mut CartPole::new(), &mut ())
+            .unwrap();
+        let mut single_buf = vec![0u8; T::checkpoint_len::<PpoAgent, CartPole>()];
+        assert_eq!(
+            trainer.save(&*one, &env, &mut single_buf),
+            Ok(single_buf.len())
+        );
+        assert_eq!(single_buf[4..6], VERSION.to_le_bytes());
+        let mut copies = Envs::new([CartPole::new(); MAX]);
+        assert_eq!(
+            T::resume_envs(&mut *one, &mut copies, &single_buf).err(),
+            Some(Error::ShapeMismatch)
+        );
         let mut three = VecEnv::new([CartPole::new(); 3]);
         assert_eq!(
             T::resume_envs(&mut *agent, &mut three, &buf).err(),

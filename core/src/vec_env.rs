@@ -20,11 +20,12 @@
 //! and every cursor. With `n_envs = 1` the run is the single-environment run
 //! ([`Trainer::run`]) bit for bit.
 //!
-//! Reward scaling ([`PpoConfig::normalize_reward`]) over copies is SB3
-//! `VecNormalize`'s: each copy's running discounted return lives in its
-//! cursor ([`Cursor::discounted_return`]), follows that copy's episodes
-//! only, and is saved with it; every copy's return updates the agent's one
-//! return normaliser, in stepping order.
+//! Reward scaling ([`PpoConfig::normalize_reward`]) over copies keeps SB3
+//! `VecNormalize`'s per-copy returns: each copy's running discounted return
+//! lives in its cursor ([`Cursor::discounted_return`]), follows that copy's
+//! episodes only, and is saved with it; every copy's return updates the
+//! agent's one return normaliser, in stepping order (SB3 updates it once
+//! per step with all copies' returns: see the field's docs).
 //!
 //! ```
 //! use microrl::agent;

@@ -40,7 +40,11 @@ pub struct Rollout<const OBS: usize, A, const N: usize> {
     pub final_values: [f32; N],
     /// GAE advantages `Â_t` (after [`compute_advantages`](Self::compute_advantages)).
     pub advantages: [f32; N],
-    /// Value targets `Â_t + V_old(s_t)`.
+    /// Value targets `Â_t + V_old(s_t)`, for `t < len` once the rollout is
+    /// ready. PPO's collection over environment copies keeps each copy's
+    /// saved discounted return in its first slots until the rollout is
+    /// complete (to restore them if the collection fails), so the slots
+    /// hold value targets only while the rollout is ready.
     pub returns: [f32; N],
     /// Minibatch index permutation (shuffled in place each epoch).
     pub indices: [u16; N],

@@ -68,7 +68,9 @@ pub struct Episode {
 }
 
 /// The environment-side state a training loop carries between steps: the
-/// current raw observation and the running return of the current episode.
+/// current raw observation and the running return of the current episode
+/// (and, for PPO's reward scaling over copies, the copy's discounted return,
+/// which a refused collection rolls back with the agent).
 ///
 /// The counters cannot overflow or stall: the return is accumulated in `f64`
 /// (exact for integer rewards up to 2⁵³, where an `f32` sum stops growing at

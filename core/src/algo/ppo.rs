@@ -10,8 +10,8 @@
 //!    [`PpoConfig::n_envs`] environment copies side by side, `n_steps` steps
 //!    each (SB3's `n_envs × n_steps` rollout), stored step-major with GAE
 //!    per copy; reward scaling then keeps one discounted return per copy
-//!    and one shared return normaliser, as SB3's `VecNormalize` does
-//!    ([`PpoConfig::normalize_reward`]).
+//!    and one shared return normaliser, like SB3's `VecNormalize` (updated
+//!    copy by copy: see [`PpoConfig::normalize_reward`]).
 //! 2. [`Ppo::update`] runs `epochs` passes over the rollout; each pass
 //!    shuffles the index permutation in place and walks it in `minibatches`
 //!    equal minibatches. Per minibatch: optional advantage normalisation,
@@ -114,7 +114,12 @@ pub struct PpoConfig {
     /// `returns = returns * gamma + reward`, `returns[dones] = 0`): one
     /// discounted return per environment copy, each reset at its own copy's
     /// episode ends ([`Cursor::discounted_return`]), and one return
-    /// normaliser that every copy's return updates, in stepping order.
+    /// normaliser that every copy's return updates, in stepping order. One
+    /// difference from SB3: SB3 updates its statistics once per step with
+    /// all copies' returns and then scales every copy's reward by that one
+    /// std; here each copy's reward is scaled right after its own return
+    /// is added (the statistics after a whole step are the same; the scale
+    /// of all but the last copy's rewards of the step can differ slightly).
     /// Default false.
     pub normalize_reward: bool,
     /// Adam's `β₁, β₂, ε`. Default `0.9, 0.999, 1e-5`.
@@ -573,7 +578,10 @@ impl<A: Actor<OBS>, C: Critic<OBS>, const OBS: usize, const N: usize, const CHUN
     /// Initialises the agent for `env`: its action space (actuator bounds),
     /// the weights (orthogonal: actor output gain 0.01, critic output gain
     /// 1), Adam, the normalisers and the step count, all in place (no stack
-    /// temporary the size of a network).
+    /// temporary the size of a network). Environment copies' discounted
+    /// returns live in their caller-owned cursors: restart the copies too
+    /// ([`VecEnv::start`](crate::vec_env::VecEnv::start), which
+    /// [`Trainer::start_envs`](crate::train::Trainer::start_envs) calls).
     ///
     /// # Errors
     /// [`Error::InvalidConfig`] if the configuration does not
