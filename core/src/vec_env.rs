@@ -148,12 +148,22 @@ mod tests {
     type Agent = crate::algo::Ppo<CategoricalActor<Mlp<4, 8, 2>>, Mlp<4, 8, 1>, 4, 64>;
     type Run = Trainer<SVector<f32, 4>, Xoshiro128PlusPlus>;
 
-    /// Episodes of `len` steps paying 1 per step; the observation carries
-    /// the copy's `len` and the step within the episode.
+    /// Episodes of `len` steps paying 1 per step (NaN at step `nan_at` of
+    /// an episode, if not 0); the observation carries the copy's `len` and
+    /// the step within the episode.
     #[derive(Clone, Debug, PartialEq)]
     struct Fixed {
         len: u32,
         t: u32,
+        nan_at: u32,
+    }
+
+    fn fixed(len: u32) -> Fixed {
+        Fixed {
+            len,
+            t: 0,
+            nan_at: 0,
+        }
     }
 
     impl Env for Fixed {
@@ -168,7 +178,7 @@ mod tests {
             self.t += 1;
             Ok(Step {
                 obs: SVector::<f32, 2>::new(self.len as f32, self.t as f32),
-                reward: 1.0,
+                reward: if self.t == self.nan_at { f32::NAN } else { 1.0 },
                 // Copy 1 (len 3) is cut by a time limit, the others terminate.
                 terminated: self.t == self.len && self.len != 3,
                 truncated: self.t == self.len && self.len == 3,
@@ -189,7 +199,7 @@ mod tests {
             minibatches: 2,
             ..PpoConfig::DEFAULT
         }));
-        let mut envs = VecEnv::new([2, 3, 5].map(|len| Fixed { len, t: 0 }));
+        let mut envs = VecEnv::new([2, 3, 5].map(fixed));
         let mut rng = Xoshiro128PlusPlus::seed_from_u64(3);
         agent.init(&envs.envs[0], &mut rng).unwrap();
         envs.start(3, &mut rng).unwrap();
@@ -230,7 +240,7 @@ mod tests {
             normalize_reward: true,
             ..PpoConfig::DEFAULT
         }));
-        let mut envs = VecEnv::new([2, 3].map(|len| Fixed { len, t: 0 }));
+        let mut envs = VecEnv::new([2, 3].map(fixed));
         let mut rng = Xoshiro128PlusPlus::seed_from_u64(4);
         agent.init(&envs.envs[0], &mut rng).unwrap();
         envs.start(2, &mut rng).unwrap();
@@ -293,6 +303,39 @@ mod tests {
         let carried = envs.cursors.each_ref().map(|c| c.discounted_return);
         assert_eq!(carried, [1.0, 1.5]);
         assert_eq!((agent.return_norm.clone(), agent.steps), before);
+        assert!(!agent.rollout.is_ready());
+    }
+
+    /// A collect refused in the middle of a round (copy 1's reward is NaN
+    /// after copy 0 has stepped and folded its return in) restores what
+    /// the agent owns: both copies' discounted returns, the shared return
+    /// normaliser, the observation normaliser and the step count. (The
+    /// cursors' observations and counters follow the plants, which did
+    /// step.)
+    #[test]
+    fn collect_refused_mid_round_restores_every_copy() {
+        let (mut agent, mut envs, mut rng) = scaled_two_copies();
+        agent.update(&mut rng).unwrap();
+        // Copy 1 is at step 2 of its episode: its next reward is NaN.
+        envs.envs[1].nan_at = 3;
+        let state = |agent: &Pair| {
+            (
+                agent.return_norm.clone(),
+                agent.obs_norm.clone(),
+                agent.steps,
+            )
+        };
+        let before = state(&agent);
+        let (copies, cursors) = envs.in_use();
+        assert_eq!(
+            agent.collect_envs(copies, cursors, &mut rng, |_| {}),
+            Err(Error::NonFinite)
+        );
+        assert_eq!(state(&agent), before);
+        let carried = envs.cursors.each_ref().map(|c| c.discounted_return);
+        assert_eq!(carried, [1.0, 1.5]);
+        // Copy 0 did step (and ended its episode) before copy 1 refused.
+        assert_eq!(envs.cursors[0].steps, 6);
         assert!(!agent.rollout.is_ready());
     }
 
