@@ -94,8 +94,13 @@
 //! cursor also carries its copy's running discounted return
 //! ([`Cursor::discounted_return`], after the step counter: reward scaling
 //! keeps one per copy, as SB3's `VecNormalize`), and the format version is
-//! [`VERSION_ENVS`] (a checkpoint of copies written before it, format 2
-//! without those returns, is refused as [`Error::UnsupportedVersion`]).
+//! [`VERSION_ENVS`] (the same checkpoint in format [`VERSION`], without
+//! those returns, is refused as [`Error::UnsupportedVersion`]).
+//!
+//! Formats 2 (one copy) and 3 (copies), written before the run
+//! configuration held [`RunConfig::select_margin`], are refused as
+//! [`Error::UnsupportedVersion`]: resume such a run with the release that
+//! wrote it.
 //!
 //! [`Trainer::resume`] checks, in order: magic, version, that the length is
 //! the one the header announces ([`Error::Truncated`],
@@ -127,11 +132,11 @@ use crate::vec_env::VecEnv;
 pub const MAGIC: [u8; 4] = *b"MRLC";
 /// Current format version of a checkpoint of one environment (a
 /// single-environment run, or a [`VecEnv`] of one copy).
-pub const VERSION: u16 = 2;
+pub const VERSION: u16 = 4;
 /// Current format version of a checkpoint of more than one environment
 /// copy: format [`VERSION`] with one more field per cursor, its copy's
 /// running discounted return ([`Cursor::discounted_return`]).
-pub const VERSION_ENVS: u16 = 3;
+pub const VERSION_ENVS: u16 = 5;
 
 /// The format version of a checkpoint with `copies` environment copies.
 const fn version(copies: usize) -> u16 {
@@ -156,7 +161,7 @@ const fn trainer_len(obs: usize, rng_words: usize) -> usize {
 /// states of `rng_words` words and `copies` environment copies (one cursor
 /// each, with its discounted return when there are more than one).
 const fn trainer_len_copies(obs: usize, rng_words: usize, copies: usize) -> usize {
-    let config = 8 + 4 + 8 + 8 + 4 + 4 + 4 + 4;
+    let config = 8 + 4 + 8 + 8 + 4 + 4 + 4 + 4 + 4;
     let discounted_return = if copies > 1 { 4 } else { 0 };
     let cursor = copies * (4 * obs + 8 + 4 + 8 + discounted_return);
     let counters = 8 + 8;
@@ -930,6 +935,7 @@ impl<const OBS: usize, R: Rng + RngState> Trainer<SVector<f32, OBS>, R> {
         w.u64(c.solved_eval_interval);
         w.u32(c.quick_episodes);
         w.u32(c.select_episodes);
+        w.f32(c.select_margin)?;
         w.u32(c.report_episodes);
         w.u32(u32::from(c.early_stop));
         for cursor in cursors {
@@ -1115,6 +1121,7 @@ impl<const OBS: usize, R: Rng + RngState> Trainer<SVector<f32, OBS>, R> {
             solved_eval_interval: r.u64()?,
             quick_episodes: r.u32()?,
             select_episodes: r.u32()?,
+            select_margin: r.f32()?,
             report_episodes: r.u32()?,
             early_stop: r.flag()?,
         };
@@ -1282,7 +1289,9 @@ mod tests {
             report_episodes: 4,
             // A threshold a young policy passes, so the checkpoints after
             // it carry `solved_at_step` and the selection; no early stop, so
-            // the run goes on to the budget.
+            // the run goes on to the budget. A margin of one standard error
+            // (not the default's three) over only 4 deciding episodes.
+            select_margin: 1.0,
             early_stop: false,
             ..RunConfig::new(total_steps, threshold)
         }
@@ -1463,8 +1472,8 @@ mod tests {
     }
 
     /// With reward scaling each copy's discounted return resumes with its
-    /// cursor (format `VERSION_ENVS`; the same checkpoint as format 2 is
-    /// refused).
+    /// cursor (format `VERSION_ENVS`; the same checkpoint as format
+    /// `VERSION` is refused).
     #[test]
     fn ppo_over_environment_copies_with_reward_scaling_resumes_bit_identically() {
         let config = PpoConfig {
@@ -1755,6 +1764,30 @@ mod tests {
         let n = bytes.len();
         let crc = crc32(&bytes[..n - 4]);
         bytes[n - 4..].copy_from_slice(&crc.to_le_bytes());
+    }
+
+    /// Formats 2 and 3 (before the run configuration held the deciding
+    /// margin) are refused, and so is a margin the configuration forbids.
+    #[test]
+    fn older_formats_and_a_negative_margin_are_refused() {
+        let (_, _, _, buf) = saved_ppo();
+        for old in [2u16, 3] {
+            let mut bad = buf.clone();
+            bad[4..6].copy_from_slice(&old.to_le_bytes());
+            recrc(&mut bad);
+            assert_eq!(refused(&bad), Error::UnsupportedVersion, "format {old}");
+        }
+        // The margin follows total_steps, threshold, both intervals, the
+        // quick and the deciding episodes.
+        let margin_at = HEADER_LEN + 8 + 4 + 8 + 8 + 4 + 4;
+        assert_eq!(buf[margin_at..margin_at + 4], 1.0f32.to_le_bytes());
+        let mut bad = buf.clone();
+        bad[margin_at..margin_at + 4].copy_from_slice(&(-1.0f32).to_le_bytes());
+        recrc(&mut bad);
+        assert_eq!(
+            refused(&bad),
+            Error::config("select_margin", "must be finite and >= 0")
+        );
     }
 
     #[test]

@@ -17,7 +17,9 @@
 //! - **"Solved" is decided on one set of start states and reported on
 //!   another.** Two evaluation streams: the *selection* stream plays the
 //!   quick evaluation after every evaluation interval and, when that reaches
-//!   the threshold, the deciding one ([`RunConfig::select_episodes`]); the
+//!   the threshold, the deciding one ([`RunConfig::select_episodes`]); when
+//!   that one's mean clears the threshold by a margin of standard errors
+//!   ([`RunConfig::select_margin`], against the winner's curse), the
 //!   run stops there (early stop) and the *report* stream — start states the
 //!   stopping decision never saw — plays the evaluation that is reported
 //!   ([`Outcome::report`]). A policy that only learned the selection starts
@@ -324,6 +326,14 @@ learner!(
     iterate = |s, env, cursor, rng, on_episode| s.step(env, cursor, rng, on_episode)
 );
 
+/// [`RunConfig::select_margin`]'s default, in standard errors.
+pub const DEFAULT_SELECT_MARGIN: f32 = 3.0;
+
+#[cfg(feature = "serde")]
+const fn default_select_margin() -> f32 {
+    DEFAULT_SELECT_MARGIN
+}
+
 /// How a run is driven and judged. Every field has a default (see
 /// [`RunConfig::new`]); with the `serde` feature it (de)serialises with the
 /// field names as keys.
@@ -350,6 +360,20 @@ pub struct RunConfig {
     pub quick_episodes: u32,
     /// Episodes of the deciding evaluation (selection stream). Default 100.
     pub select_episodes: u32,
+    /// How many standard errors the deciding evaluation's mean must clear the
+    /// threshold by: the run is solved when [`RunConfig::lower_bound`]
+    /// `= mean − select_margin · std / √select_episodes ≥ threshold`. Default
+    /// 3.0; 0 decides on the mean alone.
+    ///
+    /// Stopping at the first of many evaluations whose plain mean crosses the
+    /// threshold picks the luckiest: its start states flatter the policy, and
+    /// the held-out report then falls short (the winner's curse). The margin
+    /// is a one-sided lower confidence bound on the mean return over start
+    /// states (z = 3: about 99.9 % for one evaluation; a run plays many, so
+    /// the margin is wide); a policy that solves every start (std 0) stops at
+    /// the same evaluation as without it.
+    #[cfg_attr(feature = "serde", serde(default = "default_select_margin"))]
+    pub select_margin: f32,
     /// Episodes of the reported evaluation (report stream, start states the
     /// stopping decision never saw). Default 100.
     pub report_episodes: u32,
@@ -368,21 +392,32 @@ impl RunConfig {
             solved_eval_interval: 10_000,
             quick_episodes: 10,
             select_episodes: 100,
+            select_margin: DEFAULT_SELECT_MARGIN,
             report_episodes: 100,
             early_stop: true,
         }
+    }
+
+    /// The lower confidence bound `mean − select_margin · std / √select_episodes`
+    /// of a deciding evaluation with this `mean` and `std`: the run is solved
+    /// when it reaches the threshold.
+    pub fn lower_bound(&self, mean: f32, std: f32) -> f32 {
+        let standard_error = std / crate::math::sqrt(self.select_episodes.max(1) as f32);
+        mean - self.select_margin * standard_error
     }
 
     /// Checks every field.
     ///
     /// # Errors
     /// [`Error::InvalidConfig`] naming the field: a zero budget or interval,
-    /// a non-finite threshold, no deciding or reported episodes while
+    /// a non-finite threshold, a negative or non-finite `select_margin`, no
+    /// deciding or reported episodes while
     /// evaluation is on (a gate that cannot fail is no gate).
     pub fn validate(&self) -> Result<(), Error> {
         use crate::config::check;
         check("total_steps", self.total_steps > 0, "must be > 0")?;
         check("threshold", self.threshold.is_finite(), "must be finite")?;
+        crate::config::non_negative("select_margin", self.select_margin)?;
         check("eval_interval", self.eval_interval > 0, "must be > 0")?;
         check(
             "solved_eval_interval",
@@ -833,7 +868,7 @@ impl<const OBS: usize, R: Rng> Trainer<SVector<f32, OBS>, R> {
                     std,
                 };
                 hooks.on_evaluation(&select);
-                if mean >= c.threshold {
+                if c.lower_bound(mean, std) >= c.threshold {
                     self.solved_at_step = Some(steps);
                     self.selection = Some(select);
                     self.next_eval = steps.saturating_add(c.solved_eval_interval);
@@ -1153,6 +1188,60 @@ mod tests {
             })
             .sum();
         (sum / f64::from(episodes)) as f32
+    }
+
+    /// The deciding evaluation must clear the threshold by `select_margin`
+    /// standard errors: a mean that reaches it is not enough.
+    #[test]
+    fn the_deciding_mean_must_clear_the_threshold_by_the_margin() {
+        let bound = RunConfig {
+            select_episodes: 4,
+            select_margin: 2.0,
+            ..RunConfig::new(1, 0.0)
+        };
+        assert_eq!(bound.lower_bound(10.0, 3.0), 7.0);
+        // Seed 0: the first quick evaluation (the selection stream's first 3
+        // start states) passes, and the deciding one (the next 5) has its
+        // mean exactly at the threshold.
+        let (quick, threshold) = (
+            mean_return(select_seed(0), 0, 3),
+            mean_return(select_seed(0), 3, 5),
+        );
+        assert!(quick > threshold);
+        let run = |select_margin: f32| {
+            let mut agent = std::boxed::Box::new(Agent::new(PpoConfig::DEFAULT));
+            let (mut env, mut eval_env) = (Starts::default(), Starts::default());
+            let config = RunConfig {
+                eval_interval: 1,
+                quick_episodes: 3,
+                select_episodes: 5,
+                select_margin,
+                ..RunConfig::new(64, threshold)
+            };
+            let mut trainer =
+                Trainer::<_, Xoshiro128PlusPlus>::start(&mut *agent, &mut env, config, 0).unwrap();
+            let mut hooks = Count::default();
+            let outcome = trainer
+                .run(&mut *agent, &mut env, &mut eval_env, &mut hooks)
+                .unwrap();
+            let decided = hooks
+                .evaluations
+                .iter()
+                .filter(|e| e.kind == EvalKind::Select)
+                .count();
+            (outcome, decided)
+        };
+        let (plain, decided) = run(0.0);
+        assert_eq!(
+            (plain.solved_at_step, plain.steps, decided),
+            (Some(16), 16, 1)
+        );
+        // The same first deciding evaluation, refused: its mean is the
+        // threshold and its standard deviation is not 0.
+        let (margin, decided) = run(1.0);
+        assert!(decided >= 1);
+        assert_eq!((margin.solved_at_step, margin.steps), (None, 64));
+        assert!(margin.selection.is_none());
     }
 
     /// The loop stops at the first deciding evaluation that passes, and the

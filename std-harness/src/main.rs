@@ -49,6 +49,12 @@ struct TrainArgs {
     /// (selection start states) and that are reported (held-out start states).
     #[arg(long, default_value_t = 100)]
     eval_episodes: u32,
+    /// Standard errors by which the deciding evaluation's mean must clear
+    /// the threshold before the run counts as solved and stops (a lower
+    /// confidence bound against stopping on lucky start states; 0: the mean
+    /// alone).
+    #[arg(long, value_name = "Z", default_value_t = microrl::train::DEFAULT_SELECT_MARGIN)]
+    select_margin: f32,
     /// Keep training for the whole budget after the task is solved.
     #[arg(long)]
     no_early_stop: bool,
@@ -166,6 +172,7 @@ impl TrainArgs {
         Ok(TrainOptions {
             overrides,
             eval_episodes: self.eval_episodes,
+            select_margin: self.select_margin,
             early_stop: !self.no_early_stop,
             out,
             progress,
@@ -230,7 +237,7 @@ enum Command {
         /// Continue the run of output directory DIR from its checkpoint
         /// (DIR.checkpoint/, written with --checkpoint-every), with the options
         /// it was started with; ends bit-identical to the uninterrupted run.
-        #[arg(long, value_name = "DIR", conflicts_with_all = ["out", "seed", "steps", "env", "algo", "config", "small", "checkpoint_every", "no_early_stop", "eval_episodes"])]
+        #[arg(long, value_name = "DIR", conflicts_with_all = ["out", "seed", "steps", "env", "algo", "config", "small", "checkpoint_every", "no_early_stop", "eval_episodes", "select_margin"])]
         resume: Option<PathBuf>,
     },
     /// Learn a CartPole reward model from synthetic pairwise preferences

@@ -395,6 +395,9 @@ pub struct TrainOptions {
     pub threshold: f32,
     /// Episodes of the deciding and of the reported evaluation (100).
     pub eval_episodes: u32,
+    /// Standard errors by which the deciding evaluation must clear the
+    /// threshold (`RunConfig::select_margin`).
+    pub select_margin: f32,
     /// Stop as soon as the deciding evaluation passes.
     pub early_stop: bool,
     /// Output directory (`None`: write nothing).
@@ -455,6 +458,7 @@ impl TrainOptions {
             overrides: Overrides::default(),
             threshold: env.threshold(),
             eval_episodes: 100,
+            select_margin: microrl::train::DEFAULT_SELECT_MARGIN,
             early_stop: true,
             out: None,
             progress: false,
@@ -493,6 +497,7 @@ impl TrainOptions {
                     "total_steps" => "--steps",
                     "select_episodes" | "report_episodes" => "--eval-episodes",
                     "threshold" => "--threshold",
+                    "select_margin" => "--select-margin",
                     _ => "the run's options",
                 };
                 anyhow::anyhow!("invalid {option}: `{field}` {reason}")
@@ -510,6 +515,7 @@ impl TrainOptions {
                 _ => 1,
             },
             select_episodes: self.eval_episodes,
+            select_margin: self.select_margin,
             report_episodes: self.eval_episodes,
             early_stop: self.early_stop,
             ..RunConfig::new(self.steps, self.threshold)
@@ -668,6 +674,7 @@ impl Observer {
             small: opts.small,
             threshold: opts.threshold,
             eval_episodes: opts.eval_episodes,
+            select_margin: opts.select_margin,
             early_stop: opts.early_stop,
             checkpoint_every: opts.checkpoint_every,
             plant: opts.plant.clone(),
@@ -833,6 +840,7 @@ struct Progress {
     small: bool,
     threshold: f32,
     eval_episodes: u32,
+    select_margin: f32,
     early_stop: bool,
     checkpoint_every: Option<u64>,
     #[serde(default)]
@@ -877,6 +885,7 @@ pub fn resume(out: &Path, progress_bar: bool) -> anyhow::Result<TrainSummary> {
         overrides: Overrides(config),
         threshold: saved.threshold,
         eval_episodes: saved.eval_episodes,
+        select_margin: saved.select_margin,
         early_stop: saved.early_stop,
         out: Some(out.to_path_buf()),
         progress: progress_bar,
