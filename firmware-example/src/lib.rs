@@ -20,6 +20,8 @@
 #![deny(unsafe_code)]
 
 pub mod icount;
+#[cfg(all(target_arch = "arm", target_abi = "eabihf"))]
+pub mod kernel;
 pub mod plant;
 mod progress;
 pub mod stack;
