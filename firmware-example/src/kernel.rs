@@ -75,6 +75,7 @@
 #![allow(unsafe_code)]
 
 use core::arch::asm;
+use core::mem::MaybeUninit;
 
 use microrl::error::check_all_finite;
 use microrl::nn::{Dense, Identity, Mlp, Tanh};
@@ -276,10 +277,11 @@ fn matvec_wide<const I: usize, const O: usize>(
     w: &[[f32; O]; I],
     b: &[f32; O],
     x: &[f32; I],
-    z: &mut [f32; O],
+    z: *mut [f32; O],
 ) {
     const { assert!(O % 16 == 0 && O >= 16 && O <= 64 && I >= 1 && I <= 255) };
-    // SAFETY: reads `w` (I·O floats), `b` (O) and `x` (I), writes `z` (O),
+    // SAFETY: reads `w` (I·O floats), `b` (O) and `x` (I), writes all of
+    // `z` (O; the callers pass a `&mut`, possibly of uninitialised memory),
     // all valid for those lengths by their types; every pointer the
     // assembly advances is an `inout` scratch copy; it clobbers only the
     // registers listed; no stack use.
@@ -323,7 +325,7 @@ fn matvec_wide<const I: usize, const O: usize>(
             wp = inout(reg) w.as_ptr() => _,
             bp = inout(reg) b.as_ptr() => _,
             xp = inout(reg) x.as_ptr() => _,
-            zp = inout(reg) z.as_mut_ptr() => _,
+            zp = inout(reg) z => _,
             rows = inout(reg) O / 16 => _,
             pa = out(reg) _,
             pb = out(reg) _,
@@ -650,15 +652,24 @@ pub fn tanh_array<const N: usize>(z: &mut [f32; N]) {
     tanh_in_place(z);
 }
 
-/// A hidden layer, `y = tanh(W x + b)`, as the core's `Dense::forward`.
+/// A hidden layer, `y = tanh(W x + b)`, as the core's `Dense::forward`,
+/// into `y` (which need not be initialised); returns `y`, now initialised.
 /// `O` a multiple of 16, at most 64.
-pub fn dense_tanh<const I: usize, const O: usize>(
+pub fn dense_tanh<'y, const I: usize, const O: usize>(
     layer: &Dense<I, O, Tanh>,
     x: &[f32; I],
-    y: &mut [f32; O],
-) {
-    matvec_wide(&layer.weight.data.0, &layer.bias.data.0[0], x, y);
+    y: &'y mut MaybeUninit<[f32; O]>,
+) -> &'y mut [f32; O] {
+    matvec_wide(
+        &layer.weight.data.0,
+        &layer.bias.data.0[0],
+        x,
+        y.as_mut_ptr(),
+    );
+    // SAFETY: `matvec_wide` wrote all `O` elements.
+    let y = unsafe { y.assume_init_mut() };
     tanh_in_place(y);
+    y
 }
 
 /// The output layers the kernels cover: `Dense<I, O, Identity>` for `O` = 2
@@ -689,12 +700,23 @@ pub fn mlp_forward<const I: usize, const H: usize, const O: usize>(
 where
     Dense<H, O, Identity>: OutputLayer<H, O>,
 {
-    let mut h1 = [0.0f32; H];
-    let mut h2 = [0.0f32; H];
+    mlp_forward_array(net, &x.data.0[0])
+}
+
+/// [`mlp_forward`] of an array.
+fn mlp_forward_array<const I: usize, const H: usize, const O: usize>(
+    net: &Mlp<I, H, O>,
+    x: &[f32; I],
+) -> SVector<f32, O>
+where
+    Dense<H, O, Identity>: OutputLayer<H, O>,
+{
+    let mut h1 = MaybeUninit::uninit();
+    let mut h2 = MaybeUninit::uninit();
     let mut y = SVector::<f32, O>::zeros();
-    dense_tanh(&net.first, &x.data.0[0], &mut h1);
-    dense_tanh(&net.second.first, &h1, &mut h2);
-    net.second.second.forward_kernel(&h2, &mut y.data.0[0]);
+    let h1 = dense_tanh(&net.first, x, &mut h1);
+    let h2 = dense_tanh(&net.second.first, h1, &mut h2);
+    net.second.second.forward_kernel(h2, &mut y.data.0[0]);
     y
 }
 
@@ -758,8 +780,86 @@ pub fn sqrt(x: f32) -> f32 {
     f32::from_bits(r)
 }
 
-/// `RunningNorm::normalize` with the square root as `VSQRT`: the same
-/// operations in the same order, the same result.
+/// The statistics part of `RunningNorm::normalize`, two components at a
+/// time: `outᵢ = clamp((xᵢ − μᵢ) / √(σᵢ² + ε), −10, 10)` (`VSQRT`, `VDIV`,
+/// the core's clamp order: below `−10` first), writing all of `out`.
+/// Returns `false` iff an `xᵢ` or an `outᵢ` is not finite (`x − x` is `+0`
+/// for a finite `x` and NaN otherwise; their sum is NaN iff one is).
+#[inline(never)]
+fn normalize_into<const N: usize>(norm: &RunningNorm<N>, x: &[f32; N], out: *mut [f32; N]) -> bool {
+    const { assert!(N % 2 == 0 && N >= 2 && N <= 510) };
+    const { assert!(CLIP == 10.0) }; // `vmov.f32 #10.0` below
+    let ok: u32;
+    // SAFETY: reads `x`, the mean and variance (N floats each) and `ε`,
+    // writes all of `out` (N); clobbers only the registers listed and the
+    // flags; no stack use.
+    unsafe {
+        asm!(
+            "vldr s13, [{e}]",
+            "vmov.f32 s12, #10.0",
+            "vmov.f32 s11, #-10.0",
+            "vsub.f32 s14, s12, s12",
+            "1:",
+            "vldmia {xp}!, {{s0-s1}}",
+            "vldmia {mp}!, {{s2-s3}}",
+            "vldmia {vp}!, {{s4-s5}}",
+            "vsub.f32 s6, s0, s0",
+            "vsub.f32 s7, s1, s1",
+            "vadd.f32 s4, s4, s13",
+            "vadd.f32 s5, s5, s13",
+            "vsub.f32 s0, s0, s2",
+            "vsub.f32 s1, s1, s3",
+            "vadd.f32 s14, s14, s6",
+            "vsqrt.f32 s4, s4",
+            "vadd.f32 s14, s14, s7",
+            "vsqrt.f32 s5, s5",
+            "vdiv.f32 s0, s0, s4",
+            "vdiv.f32 s1, s1, s5",
+            "vcmp.f32 s0, s11",
+            "vmrs APSR_nzcv, fpscr",
+            "it lt",
+            "vmovlt.f32 s0, s11",
+            "vcmp.f32 s0, s12",
+            "vmrs APSR_nzcv, fpscr",
+            "it gt",
+            "vmovgt.f32 s0, s12",
+            "vcmp.f32 s1, s11",
+            "vmrs APSR_nzcv, fpscr",
+            "it lt",
+            "vmovlt.f32 s1, s11",
+            "vcmp.f32 s1, s12",
+            "vmrs APSR_nzcv, fpscr",
+            "it gt",
+            "vmovgt.f32 s1, s12",
+            "vsub.f32 s6, s0, s0",
+            "vsub.f32 s7, s1, s1",
+            "vadd.f32 s14, s14, s6",
+            "vstmia {op}!, {{s0-s1}}",
+            "vadd.f32 s14, s14, s7",
+            "subs {n}, {n}, #1",
+            "bne 1b",
+            "vcmp.f32 s14, #0",
+            "vmrs APSR_nzcv, fpscr",
+            "ite eq",
+            "moveq {ok}, #1",
+            "movne {ok}, #0",
+            e = in(reg) &EPSILON,
+            xp = inout(reg) x.as_ptr() => _,
+            mp = inout(reg) norm.mean.data.0[0].as_ptr() => _,
+            vp = inout(reg) norm.var.data.0[0].as_ptr() => _,
+            op = inout(reg) out => _,
+            n = inout(reg) N / 2 => _,
+            ok = lateout(reg) ok,
+            out("s0") _, out("s1") _, out("s2") _, out("s3") _,
+            out("s4") _, out("s5") _, out("s6") _, out("s7") _,
+            out("s11") _, out("s12") _, out("s13") _, out("s14") _,
+            options(nostack),
+        );
+    }
+    ok != 0
+}
+
+/// `RunningNorm::normalize`, bit for bit (`N` even).
 ///
 /// # Errors
 /// As the core's: [`Error::NonFinite`] for a non-finite input or result.
@@ -767,21 +867,20 @@ pub fn normalize<const N: usize>(
     norm: &RunningNorm<N>,
     x: &SVector<f32, N>,
 ) -> Result<SVector<f32, N>, Error> {
-    check_all_finite(x.as_slice())?;
     if !norm.has_statistics() {
+        check_all_finite(x.as_slice())?;
         return Ok(*x);
     }
     let mut out = SVector::<f32, N>::zeros();
-    for i in 0..N {
-        let z = (x[i] - norm.mean[i]) / sqrt(norm.var[i] + EPSILON);
-        out[i] = microrl::math::clamp(z, -CLIP, CLIP);
+    if normalize_into(norm, &x.data.0[0], &mut out.data.0[0]) {
+        Ok(out)
+    } else {
+        Err(Error::NonFinite)
     }
-    check_all_finite(out.as_slice())?;
-    Ok(out)
 }
 
 /// `Controller::act` of a deployed discrete `Policy` (normalise with the
-/// frozen statistics, then the actor's mode), bit for bit.
+/// frozen statistics, then the actor's mode), bit for bit (`OBS` even).
 ///
 /// # Errors
 /// As the core's: [`Error::NonFinite`] for a non-finite observation,
@@ -793,6 +892,17 @@ pub fn policy_act<const OBS: usize, const H: usize, const A: usize>(
 where
     Dense<H, A, Identity>: OutputLayer<H, A>,
 {
-    let input = normalize(&policy.obs_norm, obs)?;
-    actor_mode(&policy.actor, &input)
+    if !policy.obs_norm.has_statistics() {
+        // `normalize` is the identity; `actor_mode` checks the input.
+        return actor_mode(&policy.actor, obs);
+    }
+    let mut input = MaybeUninit::<[f32; OBS]>::uninit();
+    if !normalize_into(&policy.obs_norm, &obs.data.0[0], input.as_mut_ptr()) {
+        return Err(Error::NonFinite);
+    }
+    // SAFETY: `normalize_into` wrote all `OBS` elements.
+    let input = unsafe { input.assume_init_ref() };
+    // Finite (checked above, clipped to ±10): `Actor::mode`'s input check
+    // would pass.
+    categorical_mode(&mlp_forward_array(&policy.actor.net, input))
 }
