@@ -269,6 +269,27 @@ macro_rules! column16 {
     };
 }
 
+/// Eight columns of a 16-row block: their inputs into `s8–s15` (one
+/// `VLDM`), columns 0–3 at `{pa}`, 4–7 at `{pb}`, then both pointers 8
+/// columns on.
+macro_rules! chunk8 {
+    () => {
+        concat!(
+            "vldmia {xp}!, {{s8-s15}}\n",
+            column16!("s8", "{pa}", "0"),
+            column16!("s9", "{pa}", "1"),
+            column16!("s10", "{pa}", "2"),
+            column16!("s11", "{pa}", "3"),
+            column16!("s12", "{pb}", "0"),
+            column16!("s13", "{pb}", "1"),
+            column16!("s14", "{pb}", "2"),
+            column16!("s15", "{pb}", "3"),
+            "add {pa}, {pa}, #(8*{cs})\n",
+            "add {pb}, {pb}, #(8*{cs})\n",
+        )
+    };
+}
+
 /// `z = W x + b` for `O` a multiple of 16 (at most 64: the `VLDR` offsets
 /// of four columns must stay within 1 020 bytes): 16 rows at a time, their
 /// sums in `s16–s31` over all the columns, in column order.
@@ -291,22 +312,16 @@ fn matvec_wide<const I: usize, const O: usize>(
             "vldmia {bp}!, {{s16-s31}}",
             "mov {pa}, {wp}",
             "add {pb}, {wp}, #(4*{cs})",
-            ".if {chunks}",
-            "movs {n}, #{chunks}",
+            ".if {chunks16}",
+            "movs {n}, #{chunks16}",
             "2:",
-            "vldmia {xp}!, {{s8-s15}}",
-            column16!("s8", "{pa}", "0"),
-            column16!("s9", "{pa}", "1"),
-            column16!("s10", "{pa}", "2"),
-            column16!("s11", "{pa}", "3"),
-            column16!("s12", "{pb}", "0"),
-            column16!("s13", "{pb}", "1"),
-            column16!("s14", "{pb}", "2"),
-            column16!("s15", "{pb}", "3"),
-            "add {pa}, {pa}, #(8*{cs})",
-            "add {pb}, {pb}, #(8*{cs})",
+            chunk8!(),
+            chunk8!(),
             "subs {n}, {n}, #1",
             "bne 2b",
+            ".endif",
+            ".if {chunk8}",
+            chunk8!(),
             ".endif",
             ".rept {rem}",
             "vldmia {xp}!, {{s8}}",
@@ -319,7 +334,8 @@ fn matvec_wide<const I: usize, const O: usize>(
             "subs {rows}, {rows}, #1",
             "bne 1b",
             cs = const O * 4,
-            chunks = const I / 8,
+            chunks16 = const I / 16,
+            chunk8 = const (I % 16) / 8,
             rem = const I % 8,
             ni = const I,
             wp = inout(reg) w.as_ptr() => _,
@@ -477,34 +493,6 @@ macro_rules! clamp_c {
     };
 }
 
-/// The output clamp and the sign of one lane: `$r = min($r, 1)` (`1` in
-/// `s17`), then negated if bit 31 of `$s` (the input's bits) is set.
-macro_rules! clamp_one_sign {
-    ($r:literal, $s:literal) => {
-        concat!(
-            "vcmp.f32 ",
-            $r,
-            ", s17\n",
-            "vmrs APSR_nzcv, fpscr\n",
-            "it gt\n",
-            "vmovgt.f32 ",
-            $r,
-            ", s17\n",
-            "lsls ",
-            $s,
-            ", ",
-            $s,
-            ", #1\n",
-            "it cs\n",
-            "vnegcs.f32 ",
-            $r,
-            ", ",
-            $r,
-            "\n",
-        )
-    };
-}
-
 /// One Horner step `p = p·x² + α` over the four lanes (`p` in `s8–s11`,
 /// `x²` in `s4–s7`).
 macro_rules! horner_p {
@@ -554,6 +542,87 @@ macro_rules! horner_q {
     };
 }
 
+/// Four lanes of [`tanh_in_place`] at `{zp}` (advanced by 16 bytes).
+macro_rules! tanh4 {
+    () => {
+        concat!(
+            "vldmia {zp}, {{s0-s3}}\n",
+            "vmov r0, r1, s0, s1\n",
+            "vmov r2, r3, s2, s3\n",
+            "and r0, r0, #0x80000000\n",
+            "and r1, r1, #0x80000000\n",
+            "and r2, r2, #0x80000000\n",
+            "and r3, r3, #0x80000000\n",
+            "vabs.f32 s0, s0\n",
+            "vabs.f32 s1, s1\n",
+            "vabs.f32 s2, s2\n",
+            "vabs.f32 s3, s3\n",
+            clamp_c!("s0"),
+            clamp_c!("s1"),
+            clamp_c!("s2"),
+            clamp_c!("s3"),
+            // x² = a·a
+            "vmul.f32 s4, s0, s0\n",
+            "vmul.f32 s5, s1, s1\n",
+            "vmul.f32 s6, s2, s2\n",
+            "vmul.f32 s7, s3, s3\n",
+            // p = α₆·x² + α₅ (α₆ in s24, α₅ in s23), then the rest of Horner.
+            "vmul.f32 s8, s24, s4\n",
+            "vmul.f32 s9, s24, s5\n",
+            "vmul.f32 s10, s24, s6\n",
+            "vmul.f32 s11, s24, s7\n",
+            "vadd.f32 s8, s8, s23\n",
+            "vadd.f32 s9, s9, s23\n",
+            "vadd.f32 s10, s10, s23\n",
+            "vadd.f32 s11, s11, s23\n",
+            horner_p!("s22"),
+            horner_p!("s21"),
+            horner_p!("s20"),
+            horner_p!("s19"),
+            horner_p!("s18"),
+            // p = p·a
+            "vmul.f32 s8, s8, s0\n",
+            "vmul.f32 s9, s9, s1\n",
+            "vmul.f32 s10, s10, s2\n",
+            "vmul.f32 s11, s11, s3\n",
+            // q = β₃·x² + β₂ (β₃ in s28, β₂ in s27), then β₁, β₀.
+            "vmul.f32 s0, s28, s4\n",
+            "vmul.f32 s1, s28, s5\n",
+            "vmul.f32 s2, s28, s6\n",
+            "vmul.f32 s3, s28, s7\n",
+            "vadd.f32 s0, s0, s27\n",
+            "vadd.f32 s1, s1, s27\n",
+            "vadd.f32 s2, s2, s27\n",
+            "vadd.f32 s3, s3, s27\n",
+            horner_q!("s26"),
+            horner_q!("s25"),
+            "vdiv.f32 s8, s8, s0\n",
+            "vdiv.f32 s9, s9, s1\n",
+            "vdiv.f32 s10, s10, s2\n",
+            "vdiv.f32 s11, s11, s3\n",
+            "vmov r4, r5, s8, s9\n",
+            "cmp r4, r12\n",
+            "it eq\n",
+            "subeq r4, r4, #1\n",
+            "orr r0, r0, r4\n",
+            "cmp r5, r12\n",
+            "it eq\n",
+            "subeq r5, r5, #1\n",
+            "orr r1, r1, r5\n",
+            "vmov r4, r5, s10, s11\n",
+            "cmp r4, r12\n",
+            "it eq\n",
+            "subeq r4, r4, #1\n",
+            "orr r2, r2, r4\n",
+            "cmp r5, r12\n",
+            "it eq\n",
+            "subeq r5, r5, #1\n",
+            "orr r3, r3, r5\n",
+            "stmia {zp}!, {{r0-r3}}\n",
+        )
+    };
+}
+
 /// `zᵢ = tanh(zᵢ)` in place (`math::fast::tanh`, bit for bit), 4 lanes at a
 /// time; `N` a multiple of 4.
 ///
@@ -563,77 +632,29 @@ macro_rules! horner_q {
 /// operations on `|x|` (see the module documentation).
 #[inline(never)]
 fn tanh_in_place<const N: usize>(z: &mut [f32; N]) {
-    const { assert!(N % 4 == 0 && N >= 4 && N <= 1020) };
+    const { assert!(N % 8 == 0 && N >= 8 && N <= 2040) };
     // SAFETY: reads and writes `z` (N floats) and reads the 13 constants;
     // clobbers only the registers listed and the flags; no stack use.
     unsafe {
         asm!(
             "vldmia {k}, {{s16-s28}}",
+            "movw r12, #0x0001",
+            "movt r12, #0x3f80",
             "1:",
-            "vldmia {zp}, {{s0-s3}}",
-            "vmov {r0}, {r1}, s0, s1",
-            "vmov {r2}, {r3}, s2, s3",
-            "vabs.f32 s0, s0",
-            "vabs.f32 s1, s1",
-            "vabs.f32 s2, s2",
-            "vabs.f32 s3, s3",
-            clamp_c!("s0"),
-            clamp_c!("s1"),
-            clamp_c!("s2"),
-            clamp_c!("s3"),
-            // x² = a·a
-            "vmul.f32 s4, s0, s0",
-            "vmul.f32 s5, s1, s1",
-            "vmul.f32 s6, s2, s2",
-            "vmul.f32 s7, s3, s3",
-            // p = α₆·x² + α₅ (α₆ in s24, α₅ in s23), then the rest of Horner.
-            "vmul.f32 s8, s24, s4",
-            "vmul.f32 s9, s24, s5",
-            "vmul.f32 s10, s24, s6",
-            "vmul.f32 s11, s24, s7",
-            "vadd.f32 s8, s8, s23",
-            "vadd.f32 s9, s9, s23",
-            "vadd.f32 s10, s10, s23",
-            "vadd.f32 s11, s11, s23",
-            horner_p!("s22"),
-            horner_p!("s21"),
-            horner_p!("s20"),
-            horner_p!("s19"),
-            horner_p!("s18"),
-            // p = p·a
-            "vmul.f32 s8, s8, s0",
-            "vmul.f32 s9, s9, s1",
-            "vmul.f32 s10, s10, s2",
-            "vmul.f32 s11, s11, s3",
-            // q = β₃·x² + β₂ (β₃ in s28, β₂ in s27), then β₁, β₀.
-            "vmul.f32 s0, s28, s4",
-            "vmul.f32 s1, s28, s5",
-            "vmul.f32 s2, s28, s6",
-            "vmul.f32 s3, s28, s7",
-            "vadd.f32 s0, s0, s27",
-            "vadd.f32 s1, s1, s27",
-            "vadd.f32 s2, s2, s27",
-            "vadd.f32 s3, s3, s27",
-            horner_q!("s26"),
-            horner_q!("s25"),
-            "vdiv.f32 s8, s8, s0",
-            "vdiv.f32 s9, s9, s1",
-            "vdiv.f32 s10, s10, s2",
-            "vdiv.f32 s11, s11, s3",
-            clamp_one_sign!("s8", "{r0}"),
-            clamp_one_sign!("s9", "{r1}"),
-            clamp_one_sign!("s10", "{r2}"),
-            clamp_one_sign!("s11", "{r3}"),
-            "vstmia {zp}!, {{s8-s11}}",
+            tanh4!(),
+            tanh4!(),
             "subs {n}, {n}, #1",
             "bne 1b",
             k = in(reg) TANH_CONSTANTS.as_ptr(),
             zp = inout(reg) z.as_mut_ptr() => _,
-            n = inout(reg) N / 4 => _,
-            r0 = out(reg) _,
-            r1 = out(reg) _,
-            r2 = out(reg) _,
-            r3 = out(reg) _,
+            n = inout(reg) N / 8 => _,
+            out("r0") _,
+            out("r1") _,
+            out("r2") _,
+            out("r3") _,
+            out("r4") _,
+            out("r5") _,
+            out("r12") _,
             out("s0") _, out("s1") _, out("s2") _, out("s3") _,
             out("s4") _, out("s5") _, out("s6") _, out("s7") _,
             out("s8") _, out("s9") _, out("s10") _, out("s11") _,

@@ -196,6 +196,18 @@ fn check_tanh(rng: &mut Xoshiro128PlusPlus) -> u32 {
         check(&mut z, &mut cases);
         bits += 32 * 32;
     }
+    // Every f32 within 32 ulps of 7.903_784_3 (0x40fc_ebcd), the one input
+    // of [0, C] where the rational exceeds 1 (by one ulp) and the output
+    // clamp binds, and of its negative.
+    for (i, x) in z.iter_mut().enumerate() {
+        let b = 0x40fc_ebcd - 16 + (i as u32 / 2);
+        *x = if i % 2 == 0 {
+            f32::from_bits(b)
+        } else {
+            -f32::from_bits(b)
+        };
+    }
+    check(&mut z, &mut cases);
     defmt::info!(
         "kernel-check tanh: {=u32} cases, {=u32} mismatches",
         cases,
