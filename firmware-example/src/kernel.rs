@@ -35,8 +35,8 @@
 //! `p·(−x) = −(p·x)`, `(−p)/q = −(p/q)`, clamps symmetric), and on `[0, C]`
 //! the rational `p/q` is never negative (checked over every `f32` of the
 //! interval), so only the upper clamps remain: `min(|x|, C)` and `min(p/q, 1)`.
-//! The sign comes back from the input's sign *bit* (`lsls` into the carry,
-//! `vnegcs`), so `−0` stays `−0`; a NaN stays a NaN.
+//! The sign comes back from the input's sign *bit* (ORed into the result's
+//! bits), so `−0` stays `−0`; a NaN stays a NaN.
 //!
 //! # Register blocking and cycle budget (TRM timings; `tools/cycle_model.py`)
 //!
@@ -55,7 +55,14 @@
 //! - **`tanh`**, 4 lanes at a time, the 13 constants resident in `s16–s28`:
 //!   `VABS`, the clamp (`VCMP`, `VMRS`, `IT`, `VMOVGT`), `x²`, the 13/6
 //!   rational's two Horner chains interleaved over the lanes, `VDIV` (14
-//!   cycles), the upper clamp and the sign: ≈ 50 cycles a lane.
+//!   cycles), then the output clamp and the sign on the bits in the integer
+//!   unit (`p/q` exceeds 1 at exactly one `a ∈ [0, C]`, `0x40fcebcd`, where
+//!   it is `0x3f800001`, checked over every `f32` of `[0, C]` on the host):
+//!   ≈ 50 cycles a lane.
+//! - **Normalisation** (`Policy`): `(x − μ) / √(σ² + ε)` with `VSQRT` and
+//!   `VDIV`, clipped to `±10` in the core's order, two components at a time;
+//!   one finiteness check for all of them (the sum of every `x − x` and
+//!   `out − out` is NaN iff one is not finite).
 //!
 //! # The head
 //!
@@ -300,7 +307,7 @@ fn matvec_wide<const I: usize, const O: usize>(
     x: &[f32; I],
     z: *mut [f32; O],
 ) {
-    const { assert!(O % 16 == 0 && O >= 16 && O <= 64 && I >= 1 && I <= 255) };
+    const { assert!(O.is_multiple_of(16) && O >= 16 && O <= 64 && I >= 1 && I <= 255) };
     // SAFETY: reads `w` (I·O floats), `b` (O) and `x` (I), writes all of
     // `z` (O; the callers pass a `&mut`, possibly of uninitialised memory),
     // all valid for those lengths by their types; every pointer the
@@ -364,7 +371,7 @@ fn matvec_wide<const I: usize, const O: usize>(
 /// `VLDM`: the columns are contiguous) per run.
 #[inline(never)]
 fn matvec_4<const I: usize>(w: &[[f32; 4]; I], b: &[f32; 4], x: &[f32; I], z: &mut [f32; 4]) {
-    const { assert!(I % 8 == 0 && I >= 8 && I <= 2040) };
+    const { assert!(I.is_multiple_of(8) && I >= 8 && I <= 2040) };
     // SAFETY: as `matvec_wide`.
     unsafe {
         asm!(
@@ -431,7 +438,7 @@ fn matvec_4<const I: usize>(w: &[[f32; 4]; I], b: &[f32; 4], x: &[f32; I], z: &m
 /// 8 inputs (`s16–s23`) and 8 columns' 16 weights (`s0–s15`) per run.
 #[inline(never)]
 fn matvec_2<const I: usize>(w: &[[f32; 2]; I], b: &[f32; 2], x: &[f32; I], z: &mut [f32; 2]) {
-    const { assert!(I % 8 == 0 && I >= 8 && I <= 2040) };
+    const { assert!(I.is_multiple_of(8) && I >= 8 && I <= 2040) };
     // SAFETY: as `matvec_wide`.
     unsafe {
         asm!(
@@ -623,16 +630,18 @@ macro_rules! tanh4 {
     };
 }
 
-/// `zᵢ = tanh(zᵢ)` in place (`math::fast::tanh`, bit for bit), 4 lanes at a
-/// time; `N` a multiple of 4.
+/// `zᵢ = tanh(zᵢ)` in place (`math::fast::tanh`, bit for bit), two groups
+/// of 4 lanes per loop iteration; `N` a multiple of 8.
 ///
-/// Per lane: `a = min(|x|, C)`, `x² = a·a`, `p = (((((α₆x² + α₅)x² + α₄)x²
-/// + α₃)x² + α₂)x² + α₁)x² + α₀`, `p = p·a`, `q = ((β₃x² + β₂)x² + β₁)x² +
-/// β₀`, `r = min(p/q, 1)`, negated if `x`'s sign bit is set — the core's
-/// operations on `|x|` (see the module documentation).
+/// Per lane: `a = min(|x|, C)`; `x² = a·a`; `p` = the Horner chain of
+/// `α₆ … α₀` in `x²`, then `p·a`; `q` = the Horner chain of `β₃ … β₀`;
+/// `r = p/q`; in the integer unit the one quotient above 1 (`0x3f800001`,
+/// at `a = 0x40fcebcd`) becomes 1 (the core's output clamp) and `x`'s sign
+/// bit is ORed in — the core's operations on `|x|` (see the module
+/// documentation).
 #[inline(never)]
 fn tanh_in_place<const N: usize>(z: &mut [f32; N]) {
-    const { assert!(N % 8 == 0 && N >= 8 && N <= 2040) };
+    const { assert!(N.is_multiple_of(8) && N >= 8 && N <= 2040) };
     // SAFETY: reads and writes `z` (N floats) and reads the 13 constants;
     // clobbers only the registers listed and the flags; no stack use.
     unsafe {
@@ -808,7 +817,7 @@ pub fn sqrt(x: f32) -> f32 {
 /// for a finite `x` and NaN otherwise; their sum is NaN iff one is).
 #[inline(never)]
 fn normalize_into<const N: usize>(norm: &RunningNorm<N>, x: &[f32; N], out: *mut [f32; N]) -> bool {
-    const { assert!(N % 2 == 0 && N >= 2 && N <= 510) };
+    const { assert!(N.is_multiple_of(2) && N >= 2 && N <= 510) };
     const { assert!(CLIP == 10.0) }; // `vmov.f32 #10.0` below
     let ok: u32;
     // SAFETY: reads `x`, the mean and variance (N floats each) and `ε`,

@@ -48,7 +48,14 @@ fn uniform(rng: &mut Xoshiro128PlusPlus, scale: f32) -> f32 {
 /// One random observation component of a random kind.
 fn component(rng: &mut Xoshiro128PlusPlus, scale: f32) -> f32 {
     match rng.next_u32() % 64 {
-        0 => f32::MAX * if rng.next_u32() % 2 == 0 { 1.0 } else { -1.0 },
+        0 => {
+            f32::MAX
+                * if rng.next_u32().is_multiple_of(2) {
+                    1.0
+                } else {
+                    -1.0
+                }
+        }
         1 => -0.0,
         2 => 0.0,
         3 => f32::from_bits(rng.next_u32() & 0x807f_ffff), // subnormal (or ±0)
