@@ -13,13 +13,16 @@
 //! `train-ac-tiny` (the smallest trainers: 4-16-16 PPO in 22 KB of RAM,
 //! 4-12-12 actor-critic in 10 KB), `infer` (deterministic CartPole episodes
 //! from an exported policy), `infer-plant` (the policy in flash commanding a
-//! [`plant::Plant`], no simulator: 15.4 KB of flash) and `bench`
-//! (instruction counts).
+//! [`plant::Plant`], no simulator: 15.4 KB of flash), `bench`
+//! (instruction counts) and `kernel-check` (the assembly inference kernels
+//! of `kernel`, for `thumbv7em-none-eabihf`, against the core bit for bit).
 
 #![no_std]
 #![deny(unsafe_code)]
 
 pub mod icount;
+#[cfg(all(target_arch = "arm", target_abi = "eabihf"))]
+pub mod kernel;
 pub mod plant;
 mod progress;
 pub mod stack;

@@ -29,8 +29,8 @@ Design:
   as such a TB at a load. The instructions between two reads are exactly what
   the bench's tick difference counts (one tick = 40 instructions), so no
   marker code is needed in the firmware and the measured code is unchanged.
-  The bench's last 16 measurements (`MEASURES` below, in program order, from
-  `src/bin/bench.rs`) are the last 32 clock reads; each read's function is
+  The bench's last 25 measurements (`MEASURES` below, in program order, from
+  `src/bin/bench.rs`) are the last 50 clock reads; each read's function is
   checked against the expected one. A figure is, as in the bench,
   `(body − empty loop) / reps` for instructions and for cycles alike.
 - **Cross-check.** QEMU's stdout (the defmt frames) is decoded with
@@ -91,21 +91,13 @@ from collections import Counter, defaultdict
 # --------------------------------------------------------------------------
 # What the bench measures (mirrors src/bin/bench.rs).
 
-#: The bench's last 16 `Ticks::measure` calls, in program order:
+#: The bench's last 25 `Ticks::measure` calls, in program order:
 #: (label, function whose code reads the clock).
 MEASURES = [
-    ("4-64-64-2 empty loop", "bench::bench_inference"),
-    ("4-64-64-2 forward", "bench::bench_inference"),
-    ("4-64-64-2 act", "bench::bench_inference"),
-    ("4-64-64-2 policy", "bench::bench_inference"),
-    ("18-64-64-4 empty loop", "bench::bench_inference"),
-    ("18-64-64-4 forward", "bench::bench_inference"),
-    ("18-64-64-4 act", "bench::bench_inference"),
-    ("18-64-64-4 policy", "bench::bench_inference"),
-    ("4-32-32-2 empty loop", "bench::bench_inference"),
-    ("4-32-32-2 forward", "bench::bench_inference"),
-    ("4-32-32-2 act", "bench::bench_inference"),
-    ("4-32-32-2 policy", "bench::bench_inference"),
+    (f"{size} {what}", "bench::bench_inference")
+    for size in ("4-64-64-2", "18-64-64-4", "4-32-32-2")
+    for what in ("empty loop", "forward", "act", "policy", "forward asm", "act asm", "policy asm")
+] + [
     ("ac empty loop", "bench::__cortex_m_rt_main"),
     ("ac steps", "bench::__cortex_m_rt_main"),
     ("ppo collect", "bench::__cortex_m_rt_main"),
@@ -114,19 +106,15 @@ MEASURES = [
 
 #: (figure name as the bench logs it, body measure, empty-loop measure, reps).
 FIGURES = [
-    ("mlp-4-64-64-2", 1, 0, 1000),
-    ("act-4-64-64-2", 2, 0, 1000),
-    ("policy-4-64-64-2", 3, 0, 1000),
-    ("mlp-18-64-64-4", 5, 4, 1000),
-    ("act-18-64-64-4", 6, 4, 1000),
-    ("policy-18-64-64-4", 7, 4, 1000),
-    ("mlp-4-32-32-2", 9, 8, 1000),
-    ("act-4-32-32-2", 10, 8, 1000),
-    ("policy-4-32-32-2", 11, 8, 1000),
-    ("ac-step", 13, 12, 500),
-    ("ppo-collect-256", 14, None, 1),
-    ("ppo-collect-per-step", 14, None, 256),
-    ("ppo-update-256", 15, None, 1),
+    (f"{kind}-{size}{suffix}", 7 * s + 1 + k + 3 * a, 7 * s, 1000)
+    for s, size in enumerate(("4-64-64-2", "18-64-64-4", "4-32-32-2"))
+    for a, suffix in enumerate(("", "-asm"))
+    for k, kind in enumerate(("mlp", "act", "policy"))
+] + [
+    ("ac-step", 22, 21, 500),
+    ("ppo-collect-256", 23, None, 1),
+    ("ppo-collect-per-step", 23, None, 256),
+    ("ppo-update-256", 24, None, 1),
 ]
 
 #: Functions kept out of the trace (`-dfilter`): the calibration loop.

@@ -37,6 +37,8 @@
 //!   changed plant with and without the KL anchor; both runs must equal the
 //!   desktop's `microrl train --kl-ref` runs bit for bit, recover the
 //!   return, and the anchored one must end closer to the reference.
+//! - `kernel-check`: the assembly inference kernels (`src/kernel.rs`) against
+//!   the core on the MCU; every check must report 0 mismatches.
 //! - `bench`: runs under `-icount shift=0` and must report every figure.
 //!
 //! QEMU's exit status is the firmware's (`microrl_firmware::exit`, or 1 from
@@ -985,6 +987,36 @@ fn infer_plant_commands_like_the_desktop_within_16_kb_of_flash() {
 }
 
 #[test]
+fn kernel_matches_the_core_bit_for_bit() {
+    let Some(elfs) = firmware() else { return };
+    // `kernel-check` compares the assembly kernels (`src/kernel.rs`) with the
+    // core on the MCU: forward pass, mode and act of 18-64-64-4, 4-64-64-2
+    // and 4-32-32-2 over thousands of observations and five weight scales,
+    // tanh, VSQRT and the arg max on near ties.
+    let run = run_qemu(&elfs["kernel-check"], false);
+    for what in [
+        "tanh",
+        "sqrt",
+        "mode",
+        "18-64-64-4",
+        "4-64-64-2",
+        "4-32-32-2",
+    ] {
+        let line = run.line(&format!("INFO kernel-check {what}:"));
+        let cases: u64 = after(line, &format!("{what}:")).parse().expect("a count");
+        assert!(cases >= 5000, "{line}");
+        assert_eq!(after(line, "cases,"), "0", "{line}");
+    }
+    run.line("INFO kernel-check: bit-identical");
+    assert_eq!(
+        run.status,
+        Some(0),
+        "kernel-check exit status\n{}",
+        run.lines.join("\n")
+    );
+}
+
+#[test]
 fn bench_reports_every_instruction_count() {
     let Some(elfs) = firmware() else { return };
     // `-icount shift=0`: one virtual nanosecond per instruction; `bench`
@@ -1006,6 +1038,15 @@ fn bench_reports_every_instruction_count() {
         "mlp-4-32-32-2",
         "act-4-32-32-2",
         "policy-4-32-32-2",
+        "mlp-4-64-64-2-asm",
+        "act-4-64-64-2-asm",
+        "policy-4-64-64-2-asm",
+        "mlp-18-64-64-4-asm",
+        "act-18-64-64-4-asm",
+        "policy-18-64-64-4-asm",
+        "mlp-4-32-32-2-asm",
+        "act-4-32-32-2-asm",
+        "policy-4-32-32-2-asm",
         "ac-step",
         "ppo-collect-256",
         "ppo-update-256",

@@ -47,11 +47,12 @@ use cortex_m::peripheral::DWT;
 use cortex_m_rt::entry;
 use microrl::algo::{AcConfig, Actor, Cursor, PpoConfig};
 use microrl::env::{CartPole, Discrete, Env};
-use microrl::nn::{Mlp, Network};
+use microrl::nn::{Dense, Identity, Layer, Mlp};
 use microrl::normalize::RunningNorm;
 use microrl::policy::CategoricalActor;
 use microrl::{Controller, Params, Policy, SVector, agent};
 use microrl_firmware::icount::Ticks;
+use microrl_firmware::kernel::{self, OutputLayer};
 use microrl_firmware::{exit, log_stack, ok_or_exit};
 use rand_core::SeedableRng;
 use rand_xoshiro::Xoshiro128PlusPlus;
@@ -247,18 +248,21 @@ fn probe_dwt(mut dcb: cortex_m::peripheral::DCB, mut dwt: DWT) {
 /// statistics, then the mode) of a freshly initialised
 /// `CategoricalActor<N>`, `INFER_REPS` times each.
 #[inline(never)]
-fn bench_inference<N, const OBS: usize, const ACT: usize>(
+fn bench_inference<const OBS: usize, const H: usize, const ACT: usize>(
     ticks: &Ticks,
     ipt: u64,
-    names: [&str; 3],
+    names: [&str; 6],
     obs: &[SVector<f32, OBS>; N_OBS],
     rng: &mut Xoshiro128PlusPlus,
 ) where
-    N: Network<OBS, ACT>,
+    Dense<H, ACT, Identity>: OutputLayer<H, ACT>,
 {
+    type N<const OBS: usize, const H: usize, const ACT: usize> = Mlp<OBS, H, ACT>;
     // On this function's stack: gone once it returns.
     let mut policy = Policy {
-        actor: CategoricalActor { net: N::ZERO },
+        actor: CategoricalActor {
+            net: N::<OBS, H, ACT>::ZERO,
+        },
         obs_norm: RunningNorm::ZERO,
         space: Discrete::<ACT>,
     };
@@ -269,12 +273,23 @@ fn bench_inference<N, const OBS: usize, const ACT: usize>(
     defmt::info!(
         "{=str}: {=usize} parameters, {=usize} bytes",
         names[2],
-        Policy::<CategoricalActor<N>, OBS>::LEN,
-        core::mem::size_of::<Policy<CategoricalActor<N>, OBS>>()
+        Policy::<CategoricalActor<N<OBS, H, ACT>>, OBS>::LEN,
+        core::mem::size_of::<Policy<CategoricalActor<N<OBS, H, ACT>>, OBS>>()
     );
-    // Check once, outside the measurements, that inference succeeds.
+    // Check once, outside the measurements, that inference succeeds and
+    // that the assembly kernels give the core's bits.
     for o in obs {
-        ok_or_exit(policy.act(o), "act");
+        let action = ok_or_exit(policy.act(o), "act");
+        let same = kernel::mlp_forward(&policy.actor.net, o) == policy.actor.net.forward(o)
+            && kernel::actor_mode(&policy.actor, o) == policy.actor.mode(o)
+            && kernel::policy_act(&policy, o) == Ok(action);
+        if !same {
+            defmt::error!(
+                "{=str}: the assembly kernel differs from the core",
+                names[2]
+            );
+            exit(false);
+        }
     }
     let reps = INFER_REPS;
     let idx = |i: u32| i as usize % N_OBS;
@@ -298,9 +313,30 @@ fn bench_inference<N, const OBS: usize, const ACT: usize>(
             let _ = black_box(policy.act(black_box(&obs[idx(i)])));
         })
     });
+    let (mlp_asm, ()) = ticks.measure(|| {
+        repeat(reps, |i| {
+            black_box(kernel::mlp_forward(
+                &policy.actor.net,
+                black_box(&obs[idx(i)]),
+            ));
+        })
+    });
+    let (mode_asm, ()) = ticks.measure(|| {
+        repeat(reps, |i| {
+            let _ = black_box(kernel::actor_mode(&policy.actor, black_box(&obs[idx(i)])));
+        })
+    });
+    let (act_asm, ()) = ticks.measure(|| {
+        repeat(reps, |i| {
+            let _ = black_box(kernel::policy_act(&policy, black_box(&obs[idx(i)])));
+        })
+    });
     report(names[0], ipt, reps, mlp, empty);
     report(names[1], ipt, reps, mode, empty);
     report(names[2], ipt, reps, act, empty);
+    report(names[3], ipt, reps, mlp_asm, empty);
+    report(names[4], ipt, reps, mode_asm, empty);
+    report(names[5], ipt, reps, act_asm, empty);
 }
 
 /// `N_OBS` CartPole observations along a random-action trajectory.
@@ -338,24 +374,45 @@ fn main() -> ! {
             *x = microrl::rng::uniform_range(&mut rng, -1.0, 1.0);
         }
     }
-    bench_inference::<Mlp<4, 64, 2>, 4, 2>(
+    bench_inference::<4, 64, 2>(
         &ticks,
         ipt,
-        ["mlp-4-64-64-2", "act-4-64-64-2", "policy-4-64-64-2"],
+        [
+            "mlp-4-64-64-2",
+            "act-4-64-64-2",
+            "policy-4-64-64-2",
+            "mlp-4-64-64-2-asm",
+            "act-4-64-64-2-asm",
+            "policy-4-64-64-2-asm",
+        ],
         &cartpole_obs,
         &mut rng,
     );
-    bench_inference::<Mlp<18, 64, 4>, 18, 4>(
+    bench_inference::<18, 64, 4>(
         &ticks,
         ipt,
-        ["mlp-18-64-64-4", "act-18-64-64-4", "policy-18-64-64-4"],
+        [
+            "mlp-18-64-64-4",
+            "act-18-64-64-4",
+            "policy-18-64-64-4",
+            "mlp-18-64-64-4-asm",
+            "act-18-64-64-4-asm",
+            "policy-18-64-64-4-asm",
+        ],
         &wide_obs,
         &mut rng,
     );
-    bench_inference::<Mlp<4, 32, 2>, 4, 2>(
+    bench_inference::<4, 32, 2>(
         &ticks,
         ipt,
-        ["mlp-4-32-32-2", "act-4-32-32-2", "policy-4-32-32-2"],
+        [
+            "mlp-4-32-32-2",
+            "act-4-32-32-2",
+            "policy-4-32-32-2",
+            "mlp-4-32-32-2-asm",
+            "act-4-32-32-2-asm",
+            "policy-4-32-32-2-asm",
+        ],
         &cartpole_obs,
         &mut rng,
     );

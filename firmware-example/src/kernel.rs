@@ -1,0 +1,938 @@
+//! Hand-scheduled Cortex-M4F inference kernels for `Mlp<I, H, O>` policies,
+//! bit-identical to the core's `Dense::forward`, `Actor::mode` and
+//! `Controller::act`.
+//!
+//! The core computes every dense layer as `yᵢ = bᵢ`, then `yᵢ = yᵢ + wᵢⱼ·xⱼ`
+//! for `j = 0, 1, …` in order, each product rounded before its addition,
+//! then the activation (`math::fast::tanh` with the `fast-math` feature).
+//! These kernels perform exactly those IEEE operations in exactly that order,
+//! only scheduled by hand, so every result has the same bits (the firmware
+//! test `kernel_matches_the_core_bit_for_bit` checks it under QEMU on
+//! thousands of random inputs, saturating and huge ones included).
+//!
+//! # Why assembly
+//!
+//! LLVM's generic `thumbv7em` tuning fuses every `z + w·x` of the core's
+//! kernel into one `VMLA`, which the Cortex-M4 executes in 3 cycles (TRM
+//! r0p1, table 7-1) where `VMUL` + `VADD` take 1 + 1; it loads each weight
+//! with its own `VLDR` (2 cycles unless right behind another load) between
+//! the arithmetic; and its Horner chains in `tanh` feed every result into the
+//! next instruction (one stall cycle each). Safe Rust on stable cannot ask
+//! for another schedule, and the core crate forbids `unsafe`, so the kernels
+//! live here, in `core::arch::asm!` (stable on ARM).
+//!
+//! # Bit identity
+//!
+//! The M4's `VMLA` is *chained*, not fused: it rounds the product before the
+//! addition (ARMv7-M ARM, "VMLA: … the result of the multiply is rounded
+//! before the addition"; the fused one is `VFMA`), so `VMUL` then `VADD` gives
+//! the same bits as the compiled core. The kernels use the default FPSCR the
+//! compiled code runs with (round to nearest, no flush to zero, no default
+//! NaN). Addition is commutative in IEEE 754, so `vadd acc, acc, prod` equals
+//! the core's `acc + prod`. The `tanh` here is `math::fast::tanh` evaluated
+//! on `|x|` with the sign restored at the end: the core's `tanh` is odd
+//! bit for bit (round to nearest is symmetric, `x²` does not see the sign,
+//! `p·(−x) = −(p·x)`, `(−p)/q = −(p/q)`, clamps symmetric), and on `[0, C]`
+//! the rational `p/q` is never negative (checked over every `f32` of the
+//! interval), so only the upper clamps remain: `min(|x|, C)` and `min(p/q, 1)`.
+//! The sign comes back from the input's sign *bit* (ORed into the result's
+//! bits), so `−0` stays `−0`; a NaN stays a NaN.
+//!
+//! # Register blocking and cycle budget (TRM timings; `tools/cycle_model.py`)
+//!
+//! - **Hidden layers** (`O` a multiple of 16): 16 rows' running sums stay in
+//!   `s16–s31` while the kernel walks all the columns; 8 inputs are loaded at
+//!   once (`VLDM`, 1 + 8 cycles) into `s8–s15`; per column the 16 weights
+//!   (contiguous in nalgebra's column-major storage) come in two runs of 8
+//!   back-to-back `VLDR`s into `s0–s7` (2 + 7 cycles: a load right behind a
+//!   load pipelines), each followed by 8 `VMUL`s (product into the weight's
+//!   register) and 8 `VADD`s, ordered so that no result feeds the very next
+//!   instruction. That is 50 cycles per 16 weights plus the input loads:
+//!   ≈ 3.2 cycles a weight against 3 for load, multiply and add alone. The
+//!   pre-activations go to memory with one `VSTM` per block.
+//! - **Output layer** (`O` = 2 or 4, identity): all the rows in registers,
+//!   8 inputs and 16 weights (`VLDM`, contiguous across columns here) per run.
+//! - **`tanh`**, 4 lanes at a time, the 13 constants resident in `s16–s28`:
+//!   `VABS`, the clamp (`VCMP`, `VMRS`, `IT`, `VMOVGT`), `x²`, the 13/6
+//!   rational's two Horner chains interleaved over the lanes, `VDIV` (14
+//!   cycles), then the output clamp and the sign on the bits in the integer
+//!   unit (`p/q` exceeds 1 at exactly one `a ∈ [0, C]`, `0x40fcebcd`, where
+//!   it is `0x3f800001`, checked over every `f32` of `[0, C]` on the host):
+//!   ≈ 50 cycles a lane.
+//! - **Normalisation** (`Policy`): `(x − μ) / √(σ² + ε)` with `VSQRT` and
+//!   `VDIV`, clipped to `±10` in the core's order, two components at a time;
+//!   one finiteness check for all of them (the sum of every `x − x` and
+//!   `out − out` is NaN iff one is not finite).
+//!
+//! # The head
+//!
+//! [`actor_mode`] returns the core's `Categorical::from_logits(l)?.mode()`,
+//! the first arg max of the log-probabilities `fl(fl(lᵢ − m) − L)` with
+//! `L = ln Σ exp(lⱼ − m) ∈ [0, ln A]`. Rounding is monotone, so the first
+//! arg max `i*` of the logits attains the largest log-probability `−L`; an
+//! earlier `i` (with `lᵢ < m`) ties with it only if `fl(lᵢ − m)` is within
+//! a few units in the last place of `L` of zero. When every earlier logit is
+//! at least `1e-5` below the maximum (more than two ulps of any `L < 64`)
+//! the answer is `i*` without the `exp`s and the `ln`; otherwise it calls the
+//! core's own `from_logits` and `mode`.
+//!
+//! Only for `thumbv7em-none-eabihf` (any hard-float ARM target with VFPv4-SP
+//! single precision); the bins that use it keep `forbid(unsafe_code)`.
+
+#![allow(unsafe_code)]
+
+use core::arch::asm;
+use core::mem::MaybeUninit;
+
+use microrl::error::check_all_finite;
+use microrl::nn::{Dense, Identity, Mlp, Tanh};
+use microrl::normalize::{CLIP, EPSILON, RunningNorm};
+use microrl::policy::{Categorical, CategoricalActor};
+use microrl::{Error, Policy, SVector};
+
+/// `math::fast::tanh`'s input clamp (the same `f32` literal as the core's).
+const TANH_CLAMP: f32 = 7.905_311;
+/// `math::fast::tanh`'s numerator coefficients `α₀ … α₆` (the core's literals).
+const TANH_ALPHA: [f32; 7] = [
+    4.893_524_6e-3,
+    6.372_619_3e-4,
+    1.485_722_4e-5,
+    5.122_297e-8,
+    -8.604_672e-11,
+    2.000_188e-13,
+    -2.760_768_5e-16,
+];
+/// `math::fast::tanh`'s denominator coefficients `β₀ … β₃` (the core's literals).
+const TANH_BETA: [f32; 4] = [4.893_525e-3, 2.268_434_6e-3, 1.185_347e-4, 1.198_258_4e-6];
+
+/// The constants the `tanh` kernel loads into `s16–s28` with one `VLDM`:
+/// `C, 1, α₀ … α₆, β₀ … β₃`.
+static TANH_CONSTANTS: [f32; 13] = [
+    TANH_CLAMP,
+    1.0,
+    TANH_ALPHA[0],
+    TANH_ALPHA[1],
+    TANH_ALPHA[2],
+    TANH_ALPHA[3],
+    TANH_ALPHA[4],
+    TANH_ALPHA[5],
+    TANH_ALPHA[6],
+    TANH_BETA[0],
+    TANH_BETA[1],
+    TANH_BETA[2],
+    TANH_BETA[3],
+];
+
+/// One column of a 16-row block: `$x` holds `xⱼ`, the weights are at
+/// `$p + $j·{cs} + 0 … 60` (`{cs}` = the column stride in bytes).
+macro_rules! column16 {
+    ($x:literal, $p:literal, $j:literal) => {
+        concat!(
+            "vldr s0, [",
+            $p,
+            ", #(",
+            $j,
+            "*{cs}+0)]\n",
+            "vldr s1, [",
+            $p,
+            ", #(",
+            $j,
+            "*{cs}+4)]\n",
+            "vldr s2, [",
+            $p,
+            ", #(",
+            $j,
+            "*{cs}+8)]\n",
+            "vldr s3, [",
+            $p,
+            ", #(",
+            $j,
+            "*{cs}+12)]\n",
+            "vldr s4, [",
+            $p,
+            ", #(",
+            $j,
+            "*{cs}+16)]\n",
+            "vldr s5, [",
+            $p,
+            ", #(",
+            $j,
+            "*{cs}+20)]\n",
+            "vldr s6, [",
+            $p,
+            ", #(",
+            $j,
+            "*{cs}+24)]\n",
+            "vldr s7, [",
+            $p,
+            ", #(",
+            $j,
+            "*{cs}+28)]\n",
+            "vmul.f32 s0, s0, ",
+            $x,
+            "\n",
+            "vmul.f32 s1, s1, ",
+            $x,
+            "\n",
+            "vmul.f32 s2, s2, ",
+            $x,
+            "\n",
+            "vmul.f32 s3, s3, ",
+            $x,
+            "\n",
+            "vmul.f32 s4, s4, ",
+            $x,
+            "\n",
+            "vmul.f32 s5, s5, ",
+            $x,
+            "\n",
+            "vmul.f32 s6, s6, ",
+            $x,
+            "\n",
+            "vmul.f32 s7, s7, ",
+            $x,
+            "\n",
+            "vadd.f32 s16, s16, s0\n",
+            "vadd.f32 s17, s17, s1\n",
+            "vadd.f32 s18, s18, s2\n",
+            "vadd.f32 s19, s19, s3\n",
+            "vadd.f32 s20, s20, s4\n",
+            "vadd.f32 s21, s21, s5\n",
+            "vadd.f32 s22, s22, s6\n",
+            "vadd.f32 s23, s23, s7\n",
+            "vldr s0, [",
+            $p,
+            ", #(",
+            $j,
+            "*{cs}+32)]\n",
+            "vldr s1, [",
+            $p,
+            ", #(",
+            $j,
+            "*{cs}+36)]\n",
+            "vldr s2, [",
+            $p,
+            ", #(",
+            $j,
+            "*{cs}+40)]\n",
+            "vldr s3, [",
+            $p,
+            ", #(",
+            $j,
+            "*{cs}+44)]\n",
+            "vldr s4, [",
+            $p,
+            ", #(",
+            $j,
+            "*{cs}+48)]\n",
+            "vldr s5, [",
+            $p,
+            ", #(",
+            $j,
+            "*{cs}+52)]\n",
+            "vldr s6, [",
+            $p,
+            ", #(",
+            $j,
+            "*{cs}+56)]\n",
+            "vldr s7, [",
+            $p,
+            ", #(",
+            $j,
+            "*{cs}+60)]\n",
+            "vmul.f32 s0, s0, ",
+            $x,
+            "\n",
+            "vmul.f32 s1, s1, ",
+            $x,
+            "\n",
+            "vmul.f32 s2, s2, ",
+            $x,
+            "\n",
+            "vmul.f32 s3, s3, ",
+            $x,
+            "\n",
+            "vmul.f32 s4, s4, ",
+            $x,
+            "\n",
+            "vmul.f32 s5, s5, ",
+            $x,
+            "\n",
+            "vmul.f32 s6, s6, ",
+            $x,
+            "\n",
+            "vmul.f32 s7, s7, ",
+            $x,
+            "\n",
+            "vadd.f32 s24, s24, s0\n",
+            "vadd.f32 s25, s25, s1\n",
+            "vadd.f32 s26, s26, s2\n",
+            "vadd.f32 s27, s27, s3\n",
+            "vadd.f32 s28, s28, s4\n",
+            "vadd.f32 s29, s29, s5\n",
+            "vadd.f32 s30, s30, s6\n",
+            "vadd.f32 s31, s31, s7\n",
+        )
+    };
+}
+
+/// Eight columns of a 16-row block: their inputs into `s8–s15` (one
+/// `VLDM`), columns 0–3 at `{pa}`, 4–7 at `{pb}`, then both pointers 8
+/// columns on.
+macro_rules! chunk8 {
+    () => {
+        concat!(
+            "vldmia {xp}!, {{s8-s15}}\n",
+            column16!("s8", "{pa}", "0"),
+            column16!("s9", "{pa}", "1"),
+            column16!("s10", "{pa}", "2"),
+            column16!("s11", "{pa}", "3"),
+            column16!("s12", "{pb}", "0"),
+            column16!("s13", "{pb}", "1"),
+            column16!("s14", "{pb}", "2"),
+            column16!("s15", "{pb}", "3"),
+            "add {pa}, {pa}, #(8*{cs})\n",
+            "add {pb}, {pb}, #(8*{cs})\n",
+        )
+    };
+}
+
+/// `z = W x + b` for `O` a multiple of 16 (at most 64: the `VLDR` offsets
+/// of four columns must stay within 1 020 bytes): 16 rows at a time, their
+/// sums in `s16–s31` over all the columns, in column order.
+#[inline(never)]
+fn matvec_wide<const I: usize, const O: usize>(
+    w: &[[f32; O]; I],
+    b: &[f32; O],
+    x: &[f32; I],
+    z: *mut [f32; O],
+) {
+    const { assert!(O.is_multiple_of(16) && O >= 16 && O <= 64 && I >= 1 && I <= 255) };
+    // SAFETY: reads `w` (I·O floats), `b` (O) and `x` (I), writes all of
+    // `z` (O; the callers pass a `&mut`, possibly of uninitialised memory),
+    // all valid for those lengths by their types; every pointer the
+    // assembly advances is an `inout` scratch copy; it clobbers only the
+    // registers listed; no stack use.
+    unsafe {
+        asm!(
+            "1:",
+            "vldmia {bp}!, {{s16-s31}}",
+            "mov {pa}, {wp}",
+            "add {pb}, {wp}, #(4*{cs})",
+            ".if {chunks16}",
+            "movs {n}, #{chunks16}",
+            "2:",
+            chunk8!(),
+            chunk8!(),
+            "subs {n}, {n}, #1",
+            "bne 2b",
+            ".endif",
+            ".if {chunk8}",
+            chunk8!(),
+            ".endif",
+            ".rept {rem}",
+            "vldmia {xp}!, {{s8}}",
+            column16!("s8", "{pa}", "0"),
+            "add {pa}, {pa}, #{cs}",
+            ".endr",
+            "sub {xp}, {xp}, #(4*{ni})",
+            "vstmia {zp}!, {{s16-s31}}",
+            "add {wp}, {wp}, #64",
+            "subs {rows}, {rows}, #1",
+            "bne 1b",
+            cs = const O * 4,
+            chunks16 = const I / 16,
+            chunk8 = const (I % 16) / 8,
+            rem = const I % 8,
+            ni = const I,
+            wp = inout(reg) w.as_ptr() => _,
+            bp = inout(reg) b.as_ptr() => _,
+            xp = inout(reg) x.as_ptr() => _,
+            zp = inout(reg) z => _,
+            rows = inout(reg) O / 16 => _,
+            pa = out(reg) _,
+            pb = out(reg) _,
+            n = out(reg) _,
+            out("s0") _, out("s1") _, out("s2") _, out("s3") _,
+            out("s4") _, out("s5") _, out("s6") _, out("s7") _,
+            out("s8") _, out("s9") _, out("s10") _, out("s11") _,
+            out("s12") _, out("s13") _, out("s14") _, out("s15") _,
+            out("s16") _, out("s17") _, out("s18") _, out("s19") _,
+            out("s20") _, out("s21") _, out("s22") _, out("s23") _,
+            out("s24") _, out("s25") _, out("s26") _, out("s27") _,
+            out("s28") _, out("s29") _, out("s30") _, out("s31") _,
+            options(nostack),
+        );
+    }
+}
+
+/// `z = W x + b` for `O = 4`, `I` a multiple of 8: the 4 sums in
+/// `s28–s31`, 8 inputs (`s16–s23`) and 4 columns' 16 weights (`s0–s15`, one
+/// `VLDM`: the columns are contiguous) per run.
+#[inline(never)]
+fn matvec_4<const I: usize>(w: &[[f32; 4]; I], b: &[f32; 4], x: &[f32; I], z: &mut [f32; 4]) {
+    const { assert!(I.is_multiple_of(8) && I >= 8 && I <= 2040) };
+    // SAFETY: as `matvec_wide`.
+    unsafe {
+        asm!(
+            "vldmia {bp}, {{s28-s31}}",
+            "movs {n}, #{chunks}",
+            "1:",
+            "vldmia {xp}!, {{s16-s23}}",
+            "vldmia {wp}!, {{s0-s15}}",
+            "vmul.f32 s0, s0, s16", "vmul.f32 s1, s1, s16",
+            "vmul.f32 s2, s2, s16", "vmul.f32 s3, s3, s16",
+            "vmul.f32 s4, s4, s17", "vmul.f32 s5, s5, s17",
+            "vmul.f32 s6, s6, s17", "vmul.f32 s7, s7, s17",
+            "vmul.f32 s8, s8, s18", "vmul.f32 s9, s9, s18",
+            "vmul.f32 s10, s10, s18", "vmul.f32 s11, s11, s18",
+            "vmul.f32 s12, s12, s19", "vmul.f32 s13, s13, s19",
+            "vmul.f32 s14, s14, s19", "vmul.f32 s15, s15, s19",
+            "vadd.f32 s28, s28, s0", "vadd.f32 s29, s29, s1",
+            "vadd.f32 s30, s30, s2", "vadd.f32 s31, s31, s3",
+            "vadd.f32 s28, s28, s4", "vadd.f32 s29, s29, s5",
+            "vadd.f32 s30, s30, s6", "vadd.f32 s31, s31, s7",
+            "vadd.f32 s28, s28, s8", "vadd.f32 s29, s29, s9",
+            "vadd.f32 s30, s30, s10", "vadd.f32 s31, s31, s11",
+            "vadd.f32 s28, s28, s12", "vadd.f32 s29, s29, s13",
+            "vadd.f32 s30, s30, s14", "vadd.f32 s31, s31, s15",
+            "vldmia {wp}!, {{s0-s15}}",
+            "vmul.f32 s0, s0, s20", "vmul.f32 s1, s1, s20",
+            "vmul.f32 s2, s2, s20", "vmul.f32 s3, s3, s20",
+            "vmul.f32 s4, s4, s21", "vmul.f32 s5, s5, s21",
+            "vmul.f32 s6, s6, s21", "vmul.f32 s7, s7, s21",
+            "vmul.f32 s8, s8, s22", "vmul.f32 s9, s9, s22",
+            "vmul.f32 s10, s10, s22", "vmul.f32 s11, s11, s22",
+            "vmul.f32 s12, s12, s23", "vmul.f32 s13, s13, s23",
+            "vmul.f32 s14, s14, s23", "vmul.f32 s15, s15, s23",
+            "vadd.f32 s28, s28, s0", "vadd.f32 s29, s29, s1",
+            "vadd.f32 s30, s30, s2", "vadd.f32 s31, s31, s3",
+            "vadd.f32 s28, s28, s4", "vadd.f32 s29, s29, s5",
+            "vadd.f32 s30, s30, s6", "vadd.f32 s31, s31, s7",
+            "vadd.f32 s28, s28, s8", "vadd.f32 s29, s29, s9",
+            "vadd.f32 s30, s30, s10", "vadd.f32 s31, s31, s11",
+            "vadd.f32 s28, s28, s12", "vadd.f32 s29, s29, s13",
+            "vadd.f32 s30, s30, s14", "vadd.f32 s31, s31, s15",
+            "subs {n}, {n}, #1",
+            "bne 1b",
+            "vstmia {zp}, {{s28-s31}}",
+            chunks = const I / 8,
+            wp = inout(reg) w.as_ptr() => _,
+            bp = in(reg) b.as_ptr(),
+            xp = inout(reg) x.as_ptr() => _,
+            zp = in(reg) z.as_mut_ptr(),
+            n = out(reg) _,
+            out("s0") _, out("s1") _, out("s2") _, out("s3") _,
+            out("s4") _, out("s5") _, out("s6") _, out("s7") _,
+            out("s8") _, out("s9") _, out("s10") _, out("s11") _,
+            out("s12") _, out("s13") _, out("s14") _, out("s15") _,
+            out("s16") _, out("s17") _, out("s18") _, out("s19") _,
+            out("s20") _, out("s21") _, out("s22") _, out("s23") _,
+            out("s28") _, out("s29") _, out("s30") _, out("s31") _,
+            options(nostack),
+        );
+    }
+}
+
+/// `z = W x + b` for `O = 2`, `I` a multiple of 8: the 2 sums in `s30–s31`,
+/// 8 inputs (`s16–s23`) and 8 columns' 16 weights (`s0–s15`) per run.
+#[inline(never)]
+fn matvec_2<const I: usize>(w: &[[f32; 2]; I], b: &[f32; 2], x: &[f32; I], z: &mut [f32; 2]) {
+    const { assert!(I.is_multiple_of(8) && I >= 8 && I <= 2040) };
+    // SAFETY: as `matvec_wide`.
+    unsafe {
+        asm!(
+            "vldmia {bp}, {{s30-s31}}",
+            "movs {n}, #{chunks}",
+            "1:",
+            "vldmia {xp}!, {{s16-s23}}",
+            "vldmia {wp}!, {{s0-s15}}",
+            "vmul.f32 s0, s0, s16", "vmul.f32 s1, s1, s16",
+            "vmul.f32 s2, s2, s17", "vmul.f32 s3, s3, s17",
+            "vmul.f32 s4, s4, s18", "vmul.f32 s5, s5, s18",
+            "vmul.f32 s6, s6, s19", "vmul.f32 s7, s7, s19",
+            "vmul.f32 s8, s8, s20", "vmul.f32 s9, s9, s20",
+            "vmul.f32 s10, s10, s21", "vmul.f32 s11, s11, s21",
+            "vmul.f32 s12, s12, s22", "vmul.f32 s13, s13, s22",
+            "vmul.f32 s14, s14, s23", "vmul.f32 s15, s15, s23",
+            "vadd.f32 s30, s30, s0", "vadd.f32 s31, s31, s1",
+            "vadd.f32 s30, s30, s2", "vadd.f32 s31, s31, s3",
+            "vadd.f32 s30, s30, s4", "vadd.f32 s31, s31, s5",
+            "vadd.f32 s30, s30, s6", "vadd.f32 s31, s31, s7",
+            "vadd.f32 s30, s30, s8", "vadd.f32 s31, s31, s9",
+            "vadd.f32 s30, s30, s10", "vadd.f32 s31, s31, s11",
+            "vadd.f32 s30, s30, s12", "vadd.f32 s31, s31, s13",
+            "vadd.f32 s30, s30, s14", "vadd.f32 s31, s31, s15",
+            "subs {n}, {n}, #1",
+            "bne 1b",
+            "vstmia {zp}, {{s30-s31}}",
+            chunks = const I / 8,
+            wp = inout(reg) w.as_ptr() => _,
+            bp = in(reg) b.as_ptr(),
+            xp = inout(reg) x.as_ptr() => _,
+            zp = in(reg) z.as_mut_ptr(),
+            n = out(reg) _,
+            out("s0") _, out("s1") _, out("s2") _, out("s3") _,
+            out("s4") _, out("s5") _, out("s6") _, out("s7") _,
+            out("s8") _, out("s9") _, out("s10") _, out("s11") _,
+            out("s12") _, out("s13") _, out("s14") _, out("s15") _,
+            out("s16") _, out("s17") _, out("s18") _, out("s19") _,
+            out("s20") _, out("s21") _, out("s22") _, out("s23") _,
+            out("s30") _, out("s31") _,
+            options(nostack),
+        );
+    }
+}
+
+/// One clamp step of a lane: `$a = min($a, C)` (`C` in `s16`; a NaN stays).
+macro_rules! clamp_c {
+    ($a:literal) => {
+        concat!(
+            "vcmp.f32 ",
+            $a,
+            ", s16\n",
+            "vmrs APSR_nzcv, fpscr\n",
+            "it gt\n",
+            "vmovgt.f32 ",
+            $a,
+            ", s16\n",
+        )
+    };
+}
+
+/// One Horner step `p = p·x² + α` over the four lanes (`p` in `s8–s11`,
+/// `x²` in `s4–s7`).
+macro_rules! horner_p {
+    ($alpha:literal) => {
+        concat!(
+            "vmul.f32 s8, s8, s4\n",
+            "vmul.f32 s9, s9, s5\n",
+            "vmul.f32 s10, s10, s6\n",
+            "vmul.f32 s11, s11, s7\n",
+            "vadd.f32 s8, s8, ",
+            $alpha,
+            "\n",
+            "vadd.f32 s9, s9, ",
+            $alpha,
+            "\n",
+            "vadd.f32 s10, s10, ",
+            $alpha,
+            "\n",
+            "vadd.f32 s11, s11, ",
+            $alpha,
+            "\n",
+        )
+    };
+}
+
+/// One Horner step `q = q·x² + β` over the four lanes (`q` in `s0–s3`).
+macro_rules! horner_q {
+    ($beta:literal) => {
+        concat!(
+            "vmul.f32 s0, s0, s4\n",
+            "vmul.f32 s1, s1, s5\n",
+            "vmul.f32 s2, s2, s6\n",
+            "vmul.f32 s3, s3, s7\n",
+            "vadd.f32 s0, s0, ",
+            $beta,
+            "\n",
+            "vadd.f32 s1, s1, ",
+            $beta,
+            "\n",
+            "vadd.f32 s2, s2, ",
+            $beta,
+            "\n",
+            "vadd.f32 s3, s3, ",
+            $beta,
+            "\n",
+        )
+    };
+}
+
+/// Four lanes of [`tanh_in_place`] at `{zp}` (advanced by 16 bytes).
+macro_rules! tanh4 {
+    () => {
+        concat!(
+            "vldmia {zp}, {{s0-s3}}\n",
+            "vmov r0, r1, s0, s1\n",
+            "vmov r2, r3, s2, s3\n",
+            "and r0, r0, #0x80000000\n",
+            "and r1, r1, #0x80000000\n",
+            "and r2, r2, #0x80000000\n",
+            "and r3, r3, #0x80000000\n",
+            "vabs.f32 s0, s0\n",
+            "vabs.f32 s1, s1\n",
+            "vabs.f32 s2, s2\n",
+            "vabs.f32 s3, s3\n",
+            clamp_c!("s0"),
+            clamp_c!("s1"),
+            clamp_c!("s2"),
+            clamp_c!("s3"),
+            // x² = a·a
+            "vmul.f32 s4, s0, s0\n",
+            "vmul.f32 s5, s1, s1\n",
+            "vmul.f32 s6, s2, s2\n",
+            "vmul.f32 s7, s3, s3\n",
+            // p = α₆·x² + α₅ (α₆ in s24, α₅ in s23), then the rest of Horner.
+            "vmul.f32 s8, s24, s4\n",
+            "vmul.f32 s9, s24, s5\n",
+            "vmul.f32 s10, s24, s6\n",
+            "vmul.f32 s11, s24, s7\n",
+            "vadd.f32 s8, s8, s23\n",
+            "vadd.f32 s9, s9, s23\n",
+            "vadd.f32 s10, s10, s23\n",
+            "vadd.f32 s11, s11, s23\n",
+            horner_p!("s22"),
+            horner_p!("s21"),
+            horner_p!("s20"),
+            horner_p!("s19"),
+            horner_p!("s18"),
+            // p = p·a
+            "vmul.f32 s8, s8, s0\n",
+            "vmul.f32 s9, s9, s1\n",
+            "vmul.f32 s10, s10, s2\n",
+            "vmul.f32 s11, s11, s3\n",
+            // q = β₃·x² + β₂ (β₃ in s28, β₂ in s27), then β₁, β₀.
+            "vmul.f32 s0, s28, s4\n",
+            "vmul.f32 s1, s28, s5\n",
+            "vmul.f32 s2, s28, s6\n",
+            "vmul.f32 s3, s28, s7\n",
+            "vadd.f32 s0, s0, s27\n",
+            "vadd.f32 s1, s1, s27\n",
+            "vadd.f32 s2, s2, s27\n",
+            "vadd.f32 s3, s3, s27\n",
+            horner_q!("s26"),
+            horner_q!("s25"),
+            "vdiv.f32 s8, s8, s0\n",
+            "vdiv.f32 s9, s9, s1\n",
+            "vdiv.f32 s10, s10, s2\n",
+            "vdiv.f32 s11, s11, s3\n",
+            "vmov r4, r5, s8, s9\n",
+            "cmp r4, r12\n",
+            "it eq\n",
+            "subeq r4, r4, #1\n",
+            "orr r0, r0, r4\n",
+            "cmp r5, r12\n",
+            "it eq\n",
+            "subeq r5, r5, #1\n",
+            "orr r1, r1, r5\n",
+            "vmov r4, r5, s10, s11\n",
+            "cmp r4, r12\n",
+            "it eq\n",
+            "subeq r4, r4, #1\n",
+            "orr r2, r2, r4\n",
+            "cmp r5, r12\n",
+            "it eq\n",
+            "subeq r5, r5, #1\n",
+            "orr r3, r3, r5\n",
+            "stmia {zp}!, {{r0-r3}}\n",
+        )
+    };
+}
+
+/// `zᵢ = tanh(zᵢ)` in place (`math::fast::tanh`, bit for bit), two groups
+/// of 4 lanes per loop iteration; `N` a multiple of 8.
+///
+/// Per lane: `a = min(|x|, C)`; `x² = a·a`; `p` = the Horner chain of
+/// `α₆ … α₀` in `x²`, then `p·a`; `q` = the Horner chain of `β₃ … β₀`;
+/// `r = p/q`; in the integer unit the one quotient above 1 (`0x3f800001`,
+/// at `a = 0x40fcebcd`) becomes 1 (the core's output clamp) and `x`'s sign
+/// bit is ORed in — the core's operations on `|x|` (see the module
+/// documentation).
+#[inline(never)]
+fn tanh_in_place<const N: usize>(z: &mut [f32; N]) {
+    const { assert!(N.is_multiple_of(8) && N >= 8 && N <= 2040) };
+    // SAFETY: reads and writes `z` (N floats) and reads the 13 constants;
+    // clobbers only the registers listed and the flags; no stack use.
+    unsafe {
+        asm!(
+            "vldmia {k}, {{s16-s28}}",
+            "movw r12, #0x0001",
+            "movt r12, #0x3f80",
+            "1:",
+            tanh4!(),
+            tanh4!(),
+            "subs {n}, {n}, #1",
+            "bne 1b",
+            k = in(reg) TANH_CONSTANTS.as_ptr(),
+            zp = inout(reg) z.as_mut_ptr() => _,
+            n = inout(reg) N / 8 => _,
+            out("r0") _,
+            out("r1") _,
+            out("r2") _,
+            out("r3") _,
+            out("r4") _,
+            out("r5") _,
+            out("r12") _,
+            out("s0") _, out("s1") _, out("s2") _, out("s3") _,
+            out("s4") _, out("s5") _, out("s6") _, out("s7") _,
+            out("s8") _, out("s9") _, out("s10") _, out("s11") _,
+            out("s16") _, out("s17") _, out("s18") _, out("s19") _,
+            out("s20") _, out("s21") _, out("s22") _, out("s23") _,
+            out("s24") _, out("s25") _, out("s26") _, out("s27") _,
+            out("s28") _,
+            options(nostack),
+        );
+    }
+}
+
+/// `zᵢ = microrl::math::tanh(zᵢ)` (the `fast-math` tanh), bit for bit, with
+/// the kernel of the hidden layers; `N` a multiple of 4.
+pub fn tanh_array<const N: usize>(z: &mut [f32; N]) {
+    tanh_in_place(z);
+}
+
+/// A hidden layer, `y = tanh(W x + b)`, as the core's `Dense::forward`,
+/// into `y` (which need not be initialised); returns `y`, now initialised.
+/// `O` a multiple of 16, at most 64.
+pub fn dense_tanh<'y, const I: usize, const O: usize>(
+    layer: &Dense<I, O, Tanh>,
+    x: &[f32; I],
+    y: &'y mut MaybeUninit<[f32; O]>,
+) -> &'y mut [f32; O] {
+    matvec_wide(
+        &layer.weight.data.0,
+        &layer.bias.data.0[0],
+        x,
+        y.as_mut_ptr(),
+    );
+    // SAFETY: `matvec_wide` wrote all `O` elements.
+    let y = unsafe { y.assume_init_mut() };
+    tanh_in_place(y);
+    y
+}
+
+/// The output layers the kernels cover: `Dense<I, O, Identity>` for `O` = 2
+/// or 4 and `I` a multiple of 8.
+pub trait OutputLayer<const I: usize, const O: usize> {
+    /// `y = W x + b`, as the core's `Dense::forward`.
+    fn forward_kernel(&self, x: &[f32; I], y: &mut [f32; O]);
+}
+
+impl<const I: usize> OutputLayer<I, 2> for Dense<I, 2, Identity> {
+    fn forward_kernel(&self, x: &[f32; I], y: &mut [f32; 2]) {
+        matvec_2(&self.weight.data.0, &self.bias.data.0[0], x, y);
+    }
+}
+
+impl<const I: usize> OutputLayer<I, 4> for Dense<I, 4, Identity> {
+    fn forward_kernel(&self, x: &[f32; I], y: &mut [f32; 4]) {
+        matvec_4(&self.weight.data.0, &self.bias.data.0[0], x, y);
+    }
+}
+
+/// `Mlp<I, H, O>::forward` (tanh hidden layers), bit for bit: `H` a multiple
+/// of 16 up to 64, `O` = 2 or 4.
+pub fn mlp_forward<const I: usize, const H: usize, const O: usize>(
+    net: &Mlp<I, H, O>,
+    x: &SVector<f32, I>,
+) -> SVector<f32, O>
+where
+    Dense<H, O, Identity>: OutputLayer<H, O>,
+{
+    mlp_forward_array(net, &x.data.0[0])
+}
+
+/// [`mlp_forward`] of an array.
+fn mlp_forward_array<const I: usize, const H: usize, const O: usize>(
+    net: &Mlp<I, H, O>,
+    x: &[f32; I],
+) -> SVector<f32, O>
+where
+    Dense<H, O, Identity>: OutputLayer<H, O>,
+{
+    let mut h1 = MaybeUninit::uninit();
+    let mut h2 = MaybeUninit::uninit();
+    let mut y = SVector::<f32, O>::zeros();
+    let h1 = dense_tanh(&net.first, x, &mut h1);
+    let h2 = dense_tanh(&net.second.first, h1, &mut h2);
+    net.second.second.forward_kernel(h2, &mut y.data.0[0]);
+    y
+}
+
+/// `Categorical::from_logits(logits)?.mode()`, the same result, without the
+/// log-softmax unless two logits nearly tie (see the module documentation).
+///
+/// # Errors
+/// [`Error::NonFinite`] if a logit is NaN or infinite, as the core.
+pub fn categorical_mode<const A: usize>(logits: &SVector<f32, A>) -> Result<usize, Error> {
+    check_all_finite(logits.as_slice())?;
+    let l = &logits.data.0[0];
+    let mut best = 0;
+    for i in 1..A {
+        if l[i] > l[best] {
+            best = i;
+        }
+    }
+    let max = l[best];
+    // An earlier logit within 1e-5 of the maximum may tie with it after the
+    // subtraction of ln Σ: let the core decide.
+    if l[..best].iter().any(|&li| li - max > -1e-5) {
+        return Ok(Categorical::from_logits(logits)?.mode());
+    }
+    Ok(best)
+}
+
+/// `Actor::mode` of a `CategoricalActor<Mlp<OBS, H, A>>`, bit for bit.
+///
+/// # Errors
+/// As the core's: [`Error::NonFinite`] for a non-finite input or logit.
+pub fn actor_mode<const OBS: usize, const H: usize, const A: usize>(
+    actor: &CategoricalActor<Mlp<OBS, H, A>>,
+    input: &SVector<f32, OBS>,
+) -> Result<usize, Error>
+where
+    Dense<H, A, Identity>: OutputLayer<H, A>,
+{
+    check_all_finite(input.as_slice())?;
+    categorical_mode(&mlp_forward(&actor.net, input))
+}
+
+/// `√x` with the FPU's `VSQRT` (IEEE 754 correctly rounded, as `libm`'s
+/// `sqrtf` that `microrl::math::sqrt` calls on the MCU: the same bits).
+#[inline(always)]
+pub fn sqrt(x: f32) -> f32 {
+    let r: u32;
+    // SAFETY: register-to-register instructions only. (The bits go through
+    // a core register: rustc passes `f32` operands in S registers only with
+    // the `vfp2` target feature, which stable Rust does not let a crate name.)
+    unsafe {
+        asm!(
+            "vmov s0, {x}",
+            "vsqrt.f32 s0, s0",
+            "vmov {r}, s0",
+            x = in(reg) x.to_bits(),
+            r = lateout(reg) r,
+            out("s0") _,
+            options(pure, nomem, nostack, preserves_flags),
+        );
+    }
+    f32::from_bits(r)
+}
+
+/// The statistics part of `RunningNorm::normalize`, two components at a
+/// time: `outᵢ = clamp((xᵢ − μᵢ) / √(σᵢ² + ε), −10, 10)` (`VSQRT`, `VDIV`,
+/// the core's clamp order: below `−10` first), writing all of `out`.
+/// Returns `false` iff an `xᵢ` or an `outᵢ` is not finite (`x − x` is `+0`
+/// for a finite `x` and NaN otherwise; their sum is NaN iff one is).
+#[inline(never)]
+fn normalize_into<const N: usize>(norm: &RunningNorm<N>, x: &[f32; N], out: *mut [f32; N]) -> bool {
+    const { assert!(N.is_multiple_of(2) && N >= 2 && N <= 510) };
+    const { assert!(CLIP == 10.0) }; // `vmov.f32 #10.0` below
+    let ok: u32;
+    // SAFETY: reads `x`, the mean and variance (N floats each) and `ε`,
+    // writes all of `out` (N); clobbers only the registers listed and the
+    // flags; no stack use.
+    unsafe {
+        asm!(
+            "vldr s13, [{e}]",
+            "vmov.f32 s12, #10.0",
+            "vmov.f32 s11, #-10.0",
+            "vsub.f32 s14, s12, s12",
+            "1:",
+            "vldmia {xp}!, {{s0-s1}}",
+            "vldmia {mp}!, {{s2-s3}}",
+            "vldmia {vp}!, {{s4-s5}}",
+            "vsub.f32 s6, s0, s0",
+            "vsub.f32 s7, s1, s1",
+            "vadd.f32 s4, s4, s13",
+            "vadd.f32 s5, s5, s13",
+            "vsub.f32 s0, s0, s2",
+            "vsub.f32 s1, s1, s3",
+            "vadd.f32 s14, s14, s6",
+            "vsqrt.f32 s4, s4",
+            "vadd.f32 s14, s14, s7",
+            "vsqrt.f32 s5, s5",
+            "vdiv.f32 s0, s0, s4",
+            "vdiv.f32 s1, s1, s5",
+            "vcmp.f32 s0, s11",
+            "vmrs APSR_nzcv, fpscr",
+            "it lt",
+            "vmovlt.f32 s0, s11",
+            "vcmp.f32 s0, s12",
+            "vmrs APSR_nzcv, fpscr",
+            "it gt",
+            "vmovgt.f32 s0, s12",
+            "vcmp.f32 s1, s11",
+            "vmrs APSR_nzcv, fpscr",
+            "it lt",
+            "vmovlt.f32 s1, s11",
+            "vcmp.f32 s1, s12",
+            "vmrs APSR_nzcv, fpscr",
+            "it gt",
+            "vmovgt.f32 s1, s12",
+            "vsub.f32 s6, s0, s0",
+            "vsub.f32 s7, s1, s1",
+            "vadd.f32 s14, s14, s6",
+            "vstmia {op}!, {{s0-s1}}",
+            "vadd.f32 s14, s14, s7",
+            "subs {n}, {n}, #1",
+            "bne 1b",
+            "vcmp.f32 s14, #0",
+            "vmrs APSR_nzcv, fpscr",
+            "ite eq",
+            "moveq {ok}, #1",
+            "movne {ok}, #0",
+            e = in(reg) &EPSILON,
+            xp = inout(reg) x.as_ptr() => _,
+            mp = inout(reg) norm.mean.data.0[0].as_ptr() => _,
+            vp = inout(reg) norm.var.data.0[0].as_ptr() => _,
+            op = inout(reg) out => _,
+            n = inout(reg) N / 2 => _,
+            ok = lateout(reg) ok,
+            out("s0") _, out("s1") _, out("s2") _, out("s3") _,
+            out("s4") _, out("s5") _, out("s6") _, out("s7") _,
+            out("s11") _, out("s12") _, out("s13") _, out("s14") _,
+            options(nostack),
+        );
+    }
+    ok != 0
+}
+
+/// `RunningNorm::normalize`, bit for bit (`N` even).
+///
+/// # Errors
+/// As the core's: [`Error::NonFinite`] for a non-finite input or result.
+pub fn normalize<const N: usize>(
+    norm: &RunningNorm<N>,
+    x: &SVector<f32, N>,
+) -> Result<SVector<f32, N>, Error> {
+    if !norm.has_statistics() {
+        check_all_finite(x.as_slice())?;
+        return Ok(*x);
+    }
+    let mut out = SVector::<f32, N>::zeros();
+    if normalize_into(norm, &x.data.0[0], &mut out.data.0[0]) {
+        Ok(out)
+    } else {
+        Err(Error::NonFinite)
+    }
+}
+
+/// `Controller::act` of a deployed discrete `Policy` (normalise with the
+/// frozen statistics, then the actor's mode), bit for bit (`OBS` even).
+///
+/// # Errors
+/// As the core's: [`Error::NonFinite`] for a non-finite observation,
+/// normalised input or logit.
+pub fn policy_act<const OBS: usize, const H: usize, const A: usize>(
+    policy: &Policy<CategoricalActor<Mlp<OBS, H, A>>, OBS>,
+    obs: &SVector<f32, OBS>,
+) -> Result<usize, Error>
+where
+    Dense<H, A, Identity>: OutputLayer<H, A>,
+{
+    if !policy.obs_norm.has_statistics() {
+        // `normalize` is the identity; `actor_mode` checks the input.
+        return actor_mode(&policy.actor, obs);
+    }
+    let mut input = MaybeUninit::<[f32; OBS]>::uninit();
+    if !normalize_into(&policy.obs_norm, &obs.data.0[0], input.as_mut_ptr()) {
+        return Err(Error::NonFinite);
+    }
+    // SAFETY: `normalize_into` wrote all `OBS` elements.
+    let input = unsafe { input.assume_init_ref() };
+    // Finite (checked above, clipped to ±10): `Actor::mode`'s input check
+    // would pass.
+    categorical_mode(&mlp_forward_array(&policy.actor.net, input))
+}
