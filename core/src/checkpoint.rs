@@ -568,7 +568,9 @@ impl<A: Actor<OBS>, C: Critic<OBS>, const OBS: usize, const N: usize> AgentState
 
 /// The actor with Adam, the action space, the normaliser and the step
 /// count (no critic, no rollout: an iteration collects whole groups).
-impl<A: Actor<OBS>, const OBS: usize, const N: usize> AgentState for Grpo<A, OBS, N> {
+impl<A: Actor<OBS>, const OBS: usize, const N: usize, const CHUNK: usize> AgentState
+    for Grpo<A, OBS, N, CHUNK>
+{
     const KIND: u32 = 6;
     const OBS: usize = OBS;
     const LEN: usize =
@@ -1259,7 +1261,9 @@ mod tests {
         }
     }
 
-    impl<A: Actor<OBS>, const OBS: usize, const N: usize> Digest for Grpo<A, OBS, N> {
+    impl<A: Actor<OBS>, const OBS: usize, const N: usize, const CHUNK: usize> Digest
+        for Grpo<A, OBS, N, CHUNK>
+    {
         fn digest(&self) -> u64 {
             let mut h = 0xcbf2_9ce4_8422_2325;
             digest_train(&mut h, &self.train);

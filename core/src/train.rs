@@ -267,7 +267,9 @@ learner!(
 );
 
 // GRPO has no critic, so it does not fit `learner!`'s `A, C` shape.
-impl<A: Actor<OBS>, const OBS: usize, const N: usize> Agent for Grpo<A, OBS, N> {
+impl<A: Actor<OBS>, const OBS: usize, const N: usize, const CHUNK: usize> Agent
+    for Grpo<A, OBS, N, CHUNK>
+{
     type Policy = Policy<A, OBS>;
     type Stats = UpdateStats;
     fn steps(&self) -> u64 {
@@ -282,7 +284,8 @@ impl<A: Actor<OBS>, const OBS: usize, const N: usize> Agent for Grpo<A, OBS, N> 
 }
 
 // GRPO: groups of episodes from shared start states, and their update.
-impl<A, E, const OBS: usize, const N: usize> Learner<E> for Grpo<A, OBS, N>
+impl<A, E, const OBS: usize, const N: usize, const CHUNK: usize> Learner<E>
+    for Grpo<A, OBS, N, CHUNK>
 where
     A: Actor<OBS>,
     E: Env<Obs = SVector<f32, OBS>, Space = A::Space>,

@@ -1160,7 +1160,8 @@ where
     }
 }
 
-impl<A, const OBS: usize, const N: usize> Configure for microrl::algo::Grpo<A, OBS, N>
+impl<A, const OBS: usize, const N: usize, const CHUNK: usize> Configure
+    for microrl::algo::Grpo<A, OBS, N, CHUNK>
 where
     A: microrl::policy::Actor<OBS>,
 {

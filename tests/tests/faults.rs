@@ -132,7 +132,7 @@ impl<A: Actor<4>, C: Network<4, 1>, const N: usize> StateHash for Trpo<A, C, 4, 
     }
 }
 
-impl<A: Actor<4>, const N: usize> StateHash for Grpo<A, 4, N> {
+impl<A: Actor<4>, const N: usize, const CHUNK: usize> StateHash for Grpo<A, 4, N, CHUNK> {
     fn state_hash(&self) -> u64 {
         let mut h = Hash(0xcbf2_9ce4_8422_2325);
         h.params(&self.train.params);

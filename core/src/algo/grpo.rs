@@ -41,12 +41,13 @@
 use nalgebra::SVector;
 use rand_core::{Rng, SeedableRng};
 
-use super::{Actor, Controller, Cursor, Episode, Policy, UpdateStats};
+use super::{Actor, Controller, Cursor, DEFAULT_CHUNK, Episode, Policy, UpdateStats};
 use crate::config::{check, non_negative, positive_or_off};
 use crate::env::{ActionSpace, Env};
 use crate::error::Error;
 use crate::loss::{approx_kl_at, clipped_surrogate};
 use crate::math;
+use crate::nn::Zeroed;
 use crate::normalize::RunningNorm;
 use crate::optim::{AdamConfig, Optimizer, Schedule, TrainState};
 use crate::params::Params;
@@ -264,7 +265,8 @@ pub fn group_advantages(returns: &[f32], out: &mut [f32]) {
 
 /// A GRPO agent: actor `A` (no critic), `OBS`-dimensional observations, a
 /// rollout of up to `N` steps.
-pub struct Grpo<A: Actor<OBS>, const OBS: usize, const N: usize> {
+pub struct Grpo<A: Actor<OBS>, const OBS: usize, const N: usize, const CHUNK: usize = DEFAULT_CHUNK>
+{
     /// Hyper-parameters.
     pub config: GrpoConfig,
     /// The actor with its gradient and Adam moments.
@@ -277,10 +279,13 @@ pub struct Grpo<A: Actor<OBS>, const OBS: usize, const N: usize> {
     pub obs_norm: RunningNorm<OBS>,
     /// Environment steps collected so far.
     pub steps: u64,
-    actor_cache: A::Cache,
+    /// The activations of `CHUNK` samples for the batched update passes.
+    actor_batch: A::Batch<CHUNK>,
 }
 
-impl<A: Actor<OBS>, const OBS: usize, const N: usize> core::fmt::Debug for Grpo<A, OBS, N> {
+impl<A: Actor<OBS>, const OBS: usize, const N: usize, const CHUNK: usize> core::fmt::Debug
+    for Grpo<A, OBS, N, CHUNK>
+{
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_struct("Grpo")
             .field("config", &self.config)
@@ -290,7 +295,7 @@ impl<A: Actor<OBS>, const OBS: usize, const N: usize> core::fmt::Debug for Grpo<
     }
 }
 
-impl<A: Actor<OBS>, const OBS: usize, const N: usize> Grpo<A, OBS, N> {
+impl<A: Actor<OBS>, const OBS: usize, const N: usize, const CHUNK: usize> Grpo<A, OBS, N, CHUNK> {
     /// An agent with zeroed weights; call [`init`](Self::init) first.
     pub const fn new(config: GrpoConfig) -> Self {
         Self {
@@ -300,7 +305,7 @@ impl<A: Actor<OBS>, const OBS: usize, const N: usize> Grpo<A, OBS, N> {
             rollout: GroupRollout::new(A::ZERO_ACTION),
             obs_norm: RunningNorm::ZERO,
             steps: 0,
-            actor_cache: A::ZERO_CACHE,
+            actor_batch: <A::Batch<CHUNK> as Zeroed>::ZERO,
         }
     }
 
@@ -491,25 +496,42 @@ impl<A: Actor<OBS>, const OBS: usize, const N: usize> Grpo<A, OBS, N> {
                 }
                 let inv_batch = 1.0 / (end - start) as f32;
                 self.train.zero_grad();
-                for k in start..end {
-                    let i = usize::from(self.rollout.indices[k]);
-                    let (obs, action) = (&self.rollout.obs[i], &self.rollout.actions[i]);
+                // The minibatch in chunks of `CHUNK` samples, the actor run
+                // one layer at a time over a chunk (the same bits as sample
+                // by sample: `nn::batch`).
+                for chunk in self.rollout.indices[start..end].chunks(CHUNK) {
+                    let n = chunk.len();
+                    let mut actions = [A::ZERO_ACTION; CHUNK];
+                    let inputs = A::batch_inputs(&mut self.actor_batch);
+                    for (k, &i) in chunk.iter().enumerate() {
+                        let i = usize::from(i);
+                        inputs[k] = self.rollout.obs[i];
+                        actions[k] = self.rollout.actions[i];
+                    }
                     let actor = &self.train.params;
-                    let (log_prob, entropy) = actor.evaluate(obs, action, &mut self.actor_cache)?;
-                    let old = self.rollout.log_probs[i];
-                    let s = clipped_surrogate(log_prob, old, self.rollout.advantages[i], clip);
-                    actor.backward(
-                        &self.actor_cache,
-                        action,
-                        s.d_log_prob * inv_batch,
+                    let mut evaluated = [(0.0f32, 0.0f32); CHUNK];
+                    actor.evaluate_batch(&mut self.actor_batch, &actions[..n], &mut evaluated)?;
+                    let mut d_log_probs = [0.0f32; CHUNK];
+                    for ((&i, &(log_prob, entropy)), d) in
+                        chunk.iter().zip(&evaluated).zip(&mut d_log_probs)
+                    {
+                        let i = usize::from(i);
+                        let old = self.rollout.log_probs[i];
+                        let s = clipped_surrogate(log_prob, old, self.rollout.advantages[i], clip);
+                        *d = s.d_log_prob * inv_batch;
+                        stats.policy_loss += s.loss;
+                        stats.entropy += entropy;
+                        stats.approx_kl += approx_kl_at(log_prob - old, s.ratio);
+                        stats.clip_fraction += f32::from(u8::from(s.clipped));
+                        samples += 1;
+                    }
+                    actor.backward_batch(
+                        &mut self.actor_batch,
+                        &actions[..n],
+                        &d_log_probs[..n],
                         -c.ent_coef * inv_batch,
                         &mut self.train.grads,
                     );
-                    stats.policy_loss += s.loss;
-                    stats.entropy += entropy;
-                    stats.approx_kl += approx_kl_at(log_prob - old, s.ratio);
-                    stats.clip_fraction += f32::from(u8::from(s.clipped));
-                    samples += 1;
                 }
                 stats.grad_norm += self.train.apply(lr, c.max_grad_norm)?;
                 steps += 1;
@@ -521,7 +543,26 @@ impl<A: Actor<OBS>, const OBS: usize, const N: usize> Grpo<A, OBS, N> {
     }
 }
 
-impl<A: Actor<OBS>, const OBS: usize, const N: usize> Grpo<A, OBS, N> {
+impl<A: Actor<OBS>, const OBS: usize, const N: usize, const CHUNK: usize> Grpo<A, OBS, N, CHUNK> {
+    /// `(log π(a_t|s_t), H)` of the consecutive collected steps `steps` (at
+    /// most `CHUNK`), the actor run over them as one batch; its activations
+    /// stay in the batch for `backward_batch`.
+    fn evaluate_steps(
+        &mut self,
+        steps: core::ops::Range<usize>,
+    ) -> Result<[(f32, f32); CHUNK], Error> {
+        let n = steps.len();
+        A::batch_inputs(&mut self.actor_batch)[..n]
+            .copy_from_slice(&self.rollout.obs[steps.clone()]);
+        let mut evaluated = [(0.0f32, 0.0f32); CHUNK];
+        self.train.params.evaluate_batch(
+            &mut self.actor_batch,
+            &self.rollout.actions[steps],
+            &mut evaluated,
+        )?;
+        Ok(evaluated)
+    }
+
     /// GSPO's update: minibatches of whole episodes, one clipped ratio each.
     fn update_sequences<R: Rng + ?Sized>(
         &mut self,
@@ -550,36 +591,37 @@ impl<A: Actor<OBS>, const OBS: usize, const N: usize> Grpo<A, OBS, N> {
                     let e = usize::from(self.rollout.indices[k]);
                     let (start, end) = self.rollout.episode(e);
                     let inv_len = 1.0 / (end - start) as f32;
-                    // Pass 1: the sequence's mean log-ratio.
+                    // Pass 1: the sequence's mean log-ratio (its steps in
+                    // chunks of `CHUNK`, summed in step order).
                     let mut log_ratio_sum = 0.0f32;
-                    for i in start..end {
-                        let (obs, action) = (&self.rollout.obs[i], &self.rollout.actions[i]);
-                        let (log_prob, _) =
-                            self.train
-                                .params
-                                .evaluate(obs, action, &mut self.actor_cache)?;
-                        log_ratio_sum += log_prob - self.rollout.log_probs[i];
+                    for first in (start..end).step_by(CHUNK) {
+                        let steps_here = first..end.min(first + CHUNK);
+                        let evaluated = self.evaluate_steps(steps_here.clone())?;
+                        for (i, &(log_prob, _)) in steps_here.zip(&evaluated) {
+                            log_ratio_sum += log_prob - self.rollout.log_probs[i];
+                        }
                     }
                     let advantage = self.rollout.advantages[start];
                     let s = clipped_surrogate(log_ratio_sum * inv_len, 0.0, advantage, clip);
                     // Pass 2: ∂L/∂log π_t = ∂L/∂log s · 1/|o|, per step.
                     let d_log_prob = s.d_log_prob * inv_len * inv_batch;
-                    for i in start..end {
-                        let (obs, action) = (&self.rollout.obs[i], &self.rollout.actions[i]);
-                        let actor = &self.train.params;
-                        let (log_prob, entropy) =
-                            actor.evaluate(obs, action, &mut self.actor_cache)?;
-                        actor.backward(
-                            &self.actor_cache,
-                            action,
-                            d_log_prob,
+                    for first in (start..end).step_by(CHUNK) {
+                        let steps_here = first..end.min(first + CHUNK);
+                        let n = steps_here.len();
+                        let evaluated = self.evaluate_steps(steps_here.clone())?;
+                        for (i, &(log_prob, entropy)) in steps_here.clone().zip(&evaluated) {
+                            let log_ratio = log_prob - self.rollout.log_probs[i];
+                            stats.entropy += entropy;
+                            stats.approx_kl += approx_kl_at(log_ratio, math::exp(log_ratio));
+                            samples += 1;
+                        }
+                        self.train.params.backward_batch(
+                            &mut self.actor_batch,
+                            &self.rollout.actions[steps_here],
+                            &[d_log_prob; CHUNK][..n],
                             -c.ent_coef * inv_len * inv_batch,
                             &mut self.train.grads,
                         );
-                        let log_ratio = log_prob - self.rollout.log_probs[i];
-                        stats.entropy += entropy;
-                        stats.approx_kl += approx_kl_at(log_ratio, math::exp(log_ratio));
-                        samples += 1;
                     }
                     stats.policy_loss += s.loss;
                     stats.clip_fraction += f32::from(u8::from(s.clipped));
@@ -601,7 +643,9 @@ impl<A: Actor<OBS>, const OBS: usize, const N: usize> Grpo<A, OBS, N> {
     }
 }
 
-impl<A: Actor<OBS>, const OBS: usize, const N: usize> Controller<OBS> for Grpo<A, OBS, N> {
+impl<A: Actor<OBS>, const OBS: usize, const N: usize, const CHUNK: usize> Controller<OBS>
+    for Grpo<A, OBS, N, CHUNK>
+{
     type Action = A::Action;
 
     fn act(&self, obs: &SVector<f32, OBS>) -> Result<A::Action, Error> {
@@ -647,6 +691,65 @@ mod tests {
             (out[1] - core::f32::consts::FRAC_1_SQRT_2).abs() < 1e-6,
             "{out:?}"
         );
+    }
+
+    /// The update runs the actor over chunks of `CHUNK` samples; any chunk
+    /// size — one sample at a time as on a Cortex-M, a size that leaves a
+    /// partial last chunk, the desktop's default — gives the same weights,
+    /// optimiser state and statistics bit for bit, per step and per
+    /// sequence (GSPO).
+    #[test]
+    fn every_chunk_size_trains_the_same_bits() {
+        type Actor = crate::policy::CategoricalActor<crate::nn::Mlp<4, 16, 2>>;
+        fn train<const CHUNK: usize>(
+            sequence_ratio: bool,
+        ) -> (Grpo<Actor, 4, 1024, CHUNK>, Vec<UpdateStats>) {
+            let mut agent = Box::new(Grpo::<Actor, 4, 1024, CHUNK>::new(GrpoConfig {
+                sequence_ratio,
+                ent_coef: 0.01,
+                ..GrpoConfig::DEFAULT
+            }));
+            let mut env = CartPole::new();
+            let mut rng = Xoshiro128pp::seed_from_u64(5);
+            agent.init(&env, &mut rng).unwrap();
+            let mut cursor = Cursor::start(&mut env, &mut rng);
+            let mut stats = Vec::new();
+            for _ in 0..3 {
+                agent
+                    .collect(&mut env, &mut cursor, &mut rng, |_| {})
+                    .unwrap();
+                stats.push(agent.update(&mut rng).unwrap());
+            }
+            (*agent, stats)
+        }
+        for sequence_ratio in [false, true] {
+            let (one, one_stats) = train::<1>(sequence_ratio);
+            let (three, three_stats) = train::<3>(sequence_ratio);
+            let (default, default_stats) = train::<DEFAULT_CHUNK>(sequence_ratio);
+            assert!(
+                one_stats
+                    .iter()
+                    .all(|s| s.policy_loss != 0.0 && s.entropy > 0.0)
+            );
+            for (other, stats) in [
+                (&three.train, &three_stats),
+                (&default.train, &default_stats),
+            ] {
+                assert_eq!(&one_stats, stats, "sequence_ratio {sequence_ratio}");
+                assert_eq!(
+                    one.train.params, other.params,
+                    "sequence_ratio {sequence_ratio}"
+                );
+                assert_eq!(
+                    one.train.grads, other.grads,
+                    "sequence_ratio {sequence_ratio}"
+                );
+                assert_eq!(
+                    one.train.optimizer, other.optimizer,
+                    "sequence_ratio {sequence_ratio}"
+                );
+            }
+        }
     }
 
     /// Every member of a group starts from the same state, every step of an
