@@ -1177,6 +1177,19 @@ mod tests {
         }
     }
 
+    /// A whole run of a fresh agent on [`Starts`] with `config` and `seed`.
+    fn run_on_starts(config: RunConfig, seed: u64) -> (Outcome, Count) {
+        let mut agent = std::boxed::Box::new(Agent::new(PpoConfig::DEFAULT));
+        let (mut env, mut eval_env) = (Starts::default(), Starts::default());
+        let mut trainer =
+            Trainer::<_, Xoshiro128PlusPlus>::start(&mut *agent, &mut env, config, seed).unwrap();
+        let mut hooks = Count::default();
+        let outcome = trainer
+            .run(&mut *agent, &mut env, &mut eval_env, &mut hooks)
+            .unwrap();
+        (outcome, hooks)
+    }
+
     fn mean_return(seed: u64, skip: u32, episodes: u32) -> f32 {
         let mut rng = Xoshiro128PlusPlus::seed_from_u64(seed);
         let mut env = Starts::default();
@@ -1212,8 +1225,6 @@ mod tests {
         );
         assert!(quick > threshold);
         let run = |select_margin: f32| {
-            let mut agent = std::boxed::Box::new(Agent::new(PpoConfig::DEFAULT));
-            let (mut env, mut eval_env) = (Starts::default(), Starts::default());
             let config = RunConfig {
                 eval_interval: 1,
                 quick_episodes: 3,
@@ -1221,12 +1232,7 @@ mod tests {
                 select_margin,
                 ..RunConfig::new(64, threshold)
             };
-            let mut trainer =
-                Trainer::<_, Xoshiro128PlusPlus>::start(&mut *agent, &mut env, config, 0).unwrap();
-            let mut hooks = Count::default();
-            let outcome = trainer
-                .run(&mut *agent, &mut env, &mut eval_env, &mut hooks)
-                .unwrap();
+            let (outcome, hooks) = run_on_starts(config, 0);
             let decided = hooks
                 .evaluations
                 .iter()
@@ -1251,8 +1257,6 @@ mod tests {
     /// reported evaluation plays start states from its own stream.
     #[test]
     fn stops_on_selection_and_reports_on_held_out_starts() {
-        let mut agent = std::boxed::Box::new(Agent::new(PpoConfig::DEFAULT));
-        let (mut env, mut eval_env) = (Starts::default(), Starts::default());
         let config = RunConfig {
             eval_interval: 1,
             quick_episodes: 3,
@@ -1260,12 +1264,7 @@ mod tests {
             report_episodes: 7,
             ..RunConfig::new(1_000, 0.0)
         };
-        let mut trainer =
-            Trainer::<_, Xoshiro128PlusPlus>::start(&mut *agent, &mut env, config, 11).unwrap();
-        let mut hooks = Count::default();
-        let outcome = trainer
-            .run(&mut *agent, &mut env, &mut eval_env, &mut hooks)
-            .unwrap();
+        let (outcome, hooks) = run_on_starts(config, 11);
         // Every return is ≥ 0: solved at the first evaluation, after one rollout.
         assert_eq!(outcome.solved_at_step, Some(16));
         assert_eq!((outcome.steps, outcome.updates, hooks.updates), (16, 1, 1));
