@@ -85,25 +85,11 @@ use core::arch::asm;
 use core::mem::MaybeUninit;
 
 use microrl::error::check_all_finite;
+use microrl::math::fast::{TANH_ALPHA, TANH_BETA, TANH_CLAMP};
 use microrl::nn::{Dense, Identity, Mlp, Tanh};
 use microrl::normalize::{CLIP, EPSILON, RunningNorm};
 use microrl::policy::{Categorical, CategoricalActor};
 use microrl::{Error, Policy, SVector};
-
-/// `math::fast::tanh`'s input clamp (the same `f32` literal as the core's).
-const TANH_CLAMP: f32 = 7.905_311;
-/// `math::fast::tanh`'s numerator coefficients `α₀ … α₆` (the core's literals).
-const TANH_ALPHA: [f32; 7] = [
-    4.893_524_6e-3,
-    6.372_619_3e-4,
-    1.485_722_4e-5,
-    5.122_297e-8,
-    -8.604_672e-11,
-    2.000_188e-13,
-    -2.760_768_5e-16,
-];
-/// `math::fast::tanh`'s denominator coefficients `β₀ … β₃` (the core's literals).
-const TANH_BETA: [f32; 4] = [4.893_525e-3, 2.268_434_6e-3, 1.185_347e-4, 1.198_258_4e-6];
 
 /// The constants the `tanh` kernel loads into `s18–s28` with one `VLDM`:
 /// `α₀ … α₆, β₀ … β₃`.
@@ -376,13 +362,12 @@ fn matvec_wide<const I: usize, const O: usize>(
 /// `VLDM`: the columns are contiguous) per run.
 #[inline(never)]
 fn matvec_4<const I: usize>(w: &[[f32; 4]; I], b: &[f32; 4], x: &[f32; I], z: &mut [f32; 4]) {
-    const { assert!(I.is_multiple_of(8) && I >= 8 && I <= 2040) };
+    const { assert!(I.is_multiple_of(8) && I >= 8 && I <= 256) };
     // SAFETY: as `matvec_wide`.
     unsafe {
         asm!(
             "vldmia {bp}, {{s28-s31}}",
-            "movs {n}, #{chunks}",
-            "1:",
+            ".rept {chunks}",
             "vldmia {xp}!, {{s16-s23}}",
             "vldmia {wp}!, {{s0-s15}}",
             "vmul.f32 s0, s0, s16", "vmul.f32 s1, s1, s16",
@@ -418,15 +403,14 @@ fn matvec_4<const I: usize>(w: &[[f32; 4]; I], b: &[f32; 4], x: &[f32; I], z: &m
             "vadd.f32 s30, s30, s10", "vadd.f32 s31, s31, s11",
             "vadd.f32 s28, s28, s12", "vadd.f32 s29, s29, s13",
             "vadd.f32 s30, s30, s14", "vadd.f32 s31, s31, s15",
-            "subs {n}, {n}, #1",
-            "bne 1b",
+            ".endr",
             "vstmia {zp}, {{s28-s31}}",
             chunks = const I / 8,
             wp = inout(reg) w.as_ptr() => _,
             bp = in(reg) b.as_ptr(),
             xp = inout(reg) x.as_ptr() => _,
             zp = in(reg) z.as_mut_ptr(),
-            n = out(reg) _,
+
             out("s0") _, out("s1") _, out("s2") _, out("s3") _,
             out("s4") _, out("s5") _, out("s6") _, out("s7") _,
             out("s8") _, out("s9") _, out("s10") _, out("s11") _,
@@ -498,13 +482,25 @@ fn matvec_2<const I: usize>(w: &[[f32; 2]; I], b: &[f32; 2], x: &[f32; I], z: &m
 macro_rules! tail {
     ($b:literal, $q:literal) => {
         concat!(
-            "add r12, r8, ", $b, ", lsl #1\n",
+            "add r12, r8, ",
+            $b,
+            ", lsl #1\n",
             "cmp r12, r9\n",
             "it ge\n",
-            "cmpge r10, ", $q, ", lsl #1\n",
+            "cmpge r10, ",
+            $q,
+            ", lsl #1\n",
             "itt lt\n",
-            "andlt ", $q, ", ", $b, ", #0x80000000\n",
-            "orrlt ", $q, ", ", $q, ", #0x3f800000\n",
+            "andlt ",
+            $q,
+            ", ",
+            $b,
+            ", #0x80000000\n",
+            "orrlt ",
+            $q,
+            ", ",
+            $q,
+            ", #0x3f800000\n",
         )
     };
 }
@@ -616,8 +612,9 @@ macro_rules! tanh4 {
     };
 }
 
-/// `zᵢ = tanh(zᵢ)` in place (`math::fast::tanh`, bit for bit), two groups
-/// of 4 lanes per loop iteration; `N` a multiple of 8.
+/// `zᵢ = tanh(zᵢ)` in place (`math::fast::tanh`, bit for bit), four groups
+/// of 4 lanes per loop iteration (two if `N` is not a multiple of 16); `N` a
+/// multiple of 8.
 ///
 /// Per lane, the core's operations on `x` itself, without its input clamp:
 /// `x² = x·x`; `p` = the Horner chain of `α₆ … α₀` in `x²`, then `p·x`; `q`
@@ -637,12 +634,14 @@ fn tanh_in_place<const N: usize>(z: &mut [f32; N]) {
         asm!(
             "vldmia r12, {{s18-s28}}",
             "1:",
+            ".rept {groups}",
             tanh4!(),
-            tanh4!(),
+            ".endr",
             "subs {n}, {n}, #1",
             "bne 1b",
+            groups = const if N.is_multiple_of(16) { 4 } else { 2 },
             zp = inout(reg) z.as_mut_ptr() => _,
-            n = inout(reg) N / 8 => _,
+            n = inout(reg) if N.is_multiple_of(16) { N / 16 } else { N / 8 } => _,
             inout("r12") TANH_CONSTANTS.as_ptr() => _,
             in("r8") TANH_SAT_OFFSET,
             in("r9") TANH_SAT_LIMIT,
@@ -926,11 +925,14 @@ where
     categorical_mode(&mlp_forward_array(&policy.actor.net, input))
 }
 
-/// `(xᵢ − μᵢ) / σᵢ` clipped to `±10` in the core's order (below `−10`
-/// first), two components at a time, with `σᵢ` precomputed: writes all of
-/// `out`; returns `false` iff an `xᵢ` is not finite (the sum of every
-/// `x − x` is NaN iff one is). One `VSUB`, one `VDIV` and the clamp per
-/// component, unrolled.
+/// `(xᵢ − μᵢ) / σᵢ` clipped to `±10`, two components at a time, with `σᵢ`
+/// precomputed, writing all of `out`: one `VSUB` and one `VDIV` per
+/// component, the clip on the bits in the integer unit (`|z| > 10` iff
+/// `2·bits(z)` exceeds `2·bits(10)` unsigned; then `z`'s sign ORed into
+/// `10`: the core's `clamp` for every non-NaN `z`, and with well-formed
+/// statistics `z` is NaN only for a NaN `x`). Returns `false` if `Σ xᵢ` is
+/// not finite: always when an `xᵢ` is not finite, rarely (an overflowing
+/// sum) otherwise; the caller then takes the exact path. Unrolled.
 #[inline(never)]
 fn normalize_frozen<const N: usize>(
     x: &[f32; N],
@@ -939,60 +941,53 @@ fn normalize_frozen<const N: usize>(
     out: *mut [f32; N],
 ) -> bool {
     const { assert!(N.is_multiple_of(2) && N >= 2 && N <= 510) };
-    const { assert!(CLIP == 10.0) }; // `vmov.f32 #10.0` below
     let ok: u32;
     // SAFETY: reads `x`, `mean` and `sigma` (N floats each), writes all of
     // `out` (N); clobbers only the registers listed and the flags; no
     // stack use.
     unsafe {
         asm!(
-            "vmov.f32 s12, #10.0",
-            "vmov.f32 s11, #-10.0",
-            "vsub.f32 s14, s12, s12",
+            "movs r0, #0",
+            "vmov s14, r0",
             ".rept {pairs}",
             "vldmia {xp}!, {{s0-s1}}",
             "vldmia {mp}!, {{s2-s3}}",
             "vldmia {sp}!, {{s4-s5}}",
-            "vsub.f32 s6, s0, s0",
-            "vsub.f32 s7, s1, s1",
+            "vadd.f32 s14, s14, s0",
             "vsub.f32 s0, s0, s2",
+            "vadd.f32 s14, s14, s1",
             "vsub.f32 s1, s1, s3",
-            "vadd.f32 s14, s14, s6",
             "vdiv.f32 s0, s0, s4",
-            "vadd.f32 s14, s14, s7",
             "vdiv.f32 s1, s1, s5",
-            "vcmp.f32 s0, s11",
-            "vmrs APSR_nzcv, fpscr",
-            "it lt",
-            "vmovlt.f32 s0, s11",
-            "vcmp.f32 s0, s12",
-            "vmrs APSR_nzcv, fpscr",
-            "it gt",
-            "vmovgt.f32 s0, s12",
-            "vcmp.f32 s1, s11",
-            "vmrs APSR_nzcv, fpscr",
-            "it lt",
-            "vmovlt.f32 s1, s11",
-            "vcmp.f32 s1, s12",
-            "vmrs APSR_nzcv, fpscr",
-            "it gt",
-            "vmovgt.f32 s1, s12",
-            "vstmia {op}!, {{s0-s1}}",
+            "vmov r0, s0",
+            "cmp {ten2}, r0, lsl #1",
+            "itt lo",
+            "andlo r0, r0, #0x80000000",
+            "orrlo r0, r0, {ten}",
+            "vmov r1, s1",
+            "cmp {ten2}, r1, lsl #1",
+            "itt lo",
+            "andlo r1, r1, #0x80000000",
+            "orrlo r1, r1, {ten}",
+            "stmia {op}!, {{r0, r1}}",
             ".endr",
+            "vsub.f32 s14, s14, s14",
             "vcmp.f32 s14, #0",
             "vmrs APSR_nzcv, fpscr",
             "ite eq",
             "moveq {ok}, #1",
             "movne {ok}, #0",
             pairs = const N / 2,
+            ten = in(reg) CLIP.to_bits(),
+            ten2 = in(reg) CLIP.to_bits() << 1,
             xp = inout(reg) x.as_ptr() => _,
             mp = inout(reg) mean.as_ptr() => _,
             sp = inout(reg) sigma.as_ptr() => _,
             op = inout(reg) out => _,
             ok = lateout(reg) ok,
+            out("r0") _, out("r1") _,
             out("s0") _, out("s1") _, out("s2") _, out("s3") _,
-            out("s4") _, out("s5") _, out("s6") _, out("s7") _,
-            out("s11") _, out("s12") _, out("s14") _,
+            out("s4") _, out("s5") _, out("s14") _,
             options(nostack),
         );
     }
@@ -1062,7 +1057,9 @@ where
             &self.sigma,
             input.as_mut_ptr(),
         ) {
-            return Err(Error::NonFinite);
+            // A non-finite component (or an overflowing sum): the exact
+            // path returns the core's `Result`.
+            return policy_act(self.policy, obs);
         }
         // SAFETY: `normalize_frozen` wrote all `OBS` elements.
         let input = unsafe { input.assume_init_ref() };
