@@ -52,17 +52,23 @@
 //!   pre-activations go to memory with one `VSTM` per block.
 //! - **Output layer** (`O` = 2 or 4, identity): all the rows in registers,
 //!   8 inputs and 16 weights (`VLDM`, contiguous across columns here) per run.
-//! - **`tanh`**, 4 lanes at a time, the 13 constants resident in `s16–s28`:
-//!   `VABS`, the clamp (`VCMP`, `VMRS`, `IT`, `VMOVGT`), `x²`, the 13/6
-//!   rational's two Horner chains interleaved over the lanes, `VDIV` (14
-//!   cycles), then the output clamp and the sign on the bits in the integer
-//!   unit (`p/q` exceeds 1 at exactly one `a ∈ [0, C]`, `0x40fcebcd`, where
-//!   it is `0x3f800001`, checked over every `f32` of `[0, C]` on the host):
-//!   ≈ 50 cycles a lane.
-//! - **Normalisation** (`Policy`): `(x − μ) / √(σ² + ε)` with `VSQRT` and
-//!   `VDIV`, clipped to `±10` in the core's order, two components at a time;
-//!   one finiteness check for all of them (the sum of every `x − x` and
-//!   `out − out` is NaN iff one is not finite).
+//! - **`tanh`**, 4 lanes at a time, the 11 coefficients (the core's
+//!   `math::fast::{TANH_ALPHA, TANH_BETA}`) resident in `s18–s28`: the
+//!   core's operations on `x` itself (`x²`, the 13/6 rational's two Horner
+//!   chains interleaved over the lanes, `VDIV`, 14 cycles) without the input
+//!   clamp, which is the identity below `C`; then in the integer unit the
+//!   result becomes `±1` (`x`'s sign) where `C ≤ |x| ≤ ∞` (one compare of
+//!   `2·|x|`'s bits; the core's result there is `±1`) or where the quotient
+//!   is `±0x3f800001` (the one `|x|` in `[0, C]` where `p/q` exceeds 1,
+//!   `0x40fcebcd`; the core's output clamp). Checked over every `f32` of
+//!   `[0, C]` on the host: `p/q ≤ 1` except there, and `p/q < 1` just below
+//!   `C`, so the saturated range starts at `C` exactly. A NaN runs through
+//!   the core's operations. ≈ 47 cycles a lane.
+//! - **Normalisation** (`Policy`): [`policy_act`] computes `(x − μ) /
+//!   √(σ² + ε)` with `VSQRT` and `VDIV` per call; [`FrozenPolicy`] computes
+//!   `σ = √(σ² + ε)` once with the core's expression and per call only
+//!   `(x − μ)/σ` (`VDIV`), the `±10` clip on the bits in the integer unit and
+//!   one finiteness check for all the inputs (a running sum).
 //!
 //! # The head
 //!
