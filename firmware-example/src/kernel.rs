@@ -52,17 +52,23 @@
 //!   pre-activations go to memory with one `VSTM` per block.
 //! - **Output layer** (`O` = 2 or 4, identity): all the rows in registers,
 //!   8 inputs and 16 weights (`VLDM`, contiguous across columns here) per run.
-//! - **`tanh`**, 4 lanes at a time, the 13 constants resident in `s16–s28`:
-//!   `VABS`, the clamp (`VCMP`, `VMRS`, `IT`, `VMOVGT`), `x²`, the 13/6
-//!   rational's two Horner chains interleaved over the lanes, `VDIV` (14
-//!   cycles), then the output clamp and the sign on the bits in the integer
-//!   unit (`p/q` exceeds 1 at exactly one `a ∈ [0, C]`, `0x40fcebcd`, where
-//!   it is `0x3f800001`, checked over every `f32` of `[0, C]` on the host):
-//!   ≈ 50 cycles a lane.
-//! - **Normalisation** (`Policy`): `(x − μ) / √(σ² + ε)` with `VSQRT` and
-//!   `VDIV`, clipped to `±10` in the core's order, two components at a time;
-//!   one finiteness check for all of them (the sum of every `x − x` and
-//!   `out − out` is NaN iff one is not finite).
+//! - **`tanh`**, 4 lanes at a time, the 11 coefficients (the core's
+//!   `math::fast::{TANH_ALPHA, TANH_BETA}`) resident in `s18–s28`: the
+//!   core's operations on `x` itself (`x²`, the 13/6 rational's two Horner
+//!   chains interleaved over the lanes, `VDIV`, 14 cycles) without the input
+//!   clamp, which is the identity below `C`; then in the integer unit the
+//!   result becomes `±1` (`x`'s sign) where `C ≤ |x| ≤ ∞` (one compare of
+//!   `2·|x|`'s bits; the core's result there is `±1`) or where the quotient
+//!   is `±0x3f800001` (the one `|x|` in `[0, C]` where `p/q` exceeds 1,
+//!   `0x40fcebcd`; the core's output clamp). Checked over every `f32` of
+//!   `[0, C]` on the host: `p/q ≤ 1` except there, and `p/q < 1` just below
+//!   `C`, so the saturated range starts at `C` exactly. A NaN runs through
+//!   the core's operations. ≈ 47 cycles a lane.
+//! - **Normalisation** (`Policy`): [`policy_act`] computes `(x − μ) /
+//!   √(σ² + ε)` with `VSQRT` and `VDIV` per call; [`FrozenPolicy`] computes
+//!   `σ = √(σ² + ε)` once with the core's expression and per call only
+//!   `(x − μ)/σ` (`VDIV`), the `±10` clip on the bits in the integer unit and
+//!   one finiteness check for all the inputs (a running sum).
 //!
 //! # The head
 //!
@@ -85,31 +91,15 @@ use core::arch::asm;
 use core::mem::MaybeUninit;
 
 use microrl::error::check_all_finite;
+use microrl::math::fast::{TANH_ALPHA, TANH_BETA, TANH_CLAMP};
 use microrl::nn::{Dense, Identity, Mlp, Tanh};
 use microrl::normalize::{CLIP, EPSILON, RunningNorm};
 use microrl::policy::{Categorical, CategoricalActor};
 use microrl::{Error, Policy, SVector};
 
-/// `math::fast::tanh`'s input clamp (the same `f32` literal as the core's).
-const TANH_CLAMP: f32 = 7.905_311;
-/// `math::fast::tanh`'s numerator coefficients `α₀ … α₆` (the core's literals).
-const TANH_ALPHA: [f32; 7] = [
-    4.893_524_6e-3,
-    6.372_619_3e-4,
-    1.485_722_4e-5,
-    5.122_297e-8,
-    -8.604_672e-11,
-    2.000_188e-13,
-    -2.760_768_5e-16,
-];
-/// `math::fast::tanh`'s denominator coefficients `β₀ … β₃` (the core's literals).
-const TANH_BETA: [f32; 4] = [4.893_525e-3, 2.268_434_6e-3, 1.185_347e-4, 1.198_258_4e-6];
-
-/// The constants the `tanh` kernel loads into `s16–s28` with one `VLDM`:
-/// `C, 1, α₀ … α₆, β₀ … β₃`.
-static TANH_CONSTANTS: [f32; 13] = [
-    TANH_CLAMP,
-    1.0,
+/// The constants the `tanh` kernel loads into `s18–s28` with one `VLDM`:
+/// `α₀ … α₆, β₀ … β₃`.
+static TANH_CONSTANTS: [f32; 11] = [
     TANH_ALPHA[0],
     TANH_ALPHA[1],
     TANH_ALPHA[2],
@@ -122,6 +112,13 @@ static TANH_CONSTANTS: [f32; 13] = [
     TANH_BETA[2],
     TANH_BETA[3],
 ];
+
+/// `2·|x|`'s bits plus this (`r8` in the `tanh` kernel) are, as a signed
+/// integer, below [`TANH_SAT_LIMIT`] iff `C ≤ |x| ≤ ∞` (not for a NaN): the
+/// lanes whose result is `±1`.
+const TANH_SAT_OFFSET: u32 = 0x8000_0000u32.wrapping_sub(TANH_CLAMP.to_bits() << 1);
+/// See [`TANH_SAT_OFFSET`] (`r9`).
+const TANH_SAT_LIMIT: u32 = 0x8000_0000 + (0xff00_0000 - (TANH_CLAMP.to_bits() << 1)) + 1;
 
 /// One column of a 16-row block: `$x` holds `xⱼ`, the weights are at
 /// `$p + $j·{cs} + 0 … 60` (`{cs}` = the column stride in bytes).
@@ -371,13 +368,12 @@ fn matvec_wide<const I: usize, const O: usize>(
 /// `VLDM`: the columns are contiguous) per run.
 #[inline(never)]
 fn matvec_4<const I: usize>(w: &[[f32; 4]; I], b: &[f32; 4], x: &[f32; I], z: &mut [f32; 4]) {
-    const { assert!(I.is_multiple_of(8) && I >= 8 && I <= 2040) };
+    const { assert!(I.is_multiple_of(8) && I >= 8 && I <= 256) };
     // SAFETY: as `matvec_wide`.
     unsafe {
         asm!(
             "vldmia {bp}, {{s28-s31}}",
-            "movs {n}, #{chunks}",
-            "1:",
+            ".rept {chunks}",
             "vldmia {xp}!, {{s16-s23}}",
             "vldmia {wp}!, {{s0-s15}}",
             "vmul.f32 s0, s0, s16", "vmul.f32 s1, s1, s16",
@@ -413,15 +409,14 @@ fn matvec_4<const I: usize>(w: &[[f32; 4]; I], b: &[f32; 4], x: &[f32; I], z: &m
             "vadd.f32 s30, s30, s10", "vadd.f32 s31, s31, s11",
             "vadd.f32 s28, s28, s12", "vadd.f32 s29, s29, s13",
             "vadd.f32 s30, s30, s14", "vadd.f32 s31, s31, s15",
-            "subs {n}, {n}, #1",
-            "bne 1b",
+            ".endr",
             "vstmia {zp}, {{s28-s31}}",
             chunks = const I / 8,
             wp = inout(reg) w.as_ptr() => _,
             bp = in(reg) b.as_ptr(),
             xp = inout(reg) x.as_ptr() => _,
             zp = in(reg) z.as_mut_ptr(),
-            n = out(reg) _,
+
             out("s0") _, out("s1") _, out("s2") _, out("s3") _,
             out("s4") _, out("s5") _, out("s6") _, out("s7") _,
             out("s8") _, out("s9") _, out("s10") _, out("s11") _,
@@ -484,18 +479,34 @@ fn matvec_2<const I: usize>(w: &[[f32; 2]; I], b: &[f32; 2], x: &[f32; I], z: &m
     }
 }
 
-/// One clamp step of a lane: `$a = min($a, C)` (`C` in `s16`; a NaN stays).
-macro_rules! clamp_c {
-    ($a:literal) => {
+/// The integer tail of one lane: `$b` holds `x`'s bits, `$q` the quotient's
+/// bits, replaced by `x`'s sign ORed into `1.0` when `C ≤ |x| ≤ ∞` (first
+/// compare, see [`TANH_SAT_OFFSET`]) or when the quotient is `±0x3f800001`
+/// (second compare, signed `0x7f000001 − 2·|q| < 0`: `2·|q|` is at most
+/// `0x7f000002` below `C`, and a NaN's `2·|q|` is negative as a signed
+/// integer, so it never triggers).
+macro_rules! tail {
+    ($b:literal, $q:literal) => {
         concat!(
-            "vcmp.f32 ",
-            $a,
-            ", s16\n",
-            "vmrs APSR_nzcv, fpscr\n",
-            "it gt\n",
-            "vmovgt.f32 ",
-            $a,
-            ", s16\n",
+            "add r12, r8, ",
+            $b,
+            ", lsl #1\n",
+            "cmp r12, r9\n",
+            "it ge\n",
+            "cmpge r10, ",
+            $q,
+            ", lsl #1\n",
+            "itt lt\n",
+            "andlt ",
+            $q,
+            ", ",
+            $b,
+            ", #0x80000000\n",
+            "orrlt ",
+            $q,
+            ", ",
+            $q,
+            ", #0x3f800000\n",
         )
     };
 }
@@ -556,19 +567,7 @@ macro_rules! tanh4 {
             "vldmia {zp}, {{s0-s3}}\n",
             "vmov r0, r1, s0, s1\n",
             "vmov r2, r3, s2, s3\n",
-            "and r0, r0, #0x80000000\n",
-            "and r1, r1, #0x80000000\n",
-            "and r2, r2, #0x80000000\n",
-            "and r3, r3, #0x80000000\n",
-            "vabs.f32 s0, s0\n",
-            "vabs.f32 s1, s1\n",
-            "vabs.f32 s2, s2\n",
-            "vabs.f32 s3, s3\n",
-            clamp_c!("s0"),
-            clamp_c!("s1"),
-            clamp_c!("s2"),
-            clamp_c!("s3"),
-            // x² = a·a
+            // x² = x·x
             "vmul.f32 s4, s0, s0\n",
             "vmul.f32 s5, s1, s1\n",
             "vmul.f32 s6, s2, s2\n",
@@ -587,7 +586,7 @@ macro_rules! tanh4 {
             horner_p!("s20"),
             horner_p!("s19"),
             horner_p!("s18"),
-            // p = p·a
+            // p = p·x
             "vmul.f32 s8, s8, s0\n",
             "vmul.f32 s9, s9, s1\n",
             "vmul.f32 s10, s10, s2\n",
@@ -608,66 +607,61 @@ macro_rules! tanh4 {
             "vdiv.f32 s10, s10, s2\n",
             "vdiv.f32 s11, s11, s3\n",
             "vmov r4, r5, s8, s9\n",
-            "cmp r4, r12\n",
-            "it eq\n",
-            "subeq r4, r4, #1\n",
-            "orr r0, r0, r4\n",
-            "cmp r5, r12\n",
-            "it eq\n",
-            "subeq r5, r5, #1\n",
-            "orr r1, r1, r5\n",
+            tail!("r0", "r4"),
+            tail!("r1", "r5"),
+            "stmia {zp}!, {{r4, r5}}\n",
             "vmov r4, r5, s10, s11\n",
-            "cmp r4, r12\n",
-            "it eq\n",
-            "subeq r4, r4, #1\n",
-            "orr r2, r2, r4\n",
-            "cmp r5, r12\n",
-            "it eq\n",
-            "subeq r5, r5, #1\n",
-            "orr r3, r3, r5\n",
-            "stmia {zp}!, {{r0-r3}}\n",
+            tail!("r2", "r4"),
+            tail!("r3", "r5"),
+            "stmia {zp}!, {{r4, r5}}\n",
         )
     };
 }
 
-/// `zᵢ = tanh(zᵢ)` in place (`math::fast::tanh`, bit for bit), two groups
-/// of 4 lanes per loop iteration; `N` a multiple of 8.
+/// `zᵢ = tanh(zᵢ)` in place (`math::fast::tanh`, bit for bit), four groups
+/// of 4 lanes per loop iteration (two if `N` is not a multiple of 16); `N` a
+/// multiple of 8.
 ///
-/// Per lane: `a = min(|x|, C)`; `x² = a·a`; `p` = the Horner chain of
-/// `α₆ … α₀` in `x²`, then `p·a`; `q` = the Horner chain of `β₃ … β₀`;
-/// `r = p/q`; in the integer unit the one quotient above 1 (`0x3f800001`,
-/// at `a = 0x40fcebcd`) becomes 1 (the core's output clamp) and `x`'s sign
-/// bit is ORed in — the core's operations on `|x|` (see the module
-/// documentation).
+/// Per lane, the core's operations on `x` itself, without its input clamp:
+/// `x² = x·x`; `p` = the Horner chain of `α₆ … α₀` in `x²`, then `p·x`; `q`
+/// = the Horner chain of `β₃ … β₀`; `r = p/q`. Below `C` in magnitude the
+/// clamp is the identity, so these are the core's values; then the integer
+/// unit replaces `r` by `±1` (`x`'s sign) where the core's result is `±1`
+/// and `r` is not: at `C ≤ |x| ≤ ∞` (where the core computes at `±C` and
+/// gets `±1`, and the kernel's `r` is meaningless) and at the one quotient
+/// beyond `±1`, `±0x3f800001` (the core's output clamp; see the module
+/// documentation). A NaN runs through the same operations as in the core.
 #[inline(never)]
 fn tanh_in_place<const N: usize>(z: &mut [f32; N]) {
     const { assert!(N.is_multiple_of(8) && N >= 8 && N <= 2040) };
-    // SAFETY: reads and writes `z` (N floats) and reads the 13 constants;
+    // SAFETY: reads and writes `z` (N floats) and reads the 11 constants;
     // clobbers only the registers listed and the flags; no stack use.
     unsafe {
         asm!(
-            "vldmia {k}, {{s16-s28}}",
-            "movw r12, #0x0001",
-            "movt r12, #0x3f80",
+            "vldmia r12, {{s18-s28}}",
             "1:",
+            ".rept {groups}",
             tanh4!(),
-            tanh4!(),
+            ".endr",
             "subs {n}, {n}, #1",
             "bne 1b",
-            k = in(reg) TANH_CONSTANTS.as_ptr(),
+            groups = const if N.is_multiple_of(16) { 4 } else { 2 },
             zp = inout(reg) z.as_mut_ptr() => _,
-            n = inout(reg) N / 8 => _,
+            n = inout(reg) if N.is_multiple_of(16) { N / 16 } else { N / 8 } => _,
+            inout("r12") TANH_CONSTANTS.as_ptr() => _,
+            in("r8") TANH_SAT_OFFSET,
+            in("r9") TANH_SAT_LIMIT,
+            in("r10") 0x7f00_0001u32,
             out("r0") _,
             out("r1") _,
             out("r2") _,
             out("r3") _,
             out("r4") _,
             out("r5") _,
-            out("r12") _,
             out("s0") _, out("s1") _, out("s2") _, out("s3") _,
             out("s4") _, out("s5") _, out("s6") _, out("s7") _,
             out("s8") _, out("s9") _, out("s10") _, out("s11") _,
-            out("s16") _, out("s17") _, out("s18") _, out("s19") _,
+            out("s18") _, out("s19") _,
             out("s20") _, out("s21") _, out("s22") _, out("s23") _,
             out("s24") _, out("s25") _, out("s26") _, out("s27") _,
             out("s28") _,
@@ -935,4 +929,148 @@ where
     // Finite (checked above, clipped to ±10): `Actor::mode`'s input check
     // would pass.
     categorical_mode(&mlp_forward_array(&policy.actor.net, input))
+}
+
+/// `(xᵢ − μᵢ) / σᵢ` clipped to `±10`, two components at a time, with `σᵢ`
+/// precomputed, writing all of `out`: one `VSUB` and one `VDIV` per
+/// component, the clip on the bits in the integer unit (`|z| > 10` iff
+/// `2·bits(z)` exceeds `2·bits(10)` unsigned; then `z`'s sign ORed into
+/// `10`: the core's `clamp` for every non-NaN `z`, and with well-formed
+/// statistics `z` is NaN only for a NaN `x`). Returns `false` if `Σ xᵢ` is
+/// not finite: always when an `xᵢ` is not finite, rarely (an overflowing
+/// sum) otherwise; the caller then takes the exact path. Unrolled.
+#[inline(never)]
+fn normalize_frozen<const N: usize>(
+    x: &[f32; N],
+    mean: &[f32; N],
+    sigma: &[f32; N],
+    out: *mut [f32; N],
+) -> bool {
+    const { assert!(N.is_multiple_of(2) && N >= 2 && N <= 510) };
+    let ok: u32;
+    // SAFETY: reads `x`, `mean` and `sigma` (N floats each), writes all of
+    // `out` (N); clobbers only the registers listed and the flags; no
+    // stack use.
+    unsafe {
+        asm!(
+            "movs r0, #0",
+            "vmov s14, r0",
+            ".rept {pairs}",
+            "vldmia {xp}!, {{s0-s1}}",
+            "vldmia {mp}!, {{s2-s3}}",
+            "vldmia {sp}!, {{s4-s5}}",
+            "vadd.f32 s14, s14, s0",
+            "vsub.f32 s0, s0, s2",
+            "vadd.f32 s14, s14, s1",
+            "vsub.f32 s1, s1, s3",
+            "vdiv.f32 s0, s0, s4",
+            "vdiv.f32 s1, s1, s5",
+            "vmov r0, s0",
+            "cmp {ten2}, r0, lsl #1",
+            "itt lo",
+            "andlo r0, r0, #0x80000000",
+            "orrlo r0, r0, {ten}",
+            "vmov r1, s1",
+            "cmp {ten2}, r1, lsl #1",
+            "itt lo",
+            "andlo r1, r1, #0x80000000",
+            "orrlo r1, r1, {ten}",
+            "stmia {op}!, {{r0, r1}}",
+            ".endr",
+            "vsub.f32 s14, s14, s14",
+            "vcmp.f32 s14, #0",
+            "vmrs APSR_nzcv, fpscr",
+            "ite eq",
+            "moveq {ok}, #1",
+            "movne {ok}, #0",
+            pairs = const N / 2,
+            ten = in(reg) CLIP.to_bits(),
+            ten2 = in(reg) CLIP.to_bits() << 1,
+            xp = inout(reg) x.as_ptr() => _,
+            mp = inout(reg) mean.as_ptr() => _,
+            sp = inout(reg) sigma.as_ptr() => _,
+            op = inout(reg) out => _,
+            ok = lateout(reg) ok,
+            out("r0") _, out("r1") _,
+            out("s0") _, out("s1") _, out("s2") _, out("s3") _,
+            out("s4") _, out("s5") _, out("s14") _,
+            options(nostack),
+        );
+    }
+    ok != 0
+}
+
+/// A deployed discrete `Policy` ready for [`FrozenPolicy::act`]: its
+/// normaliser's statistics are frozen, so the divisors `σᵢ = √(σᵢ² + ε)`
+/// are computed once, here, with the core's own operations
+/// (`math::sqrt(var + EPSILON)`, the same `f32`s as every call of
+/// `RunningNorm::normalize`), and each action costs one `VSUB` and one
+/// `VDIV` per observation component instead of also a `VADD` and a
+/// `VSQRT`. It borrows the policy (caller-owned, no allocation): the
+/// statistics cannot change under it.
+pub struct FrozenPolicy<'p, const OBS: usize, const H: usize, const A: usize> {
+    policy: &'p Policy<CategoricalActor<Mlp<OBS, H, A>>, OBS>,
+    sigma: [f32; OBS],
+    /// Statistics present, every `μᵢ` finite and every `σᵢ` finite and
+    /// positive: then `(x − μ)/σ` is never NaN for a finite `x` and the
+    /// normalised input needs no finiteness check. Otherwise (no
+    /// statistics, or statistics written outside their domain) `act` runs
+    /// [`policy_act`].
+    fast: bool,
+}
+
+impl<'p, const OBS: usize, const H: usize, const A: usize> FrozenPolicy<'p, OBS, H, A>
+where
+    Dense<H, A, Identity>: OutputLayer<H, A>,
+{
+    /// Precomputes `σᵢ = √(σᵢ² + ε)` of `policy`'s normaliser.
+    pub fn new(policy: &'p Policy<CategoricalActor<Mlp<OBS, H, A>>, OBS>) -> Self {
+        let norm = &policy.obs_norm;
+        let mut sigma = [1.0; OBS];
+        let mut fast = norm.has_statistics();
+        for (i, s) in sigma.iter_mut().enumerate() {
+            // The core's expression in `RunningNorm::normalize`.
+            *s = microrl::math::sqrt(norm.var[i] + EPSILON);
+            fast &= norm.mean[i].is_finite() && s.is_finite() && *s > 0.0;
+        }
+        Self {
+            policy,
+            sigma,
+            fast,
+        }
+    }
+
+    /// The policy this was built from.
+    pub fn policy(&self) -> &'p Policy<CategoricalActor<Mlp<OBS, H, A>>, OBS> {
+        self.policy
+    }
+
+    /// `Controller::act` of the policy, bit for bit (`OBS` even): normalise
+    /// with the precomputed `σ`, then the actor's mode.
+    ///
+    /// # Errors
+    /// As the core's: [`Error::NonFinite`] for a non-finite observation or
+    /// logit (or normalised input, which only statistics outside their
+    /// domain can produce).
+    pub fn act(&self, obs: &SVector<f32, OBS>) -> Result<usize, Error> {
+        if !self.fast {
+            return policy_act(self.policy, obs);
+        }
+        let mut input = MaybeUninit::<[f32; OBS]>::uninit();
+        if !normalize_frozen(
+            &obs.data.0[0],
+            &self.policy.obs_norm.mean.data.0[0],
+            &self.sigma,
+            input.as_mut_ptr(),
+        ) {
+            // A non-finite component (or an overflowing sum): the exact
+            // path returns the core's `Result`.
+            return policy_act(self.policy, obs);
+        }
+        // SAFETY: `normalize_frozen` wrote all `OBS` elements.
+        let input = unsafe { input.assume_init_ref() };
+        // Finite (finite `x`, well-formed statistics, clipped to ±10):
+        // `RunningNorm::normalize`'s and `Actor::mode`'s checks would pass.
+        categorical_mode(&mlp_forward_array(&self.policy.actor.net, input))
+    }
 }

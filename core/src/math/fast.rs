@@ -54,6 +54,21 @@ fn pow2i(k: i32) -> f32 {
     f32::from_bits(((k + 127) as u32) << 23)
 }
 
+/// [`tanh`]'s input clamp `C`: beyond `±C` the result is `±1`.
+pub const TANH_CLAMP: f32 = 7.905_311;
+/// [`tanh`]'s numerator coefficients `α₀ … α₆` (of `x, x³, …, x¹³`).
+pub const TANH_ALPHA: [f32; 7] = [
+    4.893_524_6e-3,
+    6.372_619_3e-4,
+    1.485_722_4e-5,
+    5.122_297e-8,
+    -8.604_672e-11,
+    2.000_188e-13,
+    -2.760_768_5e-16,
+];
+/// [`tanh`]'s denominator coefficients `β₀ … β₃` (of `1, x², x⁴, x⁶`).
+pub const TANH_BETA: [f32; 4] = [4.893_525e-3, 2.268_434_6e-3, 1.185_347e-4, 1.198_258_4e-6];
+
 /// `tanh(x)` by a 13/6-degree rational approximation on `[-7.905, 7.905]`
 /// (the coefficients used by Eigen's `ptanh_float`), saturating to `±1` beyond.
 ///
@@ -61,17 +76,9 @@ fn pow2i(k: i32) -> f32 {
 /// `f32`. Odd symmetry holds exactly. NaN maps to NaN. No branches.
 #[inline]
 pub fn tanh(x: f32) -> f32 {
-    const CLAMP: f32 = 7.905_311;
-    const ALPHA: [f32; 7] = [
-        4.893_524_6e-3,
-        6.372_619_3e-4,
-        1.485_722_4e-5,
-        5.122_297e-8,
-        -8.604_672e-11,
-        2.000_188e-13,
-        -2.760_768_5e-16,
-    ];
-    const BETA: [f32; 4] = [4.893_525e-3, 2.268_434_6e-3, 1.185_347e-4, 1.198_258_4e-6];
+    const CLAMP: f32 = TANH_CLAMP;
+    const ALPHA: [f32; 7] = TANH_ALPHA;
+    const BETA: [f32; 4] = TANH_BETA;
     // Branch-free (NaN passes through `clamp`), so a loop over a vector of
     // pre-activations vectorises.
     let xc = x.clamp(-CLAMP, CLAMP);

@@ -8,8 +8,10 @@
 //! observations — uniform at scales from 1e-3 to 1e30, single huge,
 //! subnormal, zero and `−0` components, and now and then an infinite or NaN
 //! one — go through the core (`Layer::forward`, `Actor::mode`,
-//! `Controller::act` with a normaliser holding statistics, and with an empty
-//! one) and through the kernels; outputs must have the same bits (any NaN
+//! `Controller::act` with a normaliser holding statistics, some with zero or
+//! nearly zero variances where `ε` decides the divisor, and with an empty
+//! one) and through the kernels (`act` both as `policy_act` and as
+//! `FrozenPolicy::act`, with its precomputed `√(σ² + ε)`); outputs must have the same bits (any NaN
 //! equals any NaN) and the same `Result`s. Then `tanh` on random bit
 //! patterns and on a dense sweep around the clamp, `VSQRT` against
 //! `math::sqrt`, and the arg max on near-tied logits.
@@ -105,7 +107,14 @@ where
                 }
                 let _ = policy.obs_norm.update(&o);
             }
+            if setting > 0 {
+                // A constant component and a nearly constant one: `ε`
+                // decides their divisors (`√ε` and `√(3e-8 + ε)`).
+                policy.obs_norm.var[0] = 0.0;
+                policy.obs_norm.var[1] = 3e-8;
+            }
         }
+        let frozen = kernel::FrozenPolicy::new(&policy);
         for k in 0..OBSERVATIONS {
             let obs_scale = [1e-3f32, 0.5, 1.0, 3.0, 30.0, 1e4, 1e30][k as usize % 7];
             let mut o = SVector::<f32, OBS>::zeros();
@@ -123,7 +132,8 @@ where
                 .zip(kernel_y.iter())
                 .all(|(&a, &b)| same(a, b));
             let mode_ok = policy.actor.mode(&o) == kernel::actor_mode(&policy.actor, &o);
-            let act_ok = policy.act(&o) == kernel::policy_act(&policy, &o);
+            let core_act = policy.act(&o);
+            let act_ok = core_act == kernel::policy_act(&policy, &o) && core_act == frozen.act(&o);
             if !(forward_ok && mode_ok && act_ok) {
                 if mismatches < 4 {
                     defmt::error!(
