@@ -24,6 +24,12 @@ use rand_core::Rng;
 use crate::error::{Error, check_all_finite};
 use crate::{math, rng};
 
+/// How far below the largest logit an earlier one must be for
+/// [`Categorical::mode_of_logits`] to skip the log-softmax: five times the
+/// widest gap at which rounding can tie two log-probabilities (half an ulp of
+/// `ln A < 64`, below `2e-6`).
+pub const NEAR_TIE: f32 = 1e-5;
+
 /// A categorical distribution, stored as its log-probabilities.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Categorical<const A: usize> {
@@ -88,6 +94,31 @@ impl<const A: usize> Categorical<A> {
         self.log_probs.argmax().0
     }
 
+    /// `Categorical::from_logits(logits)?.mode()`, the same action, without
+    /// the log-softmax when no earlier logit is near the largest.
+    ///
+    /// Why it is the same action: `log pᵢ = fl(fl(lᵢ − m) − L)` with
+    /// `L = ln Σ e^{lⱼ − m} ∈ [0, ln A]`. The first largest logit `i*` has
+    /// `log p_{i*} = −L`, the largest log-probability, since rounding is
+    /// monotone; an earlier `i` (with `lᵢ < m`, so `fl(lᵢ − m) < 0`) ties with
+    /// it only if `fl(lᵢ − m) − L` rounds to `−L`, i.e. if `m − lᵢ` is at most
+    /// half an ulp of `L` (below `2e-6` for any `L < 64`). When every earlier
+    /// logit is more than [`NEAR_TIE`] below the largest the answer is `i*`;
+    /// otherwise the log-softmax decides, as `mode` does. Later logits cannot
+    /// take the lowest index.
+    ///
+    /// # Errors
+    /// [`Error::NonFinite`] if a logit is NaN or infinite.
+    pub fn mode_of_logits(logits: &SVector<f32, A>) -> Result<usize, Error> {
+        check_all_finite(logits.as_slice())?;
+        let (first, max) = logits.argmax();
+        if logits.iter().take(first).all(|&l| max - l > NEAR_TIE) {
+            Ok(first)
+        } else {
+            Ok(Self::from_logits(logits)?.mode())
+        }
+    }
+
     /// Draws an action by inverting the cumulative distribution with one
     /// uniform variate. Never returns an action of probability zero.
     pub fn sample<R: Rng + ?Sized>(&self, rng: &mut R) -> usize {
@@ -135,6 +166,52 @@ mod tests {
     use crate::nn::fd;
     extern crate std;
     use std::vec::Vec;
+
+    /// `mode_of_logits` is `from_logits(..).mode()` on random logits, on
+    /// huge ones, and on earlier logits a few ulps below the largest, where
+    /// the log-softmax's rounding ties them (and then the earlier one wins).
+    #[test]
+    fn mode_of_logits_is_the_mode_of_the_distribution() {
+        fn agree<const A: usize>(logits: SVector<f32, A>) -> bool {
+            let full = Categorical::from_logits(&logits).unwrap().mode();
+            assert_eq!(Categorical::mode_of_logits(&logits), Ok(full), "{logits:?}");
+            full == logits.argmax().0
+        }
+        let mut rng = fd::rng(4);
+        for scale in [1e-3f32, 1.0, 30.0, 1e4, 1e30] {
+            for _ in 0..2_000 {
+                let mut l = SVector::<f32, 4>::zeros();
+                rng::fill_normal(&mut rng, l.as_mut_slice());
+                agree(l * scale);
+                let mut l = SVector::<f32, 2>::zeros();
+                rng::fill_normal(&mut rng, l.as_mut_slice());
+                agree(l * scale);
+            }
+        }
+        // Near ties: an earlier logit k ulps below a later largest one.
+        let mut earlier_won = 0;
+        for m in [1.0f32, 0.3, -2.5, 17.0, 1e-4] {
+            let mut l0 = m;
+            for _ in 0..64 {
+                l0 = f32::from_bits(if l0 > 0.0 {
+                    l0.to_bits() - 1
+                } else {
+                    l0.to_bits() + 1
+                });
+                earlier_won += usize::from(!agree(SVector::<f32, 2>::new(l0, m)));
+                earlier_won += usize::from(!agree(SVector::<f32, 4>::new(-9.0, l0, m, l0)));
+                agree(SVector::<f32, 3>::new(m, l0, m));
+            }
+            for d in [0.5 * NEAR_TIE, NEAR_TIE, 2.0 * NEAR_TIE] {
+                agree(SVector::<f32, 2>::new(m - d, m));
+            }
+        }
+        assert!(earlier_won > 0, "no near tie where the log-softmax decides");
+        for bad in [f32::NAN, f32::INFINITY, f32::NEG_INFINITY] {
+            let logits = SVector::<f32, 3>::new(0.0, bad, 1.0);
+            assert_eq!(Categorical::mode_of_logits(&logits), Err(Error::NonFinite));
+        }
+    }
 
     fn reference_log_softmax(logits: &[f64]) -> Vec<f64> {
         let max = logits.iter().copied().fold(f64::NEG_INFINITY, f64::max);

@@ -228,7 +228,8 @@ where
 
     /// The most probable action.
     fn mode(&self, input: &SVector<f32, OBS>) -> Result<usize, Error> {
-        Ok(self.distribution(input)?.mode())
+        check_all_finite(input.as_slice())?;
+        Categorical::mode_of_logits(&self.net.forward(input))
     }
 
     fn sample<R: Rng + ?Sized>(
