@@ -1030,6 +1030,28 @@ where
         self.policy
     }
 
+    /// `RunningNorm::normalize` of the policy's normaliser, bit for bit
+    /// (`OBS` even), with the precomputed `σ` ([`act`](Self::act)'s first
+    /// step; the core's path for what that step leaves to it).
+    ///
+    /// # Errors
+    /// As the core's: [`Error::NonFinite`] for a non-finite observation or
+    /// result.
+    pub fn normalize(&self, obs: &SVector<f32, OBS>) -> Result<SVector<f32, OBS>, Error> {
+        if self.fast {
+            let mut out = SVector::<f32, OBS>::zeros();
+            if normalize_frozen(
+                &obs.data.0[0],
+                &self.policy.obs_norm.mean.data.0[0],
+                &self.sigma,
+                &mut out.data.0[0],
+            ) {
+                return Ok(out);
+            }
+        }
+        normalize(&self.policy.obs_norm, obs)
+    }
+
     /// `Controller::act` of the policy, bit for bit (`OBS` even): normalise
     /// with the precomputed `σ`, then the actor's mode.
     ///
