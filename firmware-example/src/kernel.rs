@@ -29,27 +29,37 @@
 //! the same bits as the compiled core. The kernels use the default FPSCR the
 //! compiled code runs with (round to nearest, no flush to zero, no default
 //! NaN). Addition is commutative in IEEE 754, so `vadd acc, acc, prod` equals
-//! the core's `acc + prod`. The `tanh` here is `math::fast::tanh` evaluated
-//! on `|x|` with the sign restored at the end: the core's `tanh` is odd
-//! bit for bit (round to nearest is symmetric, `x²` does not see the sign,
-//! `p·(−x) = −(p·x)`, `(−p)/q = −(p/q)`, clamps symmetric), and on `[0, C]`
-//! the rational `p/q` is never negative (checked over every `f32` of the
-//! interval), so only the upper clamps remain: `min(|x|, C)` and `min(p/q, 1)`.
-//! The sign comes back from the input's sign *bit* (ORed into the result's
-//! bits), so `−0` stays `−0`; a NaN stays a NaN.
+//! the core's `acc + prod`. The `tanh` runs the core's `math::fast::tanh`
+//! operations on `x` itself (`x²`, the two Horner chains, `p·x`, `p/q`) but
+//! without its input clamp `clamp(x, −C, C)`, the identity for `|x| < C`;
+//! the core's output clamp `clamp(p/q, −1, 1)` is then done in the integer
+//! unit on the bits. For `|x| < C` the kernel's quotient is the core's, and
+//! it lies in `[−1, 1]` except for one value, `±0x3f800001` (one ulp over
+//! `1`, at `|x| = 0x40fcebcd`), which becomes `±1` (checked on the host over
+//! every `f32` of `[0, C]`, and the core's `tanh` is odd bit for bit, so the
+//! negative half follows). For `C ≤ |x| ≤ ∞` the core computes at `±C` and
+//! returns `±1`, and the kernel's quotient (meaningless there, possibly NaN)
+//! is replaced by `±1`, the sign taken from `x`'s sign bit. A NaN `x` runs
+//! through the same operations as in the core (the clamps keep a NaN) and
+//! stays a NaN.
 //!
 //! # Register blocking and cycle budget (TRM timings; `tools/cycle_model.py`)
 //!
 //! - **Hidden layers** (`O` a multiple of 16): 16 rows' running sums stay in
-//!   `s16–s31` while the kernel walks all the columns; 8 inputs are loaded at
-//!   once (`VLDM`, 1 + 8 cycles) into `s8–s15`; per column the 16 weights
-//!   (contiguous in nalgebra's column-major storage) come in two runs of 8
-//!   back-to-back `VLDR`s into `s0–s7` (2 + 7 cycles: a load right behind a
-//!   load pipelines), each followed by 8 `VMUL`s (product into the weight's
-//!   register) and 8 `VADD`s, ordered so that no result feeds the very next
-//!   instruction. That is 50 cycles per 16 weights plus the input loads:
-//!   ≈ 3.2 cycles a weight against 3 for load, multiply and add alone. The
-//!   pre-activations go to memory with one `VSTM` per block.
+//!   `s16–s31` while the kernel walks all the columns. The weights
+//!   (contiguous per column in nalgebra's column-major storage) stream
+//!   through `s0–s11` in runs of 12 back-to-back `VLDR`s (2 + 11 cycles: a
+//!   load right behind a load pipelines), each followed by 12 `VMUL`s
+//!   (product into the weight's register) and 12 `VADD`s, ordered so that no
+//!   result feeds the very next instruction: three columns (48 weights) are
+//!   four runs, a run may end in one column and go on in the next. The
+//!   three inputs go to `s12–s14` as the first loads of the first run (1
+//!   cycle each). That is 151 cycles per 48 weights, ≈ 3.15 a weight against
+//!   3 for load, multiply and add alone (with 16-weight columns in two runs
+//!   of 8 and 8 inputs per `VLDM` it was 3.2). The loop body is 12 columns
+//!   (two pointers, each reaching columns −3 … 3); then up to 3 groups of
+//!   three and 1 or 2 single columns. The bias comes in with one `VLDM`, the
+//!   pre-activations go out with one `VSTM` per block.
 //! - **Output layer** (`O` = 2 or 4, identity): all the rows in registers,
 //!   8 inputs and 16 weights (`VLDM`, contiguous across columns here) per run.
 //! - **`tanh`**, 4 lanes at a time, the 11 coefficients (the core's
@@ -603,9 +613,21 @@ macro_rules! tanh4 {
     };
 }
 
-/// `zᵢ = tanh(zᵢ)` in place (`math::fast::tanh`, bit for bit), four groups
-/// of 4 lanes per loop iteration (two if `N` is not a multiple of 16); `N` a
-/// multiple of 8.
+/// Groups of 4 lanes per iteration of [`tanh_in_place`]'s loop: 8 if `n` is
+/// a multiple of 32 (two iterations for 64 lanes, one for 32), else 4 if a
+/// multiple of 16, else 2.
+const fn tanh_groups(n: usize) -> usize {
+    if n.is_multiple_of(32) {
+        8
+    } else if n.is_multiple_of(16) {
+        4
+    } else {
+        2
+    }
+}
+
+/// `zᵢ = tanh(zᵢ)` in place (`math::fast::tanh`, bit for bit), [`tanh_groups`]
+/// groups of 4 lanes per loop iteration; `N` a multiple of 8.
 ///
 /// Per lane, the core's operations on `x` itself, without its input clamp:
 /// `x² = x·x`; `p` = the Horner chain of `α₆ … α₀` in `x²`, then `p·x`; `q`
@@ -630,9 +652,9 @@ fn tanh_in_place<const N: usize>(z: &mut [f32; N]) {
             ".endr",
             "subs {n}, {n}, #1",
             "bne 1b",
-            groups = const if N.is_multiple_of(16) { 4 } else { 2 },
+            groups = const tanh_groups(N),
             zp = inout(reg) z.as_mut_ptr() => _,
-            n = inout(reg) if N.is_multiple_of(16) { N / 16 } else { N / 8 } => _,
+            n = inout(reg) N / (4 * tanh_groups(N)) => _,
             inout("r12") TANH_CONSTANTS.as_ptr() => _,
             in("r8") TANH_SAT_OFFSET,
             in("r9") TANH_SAT_LIMIT,
