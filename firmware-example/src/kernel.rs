@@ -29,27 +29,37 @@
 //! the same bits as the compiled core. The kernels use the default FPSCR the
 //! compiled code runs with (round to nearest, no flush to zero, no default
 //! NaN). Addition is commutative in IEEE 754, so `vadd acc, acc, prod` equals
-//! the core's `acc + prod`. The `tanh` here is `math::fast::tanh` evaluated
-//! on `|x|` with the sign restored at the end: the core's `tanh` is odd
-//! bit for bit (round to nearest is symmetric, `x²` does not see the sign,
-//! `p·(−x) = −(p·x)`, `(−p)/q = −(p/q)`, clamps symmetric), and on `[0, C]`
-//! the rational `p/q` is never negative (checked over every `f32` of the
-//! interval), so only the upper clamps remain: `min(|x|, C)` and `min(p/q, 1)`.
-//! The sign comes back from the input's sign *bit* (ORed into the result's
-//! bits), so `−0` stays `−0`; a NaN stays a NaN.
+//! the core's `acc + prod`. The `tanh` runs the core's `math::fast::tanh`
+//! operations on `x` itself (`x²`, the two Horner chains, `p·x`, `p/q`) but
+//! without its input clamp `clamp(x, −C, C)`, the identity for `|x| < C`;
+//! the core's output clamp `clamp(p/q, −1, 1)` is then done in the integer
+//! unit on the bits. For `|x| < C` the kernel's quotient is the core's, and
+//! it lies in `[−1, 1]` except for one value, `±0x3f800001` (one ulp over
+//! `1`, at `|x| = 0x40fcebcd`), which becomes `±1` (checked on the host over
+//! every `f32` of `[0, C]`, and the core's `tanh` is odd bit for bit, so the
+//! negative half follows). For `C ≤ |x| ≤ ∞` the core computes at `±C` and
+//! returns `±1`, and the kernel's quotient (meaningless there, possibly NaN)
+//! is replaced by `±1`, the sign taken from `x`'s sign bit. A NaN `x` runs
+//! through the same operations as in the core (the clamps keep a NaN) and
+//! stays a NaN.
 //!
 //! # Register blocking and cycle budget (TRM timings; `tools/cycle_model.py`)
 //!
 //! - **Hidden layers** (`O` a multiple of 16): 16 rows' running sums stay in
-//!   `s16–s31` while the kernel walks all the columns; 8 inputs are loaded at
-//!   once (`VLDM`, 1 + 8 cycles) into `s8–s15`; per column the 16 weights
-//!   (contiguous in nalgebra's column-major storage) come in two runs of 8
-//!   back-to-back `VLDR`s into `s0–s7` (2 + 7 cycles: a load right behind a
-//!   load pipelines), each followed by 8 `VMUL`s (product into the weight's
-//!   register) and 8 `VADD`s, ordered so that no result feeds the very next
-//!   instruction. That is 50 cycles per 16 weights plus the input loads:
-//!   ≈ 3.2 cycles a weight against 3 for load, multiply and add alone. The
-//!   pre-activations go to memory with one `VSTM` per block.
+//!   `s16–s31` while the kernel walks all the columns. The weights
+//!   (contiguous per column in nalgebra's column-major storage) stream
+//!   through `s0–s11` in runs of 12 back-to-back `VLDR`s (2 + 11 cycles: a
+//!   load right behind a load pipelines), each followed by 12 `VMUL`s
+//!   (product into the weight's register) and 12 `VADD`s, ordered so that no
+//!   result feeds the very next instruction: three columns (48 weights) are
+//!   four runs, a run may end in one column and go on in the next. The
+//!   three inputs go to `s12–s14` as the first loads of the first run (1
+//!   cycle each). That is 151 cycles per 48 weights, ≈ 3.15 a weight against
+//!   3 for load, multiply and add alone (with 16-weight columns in two runs
+//!   of 8 and 8 inputs per `VLDM` it was 3.2). The loop body is 12 columns
+//!   (two pointers, each reaching columns −3 … 3); then up to 3 groups of
+//!   three and 1 or 2 single columns. The bias comes in with one `VLDM`, the
+//!   pre-activations go out with one `VSTM` per block.
 //! - **Output layer** (`O` = 2 or 4, identity): all the rows in registers,
 //!   8 inputs and 16 weights (`VLDM`, contiguous across columns here) per run.
 //! - **`tanh`**, 4 lanes at a time, the 11 coefficients (the core's
@@ -120,183 +130,138 @@ const TANH_SAT_OFFSET: u32 = 0x8000_0000u32.wrapping_sub(TANH_CLAMP.to_bits() <<
 /// See [`TANH_SAT_OFFSET`] (`r9`).
 const TANH_SAT_LIMIT: u32 = 0x8000_0000 + (0xff00_0000 - (TANH_CLAMP.to_bits() << 1)) + 1;
 
-/// One column of a 16-row block: `$x` holds `xⱼ`, the weights are at
-/// `$p + $j·{cs} + 0 … 60` (`{cs}` = the column stride in bytes).
-macro_rules! column16 {
-    ($x:literal, $p:literal, $j:literal) => {
+/// One run of a 16-row block: the input loads `$xr @ $xo` (from `{xp}` at
+/// byte offset `$xo`), then the weight loads `$w` from `$p` (column `$c`
+/// relative to `$p`, row `$r`), all back to back (the first load 2 cycles,
+/// each further one 1); then `$w = $w·$x` for every weight, then
+/// `$a = $a + $w` (the row's sum), in the same order, so that no result
+/// feeds the very next instruction.
+macro_rules! run {
+    ([$($xr:literal @ $xo:literal),*] $p:literal
+     [$(($w:literal, $c:literal, $r:literal, $x:literal, $a:literal)),+ $(,)?]) => {
         concat!(
-            "vldr s0, [",
-            $p,
-            ", #(",
-            $j,
-            "*{cs}+0)]\n",
-            "vldr s1, [",
-            $p,
-            ", #(",
-            $j,
-            "*{cs}+4)]\n",
-            "vldr s2, [",
-            $p,
-            ", #(",
-            $j,
-            "*{cs}+8)]\n",
-            "vldr s3, [",
-            $p,
-            ", #(",
-            $j,
-            "*{cs}+12)]\n",
-            "vldr s4, [",
-            $p,
-            ", #(",
-            $j,
-            "*{cs}+16)]\n",
-            "vldr s5, [",
-            $p,
-            ", #(",
-            $j,
-            "*{cs}+20)]\n",
-            "vldr s6, [",
-            $p,
-            ", #(",
-            $j,
-            "*{cs}+24)]\n",
-            "vldr s7, [",
-            $p,
-            ", #(",
-            $j,
-            "*{cs}+28)]\n",
-            "vmul.f32 s0, s0, ",
-            $x,
-            "\n",
-            "vmul.f32 s1, s1, ",
-            $x,
-            "\n",
-            "vmul.f32 s2, s2, ",
-            $x,
-            "\n",
-            "vmul.f32 s3, s3, ",
-            $x,
-            "\n",
-            "vmul.f32 s4, s4, ",
-            $x,
-            "\n",
-            "vmul.f32 s5, s5, ",
-            $x,
-            "\n",
-            "vmul.f32 s6, s6, ",
-            $x,
-            "\n",
-            "vmul.f32 s7, s7, ",
-            $x,
-            "\n",
-            "vadd.f32 s16, s16, s0\n",
-            "vadd.f32 s17, s17, s1\n",
-            "vadd.f32 s18, s18, s2\n",
-            "vadd.f32 s19, s19, s3\n",
-            "vadd.f32 s20, s20, s4\n",
-            "vadd.f32 s21, s21, s5\n",
-            "vadd.f32 s22, s22, s6\n",
-            "vadd.f32 s23, s23, s7\n",
-            "vldr s0, [",
-            $p,
-            ", #(",
-            $j,
-            "*{cs}+32)]\n",
-            "vldr s1, [",
-            $p,
-            ", #(",
-            $j,
-            "*{cs}+36)]\n",
-            "vldr s2, [",
-            $p,
-            ", #(",
-            $j,
-            "*{cs}+40)]\n",
-            "vldr s3, [",
-            $p,
-            ", #(",
-            $j,
-            "*{cs}+44)]\n",
-            "vldr s4, [",
-            $p,
-            ", #(",
-            $j,
-            "*{cs}+48)]\n",
-            "vldr s5, [",
-            $p,
-            ", #(",
-            $j,
-            "*{cs}+52)]\n",
-            "vldr s6, [",
-            $p,
-            ", #(",
-            $j,
-            "*{cs}+56)]\n",
-            "vldr s7, [",
-            $p,
-            ", #(",
-            $j,
-            "*{cs}+60)]\n",
-            "vmul.f32 s0, s0, ",
-            $x,
-            "\n",
-            "vmul.f32 s1, s1, ",
-            $x,
-            "\n",
-            "vmul.f32 s2, s2, ",
-            $x,
-            "\n",
-            "vmul.f32 s3, s3, ",
-            $x,
-            "\n",
-            "vmul.f32 s4, s4, ",
-            $x,
-            "\n",
-            "vmul.f32 s5, s5, ",
-            $x,
-            "\n",
-            "vmul.f32 s6, s6, ",
-            $x,
-            "\n",
-            "vmul.f32 s7, s7, ",
-            $x,
-            "\n",
-            "vadd.f32 s24, s24, s0\n",
-            "vadd.f32 s25, s25, s1\n",
-            "vadd.f32 s26, s26, s2\n",
-            "vadd.f32 s27, s27, s3\n",
-            "vadd.f32 s28, s28, s4\n",
-            "vadd.f32 s29, s29, s5\n",
-            "vadd.f32 s30, s30, s6\n",
-            "vadd.f32 s31, s31, s7\n",
+            $("vldr ", $xr, ", [{xp}, #(", $xo, ")]\n",)*
+            $("vldr ", $w, ", [", $p, ", #((", $c, ")*{cs}+4*", $r, ")]\n",)+
+            $("vmul.f32 ", $w, ", ", $w, ", ", $x, "\n",)+
+            $("vadd.f32 ", $a, ", ", $a, ", ", $w, "\n",)+
         )
     };
 }
 
-/// Eight columns of a 16-row block: their inputs into `s8–s15` (one
-/// `VLDM`), columns 0–3 at `{pa}`, 4–7 at `{pb}`, then both pointers 8
-/// columns on.
-macro_rules! chunk8 {
+/// Three columns of a 16-row block (48 weights, columns `$ca`, `$cb`, `$cc`
+/// relative to `$p`, inputs at `{xp}` + `$xa`, `$xb`, `$xc`) in four runs of
+/// 12 weights in `s0–s11`; the three inputs go to `s12–s14` in the first
+/// run (the previous run's products are done with them).
+macro_rules! unit3 {
+    ($p:literal, $ca:literal, $cb:literal, $cc:literal, $xa:literal, $xb:literal, $xc:literal) => {
+        concat!(
+            run!(["s12" @ $xa, "s13" @ $xb, "s14" @ $xc] $p [
+                ("s0", $ca, 0, "s12", "s16"), ("s1", $ca, 1, "s12", "s17"),
+                ("s2", $ca, 2, "s12", "s18"), ("s3", $ca, 3, "s12", "s19"),
+                ("s4", $ca, 4, "s12", "s20"), ("s5", $ca, 5, "s12", "s21"),
+                ("s6", $ca, 6, "s12", "s22"), ("s7", $ca, 7, "s12", "s23"),
+                ("s8", $ca, 8, "s12", "s24"), ("s9", $ca, 9, "s12", "s25"),
+                ("s10", $ca, 10, "s12", "s26"), ("s11", $ca, 11, "s12", "s27"),
+            ]),
+            run!([] $p [
+                ("s0", $ca, 12, "s12", "s28"), ("s1", $ca, 13, "s12", "s29"),
+                ("s2", $ca, 14, "s12", "s30"), ("s3", $ca, 15, "s12", "s31"),
+                ("s4", $cb, 0, "s13", "s16"), ("s5", $cb, 1, "s13", "s17"),
+                ("s6", $cb, 2, "s13", "s18"), ("s7", $cb, 3, "s13", "s19"),
+                ("s8", $cb, 4, "s13", "s20"), ("s9", $cb, 5, "s13", "s21"),
+                ("s10", $cb, 6, "s13", "s22"), ("s11", $cb, 7, "s13", "s23"),
+            ]),
+            run!([] $p [
+                ("s0", $cb, 8, "s13", "s24"), ("s1", $cb, 9, "s13", "s25"),
+                ("s2", $cb, 10, "s13", "s26"), ("s3", $cb, 11, "s13", "s27"),
+                ("s4", $cb, 12, "s13", "s28"), ("s5", $cb, 13, "s13", "s29"),
+                ("s6", $cb, 14, "s13", "s30"), ("s7", $cb, 15, "s13", "s31"),
+                ("s8", $cc, 0, "s14", "s16"), ("s9", $cc, 1, "s14", "s17"),
+                ("s10", $cc, 2, "s14", "s18"), ("s11", $cc, 3, "s14", "s19"),
+            ]),
+            run!([] $p [
+                ("s0", $cc, 4, "s14", "s20"), ("s1", $cc, 5, "s14", "s21"),
+                ("s2", $cc, 6, "s14", "s22"), ("s3", $cc, 7, "s14", "s23"),
+                ("s4", $cc, 8, "s14", "s24"), ("s5", $cc, 9, "s14", "s25"),
+                ("s6", $cc, 10, "s14", "s26"), ("s7", $cc, 11, "s14", "s27"),
+                ("s8", $cc, 12, "s14", "s28"), ("s9", $cc, 13, "s14", "s29"),
+                ("s10", $cc, 14, "s14", "s30"), ("s11", $cc, 15, "s14", "s31"),
+            ]),
+        )
+    };
+}
+
+/// One column of a 16-row block (column `$c` relative to `$p`, input at
+/// `{xp}` + `$xa`): runs of 12 and 4 weights.
+macro_rules! col1 {
+    ($p:literal, $c:literal, $xa:literal) => {
+        concat!(
+            run!(["s12" @ $xa] $p [
+                ("s0", $c, 0, "s12", "s16"), ("s1", $c, 1, "s12", "s17"),
+                ("s2", $c, 2, "s12", "s18"), ("s3", $c, 3, "s12", "s19"),
+                ("s4", $c, 4, "s12", "s20"), ("s5", $c, 5, "s12", "s21"),
+                ("s6", $c, 6, "s12", "s22"), ("s7", $c, 7, "s12", "s23"),
+                ("s8", $c, 8, "s12", "s24"), ("s9", $c, 9, "s12", "s25"),
+                ("s10", $c, 10, "s12", "s26"), ("s11", $c, 11, "s12", "s27"),
+            ]),
+            run!([] $p [
+                ("s0", $c, 12, "s12", "s28"), ("s1", $c, 13, "s12", "s29"),
+                ("s2", $c, 14, "s12", "s30"), ("s3", $c, 15, "s12", "s31"),
+            ]),
+        )
+    };
+}
+
+/// Two columns of a 16-row block (`$ca`, `$cb` relative to `$p`, inputs at
+/// `{xp}` + `$xa`, `$xb`): runs of 12, 12 and 8 weights.
+macro_rules! col2 {
+    ($p:literal, $ca:literal, $cb:literal, $xa:literal, $xb:literal) => {
+        concat!(
+            run!(["s12" @ $xa, "s13" @ $xb] $p [
+                ("s0", $ca, 0, "s12", "s16"), ("s1", $ca, 1, "s12", "s17"),
+                ("s2", $ca, 2, "s12", "s18"), ("s3", $ca, 3, "s12", "s19"),
+                ("s4", $ca, 4, "s12", "s20"), ("s5", $ca, 5, "s12", "s21"),
+                ("s6", $ca, 6, "s12", "s22"), ("s7", $ca, 7, "s12", "s23"),
+                ("s8", $ca, 8, "s12", "s24"), ("s9", $ca, 9, "s12", "s25"),
+                ("s10", $ca, 10, "s12", "s26"), ("s11", $ca, 11, "s12", "s27"),
+            ]),
+            run!([] $p [
+                ("s0", $ca, 12, "s12", "s28"), ("s1", $ca, 13, "s12", "s29"),
+                ("s2", $ca, 14, "s12", "s30"), ("s3", $ca, 15, "s12", "s31"),
+                ("s4", $cb, 0, "s13", "s16"), ("s5", $cb, 1, "s13", "s17"),
+                ("s6", $cb, 2, "s13", "s18"), ("s7", $cb, 3, "s13", "s19"),
+                ("s8", $cb, 4, "s13", "s20"), ("s9", $cb, 5, "s13", "s21"),
+                ("s10", $cb, 6, "s13", "s22"), ("s11", $cb, 7, "s13", "s23"),
+            ]),
+            run!([] $p [
+                ("s0", $cb, 8, "s13", "s24"), ("s1", $cb, 9, "s13", "s25"),
+                ("s2", $cb, 10, "s13", "s26"), ("s3", $cb, 11, "s13", "s27"),
+                ("s4", $cb, 12, "s13", "s28"), ("s5", $cb, 13, "s13", "s29"),
+                ("s6", $cb, 14, "s13", "s30"), ("s7", $cb, 15, "s13", "s31"),
+            ]),
+        )
+    };
+}
+
+/// Twelve columns of a 16-row block, four [`unit3`]s: columns 0–5 from
+/// `{pa}` (which points at column 3: relative −3 … 2), 6–11 from `{pb}`
+/// (column 9), inputs at `{xp}` + 0 … 44.
+macro_rules! body12 {
     () => {
         concat!(
-            "vldmia {xp}!, {{s8-s15}}\n",
-            column16!("s8", "{pa}", "0"),
-            column16!("s9", "{pa}", "1"),
-            column16!("s10", "{pa}", "2"),
-            column16!("s11", "{pa}", "3"),
-            column16!("s12", "{pb}", "0"),
-            column16!("s13", "{pb}", "1"),
-            column16!("s14", "{pb}", "2"),
-            column16!("s15", "{pb}", "3"),
-            "add {pa}, {pa}, #(8*{cs})\n",
-            "add {pb}, {pb}, #(8*{cs})\n",
+            unit3!("{pa}", "-3", "-2", "-1", "0", "4", "8"),
+            unit3!("{pa}", "0", "1", "2", "12", "16", "20"),
+            unit3!("{pb}", "-3", "-2", "-1", "24", "28", "32"),
+            unit3!("{pb}", "0", "1", "2", "36", "40", "44"),
         )
     };
 }
 
 /// `z = W x + b` for `O` a multiple of 16 (at most 64: the `VLDR` offsets
-/// of four columns must stay within 1 020 bytes): 16 rows at a time, their
-/// sums in `s16–s31` over all the columns, in column order.
+/// of columns −3 … 3 from a pointer must stay within ±1 020 bytes): 16 rows
+/// at a time, their sums in `s16–s31` over all the columns, in column order.
+/// The columns go 12 at a time ([`body12`], a loop if there are 24 or
+/// more), then up to 3 [`unit3`]s and 1 or 2 single columns.
 #[inline(never)]
 fn matvec_wide<const I: usize, const O: usize>(
     w: &[[f32; O]; I],
@@ -314,34 +279,64 @@ fn matvec_wide<const I: usize, const O: usize>(
         asm!(
             "1:",
             "vldmia {bp}!, {{s16-s31}}",
-            "mov {pa}, {wp}",
-            "add {pb}, {wp}, #(4*{cs})",
-            ".if {chunks16}",
-            "movs {n}, #{chunks16}",
+            "add {pa}, {wp}, #(3*{cs})",
+            "add {pb}, {wp}, #(9*{cs})",
+            ".if {bodies} >= 2",
+            "movs {n}, #{bodies}",
             "2:",
-            chunk8!(),
-            chunk8!(),
+            body12!(),
+            "add {pa}, {pa}, #(12*{cs})",
+            "add {pb}, {pb}, #(12*{cs})",
+            "add {xp}, {xp}, #48",
             "subs {n}, {n}, #1",
             "bne 2b",
+            ".elseif {bodies} == 1",
+            body12!(),
+            "add {pa}, {pa}, #(12*{cs})",
+            "add {pb}, {pb}, #(12*{cs})",
+            "add {xp}, {xp}, #48",
             ".endif",
-            ".if {chunk8}",
-            chunk8!(),
+            ".if {units} >= 1",
+            unit3!("{pa}", "-3", "-2", "-1", "0", "4", "8"),
             ".endif",
-            ".rept {rem}",
-            "vldmia {xp}!, {{s8}}",
-            column16!("s8", "{pa}", "0"),
-            "add {pa}, {pa}, #{cs}",
-            ".endr",
-            "sub {xp}, {xp}, #(4*{ni})",
+            ".if {units} >= 2",
+            unit3!("{pa}", "0", "1", "2", "12", "16", "20"),
+            ".endif",
+            ".if {units} >= 3",
+            unit3!("{pb}", "-3", "-2", "-1", "24", "28", "32"),
+            ".endif",
+            ".if {cols} == 1",
+            ".if {units} == 0",
+            col1!("{pa}", "-3", "0"),
+            ".elseif {units} == 1",
+            col1!("{pa}", "0", "12"),
+            ".elseif {units} == 2",
+            col1!("{pb}", "-3", "24"),
+            ".else",
+            col1!("{pb}", "0", "36"),
+            ".endif",
+            ".elseif {cols} == 2",
+            ".if {units} == 0",
+            col2!("{pa}", "-3", "-2", "0", "4"),
+            ".elseif {units} == 1",
+            col2!("{pa}", "0", "1", "12", "16"),
+            ".elseif {units} == 2",
+            col2!("{pb}", "-3", "-2", "24", "28"),
+            ".else",
+            col2!("{pb}", "0", "1", "36", "40"),
+            ".endif",
+            ".endif",
+            ".if {bodies} >= 1",
+            "sub {xp}, {xp}, #(48*{bodies})",
+            ".endif",
             "vstmia {zp}!, {{s16-s31}}",
             "add {wp}, {wp}, #64",
             "subs {rows}, {rows}, #1",
             "bne 1b",
             cs = const O * 4,
-            chunks16 = const I / 16,
-            chunk8 = const (I % 16) / 8,
-            rem = const I % 8,
-            ni = const I,
+            bodies = const I / 12,
+            units = const (I % 12) / 3,
+            cols = const I % 3,
             wp = inout(reg) w.as_ptr() => _,
             bp = inout(reg) b.as_ptr() => _,
             xp = inout(reg) x.as_ptr() => _,
@@ -353,7 +348,7 @@ fn matvec_wide<const I: usize, const O: usize>(
             out("s0") _, out("s1") _, out("s2") _, out("s3") _,
             out("s4") _, out("s5") _, out("s6") _, out("s7") _,
             out("s8") _, out("s9") _, out("s10") _, out("s11") _,
-            out("s12") _, out("s13") _, out("s14") _, out("s15") _,
+            out("s12") _, out("s13") _, out("s14") _,
             out("s16") _, out("s17") _, out("s18") _, out("s19") _,
             out("s20") _, out("s21") _, out("s22") _, out("s23") _,
             out("s24") _, out("s25") _, out("s26") _, out("s27") _,
@@ -618,9 +613,21 @@ macro_rules! tanh4 {
     };
 }
 
-/// `zᵢ = tanh(zᵢ)` in place (`math::fast::tanh`, bit for bit), four groups
-/// of 4 lanes per loop iteration (two if `N` is not a multiple of 16); `N` a
-/// multiple of 8.
+/// Groups of 4 lanes per iteration of [`tanh_in_place`]'s loop: 8 if `n` is
+/// a multiple of 32 (two iterations for 64 lanes, one for 32), else 4 if a
+/// multiple of 16, else 2.
+const fn tanh_groups(n: usize) -> usize {
+    if n.is_multiple_of(32) {
+        8
+    } else if n.is_multiple_of(16) {
+        4
+    } else {
+        2
+    }
+}
+
+/// `zᵢ = tanh(zᵢ)` in place (`math::fast::tanh`, bit for bit), [`tanh_groups`]
+/// groups of 4 lanes per loop iteration; `N` a multiple of 8.
 ///
 /// Per lane, the core's operations on `x` itself, without its input clamp:
 /// `x² = x·x`; `p` = the Horner chain of `α₆ … α₀` in `x²`, then `p·x`; `q`
@@ -645,9 +652,9 @@ fn tanh_in_place<const N: usize>(z: &mut [f32; N]) {
             ".endr",
             "subs {n}, {n}, #1",
             "bne 1b",
-            groups = const if N.is_multiple_of(16) { 4 } else { 2 },
+            groups = const tanh_groups(N),
             zp = inout(reg) z.as_mut_ptr() => _,
-            n = inout(reg) if N.is_multiple_of(16) { N / 16 } else { N / 8 } => _,
+            n = inout(reg) N / (4 * tanh_groups(N)) => _,
             inout("r12") TANH_CONSTANTS.as_ptr() => _,
             in("r8") TANH_SAT_OFFSET,
             in("r9") TANH_SAT_LIMIT,
@@ -1043,6 +1050,28 @@ where
     /// The policy this was built from.
     pub fn policy(&self) -> &'p Policy<CategoricalActor<Mlp<OBS, H, A>>, OBS> {
         self.policy
+    }
+
+    /// `RunningNorm::normalize` of the policy's normaliser, bit for bit
+    /// (`OBS` even), with the precomputed `σ` ([`act`](Self::act)'s first
+    /// step; the core's path for what that step leaves to it).
+    ///
+    /// # Errors
+    /// As the core's: [`Error::NonFinite`] for a non-finite observation or
+    /// result.
+    pub fn normalize(&self, obs: &SVector<f32, OBS>) -> Result<SVector<f32, OBS>, Error> {
+        if self.fast {
+            let mut out = SVector::<f32, OBS>::zeros();
+            if normalize_frozen(
+                &obs.data.0[0],
+                &self.policy.obs_norm.mean.data.0[0],
+                &self.sigma,
+                &mut out.data.0[0],
+            ) {
+                return Ok(out);
+            }
+        }
+        normalize(&self.policy.obs_norm, obs)
     }
 
     /// `Controller::act` of the policy, bit for bit (`OBS` even): normalise

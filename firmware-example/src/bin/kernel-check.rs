@@ -11,8 +11,11 @@
 //! `Controller::act` with a normaliser holding statistics, some with zero or
 //! nearly zero variances where `ε` decides the divisor, and with an empty
 //! one) and through the kernels (`act` both as `policy_act` and as
-//! `FrozenPolicy::act`, with its precomputed `√(σ² + ε)`); outputs must have the same bits (any NaN
-//! equals any NaN) and the same `Result`s. Then `tanh` on random bit
+//! `FrozenPolicy::act`, with its precomputed `√(σ² + ε)`), and the
+//! normalised observation itself (`RunningNorm::normalize` against
+//! `FrozenPolicy::normalize`, some observations within a few `σ` of the
+//! mean, where the clip does not hide the divisor); outputs must have the
+//! same bits (any NaN equals any NaN) and the same `Result`s. Then `tanh` on random bit
 //! patterns and on a dense sweep around the clamp, `VSQRT` against
 //! `math::sqrt`, and the arg max on near-tied logits.
 //!
@@ -108,9 +111,9 @@ where
                 let _ = policy.obs_norm.update(&o);
             }
             if setting > 0 {
-                // A constant component and a nearly constant one: `ε`
-                // decides their divisors (`√ε` and `√(3e-8 + ε)`).
-                policy.obs_norm.var[0] = 0.0;
+                // Nearly constant components: `ε` decides their divisors
+                // (`√ε` or `√(5e-9 + ε)`, and `√(3e-8 + ε)`).
+                policy.obs_norm.var[0] = if setting == 2 { 0.0 } else { 5e-9 };
                 policy.obs_norm.var[1] = 3e-8;
             }
         }
@@ -120,6 +123,13 @@ where
             let mut o = SVector::<f32, OBS>::zeros();
             for x in o.iter_mut() {
                 *x = component(rng, obs_scale);
+            }
+            if with_statistics && k % 3 == 1 {
+                // Within a few σ of the mean, where the clip does not hide
+                // the divisor.
+                for i in 0..2 {
+                    o[i] = policy.obs_norm.mean[i] + uniform(rng, 1e-3);
+                }
             }
             if k % 97 == 0 {
                 o[k as usize % OBS] = if k % 2 == 0 { f32::NAN } else { f32::INFINITY };
@@ -134,16 +144,21 @@ where
             let mode_ok = policy.actor.mode(&o) == kernel::actor_mode(&policy.actor, &o);
             let core_act = policy.act(&o);
             let act_ok = core_act == kernel::policy_act(&policy, &o) && core_act == frozen.act(&o);
-            if !(forward_ok && mode_ok && act_ok) {
+            let norm_ok = match (policy.obs_norm.normalize(&o), frozen.normalize(&o)) {
+                (Ok(a), Ok(b)) => a.iter().zip(b.iter()).all(|(&a, &b)| same(a, b)),
+                (a, b) => a.is_err() && b.is_err(),
+            };
+            if !(forward_ok && mode_ok && act_ok && norm_ok) {
                 if mismatches < 4 {
                     defmt::error!(
-                        "kernel-check {=str}: setting {=usize} observation {=u32}: forward {=bool} mode {=bool} act {=bool}; core {=[?]} kernel {=[?]}",
+                        "kernel-check {=str}: setting {=usize} observation {=u32}: forward {=bool} mode {=bool} act {=bool} normalize {=bool}; core {=[?]} kernel {=[?]}",
                         name,
                         setting,
                         k,
                         forward_ok,
                         mode_ok,
                         act_ok,
+                        norm_ok,
                         core_y.as_slice(),
                         kernel_y.as_slice()
                     );
