@@ -82,15 +82,10 @@
 //!
 //! # The head
 //!
-//! [`actor_mode`] returns the core's `Categorical::from_logits(l)?.mode()`,
-//! the first arg max of the log-probabilities `fl(fl(lᵢ − m) − L)` with
-//! `L = ln Σ exp(lⱼ − m) ∈ [0, ln A]`. Rounding is monotone, so the first
-//! arg max `i*` of the logits attains the largest log-probability `−L`; an
-//! earlier `i` (with `lᵢ < m`) ties with it only if `fl(lᵢ − m)` is within
-//! a few units in the last place of `L` of zero. When every earlier logit is
-//! at least `1e-5` below the maximum (more than two ulps of any `L < 64`)
-//! the answer is `i*` without the `exp`s and the `ln`; otherwise it calls the
-//! core's own `from_logits` and `mode`.
+//! [`actor_mode`] returns the core's `Actor::mode`: the core's
+//! `Categorical::mode_of_logits`, the first arg max of the logits unless an
+//! earlier logit is within `NEAR_TIE` of the largest (then the log-softmax
+//! decides; its documentation has the argument).
 //!
 //! Only for `thumbv7em-none-eabihf` (any hard-float ARM target with VFPv4-SP
 //! single precision); the bins that use it keep `forbid(unsafe_code)`.
@@ -751,29 +746,6 @@ where
     y
 }
 
-/// `Categorical::from_logits(logits)?.mode()`, the same result, without the
-/// log-softmax unless two logits nearly tie (see the module documentation).
-///
-/// # Errors
-/// [`Error::NonFinite`] if a logit is NaN or infinite, as the core.
-pub fn categorical_mode<const A: usize>(logits: &SVector<f32, A>) -> Result<usize, Error> {
-    check_all_finite(logits.as_slice())?;
-    let l = &logits.data.0[0];
-    let mut best = 0;
-    for i in 1..A {
-        if l[i] > l[best] {
-            best = i;
-        }
-    }
-    let max = l[best];
-    // An earlier logit within 1e-5 of the maximum may tie with it after the
-    // subtraction of ln Σ: let the core decide.
-    if l[..best].iter().any(|&li| li - max > -1e-5) {
-        return Ok(Categorical::from_logits(logits)?.mode());
-    }
-    Ok(best)
-}
-
 /// `Actor::mode` of a `CategoricalActor<Mlp<OBS, H, A>>`, bit for bit.
 ///
 /// # Errors
@@ -786,7 +758,7 @@ where
     Dense<H, A, Identity>: OutputLayer<H, A>,
 {
     check_all_finite(input.as_slice())?;
-    categorical_mode(&mlp_forward(&actor.net, input))
+    Categorical::mode_of_logits(&mlp_forward(&actor.net, input))
 }
 
 /// `√x` with the FPU's `VSQRT` (IEEE 754 correctly rounded, as `libm`'s
@@ -935,7 +907,7 @@ where
     let input = unsafe { input.assume_init_ref() };
     // Finite (checked above, clipped to ±10): `Actor::mode`'s input check
     // would pass.
-    categorical_mode(&mlp_forward_array(&policy.actor.net, input))
+    Categorical::mode_of_logits(&mlp_forward_array(&policy.actor.net, input))
 }
 
 /// `(xᵢ − μᵢ) / σᵢ` clipped to `±10`, two components at a time, with `σᵢ`
@@ -1100,6 +1072,6 @@ where
         let input = unsafe { input.assume_init_ref() };
         // Finite (finite `x`, well-formed statistics, clipped to ±10):
         // `RunningNorm::normalize`'s and `Actor::mode`'s checks would pass.
-        categorical_mode(&mlp_forward_array(&self.policy.actor.net, input))
+        Categorical::mode_of_logits(&mlp_forward_array(&self.policy.actor.net, input))
     }
 }

@@ -288,7 +288,7 @@ fn check_mode(rng: &mut Xoshiro128PlusPlus) -> u32 {
             };
         }
         let core = Categorical::from_logits(&l).map(|d| d.mode());
-        if core != kernel::categorical_mode(&l) {
+        if core != Categorical::mode_of_logits(&l) {
             mismatches += 1;
         }
     }
