@@ -5,14 +5,24 @@
 //! logs each episode's return, length and FNV-1a checksums of the action
 //! sequence and of the observations' `f32` bits. Exits 0 (QEMU status) on
 //! success, non-zero on any error or panic.
+//!
+//! On the Cortex-M4F (hard-float ARM) it acts through the assembly kernels of
+//! `microrl_firmware::kernel` (`FrozenPolicy`, with `σ = √(σ² + ε)`
+//! computed once after loading), bit-identical to the core's
+//! `Controller::act`, which it uses on targets without them (the Cortex-M0
+//! build): the firmware test compares every episode with the desktop's.
 
 #![no_std]
 #![no_main]
 #![forbid(unsafe_code)]
 
 use cortex_m_rt::entry;
+#[cfg(not(all(target_arch = "arm", target_abi = "eabihf")))]
+use microrl::Controller;
 use microrl::env::{CartPole, Env};
-use microrl::{Controller, Params, agent, serialize};
+use microrl::{Params, agent, serialize};
+#[cfg(all(target_arch = "arm", target_abi = "eabihf"))]
+use microrl_firmware::kernel;
 use microrl_firmware::{Fnv1a, exit, log_stack};
 use rand_core::SeedableRng;
 use rand_xoshiro::Xoshiro128PlusPlus;
@@ -24,6 +34,20 @@ type Policy = agent::Policy<CartPole, 32>;
 
 /// The exported blob, in flash.
 static BLOB: &[u8] = include_bytes!("../../policies/cartpole-small.mrlp");
+
+/// What acts for `policy`: on a hard-float ARM target the assembly kernels
+/// (`FrozenPolicy::act`, the same bits as `Controller::act`).
+#[cfg(all(target_arch = "arm", target_abi = "eabihf"))]
+fn deployed(policy: &Policy) -> kernel::FrozenPolicy<'_, 4, 32, 2> {
+    kernel::FrozenPolicy::new(policy)
+}
+
+/// What acts for `policy`: elsewhere (the Cortex-M0) the core's
+/// `Controller::act`.
+#[cfg(not(all(target_arch = "arm", target_abi = "eabihf")))]
+fn deployed(policy: &Policy) -> &Policy {
+    policy
+}
 
 const EPISODES: u32 = 5;
 const SEED: u64 = 0;
@@ -42,6 +66,8 @@ fn main() -> ! {
         BLOB.len(),
         <Policy as Params>::LEN
     );
+
+    let policy = deployed(&policy);
 
     let mut env = CartPole::new();
     let mut rng = Xoshiro128PlusPlus::seed_from_u64(SEED);
