@@ -33,7 +33,7 @@
 mod categorical;
 mod gaussian;
 
-pub use categorical::Categorical;
+pub use categorical::{Categorical, NEAR_TIE};
 pub use gaussian::{Gaussian, GaussianGrad, LOG_STD_MAX, LOG_STD_MIN};
 
 use nalgebra::SVector;
