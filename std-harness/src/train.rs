@@ -840,6 +840,10 @@ struct Progress {
     small: bool,
     threshold: f32,
     eval_episodes: u32,
+    /// Absent from the progress files of checkpoint formats 2 and 3, which
+    /// the core then refuses by their version (a clearer error than a
+    /// missing JSON field).
+    #[serde(default)]
     select_margin: f32,
     early_stop: bool,
     checkpoint_every: Option<u64>,
