@@ -10,17 +10,18 @@
 //!   memory;
 //! - the backward pass keeps a block of 4 columns of `∂L/∂W` in registers
 //!   while it adds every sample's `δᵢ·xⱼ` to them, and computes the input
-//!   gradients of 4 samples (8 with AVX) per sweep over `W`, with `δ`
-//!   transposed so each of the dot product's 8 partial sums is one SIMD
-//!   register over the samples.
+//!   gradients of 4 samples and 2 columns per sweep, the dot product's 8
+//!   partial sums one 8-lane vector per sample and column, so each piece of
+//!   `W` is loaded once for 4 samples and each piece of `δ` once for 2
+//!   columns (the earlier layout, one register per partial sum over 8
+//!   samples with `δ` transposed, loaded a broadcast weight and a `δ` vector
+//!   per multiply-add: 8 % slower over a whole AVX2 update).
 //!
 //! The block sizes depend on the SIMD width the build targets (`ROWS`,
-//! `DOT_SAMPLES`); the arithmetic on each number does not, so a baseline
+//! `GRAD_ROWS`); the arithmetic on each number does not, so a baseline
 //! x86-64 build, an AVX2 build and the firmware train the same bits
 //! (`tests/tests/simd_identity.rs` compares the first two end to end). The
-//! kernels are plain Rust the compiler vectorises: arrays of running sums
-//! written as separate variables where an indexed loop would be vectorised
-//! along the wrong axis (see `dot_samples`).
+//! kernels are plain Rust the compiler vectorises.
 //!
 //! **Same bits as the per-sample passes.** Batching changes which loop is
 //! outermost, never the operations on any one number nor their order: each
@@ -110,11 +111,11 @@ const GRAD_ROWS: usize = 8;
 #[cfg(not(target_arch = "arm"))]
 const SAMPLES: usize = 4;
 
-/// Samples whose input gradients one sweep over `W` computes (one SIMD
-/// register holds one partial sum of all of them; see [`dot_samples`]).
-#[cfg(all(not(target_arch = "arm"), target_feature = "avx"))]
-const DOT_SAMPLES: usize = 8;
-#[cfg(all(not(target_arch = "arm"), not(target_feature = "avx")))]
+/// Samples whose input gradients one sweep over `W` computes (see
+/// [`dot_lanes`]): 4 × 2 columns of 8-lane partial sums are 8 AVX registers
+/// (16 SSE registers). With AVX, 8 samples were 2 % slower (spills); with
+/// SSE, 2 samples 50 % slower (the compiler stops vectorising the lanes).
+#[cfg(not(target_arch = "arm"))]
 const DOT_SAMPLES: usize = 4;
 
 #[cfg(not(target_arch = "arm"))]
@@ -293,12 +294,12 @@ pub(super) fn dense_backward<A: Activation, const I: usize, const O: usize, cons
         j += 1;
     }
     // ∂L/∂xₖⱼ = W[:, j] · δₖ, the per-sample pass's dot product, for
-    // `DOT_SAMPLES` samples at once: see `dot_samples`.
+    // `DOT_SAMPLES` samples at once: see `dot_lanes`.
     if let Some(d_input) = d_input {
         let mut dxs = d_input[..n].chunks_exact_mut(DOT_SAMPLES);
         let mut ds = deltas.chunks_exact(DOT_SAMPLES);
         for (dx, d) in (&mut dxs).zip(&mut ds) {
-            dot_samples::<I, O, DOT_SAMPLES>(weight, d, dx);
+            dot_lanes::<I, O, DOT_SAMPLES>(weight, d, dx);
         }
         for (dx, delta) in dxs.into_remainder().iter_mut().zip(ds.remainder()) {
             for (dxj, column) in dx.iter_mut().zip(weight) {
@@ -309,79 +310,56 @@ pub(super) fn dense_backward<A: Activation, const I: usize, const O: usize, cons
 }
 
 #[cfg(not(target_arch = "arm"))]
-/// `dx[m][j] = W[:, j] · δₘ` for `S` samples `m` (`d.len() == dx.len() ==
-/// S`), with the bits of [`dot`](super::dense::dot): the same 8 partial
-/// sums per product (row `i` into sum `i mod 8`) and the same pairwise
-/// combination.
-///
-/// The `δ` are first transposed (`dt[i] = [δ₀ᵢ, δ₁ᵢ, …]`), so each partial
-/// sum is a vector over the `S` samples (one SIMD register) and each weight
-/// is loaded once for all of them: `acc[i mod 8] += wᵢⱼ · dt[i]`, 8
-/// independent vector sums.
+/// `dx[m][j] = W[:, j] · δₘ` for `S` samples, two columns `j` at a time,
+/// with `dot`'s 8 partial sums held as one 8-lane vector per sample and
+/// column (lane `l` sums rows `i ≡ l mod 8`, as in `dot`): each 8-row piece of
+/// `δₘ` is loaded once for both columns and each piece of a column once for
+/// all `S` samples.
 #[inline(always)]
-fn dot_samples<const I: usize, const O: usize, const S: usize>(
+fn dot_lanes<const I: usize, const O: usize, const S: usize>(
     weight: &[[f32; O]; I],
     d: &[SVector<f32, O>],
     dx: &mut [SVector<f32, I>],
 ) {
     const LANES: usize = super::dense::LANES;
     let d: [&[f32; O]; S] = core::array::from_fn(|m| &d[m].data.0[0]);
-    let mut dt = [[0.0f32; S]; O];
-    for (i, dt) in dt.iter_mut().enumerate() {
-        *dt = core::array::from_fn(|m| d[m][i]);
-    }
-    // `dxt[j][m] = dx[m][j]`, transposed back at the end.
-    let mut dxt = [[0.0f32; S]; I];
-    for (column, dxt) in weight.iter().zip(dxt.iter_mut()) {
-        // The 8 partial sums as separate variables, not an indexed array:
-        // each is one SIMD register of `S` samples' sums (a loop over the
-        // lanes would be vectorised across lanes instead, with shuffles).
-        let [
-            mut s0,
-            mut s1,
-            mut s2,
-            mut s3,
-            mut s4,
-            mut s5,
-            mut s6,
-            mut s7,
-        ] = [[0.0f32; S]; LANES];
-        let (d8, d_rest) = dt.as_chunks::<LANES>();
-        let (w8, w_rest) = column.as_chunks::<LANES>();
-        for (d, w) in d8.iter().zip(w8) {
-            s0 = add_scaled(s0, &d[0], w[0]);
-            s1 = add_scaled(s1, &d[1], w[1]);
-            s2 = add_scaled(s2, &d[2], w[2]);
-            s3 = add_scaled(s3, &d[3], w[3]);
-            s4 = add_scaled(s4, &d[4], w[4]);
-            s5 = add_scaled(s5, &d[5], w[5]);
-            s6 = add_scaled(s6, &d[6], w[6]);
-            s7 = add_scaled(s7, &d[7], w[7]);
+    let d8: [&[[f32; LANES]]; S] = core::array::from_fn(|m| d[m].as_chunks::<LANES>().0);
+    let d_rest: [&[f32]; S] = core::array::from_fn(|m| d[m].as_chunks::<LANES>().1);
+    use super::dense::combine;
+    let (pairs, last) = weight.as_chunks::<2>();
+    let mut j = 0;
+    for [c0, c1] in pairs {
+        let mut a0 = [[0.0f32; LANES]; S];
+        let mut a1 = [[0.0f32; LANES]; S];
+        let (w0, w0_rest) = c0.as_chunks::<LANES>();
+        let (w1, w1_rest) = c1.as_chunks::<LANES>();
+        for (k, (w0, w1)) in w0.iter().zip(w1).enumerate() {
+            for m in 0..S {
+                let Some(dm) = d8[m].get(k) else { return };
+                for l in 0..LANES {
+                    a0[m][l] += w0[l] * dm[l];
+                    a1[m][l] += w1[l] * dm[l];
+                }
+            }
         }
-        let mut acc = [s0, s1, s2, s3, s4, s5, s6, s7];
-        for ((acc, d), &w) in acc.iter_mut().zip(d_rest).zip(w_rest) {
-            *acc = add_scaled(*acc, d, w);
+        for m in 0..S {
+            for (l, ((&x0, &x1), &y)) in w0_rest.iter().zip(w1_rest).zip(d_rest[m]).enumerate() {
+                a0[m][l] += x0 * y;
+                a1[m][l] += x1 * y;
+            }
         }
-        // `dot`'s combination, ((s₀ + s₄) + (s₂ + s₆)) + ((s₁ + s₅) + (s₃ + s₇)),
-        // for all `S` samples at once.
-        let add = |a: [f32; S], b: [f32; S]| -> [f32; S] { core::array::from_fn(|m| a[m] + b[m]) };
-        *dxt = add(
-            add(add(acc[0], acc[4]), add(acc[2], acc[6])),
-            add(add(acc[1], acc[5]), add(acc[3], acc[7])),
-        );
-    }
-    for (m, dx) in dx.iter_mut().enumerate().take(S) {
-        for (dxj, dxt) in dx.as_mut_slice().iter_mut().zip(&dxt) {
-            *dxj = dxt[m];
+        for (dx, (a0, a1)) in dx.iter_mut().zip(a0.iter().zip(&a1)) {
+            dx[j] = combine(a0);
+            dx[j + 1] = combine(a1);
         }
+        j += 2;
     }
-}
-
-#[cfg(not(target_arch = "arm"))]
-/// `acc + w·d`, element by element (one SIMD multiply and add).
-#[inline(always)]
-fn add_scaled<const S: usize>(acc: [f32; S], d: &[f32; S], w: f32) -> [f32; S] {
-    core::array::from_fn(|m| acc[m] + w * d[m])
+    for column in last {
+        for (dx, dm) in dx.iter_mut().zip(d) {
+            dx[j] = super::dense::dot(column, dm);
+        }
+        j += 1;
+    }
 }
 
 #[cfg(test)]

@@ -416,6 +416,13 @@ pub(super) fn dot(a: &[f32], b: &[f32]) -> f32 {
     {
         acc[l] += x * y;
     }
+    combine(&acc)
+}
+
+/// [`dot`]'s fixed combination of its [`LANES`] partial sums:
+/// `((s₀ + s₄) + (s₂ + s₆)) + ((s₁ + s₅) + (s₃ + s₇))`.
+#[inline(always)]
+pub(super) fn combine(acc: &[f32; LANES]) -> f32 {
     ((acc[0] + acc[4]) + (acc[2] + acc[6])) + ((acc[1] + acc[5]) + (acc[3] + acc[7]))
 }
 
