@@ -354,11 +354,11 @@ fn dot_lanes<const I: usize, const O: usize, const S: usize>(
         }
         j += 2;
     }
-    for column in last {
+    // An odd `I` leaves one column.
+    if let [column] = last {
         for (dx, dm) in dx.iter_mut().zip(d) {
             dx[j] = super::dense::dot(column, dm);
         }
-        j += 1;
     }
 }
 
