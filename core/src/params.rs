@@ -577,10 +577,10 @@ mod tests {
         for round in 0..200 {
             crate::nn::fd::randomise(&mut one, &mut rng, 1.0 + round as f32);
             crate::nn::fd::randomise(&mut pair, &mut rng, 1e-3 * round as f32);
-            if round % 3 == 0 {
-                if let Some(x) = one.get_flat_mut(round % 50) {
-                    *x = -0.0;
-                }
+            if round % 3 == 0
+                && let Some(x) = one.get_flat_mut(round % 50)
+            {
+                *x = -0.0;
             }
             assert_eq!(one.norm_squared().to_bits(), plain(&one).to_bits());
             assert_eq!(pair.norm_squared().to_bits(), plain(&pair).to_bits());
