@@ -123,12 +123,37 @@ pub fn out_of_domain(tensor: usize, reason: &'static str) -> Result<(), Error> {
     })
 }
 
-/// Tensors whose sums of squares [`Params::norm_squared`] keeps at once
-/// (more fall back to one tensor at a time, with the same bits).
+/// Tensors whose sums of squares [`Params::norm_squared`] keeps at once on
+/// a desktop (more go one at a time, with the same bits).
+#[cfg(not(target_arch = "arm"))]
 const NORM_TENSORS: usize = 64;
+
+/// [`Params::norm_squared`] for at most [`NORM_TENSORS`] tensors, tensor
+/// `i`'s chain interleaved with tensor `i + ⌈TENSORS/2⌉`'s.
+#[cfg(not(target_arch = "arm"))]
+fn norm_squared_paired<P: Params>(p: &P) -> f32 {
+    let tensors = P::TENSORS.min(NORM_TENSORS);
+    let mut sums = [0.0f32; NORM_TENSORS];
+    let half = tensors.div_ceil(2);
+    for i in 0..half {
+        let j = i + half;
+        let other = if j < tensors { p.tensor(j) } else { &[] };
+        let (si, sj) = sum_of_squares(p.tensor(i), other);
+        sums[i] = si;
+        if let Some(s) = sums.get_mut(j) {
+            *s = sj;
+        }
+    }
+    let mut sum = 0.0;
+    for &s in &sums[..tensors] {
+        sum += s;
+    }
+    sum
+}
 
 /// `(Σ aₖ², Σ bₖ²)`, each summed in order from `-0.0` (as
 /// `Iterator::sum`), the two chains interleaved.
+#[cfg(not(target_arch = "arm"))]
 #[inline]
 fn sum_of_squares(a: &[f32], b: &[f32]) -> (f32, f32) {
     let (mut sa, mut sb) = (-0.0f32, -0.0f32);
@@ -212,34 +237,22 @@ pub trait Params: Sized {
     /// tensor's squares summed in order from `-0.0` (as `Iterator::sum`),
     /// then the tensors' sums added in order from `0.0`.
     ///
-    /// A tensor's sum is one chain of dependent additions, so its time is
-    /// the adder's latency per scalar; the tensors' chains are independent,
-    /// so tensor `i` is summed side by side with tensor `i + ⌈TENSORS/2⌉`
-    /// (for an actor and a critic in one state, each layer with its
-    /// counterpart), which halves the time with the same bits.
+    /// A tensor's sum is one chain of dependent additions, so on an
+    /// out-of-order desktop core its time is the adder's latency per scalar;
+    /// the tensors' chains are independent, so there tensor `i` is summed
+    /// side by side with tensor `i + ⌈TENSORS/2⌉` (for an actor and a critic
+    /// in one state, each layer with its counterpart), which halves the time
+    /// with the same bits. A Cortex-M's in-order FPU gains nothing from that,
+    /// so on 32-bit ARM the tensors go one at a time (no scratch on the
+    /// firmware's stack).
     fn norm_squared(&self) -> f32 {
-        let tensors = Self::TENSORS;
-        let mut sums = [0.0f32; NORM_TENSORS];
-        if tensors > NORM_TENSORS {
-            let mut sum = 0.0;
-            for i in 0..tensors {
-                sum += sum_of_squares(self.tensor(i), &[]).0;
-            }
-            return sum;
-        }
-        let half = tensors.div_ceil(2);
-        for i in 0..half {
-            let j = i + half;
-            let other = if j < tensors { self.tensor(j) } else { &[] };
-            let (si, sj) = sum_of_squares(self.tensor(i), other);
-            sums[i] = si;
-            if let Some(s) = sums.get_mut(j) {
-                *s = sj;
-            }
+        #[cfg(not(target_arch = "arm"))]
+        if Self::TENSORS <= NORM_TENSORS {
+            return norm_squared_paired(self);
         }
         let mut sum = 0.0;
-        for &s in &sums[..tensors] {
-            sum += s;
+        for i in 0..Self::TENSORS {
+            sum += self.tensor(i).iter().map(|x| x * x).sum::<f32>();
         }
         sum
     }
@@ -559,8 +572,8 @@ mod tests {
 
     /// `norm_squared` is the plain order — each tensor's `Iterator::sum` of
     /// squares, then the tensors' sums in order — bit for bit, for states
-    /// of an odd and an even number of tensors of unequal lengths, with
-    /// values over many magnitudes and signed zeros.
+    /// of an even (6, 12) and an odd (7) number of tensors of unequal
+    /// lengths, with values over many magnitudes and signed zeros.
     #[test]
     fn norm_squared_is_the_plain_sum_bit_for_bit() {
         fn plain<P: Params>(p: &P) -> f32 {
@@ -571,12 +584,18 @@ mod tests {
             sum
         }
         type Both = Pair<Mlp<4, 16, 2>, Mlp<4, 16, 1>>;
+        // 7 tensors: the middle one has no partner.
+        type Odd = Pair<Mlp<5, 11, 3>, SVector<f32, 4>>;
         let mut rng = crate::nn::fd::rng(3);
         let mut one = Mlp::<5, 11, 3>::ZERO;
         let mut pair = <Both as Params>::ZERO;
+        let mut odd = <Odd as Params>::ZERO;
+        assert_eq!(Odd::TENSORS, 7);
         for round in 0..200 {
             crate::nn::fd::randomise(&mut one, &mut rng, 1.0 + round as f32);
             crate::nn::fd::randomise(&mut pair, &mut rng, 1e-3 * round as f32);
+            crate::nn::fd::randomise(&mut odd, &mut rng, 1e3 / (1.0 + round as f32));
+            assert_eq!(odd.norm_squared().to_bits(), plain(&odd).to_bits());
             if round % 3 == 0
                 && let Some(x) = one.get_flat_mut(round % 50)
             {

@@ -9,7 +9,9 @@
 //!   [`Hooks`]: the progress bar, the learning curve, the last update's
 //!   diagnostics.
 //! - **Configuration is data.** The tuned defaults per (environment,
-//!   algorithm) are the core's config structs ([`AlgoConfig`]); `--config`
+//!   algorithm, and for CartPole PPO whether it is the plain default run:
+//!   [`TrainOptions::default_run`]) are the core's config structs
+//!   ([`AlgoConfig`]); `--config`
 //!   TOML keys are their field names, merged over the defaults and
 //!   deserialised into the struct (an unknown key is an error naming it), and
 //!   the agent's `init` validates every value before any rollout.

@@ -335,6 +335,7 @@ fn dot_lanes<const I: usize, const O: usize, const S: usize>(
         let (w1, w1_rest) = c1.as_chunks::<LANES>();
         for (k, (w0, w1)) in w0.iter().zip(w1).enumerate() {
             for m in 0..S {
+                // (Never `None`: `δₘ` and the columns both have `O / 8` pieces.)
                 let Some(dm) = d8[m].get(k) else { return };
                 for l in 0..LANES {
                     a0[m][l] += w0[l] * dm[l];
