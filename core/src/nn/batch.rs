@@ -321,11 +321,10 @@ fn dot_lanes<const I: usize, const O: usize, const S: usize>(
     d: &[SVector<f32, O>],
     dx: &mut [SVector<f32, I>],
 ) {
-    const LANES: usize = super::dense::LANES;
+    use super::dense::{LANES, combine};
     let d: [&[f32; O]; S] = core::array::from_fn(|m| &d[m].data.0[0]);
     let d8: [&[[f32; LANES]]; S] = core::array::from_fn(|m| d[m].as_chunks::<LANES>().0);
     let d_rest: [&[f32]; S] = core::array::from_fn(|m| d[m].as_chunks::<LANES>().1);
-    use super::dense::combine;
     let (pairs, last) = weight.as_chunks::<2>();
     let mut j = 0;
     for [c0, c1] in pairs {
