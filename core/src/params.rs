@@ -572,8 +572,8 @@ mod tests {
 
     /// `norm_squared` is the plain order — each tensor's `Iterator::sum` of
     /// squares, then the tensors' sums in order — bit for bit, for states
-    /// of an even (6, 12) and an odd (7) number of tensors of unequal
-    /// lengths, with values over many magnitudes and signed zeros.
+    /// of an even (6, 12), an odd (7) and a large (72) number of tensors of
+    /// unequal lengths, with values over many magnitudes and signed zeros.
     #[test]
     fn norm_squared_is_the_plain_sum_bit_for_bit() {
         fn plain<P: Params>(p: &P) -> f32 {
@@ -608,6 +608,13 @@ mod tests {
             Mlp::<5, 11, 3>::ZERO.norm_squared().to_bits(),
             0.0f32.to_bits()
         );
+        // More tensors than the paired pass keeps: one at a time, every one.
+        type Four = Pair<Pair<Mlp<2, 3, 1>, Mlp<2, 3, 1>>, Pair<Mlp<2, 3, 1>, Mlp<2, 3, 1>>>;
+        type Many = Pair<Four, Pair<Four, Four>>;
+        const { assert!(Many::TENSORS > 64) };
+        let mut many = <Many as Params>::ZERO;
+        crate::nn::fd::randomise(&mut many, &mut rng, 1.0);
+        assert_eq!(many.norm_squared().to_bits(), plain(&many).to_bits());
     }
 
     #[test]
