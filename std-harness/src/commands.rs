@@ -86,17 +86,14 @@ pub struct TrainingRam {
 /// The rollout agents hold their update's batched-pass storage for
 /// [`DEFAULT_CHUNK`](microrl::algo::DEFAULT_CHUNK) samples: 32 here, 1 on a
 /// Cortex-M. That storage is an array per network layer, linear in the
-/// chunk, so the Cortex-M size is the size here less 31 samples' worth.
+/// chunk, plus (on desktops only) each layer's transposed weights for the
+/// input-gradient kernel; on a Cortex-M it is one sample's worth.
 pub fn training_ram() -> Vec<TrainingRam> {
     use crate::train::{A2C_STEPS, GRPO_STEPS, PPO_CARTPOLE_STEPS, REINFORCE_STEPS, TRPO_STEPS};
     use microrl::agent;
-    use microrl::algo::{Actor, Critic, DEFAULT_CHUNK};
     use microrl::env::CartPole;
     use std::mem::size_of;
-    let per_sample = size_of::<
-        <microrl::policy::CategoricalActor<microrl::nn::Mlp<4, 32, 2>> as Actor<4>>::Batch<1>,
-    >() + size_of::<<microrl::nn::Mlp<4, 32, 1> as Critic<4>>::Batch<1>>();
-    let on_mcu = |desktop: usize| desktop - (DEFAULT_CHUNK - 1) * per_sample;
+    let on_mcu = |desktop: usize| desktop - desktop_batch_storage();
     vec![
         TrainingRam {
             algo: "ppo",
@@ -643,6 +640,26 @@ pub fn export(env: Option<EnvName>, policy: &Path, out: &Path) -> anyhow::Result
     })
 }
 
+/// What the actor's and critic's batched-pass storage of the 4-32-32
+/// CartPole networks takes here beyond a Cortex-M's: the desktop's
+/// [`DEFAULT_CHUNK`](microrl::algo::DEFAULT_CHUNK) − 1 further samples and
+/// its transposed weights. (A batch is linear in its samples, so one
+/// sample's worth is the difference between the 2- and 1-sample sizes.)
+fn desktop_batch_storage() -> usize {
+    use microrl::algo::{Actor, Critic, DEFAULT_CHUNK};
+    use microrl::nn::Mlp;
+    use microrl::policy::CategoricalActor;
+    use std::mem::size_of;
+    type A = CategoricalActor<Mlp<4, 32, 2>>;
+    type C = Mlp<4, 32, 1>;
+    let chunk = size_of::<<A as Actor<4>>::Batch<DEFAULT_CHUNK>>()
+        + size_of::<<C as Critic<4>>::Batch<DEFAULT_CHUNK>>();
+    let per_sample = (size_of::<<A as Actor<4>>::Batch<2>>()
+        - size_of::<<A as Actor<4>>::Batch<1>>())
+        + (size_of::<<C as Critic<4>>::Batch<2>>() - size_of::<<C as Critic<4>>::Batch<1>>());
+    chunk - per_sample
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -656,12 +673,16 @@ mod tests {
         );
         assert_eq!(report.json["architectures"][0]["params"], 4610);
         // One training-state row per algorithm, PPO's the size of its agent
-        // type with the Cortex-M's one sample per batched pass.
+        // type with the Cortex-M's one sample per batched pass and no
+        // transposed weights: 4·32 + 32·32 + 32·2 floats for the actor's
+        // layers, 4·32 + 32·32 + 32·1 for the critic's.
         let training = report.json["training"].as_array().unwrap();
         assert_eq!(training[0]["algo"], "ppo");
+        let transposed = 2 * 4 * ((4 * 32 + 32 * 32 + 32 * 2) + (4 * 32 + 32 * 32 + 32));
         assert_eq!(
             training[0]["bytes"],
             std::mem::size_of::<microrl::agent::Ppo<microrl::env::CartPole, 32, 256, 1>>()
+                - transposed
         );
         assert!(training.iter().any(|t| t["algo"] == "ppo-penalty"));
     }

@@ -9,16 +9,19 @@
 //!   load of a piece of `W` serves 4 samples and no partial sum goes through
 //!   memory;
 //! - the backward pass keeps a block of 4 columns of `∂L/∂W` in registers
-//!   while it adds every sample's `δᵢ·xⱼ` to them, and computes the input
-//!   gradients of 4 samples and 2 columns per sweep, the dot product's 8
-//!   partial sums one 8-lane vector per sample and column, so each piece of
-//!   `W` is loaded once for 4 samples and each piece of `δ` once for 2
-//!   columns (the earlier layout, one register per partial sum over 8
-//!   samples with `δ` transposed, loaded a broadcast weight and a `δ` vector
-//!   per multiply-add: 8 % slower over a whole AVX2 update).
+//!   while it adds every sample's `δᵢ·xⱼ` to them;
+//! - the input gradients `∂L/∂xⱼ = W[:, j]·δ` run on `Wᵀ` (kept in the
+//!   batch, transposed again only after the weights change): the dot
+//!   product's 8 partial sums (lane `l` sums the rows `i ≡ l mod 8`) become
+//!   one vector per lane over 8 or 16 *columns*, so combining the lanes is a
+//!   few vector additions instead of a horizontal sum per column, and each
+//!   row piece of `Wᵀ` serves 2–4 samples ([`dot_transposed`]: 5 % off a
+//!   whole AVX2 RL Zoo CartPole run, 7 % with AVX-512, 3 % in the baseline
+//!   build, over the layout it replaced, which kept each column's 8 lanes
+//!   in one vector and summed them horizontally).
 //!
 //! The block sizes depend on the SIMD width the build targets (`ROWS`,
-//! `GRAD_ROWS`); the arithmetic on each number does not, so a baseline
+//! `GRAD_ROWS`, `TRANSPOSED_COLUMNS`, `TRANSPOSED_SAMPLES`); the arithmetic on each number does not, so a baseline
 //! x86-64 build, an AVX2 build and the firmware train the same bits
 //! (`tests/tests/simd_identity.rs` compares the first two end to end). The
 //! kernels are plain Rust the compiler vectorises.
@@ -43,7 +46,8 @@
 //! **Storage.** A layer's [`Layer::Batch`](super::Layer::Batch) holds, for each of `BATCH`
 //! samples, its input, its activated output and the gradient with respect to
 //! that output (overwritten in place by `δ = ∂L/∂y ⊙ f′`): `(I + 2·O)·BATCH`
-//! floats for a [`Dense<I, O>`](super::Dense). A [`Chain`](super::Chain)
+//! floats for a [`Dense<I, O>`](super::Dense), plus on desktops `2·I·O` for
+//! `Wᵀ` and the `W` it was made from ([`Transposed`]; not on a Cortex-M). A [`Chain`](super::Chain)
 //! stores the pair of its members' batches. The caller owns it (it is
 //! [`Zeroed`], so it can live in a `static`).
 
@@ -79,6 +83,10 @@ pub struct DenseBatch<const I: usize, const O: usize, const BATCH: usize> {
     /// Each sample's `∂L/∂y`, set before the backward pass, which turns it
     /// into `δ = ∂L/∂y ⊙ f′(z)` in place.
     pub d_output: [SVector<f32, O>; BATCH],
+    /// Desktop only: `Wᵀ` for the input-gradient kernel (see
+    /// [`Transposed`]).
+    #[cfg(not(target_arch = "arm"))]
+    transposed: Transposed<I, O>,
 }
 
 impl<const I: usize, const O: usize, const BATCH: usize> Zeroed for DenseBatch<I, O, BATCH> {
@@ -86,7 +94,52 @@ impl<const I: usize, const O: usize, const BATCH: usize> Zeroed for DenseBatch<I
         input: [<SVector<f32, I> as Params>::ZERO; BATCH],
         output: [<SVector<f32, O> as Params>::ZERO; BATCH],
         d_output: [<SVector<f32, O> as Params>::ZERO; BATCH],
+        #[cfg(not(target_arch = "arm"))]
+        transposed: Transposed {
+            weight: [[0.0; O]; I],
+            rows: [[0.0; I]; O],
+        },
     };
+}
+
+#[cfg(not(target_arch = "arm"))]
+/// `Wᵀ` (row `i` of `W` contiguous) and the `W` it was made from.
+///
+/// The input-gradient kernel ([`dot_transposed`]) reads 16 columns of one
+/// row of `W` as two vectors. Weights change once per optimiser step, and
+/// an update runs several chunks of samples through the same weights, so
+/// the backward pass transposes `W` only when it differs (bitwise) from the
+/// copy kept here: a comparison costs a sixth of a transpose. All-zero
+/// storage is a consistent pair (the transpose of a zero `W`), so a
+/// [`Zeroed`] batch needs no flag.
+#[derive(Clone, Debug, PartialEq)]
+struct Transposed<const I: usize, const O: usize> {
+    /// The `W` that `rows` is the transpose of.
+    weight: [[f32; O]; I],
+    /// `rows[i][j] = W[i, j]`.
+    rows: [[f32; I]; O],
+}
+
+#[cfg(not(target_arch = "arm"))]
+impl<const I: usize, const O: usize> Transposed<I, O> {
+    /// `Wᵀ` of `weight`, transposing only when `weight` is not the copy.
+    fn of(&mut self, weight: &[[f32; O]; I]) -> &[[f32; I]; O] {
+        let mut differ = 0u32;
+        for (column, copy) in weight.iter().zip(&self.weight) {
+            for (w, c) in column.iter().zip(copy) {
+                differ |= w.to_bits() ^ c.to_bits();
+            }
+        }
+        if differ != 0 {
+            self.weight = *weight;
+            for (j, column) in weight.iter().enumerate() {
+                for (row, &w) in self.rows.iter_mut().zip(column) {
+                    row[j] = w;
+                }
+            }
+        }
+        &self.rows
+    }
 }
 
 /// Rows of `W` (and of `∂L/∂W`) the batched kernels hold in registers per
@@ -225,15 +278,21 @@ pub(super) fn dense_backward<A: Activation, const I: usize, const O: usize, cons
     d_input: Option<&mut [SVector<f32, I>; BATCH]>,
 ) {
     let n = n.min(BATCH);
-    let inputs = &batch.input[..n];
-    let deltas = &mut batch.d_output[..n];
+    let DenseBatch {
+        input,
+        output,
+        d_output,
+        transposed,
+    } = batch;
+    let inputs = &input[..n];
+    let deltas = &mut d_output[..n];
     // δ = ∂L/∂y ⊙ f′(z), f′ through y.
-    for (delta, y) in deltas.iter_mut().zip(&batch.output[..n]) {
+    for (delta, y) in deltas.iter_mut().zip(&output[..n]) {
         for (d, &yi) in delta.as_mut_slice().iter_mut().zip(y.as_slice()) {
             *d *= A::derivative_from_output(yi);
         }
     }
-    let deltas = &batch.d_output[..n];
+    let deltas = &d_output[..n];
     // ∂L/∂b += δₖ, k = 0, 1, …
     for delta in deltas {
         for (gb, &d) in grad_bias.iter_mut().zip(delta.as_slice()) {
@@ -293,31 +352,137 @@ pub(super) fn dense_backward<A: Activation, const I: usize, const O: usize, cons
         }
         j += 1;
     }
-    // ∂L/∂xₖⱼ = W[:, j] · δₖ, the per-sample pass's dot product, for
-    // `DOT_SAMPLES` samples at once: see `dot_lanes`.
+    // ∂L/∂xₖⱼ = W[:, j] · δₖ, the per-sample pass's dot product: blocks of
+    // `TRANSPOSED_COLUMNS` columns through `dot_transposed`, the last
+    // `I mod TRANSPOSED_COLUMNS` through `dot_lanes`.
     if let Some(d_input) = d_input {
-        let mut dxs = d_input[..n].chunks_exact_mut(DOT_SAMPLES);
-        let mut ds = deltas.chunks_exact(DOT_SAMPLES);
-        for (dx, d) in (&mut dxs).zip(&mut ds) {
-            dot_lanes::<I, O, DOT_SAMPLES>(weight, d, dx);
+        let d_input = &mut d_input[..n];
+        let (blocks, rest) = weight.as_chunks::<TRANSPOSED_COLUMNS>();
+        let wt = transposed.of(weight);
+        for b in 0..blocks.len() {
+            let j = b * TRANSPOSED_COLUMNS;
+            let mut dxs = d_input.chunks_exact_mut(TRANSPOSED_SAMPLES);
+            let mut ds = deltas.chunks_exact(TRANSPOSED_SAMPLES);
+            for (dx, d) in (&mut dxs).zip(&mut ds) {
+                dot_transposed::<I, O, TRANSPOSED_SAMPLES>(wt, d, dx, j);
+            }
+            for (dx, d) in dxs
+                .into_remainder()
+                .chunks_mut(1)
+                .zip(ds.remainder().chunks(1))
+            {
+                dot_transposed::<I, O, 1>(wt, d, dx, j);
+            }
         }
-        for (dx, delta) in dxs.into_remainder().iter_mut().zip(ds.remainder()) {
-            for (dxj, column) in dx.iter_mut().zip(weight) {
-                *dxj = super::dense::dot(column, delta.as_slice());
+        if !rest.is_empty() {
+            let j = I - rest.len();
+            let mut dxs = d_input.chunks_exact_mut(DOT_SAMPLES);
+            let mut ds = deltas.chunks_exact(DOT_SAMPLES);
+            for (dx, d) in (&mut dxs).zip(&mut ds) {
+                dot_lanes::<I, O, DOT_SAMPLES>(rest, j, d, dx);
+            }
+            for (dx, delta) in dxs.into_remainder().iter_mut().zip(ds.remainder()) {
+                for (dxj, column) in dx.as_mut_slice()[j..].iter_mut().zip(rest) {
+                    *dxj = super::dense::dot(column, delta.as_slice());
+                }
             }
         }
     }
 }
 
+/// Columns of `W` per block of [`dot_transposed`], and samples per sweep
+/// over a block: one 16-float vector per sample with AVX-512 (32 vector
+/// registers), one 8-float vector with AVX, two 4-float vectors with SSE.
+/// Measured (`kernel_work update`, AVX-512 / AVX2 / SSE builds) against
+/// the other shapes of up to 32 columns and 4 samples.
+#[cfg(all(not(target_arch = "arm"), target_feature = "avx512f"))]
+const TRANSPOSED_COLUMNS: usize = 16;
+#[cfg(all(not(target_arch = "arm"), not(target_feature = "avx512f")))]
+const TRANSPOSED_COLUMNS: usize = 8;
+
+#[cfg(all(not(target_arch = "arm"), target_feature = "avx"))]
+const TRANSPOSED_SAMPLES: usize = 4;
+#[cfg(all(not(target_arch = "arm"), not(target_feature = "avx")))]
+const TRANSPOSED_SAMPLES: usize = 2;
+
 #[cfg(not(target_arch = "arm"))]
-/// `dx[m][j] = W[:, j] · δₘ` for `S` samples, two columns `j` at a time,
+/// `dx[m][j + c] = W[:, j + c] · δₘ` for `S` samples and the
+/// `TRANSPOSED_COLUMNS` columns of `wt` (`wt[i][c] = W[i, j + c]`), with
+/// [`dot`](super::dense::dot)'s arithmetic transposed: `dot`'s lane `l` sums
+/// the rows `i ≡ l (mod 8)` in increasing order, so here one vector per
+/// lane holds that sum for 8 columns at once, and `dot`'s combination of
+/// its lanes, `((s₀ + s₄) + (s₂ + s₆)) + ((s₁ + s₅) + (s₃ + s₇))`, becomes
+/// seven vector additions instead of a horizontal sum per column. Lanes
+/// `q` and `q + 4` run together (`2·S·TRANSPOSED_COLUMNS / 8` independent
+/// chains of additions); each row of `wt` is loaded once for `S` samples.
+#[inline(always)]
+fn dot_transposed<const I: usize, const O: usize, const S: usize>(
+    wt: &[[f32; I]; O],
+    d: &[SVector<f32, O>],
+    dx: &mut [SVector<f32, I>],
+    j: usize,
+) {
+    use super::dense::LANES;
+    const C: usize = TRANSPOSED_COLUMNS;
+    // Columns `j..j + C` of row `i` (never `None`: `j + C <= I`).
+    let piece = |i: usize| -> Option<&[f32; C]> { wt.get(i)?.get(j..j + C)?.try_into().ok() };
+    let d: [&[f32; O]; S] = core::array::from_fn(|m| &d[m].data.0[0]);
+    // `pairs[q]` = s_q + s_{q+4} for every sample and column, where lane
+    // `l`'s sum s_l runs over the rows `i ≡ l (mod 8)` in increasing order.
+    let mut pairs = [[[0.0f32; C]; S]; 4];
+    for (q, pair) in pairs.iter_mut().enumerate() {
+        let mut lo = [[0.0f32; C]; S];
+        let mut hi = [[0.0f32; C]; S];
+        let mut i = q;
+        while i + 4 < O {
+            let (Some(w_lo), Some(w_hi)) = (piece(i), piece(i + 4)) else {
+                return;
+            };
+            for m in 0..S {
+                let (d_lo, d_hi) = (d[m][i], d[m][i + 4]);
+                for c in 0..C {
+                    lo[m][c] += w_lo[c] * d_lo;
+                    hi[m][c] += w_hi[c] * d_hi;
+                }
+            }
+            i += LANES;
+        }
+        // Lane `q`'s last row when lane `q + 4` has none left.
+        if i < O {
+            let Some(w_lo) = piece(i) else { return };
+            for m in 0..S {
+                let d_lo = d[m][i];
+                for c in 0..C {
+                    lo[m][c] += w_lo[c] * d_lo;
+                }
+            }
+        }
+        for m in 0..S {
+            for c in 0..C {
+                pair[m][c] = lo[m][c] + hi[m][c];
+            }
+        }
+    }
+    let [s04, s15, s26, s37] = &pairs;
+    for (m, dx) in dx.iter_mut().enumerate().take(S) {
+        for c in 0..C {
+            dx[j + c] = (s04[m][c] + s26[m][c]) + (s15[m][c] + s37[m][c]);
+        }
+    }
+}
+
+#[cfg(not(target_arch = "arm"))]
+/// `dx[m][j + c] = W[:, j + c] · δₘ` for `S` samples and the columns `c`
+/// of `weight` (the last `I mod TRANSPOSED_COLUMNS` of the layer, from `j`
+/// on), two columns at a time,
 /// with `dot`'s 8 partial sums held as one 8-lane vector per sample and
 /// column (lane `l` sums rows `i ≡ l mod 8`, as in `dot`): each 8-row piece of
 /// `δₘ` is loaded once for both columns and each piece of a column once for
 /// all `S` samples.
 #[inline(always)]
 fn dot_lanes<const I: usize, const O: usize, const S: usize>(
-    weight: &[[f32; O]; I],
+    weight: &[[f32; O]],
+    mut j: usize,
     d: &[SVector<f32, O>],
     dx: &mut [SVector<f32, I>],
 ) {
@@ -326,7 +491,6 @@ fn dot_lanes<const I: usize, const O: usize, const S: usize>(
     let d8: [&[[f32; LANES]]; S] = core::array::from_fn(|m| d[m].as_chunks::<LANES>().0);
     let d_rest: [&[f32]; S] = core::array::from_fn(|m| d[m].as_chunks::<LANES>().1);
     let (pairs, last) = weight.as_chunks::<2>();
-    let mut j = 0;
     for [c0, c1] in pairs {
         let mut a0 = [[0.0f32; LANES]; S];
         let mut a1 = [[0.0f32; LANES]; S];
@@ -432,6 +596,46 @@ mod tests {
         check::<Mlp<4, 64, 2>, 4, 2, 16>(6, 13);
         check::<Mlp1<3, 8, 1, Tanh>, 3, 1, 5>(7, 5);
         check::<Mlp1<8, 16, 24, Relu>, 8, 24, 3>(8, 3);
+        // Input gradients through blocks of 16 columns and the rest: 20
+        // and 37 columns; rows per lane uneven (20 = 2·8 + 4, 37 = 4·8 + 5,
+        // 3); odd sample counts.
+        check::<Mlp<5, 20, 3>, 5, 3, 9>(10, 9);
+        check::<Mlp<3, 37, 2>, 3, 2, 7>(11, 5);
+        check::<Mlp1<2, 33, 19, Tanh>, 2, 19, 4>(12, 4);
+    }
+
+    /// The transposed weights kept in a batch follow the weights: a batch
+    /// that went through one network, then through another that differs in
+    /// one weight, gives that network's input gradients.
+    #[test]
+    fn kept_transposed_weights_follow_a_weight_change() {
+        type N = Mlp<3, 24, 2>;
+        let mut rng = fd::rng(13);
+        let mut net = N::ZERO;
+        fd::randomise(&mut net, &mut rng, 0.5);
+        let mut xs = [SVector::<f32, 3>::zeros(); 5];
+        for x in xs.iter_mut() {
+            rng::fill_normal(&mut rng, x.as_mut_slice());
+        }
+        let d_ys = [SVector::<f32, 2>::new(0.7, -0.4); 5];
+        let input_gradients = |net: &N, batch: &mut <N as Layer>::Batch<5>| {
+            N::batch_inputs(batch).copy_from_slice(&xs);
+            net.forward_batch(batch, 5);
+            *N::batch_d_outputs(batch) = d_ys;
+            let (mut grad, mut d_xs) = (N::ZERO, [SVector::<f32, 3>::zeros(); 5]);
+            net.backward_batch(batch, 5, &mut grad, Some(&mut d_xs));
+            d_xs
+        };
+        let mut kept = Box::new(<<N as Layer>::Batch<5> as Zeroed>::ZERO);
+        let before = input_gradients(&net, &mut kept);
+        // One weight of the 24 × 24 hidden layer (the one whose input
+        // gradient goes through `dot_transposed`).
+        let w = &mut net.tensor_mut(2)[5 * 24 + 17];
+        *w = -*w + 0.25;
+        let after = input_gradients(&net, &mut kept);
+        let fresh = input_gradients(&net, &mut Box::new(Zeroed::ZERO));
+        assert_ne!(before, after);
+        assert_eq!(after, fresh);
     }
 
     #[test]
