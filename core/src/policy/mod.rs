@@ -275,10 +275,9 @@ where
         let Ok(dist) = Categorical::from_logits(&cache.output) else {
             return;
         };
-        let Ok(d_lp) = dist.grad_log_prob(*action) else {
+        let Ok(d_logits) = dist.d_logits(*action, d_log_prob, d_entropy) else {
             return;
         };
-        let d_logits = d_lp * d_log_prob + dist.grad_entropy() * d_entropy;
         self.net.backward(&cache.net, &d_logits, &mut grad.net);
     }
 
@@ -336,10 +335,10 @@ where
             let Ok(dist) = Categorical::from_logits(logits) else {
                 continue;
             };
-            let Ok(d_lp) = dist.grad_log_prob(*action) else {
+            let Ok(d_logits) = dist.d_logits(*action, d_log_prob, d_entropy) else {
                 continue;
             };
-            *d = d_lp * d_log_prob + dist.grad_entropy() * d_entropy;
+            *d = d_logits;
         }
         N::batch_d_outputs(batch)[..n].copy_from_slice(&d_logits[..n]);
         self.net.backward_batch(batch, n, &mut grad.net, None);

@@ -40,19 +40,19 @@ def runs(a):
         return [binary or a.microrl, "train", "--env", env, "--algo", "ppo", "--steps",
                 str(steps), "--eval-episodes", str(ev), "--json", *extra]
 
-    # The same microrl built for x86-64-v3 (AVX2; the same bits, see the
-    # README's Speed section), where the CPU has it.
-    v3 = []
-    if a.microrl_v3:
-        v3 = [
-            ("microrl_v3_cartpole_rlzoo", "microrl",
+    # The same microrl as the workspace builds it by default, for this CPU
+    # (target-cpu=native; the same bits, see the README's Speed section).
+    native = []
+    if a.microrl_native:
+        native = [
+            ("microrl_native_cartpole_rlzoo", "microrl",
              microrl("cartpole", cp, "--no-early-stop",
                      "--config", os.path.join(HERE, "microrl_cartpole_rlzoo.toml"),
-                     binary=a.microrl_v3)),
-            ("microrl_v3_pendulum_early_stop", "microrl",
-             microrl("pendulum", pd, binary=a.microrl_v3)),
+                     binary=a.microrl_native)),
+            ("microrl_native_pendulum_early_stop", "microrl",
+             microrl("pendulum", pd, binary=a.microrl_native)),
         ]
-    return v3 + [
+    return native + [
         ("microrl_cartpole_rlzoo", "microrl",
          microrl("cartpole", cp, "--no-early-stop",
                  "--config", os.path.join(HERE, "microrl_cartpole_rlzoo.toml"))),
@@ -80,12 +80,12 @@ ROWS = [
      "microrl_pendulum_rltools_config", "rltools_pendulum"),
 ]
 
-# With --microrl-v3: the same tasks with microrl built for x86-64-v3.
-ROWS_V3 = [
-    ("PPO CartPole-v1, {cp} steps, RL Zoo config, full budget; microrl built for x86-64-v3 (AVX2)",
-     "microrl_v3_cartpole_rlzoo", "sb3_cartpole_rlzoo"),
-    ("PPO Pendulum-v1, microrl early stop (time to solve), built for x86-64-v3 (AVX2), vs RLtools' full budget",
-     "microrl_v3_pendulum_early_stop", "rltools_pendulum"),
+# With --microrl-native: the same tasks with microrl's default build for this CPU.
+ROWS_NATIVE = [
+    ("PPO CartPole-v1, {cp} steps, RL Zoo config, full budget; microrl's default build (target-cpu=native)",
+     "microrl_native_cartpole_rlzoo", "sb3_cartpole_rlzoo"),
+    ("PPO Pendulum-v1, microrl early stop (time to solve), microrl's default build (target-cpu=native), vs RLtools' full budget",
+     "microrl_native_pendulum_early_stop", "rltools_pendulum"),
 ]
 
 PEERS_RESULT = re.compile(r"^PEERS_RESULT steps=(\d+) final_return=(\S+)", re.M)
@@ -199,10 +199,11 @@ def main():
     p.add_argument("--quick", action="store_true")
     p.add_argument("--cpu", type=int, default=1)
     p.add_argument("--out", required=True)
-    p.add_argument("--microrl", required=True)
+    p.add_argument("--microrl", required=True,
+                   help="microrl built for a portable x86-64 (the main rows)")
     p.add_argument("--rltools", required=True)
-    p.add_argument("--microrl-v3", default="",
-                   help="microrl built with -C target-cpu=x86-64-v3 (adds its rows)")
+    p.add_argument("--microrl-native", default="",
+                   help="microrl's default build, -C target-cpu=native (adds its rows)")
     p.add_argument("--rltools-compile", default="")
     p.add_argument("--venv", default="")
     a = p.parse_args()
@@ -225,7 +226,7 @@ def main():
     q = 1 if a.quick else 0
     by = lambda k: [r for r in records if r["key"] == k]
     summary = []
-    for label, mk, pk in ROWS + (ROWS_V3 if a.microrl_v3 else []):
+    for label, mk, pk in ROWS + (ROWS_NATIVE if a.microrl_native else []):
         m, pr = by(mk), by(pk)
         mc = statistics.median(r["cpu_s"] for r in m)
         pc = statistics.median(r["cpu_s"] for r in pr)

@@ -98,26 +98,24 @@ fi
 PY="$VENV/bin/python"
 RLT_INCLUDE="$("$PY" -c 'import os, rltools; print(os.path.join(os.path.dirname(rltools.__file__), "external", "rl_tools", "include"))')"
 
-# --- 2. microrl's release build.
+# --- 2. microrl's release builds. The table's main rows use a portable
+# x86-64 build (SSE2; RLtools below is compiled without -march=native too).
+# The workspace's default build targets this CPU (.cargo/config.toml:
+# -C target-cpu=native, AVX2 / AVX-512 where it has them; rustc never fuses a
+# multiply into an add and the kernels' summation order does not depend on the
+# vector width: the same trained bits, see the README's Speed section): extra
+# rows in the table.
+echo "== RUSTFLAGS='-C target-cpu=x86-64' cargo build --release -p microrl-harness --target-dir $BUILD/x86-64" >&2
+(cd "$ROOT" && RUSTFLAGS="-C target-cpu=x86-64" \
+    cargo build --release -p microrl-harness --target-dir "$BUILD/x86-64" >&2)
 echo "== cargo build --release -p microrl-harness" >&2
-(cd "$ROOT" && cargo build --release -p microrl-harness >&2)
-
-# The same microrl built for x86-64-v3 (AVX2 + FMA; rustc never fuses a
-# multiply into an add, and the kernels' summation order does not depend on the
-# vector width: the same trained bits, see the README's Speed section), where
-# this CPU has AVX2 and FMA: extra rows in the table.
-MICRORL_V3=""
-if grep -qw avx2 /proc/cpuinfo && grep -qw fma /proc/cpuinfo; then
-    echo "== RUSTFLAGS='-C target-cpu=x86-64-v3' cargo build --release -p microrl-harness --target-dir $BUILD/v3" >&2
-    (cd "$ROOT" && RUSTFLAGS="-C target-cpu=x86-64-v3" \
-        cargo build --release -p microrl-harness --target-dir "$BUILD/v3" >&2)
-    MICRORL_V3="$BUILD/v3/release/microrl"
-fi
+(cd "$ROOT" && env -u RUSTFLAGS cargo build --release -p microrl-harness >&2)
+MICRORL_NATIVE="$TARGET/release/microrl"
 
 # --- 3. RLtools' PPO Pendulum, from the headers of the rltools package.
 # Upstream's flags minus its benchmark target's -Ofast -march=native: plain -O3,
-# no BLAS backend (RL_TOOLS_BACKEND_ENABLE_* unset), as microrl builds for a
-# generic x86-64.
+# no BLAS backend (RL_TOOLS_BACKEND_ENABLE_* unset), as the main rows' microrl
+# builds for a generic x86-64.
 if [[ $quick == 1 ]]; then rlt_steps=40960; rlt_eval=10; else rlt_steps=300000; rlt_eval=100; fi
 RLT_BIN="$BUILD/rltools_pendulum_ppo_${rlt_steps}_${rlt_eval}"
 RLT_CMD=(g++ -std=c++17 -O3 -DRL_TOOLS_DISABLE_TENSORBOARD
@@ -132,5 +130,5 @@ fi
 quick_flag=()
 [[ $quick == 1 ]] && quick_flag=(--quick)
 exec "$PY" "$HERE/run.py" --reps "$reps" --cpu "$cpu" --out "$out" "${quick_flag[@]}" \
-    --microrl "$TARGET/release/microrl" --microrl-v3 "$MICRORL_V3" --rltools "$RLT_BIN" \
+    --microrl "$BUILD/x86-64/release/microrl" --microrl-native "$MICRORL_NATIVE" --rltools "$RLT_BIN" \
     --rltools-compile "${RLT_CMD[*]}" --venv "$VENV"
