@@ -21,10 +21,12 @@
 //!   in one vector and summed them horizontally).
 //!
 //! The block sizes depend on the SIMD width the build targets (`ROWS`,
-//! `GRAD_ROWS`, `TRANSPOSED_COLUMNS`, `TRANSPOSED_SAMPLES`); the arithmetic on each number does not, so a baseline
-//! x86-64 build, an AVX2 build and the firmware train the same bits
-//! (`tests/tests/simd_identity.rs` compares the first two end to end). The
-//! kernels are plain Rust the compiler vectorises.
+//! `GRAD_ROWS`, `TRANSPOSED_COLUMNS`, `TRANSPOSED_SAMPLES`); the arithmetic
+//! on each number does not, so a baseline x86-64 build, an AVX2 build, an
+//! AVX-512 build and the firmware train the same bits
+//! (`tests/tests/simd_identity.rs` compares the desktop builds end to end,
+//! `tests/tests/firmware.rs` the firmware). The kernels are plain Rust the
+//! compiler vectorises.
 //!
 //! **Same bits as the per-sample passes.** Batching changes which loop is
 //! outermost, never the operations on any one number nor their order: each
@@ -47,8 +49,8 @@
 //! samples, its input, its activated output and the gradient with respect to
 //! that output (overwritten in place by `δ = ∂L/∂y ⊙ f′`): `(I + 2·O)·BATCH`
 //! floats for a [`Dense<I, O>`](super::Dense), plus on desktops `2·I·O` for
-//! `Wᵀ` and the `W` it was made from ([`Transposed`]; not on a Cortex-M). A [`Chain`](super::Chain)
-//! stores the pair of its members' batches. The caller owns it (it is
+//! `Wᵀ` and the `W` it was made from ([`Transposed`]; not on a Cortex-M).
+//! A [`Chain`](super::Chain) stores the pair of its members' batches. The caller owns it (it is
 //! [`Zeroed`], so it can live in a `static`).
 
 use nalgebra::SVector;
@@ -105,13 +107,13 @@ impl<const I: usize, const O: usize, const BATCH: usize> Zeroed for DenseBatch<I
 #[cfg(not(target_arch = "arm"))]
 /// `Wᵀ` (row `i` of `W` contiguous) and the `W` it was made from.
 ///
-/// The input-gradient kernel ([`dot_transposed`]) reads 16 columns of one
-/// row of `W` as two vectors. Weights change once per optimiser step, and
+/// The input-gradient kernel ([`dot_transposed`]) reads 8 or 16 columns of
+/// one row of `W` as vectors. Weights change once per optimiser step, and
 /// an update runs several chunks of samples through the same weights, so
 /// the backward pass transposes `W` only when it differs (bitwise) from the
-/// copy kept here: a comparison costs a sixth of a transpose. All-zero
-/// storage is a consistent pair (the transpose of a zero `W`), so a
-/// [`Zeroed`] batch needs no flag.
+/// copy kept here: the comparison runs on whole vectors, where a transpose
+/// moves every weight on its own. All-zero storage is a consistent pair
+/// (the transpose of a zero `W`), so a [`Zeroed`] batch needs no flag.
 #[derive(Clone, Debug, PartialEq)]
 struct Transposed<const I: usize, const O: usize> {
     /// The `W` that `rows` is the transpose of.
@@ -407,10 +409,10 @@ const TRANSPOSED_SAMPLES: usize = 2;
 
 #[cfg(not(target_arch = "arm"))]
 /// `dx[m][j + c] = W[:, j + c] · δₘ` for `S` samples and the
-/// `TRANSPOSED_COLUMNS` columns of `wt` (`wt[i][c] = W[i, j + c]`), with
-/// [`dot`](super::dense::dot)'s arithmetic transposed: `dot`'s lane `l` sums
-/// the rows `i ≡ l (mod 8)` in increasing order, so here one vector per
-/// lane holds that sum for 8 columns at once, and `dot`'s combination of
+/// `TRANSPOSED_COLUMNS` columns from `j` (`wt[i][j + c] = W[i, j + c]`, the
+/// transpose), with [`dot`](super::dense::dot)'s arithmetic transposed:
+/// `dot`'s lane `l` sums the rows `i ≡ l (mod 8)` in increasing order, so
+/// here one vector per lane holds that sum for all the columns at once, and `dot`'s combination of
 /// its lanes, `((s₀ + s₄) + (s₂ + s₆)) + ((s₁ + s₅) + (s₃ + s₇))`, becomes
 /// seven vector additions instead of a horizontal sum per column. Lanes
 /// `q` and `q + 4` run together (`2·S·TRANSPOSED_COLUMNS / 8` independent

@@ -282,15 +282,18 @@ mod tests {
                 let mut d = [0.0f32; 2];
                 crate::rng::fill_normal(&mut rng, &mut d);
                 for action in 0..5 {
-                    let composed = dist.grad_log_prob(action).unwrap() * d[0]
-                        + dist.grad_entropy() * d[1];
+                    let composed =
+                        dist.grad_log_prob(action).unwrap() * d[0] + dist.grad_entropy() * d[1];
                     let fused = dist.d_logits(action, d[0], d[1]).unwrap();
                     let bits = |v: &SVector<f32, 5>| v.map(f32::to_bits);
                     assert_eq!(bits(&fused), bits(&composed), "{logits:?} × {scale}");
                 }
             }
         }
-        assert_eq!(dist_of_zeros().d_logits(5, 1.0, 0.0), Err(Error::InvalidAction));
+        assert_eq!(
+            dist_of_zeros().d_logits(5, 1.0, 0.0),
+            Err(Error::InvalidAction)
+        );
     }
 
     fn dist_of_zeros() -> Categorical<5> {
