@@ -15,7 +15,7 @@
 //!   product's 8 partial sums (lane `l` sums the rows `i ≡ l mod 8`) become
 //!   one vector per lane over 8 or 16 *columns*, so combining the lanes is a
 //!   few vector additions instead of a horizontal sum per column, and each
-//!   row piece of `Wᵀ` serves 2–4 samples ([`dot_transposed`]: 5 % off a
+//!   row piece of `Wᵀ` serves 2–4 samples (`dot_transposed`: 5 % off a
 //!   whole AVX2 RL Zoo CartPole run, 7 % with AVX-512, 3 % in the baseline
 //!   build, over the layout it replaced, which kept each column's 8 lanes
 //!   in one vector and summed them horizontally).
@@ -49,7 +49,7 @@
 //! samples, its input, its activated output and the gradient with respect to
 //! that output (overwritten in place by `δ = ∂L/∂y ⊙ f′`): `(I + 2·O)·BATCH`
 //! floats for a [`Dense<I, O>`](super::Dense), plus on desktops `2·I·O` for
-//! `Wᵀ` and the `W` it was made from ([`Transposed`]; not on a Cortex-M).
+//! `Wᵀ` and the `W` it was made from (`Transposed`; not on a Cortex-M).
 //! A [`Chain`](super::Chain) stores the pair of its members' batches. The caller owns it (it is
 //! [`Zeroed`], so it can live in a `static`).
 
