@@ -288,11 +288,10 @@ pub(super) fn dense_backward<A: Activation, const I: usize, const O: usize, cons
     } = batch;
     let inputs = &input[..n];
     let deltas = &mut d_output[..n];
-    // δ = ∂L/∂y ⊙ f′(z), f′ through y.
+    // δ = ∂L/∂y ⊙ f′(z), f′ through y: one sample at a time (vectorised
+    // across samples, this loop became gathers and scatters with AVX-512).
     for (delta, y) in deltas.iter_mut().zip(&output[..n]) {
-        for (d, &yi) in delta.as_mut_slice().iter_mut().zip(y.as_slice()) {
-            *d *= A::derivative_from_output(yi);
-        }
+        scale_by_derivative::<A, O>(&mut delta.data.0[0], &y.data.0[0]);
     }
     let deltas = &d_output[..n];
     // ∂L/∂b += δₖ, k = 0, 1, …
@@ -470,6 +469,18 @@ fn dot_transposed<const I: usize, const O: usize, const S: usize>(
         for c in 0..C {
             dx[j + c] = (s04[m][c] + s26[m][c]) + (s15[m][c] + s37[m][c]);
         }
+    }
+}
+
+#[cfg(not(target_arch = "arm"))]
+/// `δᵢ = (∂L/∂y)ᵢ · f′(zᵢ)` for one sample, `f′` through `y`. Not inlined, so
+/// that the compiler vectorises it along the sample's `O` elements and not
+/// across the samples of the caller's loop (gathers and scatters with
+/// AVX-512, slow on the cores that have them).
+#[inline(never)]
+fn scale_by_derivative<A: Activation, const O: usize>(delta: &mut [f32; O], y: &[f32; O]) {
+    for (d, &yi) in delta.iter_mut().zip(y) {
+        *d *= A::derivative_from_output(yi);
     }
 }
 
