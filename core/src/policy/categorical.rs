@@ -177,16 +177,42 @@ impl<const A: usize> Categorical<A> {
             return Err(Error::InvalidAction);
         }
         let p = self.probs();
-        let entropy = -p
-            .iter()
-            .zip(self.log_probs.iter())
-            .map(|(&pi, &lp)| pi * lp)
-            .sum::<f32>();
-        Ok(SVector::from_fn(|i, _| {
-            let d_lp = if i == action { -p[i] + 1.0 } else { -p[i] };
-            d_lp * d_log_prob + (-p[i] * (self.log_probs[i] + entropy)) * d_entropy
-        }))
+        let entropy = entropy_of(&p, &self.log_probs);
+        Ok(d_logits_at(
+            &self.log_probs,
+            &p,
+            entropy,
+            action,
+            d_log_prob,
+            d_entropy,
+        ))
     }
+}
+
+/// `H = −Σ pᵢ log pᵢ` from `p` and `log p`: the bits of
+/// [`Categorical::entropy`] when `p` is [`Categorical::probs`].
+pub(crate) fn entropy_of<const A: usize>(p: &SVector<f32, A>, log_probs: &SVector<f32, A>) -> f32 {
+    -p.iter()
+        .zip(log_probs.iter())
+        .map(|(&pi, &lp)| pi * lp)
+        .sum::<f32>()
+}
+
+/// [`Categorical::d_logits`]'s chain rule given the distribution's `log p`,
+/// `p` and `H` (`action < A`):
+/// `(onehot(a) − p)·d_log_prob + (−p ⊙ (log p + H))·d_entropy`.
+pub(crate) fn d_logits_at<const A: usize>(
+    log_probs: &SVector<f32, A>,
+    p: &SVector<f32, A>,
+    entropy: f32,
+    action: usize,
+    d_log_prob: f32,
+    d_entropy: f32,
+) -> SVector<f32, A> {
+    SVector::from_fn(|i, _| {
+        let d_lp = if i == action { -p[i] + 1.0 } else { -p[i] };
+        d_lp * d_log_prob + (-p[i] * (log_probs[i] + entropy)) * d_entropy
+    })
 }
 
 #[cfg(test)]

@@ -34,6 +34,7 @@ mod categorical;
 mod gaussian;
 
 pub use categorical::{Categorical, NEAR_TIE};
+use categorical::{d_logits_at, entropy_of};
 pub use gaussian::{Gaussian, GaussianGrad, LOG_STD_MAX, LOG_STD_MIN};
 
 use nalgebra::SVector;
@@ -186,6 +187,27 @@ const fn zero_vector<const A: usize>() -> SVector<f32, A> {
     SVector::from_array_storage(nalgebra::ArrayStorage([[0.0; A]; 1]))
 }
 
+/// A [`CategoricalActor`]'s batch storage ([`Actor::Batch`]): the network's
+/// ([`Layer::Batch`]) and, per sample, the head's `log p` and `p` from
+/// [`Actor::evaluate_batch`], which [`Actor::backward_batch`] reuses: the
+/// same logits give the same values, so the gradient has the same bits as
+/// when it recomputed them, without the log-softmax and its exponentials
+/// a second time.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CategoricalBatch<B, const ACT: usize, const BATCH: usize> {
+    net: B,
+    log_probs: [SVector<f32, ACT>; BATCH],
+    probs: [SVector<f32, ACT>; BATCH],
+}
+
+impl<B: Zeroed, const ACT: usize, const BATCH: usize> Zeroed for CategoricalBatch<B, ACT, BATCH> {
+    const ZERO: Self = Self {
+        net: B::ZERO,
+        log_probs: [zero_vector(); BATCH],
+        probs: [zero_vector(); BATCH],
+    };
+}
+
 /// A discrete-action actor: a network producing logits.
 #[derive(Clone, Debug, PartialEq)]
 pub struct CategoricalActor<N> {
@@ -281,12 +303,12 @@ where
         self.net.backward(&cache.net, &d_logits, &mut grad.net);
     }
 
-    type Batch<const BATCH: usize> = N::Batch<BATCH>;
+    type Batch<const BATCH: usize> = CategoricalBatch<N::Batch<BATCH>, ACT, BATCH>;
 
     fn batch_inputs<const BATCH: usize>(
         batch: &mut Self::Batch<BATCH>,
     ) -> &mut [SVector<f32, OBS>; BATCH] {
-        N::batch_inputs(batch)
+        N::batch_inputs(&mut batch.net)
     }
 
     fn evaluate_batch<const BATCH: usize>(
@@ -296,19 +318,32 @@ where
         out: &mut [(f32, f32)],
     ) -> Result<(), Error> {
         let n = actions.len().min(out.len()).min(BATCH);
+        let CategoricalBatch {
+            net,
+            log_probs,
+            probs,
+        } = batch;
         // Every sample through the network first (a non-finite input only
         // gives non-finite scratch values), then `evaluate`'s checks sample
         // by sample, in its order: the first refusal is `evaluate`'s.
-        self.net.forward_batch(batch, n);
-        let inputs = *N::batch_inputs(batch);
-        let samples = inputs.iter().zip(N::batch_outputs(batch));
-        for (((input, logits), action), out) in samples.zip(actions).zip(out.iter_mut()).take(n) {
+        self.net.forward_batch(net, n);
+        let inputs = *N::batch_inputs(net);
+        let samples = inputs.iter().zip(N::batch_outputs(net));
+        let heads = log_probs.iter_mut().zip(probs.iter_mut());
+        for ((((input, logits), action), out), (log_p, p)) in
+            samples.zip(actions).zip(out.iter_mut()).zip(heads).take(n)
+        {
             check_all_finite(input.as_slice())?;
             if *action >= ACT {
                 return Err(Error::InvalidAction);
             }
             let dist = Categorical::from_logits(logits)?;
-            let (log_prob, entropy) = (dist.log_prob(*action)?, dist.entropy());
+            // `p` once, for the entropy here and the gradient in
+            // `backward_batch` (`entropy_of(p, ·)` is `dist.entropy()`).
+            *p = dist.probs();
+            *log_p = *dist.log_probs();
+            let entropy = entropy_of(p, log_p);
+            let log_prob = dist.log_prob(*action)?;
             check_finite(log_prob)?;
             check_finite(entropy)?;
             *out = (log_prob, entropy);
@@ -325,23 +360,26 @@ where
         grad: &mut Self,
     ) {
         let n = actions.len().min(d_log_probs.len()).min(BATCH);
-        let mut d_logits = [zero_vector::<ACT>(); BATCH];
-        for ((d, logits), (action, &d_log_prob)) in d_logits
+        let CategoricalBatch {
+            net,
+            log_probs,
+            probs,
+        } = batch;
+        // `Categorical::d_logits` on `evaluate_batch`'s distributions (the
+        // same logits, so the same `log p` and `p`), kept per sample.
+        let heads = log_probs.iter().zip(probs.iter());
+        let d_logits = N::batch_d_outputs(net);
+        for ((d, (log_p, p)), (&action, &d_log_prob)) in d_logits
             .iter_mut()
-            .zip(N::batch_outputs(batch))
+            .zip(heads)
             .zip(actions.iter().zip(d_log_probs))
+            .take(n)
         {
-            // As in `backward`: cannot fail after a successful evaluation.
-            let Ok(dist) = Categorical::from_logits(logits) else {
-                continue;
-            };
-            let Ok(d_logits) = dist.d_logits(*action, d_log_prob, d_entropy) else {
-                continue;
-            };
-            *d = d_logits;
+            // `action < ACT`: `evaluate_batch` refused any other.
+            let entropy = entropy_of(p, log_p);
+            *d = d_logits_at(log_p, p, entropy, action, d_log_prob, d_entropy);
         }
-        N::batch_d_outputs(batch)[..n].copy_from_slice(&d_logits[..n]);
-        self.net.backward_batch(batch, n, &mut grad.net, None);
+        self.net.backward_batch(net, n, &mut grad.net, None);
     }
 
     /// `Σᵢ pᵢ (log pᵢ − log qᵢ)`.
