@@ -9,7 +9,10 @@
 //!   load of a piece of `W` serves 4 samples and no partial sum goes through
 //!   memory;
 //! - the backward pass keeps a block of 4 columns of `∂L/∂W` in registers
-//!   while it adds every sample's `δᵢ·xⱼ` to them;
+//!   while it adds every sample's `δᵢ·xⱼ` to them; the last `O mod 16`
+//!   rows (all of a 1- or 2-output layer's) one whole row at a time
+//!   (`∂L/∂W[i, :] += δᵢ·x`, a vector operation along the row); `∂L/∂b`
+//!   also in registers;
 //! - the input gradients `∂L/∂xⱼ = W[:, j]·δ` run on `Wᵀ` (kept in the
 //!   batch, transposed again only after the weights change): the dot
 //!   product's 8 partial sums (lane `l` sums the rows `i ≡ l mod 8`) become
@@ -294,11 +297,19 @@ pub(super) fn dense_backward<A: Activation, const I: usize, const O: usize, cons
         scale_by_derivative::<A, O>(&mut delta.data.0[0], &y.data.0[0]);
     }
     let deltas = &d_output[..n];
-    // ∂L/∂b += δₖ, k = 0, 1, …
+    // ∂L/∂b += δₖ, k = 0, 1, …, the running sums in registers (in place,
+    // each sum would wait for its previous store to reach the next load).
+    let mut gb = [0.0f32; O];
+    for (g, &b) in gb.iter_mut().zip(grad_bias.iter()) {
+        *g = b;
+    }
     for delta in deltas {
-        for (gb, &d) in grad_bias.iter_mut().zip(delta.as_slice()) {
-            *gb += d;
+        for (g, &d) in gb.iter_mut().zip(delta.as_slice()) {
+            *g += d;
         }
+    }
+    for (b, &g) in grad_bias.iter_mut().zip(&gb) {
+        *b = g;
     }
     // ∂L/∂W[:, j] += δₖ·xₖⱼ, k = 0, 1, …: a block of four columns × `ROWS`
     // rows of the gradient in registers while every sample adds its terms
@@ -332,26 +343,37 @@ pub(super) fn dense_backward<A: Activation, const I: usize, const O: usize, cons
             g3c[r..r + GRAD_ROWS].copy_from_slice(&g3);
             r += GRAD_ROWS;
         }
-        for (x, delta) in inputs.iter().zip(deltas) {
-            let (x0, x1, x2, x3) = (x[j], x[j + 1], x[j + 2], x[j + 3]);
-            for i in r..O {
-                g0c[i] += delta[i] * x0;
-                g1c[i] += delta[i] * x1;
-                g2c[i] += delta[i] * x2;
-                g3c[i] += delta[i] * x3;
-            }
-        }
         j += 4;
     }
-    // The last `I mod 4` columns one at a time.
+    // The last `I mod 4` columns one at a time (the rows of whole blocks).
     for grad_column in blocks.into_remainder().chunks_exact_mut(O) {
         for (x, delta) in inputs.iter().zip(deltas) {
             let xj = x[j];
-            for (g, &d) in grad_column.iter_mut().zip(delta.as_slice()) {
+            let rows = grad_column.iter_mut().zip(delta.as_slice());
+            for (g, &d) in rows.take(O - O % GRAD_ROWS) {
                 *g += d * xj;
             }
         }
         j += 1;
+    }
+    // The last `O mod GRAD_ROWS` rows (all of a small output layer's), one
+    // row of `∂L/∂W` at a time in registers: `∂L/∂W[i, :] += δₖᵢ·xₖ`, a
+    // vector operation along the row. (Four columns of such a row as the
+    // blocks above hold them would be scalar sums, or gathers.)
+    for i in O - O % GRAD_ROWS..O {
+        let mut row = [0.0f32; I];
+        for (g, column) in row.iter_mut().zip(grad_weight.chunks_exact(O)) {
+            *g = column[i];
+        }
+        for (x, delta) in inputs.iter().zip(deltas) {
+            let d = delta[i];
+            for (g, &xj) in row.iter_mut().zip(x.as_slice()) {
+                *g += d * xj;
+            }
+        }
+        for (&g, column) in row.iter().zip(grad_weight.chunks_exact_mut(O)) {
+            column[i] = g;
+        }
     }
     // ∂L/∂xₖⱼ = W[:, j] · δₖ, the per-sample pass's dot product: blocks of
     // `TRANSPOSED_COLUMNS` columns through `dot_transposed`, the last
