@@ -207,7 +207,7 @@ pub(super) fn dense_forward<A: Activation, const I: usize, const O: usize, const
         );
     }
     #[cfg(target_feature = "avx512f")]
-    if O % ROWS != 0 {
+    if !O.is_multiple_of(ROWS) {
         let (x, y) = (&batch.input[..n], &mut batch.output[..n]);
         forward_tail::<I, O>(weight, bias, O - O % ROWS, x, y);
     }
