@@ -7,7 +7,9 @@
 //! - the forward pass keeps the running sums of a block of rows of 4 samples
 //!   in registers (8 SIMD registers) while it walks all the columns, so each
 //!   load of a piece of `W` serves 4 samples and no partial sum goes through
-//!   memory;
+//!   memory; with AVX-512 the rows after the last whole block (all of a
+//!   1- or 2-output layer's) run on 16 samples' transposed inputs instead
+//!   (`forward_tail`);
 //! - the backward pass keeps a block of 4 columns of `∂L/∂W` in registers
 //!   while it adds every sample's `δᵢ·xⱼ` to them; the last `O mod GRAD_ROWS`
 //!   rows (all of a 1- or 2-output layer's) one whole row at a time
