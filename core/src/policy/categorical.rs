@@ -81,11 +81,7 @@ impl<const A: usize> Categorical<A> {
     /// Entropy `H = −Σ pᵢ log pᵢ` in nats. Finite: every `log pᵢ` is, so a
     /// term with `pᵢ = 0` is `0 · log pᵢ = 0` (its limit), never `0 · (−∞)`.
     pub fn entropy(&self) -> f32 {
-        -self
-            .log_probs
-            .iter()
-            .map(|&lp| math::exp(lp) * lp)
-            .sum::<f32>()
+        entropy_of(&self.probs(), &self.log_probs)
     }
 
     /// The most probable action (the lowest index among ties): the
@@ -189,8 +185,8 @@ impl<const A: usize> Categorical<A> {
     }
 }
 
-/// `H = −Σ pᵢ log pᵢ` from `p` and `log p`: the bits of
-/// [`Categorical::entropy`] when `p` is [`Categorical::probs`].
+/// `H = −Σ pᵢ log pᵢ` from `p` and `log p` ([`Categorical::entropy`] with
+/// `p` = [`Categorical::probs`]; the batched head passes the `p` it keeps).
 pub(crate) fn entropy_of<const A: usize>(p: &SVector<f32, A>, log_probs: &SVector<f32, A>) -> f32 {
     -p.iter()
         .zip(log_probs.iter())
