@@ -22,7 +22,12 @@
 //!   per update (2 FLOP per multiply-add of the forward, weight-gradient and
 //!   input-gradient passes);
 //! - `collect`: the same rollouts without the updates (subtract it from
-//!   `update` for the update alone).
+//!   `update` for the update alone);
+//! - `rlzoo-update` / `rlzoo-collect`: the same with RL Zoo's CartPole-v1
+//!   shape (`std-harness/benches/peers/microrl_cartpole_rlzoo.toml`): 8
+//!   environment copies × 32 steps, one minibatch of 256, 20 epochs, the
+//!   harness's 32-sample chunks — 5 120 gradient-samples of 52 352 FLOP each
+//!   per update, so `REPS` updates are `REPS × 268.0` MFLOP.
 
 use std::hint::black_box;
 
@@ -36,6 +41,8 @@ use rand_core::SeedableRng;
 use rand_xoshiro::Xoshiro128PlusPlus;
 
 type Agent = Ppo<CategoricalActor<Mlp<4, 64, 2>>, Mlp<4, 64, 1>, 4, 256>;
+/// The harness's CartPole agent (32-sample chunks).
+type ZooAgent = Ppo<CategoricalActor<Mlp<4, 64, 2>>, Mlp<4, 64, 1>, 4, 256, 32>;
 type Net = Mlp<4, 64, 2>;
 
 /// 64 fixed observations.
@@ -49,7 +56,9 @@ fn main() {
     let args: Vec<String> = std::env::args().collect();
     let (Some(mode), Some(Ok(reps))) = (args.get(1), args.get(2).map(|r| r.parse::<usize>()))
     else {
-        eprintln!("usage: kernel_work forward|minibatch|update|collect REPS");
+        eprintln!(
+            "usage: kernel_work forward|minibatch|update|collect|rlzoo-update|rlzoo-collect REPS"
+        );
         std::process::exit(2);
     };
     let mut rng = Xoshiro128PlusPlus::seed_from_u64(1);
@@ -103,8 +112,39 @@ fn main() {
                 }
             }
         }
+        "rlzoo-update" | "rlzoo-collect" => {
+            const N_ENVS: usize = 8;
+            let config = PpoConfig {
+                epochs: 20,
+                minibatches: 1,
+                n_envs: N_ENVS as u16,
+                n_steps: 32,
+                gamma: 0.98,
+                gae_lambda: 0.8,
+                ent_coef: 0.0,
+                vf_coef: 1.0,
+                ..PpoConfig::DEFAULT
+            };
+            let mut agent = Box::new(ZooAgent::new(config));
+            let mut envs = [CartPole::new(); N_ENVS];
+            agent.init(&envs[0], &mut rng).expect("init");
+            let mut cursors: [Cursor<SVector<f32, 4>>; N_ENVS] =
+                core::array::from_fn(|k| Cursor::start(&mut envs[k], &mut rng));
+            for _ in 0..reps {
+                agent
+                    .collect_envs(&mut envs, &mut cursors, &mut rng, |_| {})
+                    .expect("collect");
+                if mode == "rlzoo-collect" {
+                    agent.rollout.clear();
+                } else {
+                    black_box(agent.update(&mut rng).expect("update"));
+                }
+            }
+        }
         _ => {
-            eprintln!("unknown mode {mode}: forward|minibatch|update|collect");
+            eprintln!(
+                "unknown mode {mode}: forward|minibatch|update|collect|rlzoo-update|rlzoo-collect"
+            );
             std::process::exit(2);
         }
     }

@@ -25,15 +25,6 @@ pub fn exp(x: f32) -> f32 {
     // ln 2 split into a part exact in few bits and a correction (Cody–Waite).
     const LN2_HI: f32 = 0.693_359_4;
     const LN2_LO: f32 = -2.121_944_4e-4;
-    if x.is_nan() {
-        return x;
-    }
-    if x > 88.722_84 {
-        return f32::INFINITY;
-    }
-    if x < -103.972_08 {
-        return 0.0;
-    }
     let k = super::floor(x * LOG2E + 0.5);
     let r = x - k * LN2_HI - k * LN2_LO;
     let z = r * r;
@@ -42,16 +33,58 @@ pub fn exp(x: f32) -> f32 {
         * r
         + 0.5;
     let y = p * z + r + 1.0;
-    // Scale by 2^k in two steps so neither factor over- or underflows.
-    let k = k as i32;
-    let k1 = k >> 1;
-    y * pow2i(k1) * pow2i(k - k1)
+    // Scale by 2^k in two steps so neither factor over- or underflows:
+    // 2^k₁ · 2^(k − k₁), k₁ = ⌊k/2⌋, with k ∈ [−150, 128] on the range
+    // kept below.
+    let scaled = scale_by_pow2(y, k);
+    // The special cases last, as selections: a loop of `exp`s vectorises
+    // (the values computed for them above are discarded).
+    if x.is_nan() {
+        x
+    } else if x > 88.722_84 {
+        f32::INFINITY
+    } else if x < -103.972_08 {
+        0.0
+    } else {
+        scaled
+    }
+}
+
+/// `y · 2^k₁ · 2^(k − k₁)` with `k₁ = ⌊k/2⌋`, for an integer-valued `k`
+/// in `[−150, 128]` (other `k` give unspecified values). On a Cortex-M
+/// through `i32` (`k >> 1`); elsewhere in `f32` arithmetic, exact for these
+/// integers — the same factors, so the same bits — because a loop over
+/// Rust's saturating `f32 → i32` conversion does not vectorise.
+#[inline]
+fn scale_by_pow2(y: f32, k: f32) -> f32 {
+    #[cfg(target_arch = "arm")]
+    {
+        let k = k as i32;
+        let k1 = k >> 1;
+        y * pow2i(k1) * pow2i(k - k1)
+    }
+    #[cfg(not(target_arch = "arm"))]
+    {
+        let k1 = super::floor(k * 0.5);
+        y * pow2f(k1) * pow2f(k - k1)
+    }
 }
 
 /// `2^k` for `-126 ≤ k ≤ 127`, built from the exponent bits.
+#[cfg(any(target_arch = "arm", test))]
 #[inline]
 fn pow2i(k: i32) -> f32 {
     f32::from_bits(((k + 127) as u32) << 23)
+}
+
+/// `2^k` for an integer-valued `-126 ≤ k ≤ 127`, as [`pow2i`] without the
+/// conversion: `k + (2²³ + 127)` is exact and holds `k + 127` in its low
+/// mantissa bits, which the shift moves into the exponent field.
+#[cfg(not(target_arch = "arm"))]
+#[inline]
+fn pow2f(k: f32) -> f32 {
+    const MAGIC: f32 = 8_388_608.0 + 127.0;
+    f32::from_bits((k + MAGIC).to_bits() << 23)
 }
 
 /// [`tanh`]'s input clamp `C`: beyond `±C` the result is `±1`.
@@ -110,6 +143,75 @@ mod tests {
             worst = worst.max(rel);
         }
         assert!(worst <= 1.5e-7, "max relative error {worst:e}");
+    }
+
+    #[cfg(not(target_arch = "arm"))]
+    #[test]
+    fn pow2f_is_pow2i_on_the_whole_range() {
+        for k in -126..=127 {
+            assert_eq!(pow2f(k as f32).to_bits(), pow2i(k).to_bits(), "k = {k}");
+        }
+    }
+
+    #[test]
+    fn scaling_matches_the_integer_form_for_every_reachable_k() {
+        for k in -150..=128 {
+            let k1 = k >> 1;
+            for y in [1.0f32, 1.5, 0.75, 1.999_999_9] {
+                let expected = y * pow2i(k1) * pow2i(k - k1);
+                assert_eq!(
+                    scale_by_pow2(y, k as f32).to_bits(),
+                    expected.to_bits(),
+                    "k = {k}"
+                );
+            }
+        }
+    }
+
+    /// `exp` with the early returns and the `i32` scaling it was written
+    /// with first: the reference its bits must keep.
+    fn exp_reference(x: f32) -> f32 {
+        if x.is_nan() {
+            return x;
+        }
+        if x > 88.722_84 {
+            return f32::INFINITY;
+        }
+        if x < -103.972_08 {
+            return 0.0;
+        }
+        let k = crate::math::floor(x * core::f32::consts::LOG2_E + 0.5);
+        let r = x - k * 0.693_359_4 - k * -2.121_944_4e-4;
+        let z = r * r;
+        let p = ((((1.987_569_1e-4 * r + 1.398_199_9e-3) * r + 8.333_452e-3) * r + 4.166_579_6e-2)
+            * r
+            + 1.666_666_5e-1)
+            * r
+            + 0.5;
+        let y = p * z + r + 1.0;
+        let k = k as i32;
+        let k1 = k >> 1;
+        y * pow2i(k1) * pow2i(k - k1)
+    }
+
+    #[test]
+    fn exp_keeps_the_bits_of_the_integer_scaling() {
+        let specials = [
+            f32::NAN,
+            f32::INFINITY,
+            f32::NEG_INFINITY,
+            88.722_84,
+            -103.972_08,
+            0.0,
+            -0.0,
+        ];
+        for x in grid(-110.0, 95.0, 4_000_000).chain(specials) {
+            let (got, want) = (exp(x), exp_reference(x));
+            assert!(
+                got.to_bits() == want.to_bits() || (got.is_nan() && want.is_nan()),
+                "x = {x}"
+            );
+        }
     }
 
     #[test]

@@ -194,6 +194,80 @@ pub(crate) fn entropy_of<const A: usize>(p: &SVector<f32, A>, log_probs: &SVecto
         .sum::<f32>()
 }
 
+/// Samples per block of [`heads_of`]: each per-sample quantity of a block
+/// is one vector (16 floats: one AVX-512 register, two AVX ones).
+const HEAD_BLOCK: usize = 16;
+
+/// [`Categorical::from_logits`], [`Categorical::probs`] and [`entropy_of`]
+/// for a batch of samples: `log_probs[k]`, `probs[k]` and `entropies[k]` of
+/// `logits[k]`, for `k < logits.len()` (the other slices at least as long).
+///
+/// The same operations on every number as the per-sample functions, in
+/// the same order — the max as `fold(−∞, f32::max)`, `Σ e^{lᵢ − m}` from
+/// `i = 0`, the entropy's sum from `−0.0` as `Iterator::sum` — so the same
+/// bits; only the loops are turned around: each block of [`HEAD_BLOCK`]
+/// samples is transposed to one row per action, so every step (`max`,
+/// `exp`, the subtractions, the products) is one vector operation over the
+/// block's samples instead of a scalar one per sample. `ln Σ` stays scalar
+/// (libm's `logf`). Logits that are not all finite give unspecified values
+/// for their sample (the caller refuses those: `from_logits`' check).
+pub(crate) fn heads_of<const A: usize>(
+    logits: &[SVector<f32, A>],
+    log_probs: &mut [SVector<f32, A>],
+    probs: &mut [SVector<f32, A>],
+    entropies: &mut [f32],
+) {
+    const T: usize = HEAD_BLOCK;
+    let blocks = logits
+        .chunks(T)
+        .zip(log_probs.chunks_mut(T))
+        .zip(probs.chunks_mut(T))
+        .zip(entropies.chunks_mut(T));
+    for (((logits, log_probs), probs), entropies) in blocks {
+        // l[i][t]: logit i of sample t (zero past the block's samples).
+        let mut l = [[0.0f32; T]; A];
+        for (t, lt) in logits.iter().enumerate() {
+            for (li, &x) in l.iter_mut().zip(lt.iter()) {
+                li[t] = x;
+            }
+        }
+        let mut m = [f32::NEG_INFINITY; T];
+        for li in &l {
+            for (mt, &x) in m.iter_mut().zip(li) {
+                *mt = mt.max(x);
+            }
+        }
+        let mut sum = [-0.0f32; T];
+        for li in &l {
+            for ((st, &x), &mt) in sum.iter_mut().zip(li).zip(&m) {
+                *st += math::exp(x - mt);
+            }
+        }
+        let log_sum: [f32; T] = core::array::from_fn(|t| math::ln(sum[t]));
+        let mut lp = [[0.0f32; T]; A];
+        let mut p = [[0.0f32; T]; A];
+        let mut minus_h = [-0.0f32; T];
+        for ((lpi, pi), li) in lp.iter_mut().zip(p.iter_mut()).zip(&l) {
+            for t in 0..T {
+                lpi[t] = (li[t] - m[t]).max(-f32::MAX) - log_sum[t];
+                pi[t] = math::exp(lpi[t]);
+                minus_h[t] += pi[t] * lpi[t];
+            }
+        }
+        let samples = log_probs
+            .iter_mut()
+            .zip(probs.iter_mut())
+            .zip(entropies.iter_mut());
+        for (t, ((lpt, pt), ht)) in samples.enumerate() {
+            for (i, (lpti, pti)) in lpt.iter_mut().zip(pt.iter_mut()).enumerate() {
+                *lpti = lp[i][t];
+                *pti = p[i][t];
+            }
+            *ht = -minus_h[t];
+        }
+    }
+}
+
 /// [`Categorical::d_logits`]'s chain rule given the distribution's `log p`,
 /// `p` and `H` (`action < A`):
 /// `(onehot(a) − p)·d_log_prob + (−p ⊙ (log p + H))·d_entropy`.

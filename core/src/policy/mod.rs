@@ -34,7 +34,7 @@ mod categorical;
 mod gaussian;
 
 pub use categorical::{Categorical, NEAR_TIE};
-use categorical::{d_logits_at, entropy_of};
+use categorical::{d_logits_at, entropy_of, heads_of};
 pub use gaussian::{Gaussian, GaussianGrad, LOG_STD_MAX, LOG_STD_MIN};
 
 use nalgebra::SVector;
@@ -328,22 +328,30 @@ where
         // by sample, in its order: the first refusal is `evaluate`'s.
         self.net.forward_batch(net, n);
         let inputs = *N::batch_inputs(net);
-        let samples = inputs.iter().zip(N::batch_outputs(net));
-        let heads = log_probs.iter_mut().zip(probs.iter_mut());
-        for ((((input, logits), action), out), (log_p, p)) in
-            samples.zip(actions).zip(out.iter_mut()).zip(heads).take(n)
+        let logits = &N::batch_outputs(net)[..n];
+        let mut entropies = [0.0f32; BATCH];
+        heads_of(
+            logits,
+            &mut log_probs[..n],
+            &mut probs[..n],
+            &mut entropies[..n],
+        );
+        let samples = inputs.iter().zip(logits);
+        for ((((input, logits), action), out), (log_p, &entropy)) in samples
+            .zip(actions)
+            .zip(out.iter_mut())
+            .zip(log_probs.iter().zip(&entropies))
+            .take(n)
         {
             check_all_finite(input.as_slice())?;
             if *action >= ACT {
                 return Err(Error::InvalidAction);
             }
-            let dist = Categorical::from_logits(logits)?;
-            // `p` once, for the entropy here and the gradient in
-            // `backward_batch` (`entropy_of(p, ·)` is `dist.entropy()`).
-            *p = dist.probs();
-            *log_p = *dist.log_probs();
-            let entropy = entropy_of(p, log_p);
-            let log_prob = dist.log_prob(*action)?;
+            // `Categorical::from_logits`' check; `heads_of` gave its
+            // `log p`, `p = e^{log p}` (kept for `backward_batch`) and
+            // `entropy_of(p, log p)` (its `entropy()`).
+            check_all_finite(logits.as_slice())?;
+            let log_prob = log_p[*action];
             check_finite(log_prob)?;
             check_finite(entropy)?;
             *out = (log_prob, entropy);
@@ -1086,6 +1094,18 @@ mod tests {
             check_batch::<Cat, 3, 5>(&cat, &inputs[..3], &[1, 1, 0]),
             Ok(())
         );
+        // Past one block of the vectorised head (`heads_of`: 16 samples),
+        // with a partial last block and inputs large enough to saturate
+        // probabilities to exactly 0 and 1.
+        let mut many = [SVector::<f32, 3>::zeros(); 37];
+        for (k, x) in many.iter_mut().enumerate() {
+            crate::rng::fill_normal(&mut rng, x.as_mut_slice());
+            if k % 5 == 0 {
+                *x *= 1e4;
+            }
+        }
+        let actions: [usize; 37] = core::array::from_fn(|k| (k * 7) % 3);
+        assert_eq!(check_batch::<Cat, 3, 40>(&cat, &many, &actions), Ok(()));
         assert_eq!(check_batch::<Gauss, 3, 4>(&gauss, &inputs, &means), Ok(()));
         assert_eq!(
             check_batch::<Gauss, 3, 2>(&gauss, &inputs[..1], &means[..1]),
