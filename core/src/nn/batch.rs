@@ -392,27 +392,10 @@ pub(super) fn dense_backward<A: Activation, const I: usize, const O: usize, cons
         transposed,
     } = batch;
     let inputs = &input[..n];
-    let deltas = &mut d_output[..n];
-    // δ = ∂L/∂y ⊙ f′(z), f′ through y: one sample at a time (vectorised
-    // across samples, this loop became gathers and scatters with AVX-512).
-    for (delta, y) in deltas.iter_mut().zip(&output[..n]) {
-        scale_by_derivative::<A, O>(&mut delta.data.0[0], &y.data.0[0]);
-    }
+    // δ = ∂L/∂y ⊙ f′(z), f′ through y, and ∂L/∂b += δₖ, k = 0, 1, …, in
+    // one pass (`delta_and_bias`).
+    delta_and_bias::<A, O>(&mut d_output[..n], &output[..n], grad_bias);
     let deltas = &d_output[..n];
-    // ∂L/∂b += δₖ, k = 0, 1, …, the running sums in registers (in place,
-    // each sum would wait for its previous store to reach the next load).
-    let mut gb = [0.0f32; O];
-    for (g, &b) in gb.iter_mut().zip(grad_bias.iter()) {
-        *g = b;
-    }
-    for delta in deltas {
-        for (g, &d) in gb.iter_mut().zip(delta.as_slice()) {
-            *g += d;
-        }
-    }
-    for (b, &g) in grad_bias.iter_mut().zip(&gb) {
-        *b = g;
-    }
     // ∂L/∂W[:, j] += δₖ·xₖⱼ, k = 0, 1, …: a block of four columns × `ROWS`
     // rows of the gradient in registers while every sample adds its terms
     // (8 SIMD registers of independent sums: the additions pipeline instead
@@ -597,14 +580,33 @@ fn dot_transposed<const I: usize, const O: usize, const S: usize>(
 }
 
 #[cfg(not(target_arch = "arm"))]
-/// `δᵢ = (∂L/∂y)ᵢ · f′(zᵢ)` for one sample, `f′` through `y`. Not inlined, so
-/// that the compiler vectorises it along the sample's `O` elements and not
-/// across the samples of the caller's loop (gathers and scatters with
-/// AVX-512, slow on the cores that have them).
+/// `δₖ = (∂L/∂y)ₖ ⊙ f′(zₖ)` in place for every sample (`f′` through `yₖ`),
+/// and `∂L/∂b += δₖ` for `k = 0, 1, …` with the running sums in registers
+/// (in place, each sum would wait for its previous store to reach the
+/// next load). Not inlined, and the loop over a sample's `O` elements
+/// innermost, so that the compiler vectorises along them and not across
+/// the samples (gathers and scatters with AVX-512, slow on the cores that
+/// have them).
 #[inline(never)]
-fn scale_by_derivative<A: Activation, const O: usize>(delta: &mut [f32; O], y: &[f32; O]) {
-    for (d, &yi) in delta.iter_mut().zip(y) {
-        *d *= A::derivative_from_output(yi);
+fn delta_and_bias<A: Activation, const O: usize>(
+    deltas: &mut [SVector<f32, O>],
+    ys: &[SVector<f32, O>],
+    grad_bias: &mut [f32],
+) {
+    let mut gb = [0.0f32; O];
+    for (g, &b) in gb.iter_mut().zip(grad_bias.iter()) {
+        *g = b;
+    }
+    for (delta, y) in deltas.iter_mut().zip(ys) {
+        let delta: &mut [f32; O] = &mut delta.data.0[0];
+        let y: &[f32; O] = &y.data.0[0];
+        for ((d, &yi), g) in delta.iter_mut().zip(y).zip(gb.iter_mut()) {
+            *d *= A::derivative_from_output(yi);
+            *g += *d;
+        }
+    }
+    for (b, &g) in grad_bias.iter_mut().zip(&gb) {
+        *b = g;
     }
 }
 
