@@ -55,7 +55,11 @@
 //! that output (overwritten in place by `δ = ∂L/∂y ⊙ f′`): `(I + 2·O)·BATCH`
 //! floats for a [`Dense<I, O>`](super::Dense), plus on desktops `2·I·O` for
 //! `Wᵀ` and the `W` it was made from (`Transposed`; not on a Cortex-M).
-//! A [`Chain`](super::Chain) stores the pair of its members' batches. The caller owns it (it is
+//! A [`Chain`](super::Chain) stores the pair of its members' batches; its second member reads
+//! the first's outputs in place ([`Layer::forward_batch_from`](super::Layer::forward_batch_from)) and writes its input gradients
+//! straight into the first's output gradients, so nothing is copied between layers (a copy of
+//! every hidden activation per chunk was 1 % of the RL Zoo CartPole run); the inputs stored by
+//! the members after the first go unused. The caller owns it (it is
 //! [`Zeroed`], so it can live in a `static`).
 
 use nalgebra::SVector;
@@ -180,7 +184,7 @@ const DOT_SAMPLES: usize = 4;
 
 #[cfg(not(target_arch = "arm"))]
 /// Batched forward pass of a dense layer over the first `n` samples of
-/// `batch`: `output[k] = f(W·input[k] + b)`, the operations of
+/// `inputs` (of `batch.input` when `None`): `output[k] = f(W·input[k] + b)`, the operations of
 /// `Dense::forward_into` on every number (see the module docs).
 ///
 /// Register blocking: `ROWS` pre-activations of each of `SAMPLES` samples
@@ -191,11 +195,13 @@ const DOT_SAMPLES: usize = 4;
 pub(super) fn dense_forward<A: Activation, const I: usize, const O: usize, const BATCH: usize>(
     weight: &[[f32; O]; I],
     bias: &[f32; O],
+    inputs: Option<&[SVector<f32, I>; BATCH]>,
     batch: &mut DenseBatch<I, O, BATCH>,
     n: usize,
 ) {
     let n = n.min(BATCH);
-    let mut xs = batch.input[..n].chunks_exact(SAMPLES);
+    let inputs = inputs.unwrap_or(&batch.input);
+    let mut xs = inputs[..n].chunks_exact(SAMPLES);
     let mut ys = batch.output[..n].chunks_exact_mut(SAMPLES);
     for (x, y) in (&mut xs).zip(&mut ys) {
         forward_samples::<I, O, SAMPLES>(weight, bias, x, y);
@@ -210,7 +216,7 @@ pub(super) fn dense_forward<A: Activation, const I: usize, const O: usize, const
     }
     #[cfg(target_feature = "avx512f")]
     if !O.is_multiple_of(ROWS) {
-        let (x, y) = (&batch.input[..n], &mut batch.output[..n]);
+        let (x, y) = (&inputs[..n], &mut batch.output[..n]);
         forward_tail::<I, O>(weight, bias, O - O % ROWS, x, y);
     }
     for y in batch.output[..n].iter_mut() {
@@ -371,8 +377,9 @@ fn forward_block<const I: usize, const O: usize, const R: usize, const S: usize>
 }
 
 #[cfg(not(target_arch = "arm"))]
-/// Batched backward pass of a dense layer over the first `n` samples:
-/// turns `batch.d_output` into `δ`, **adds** `Σₖ ∂L/∂θ` into the gradient
+/// Batched backward pass of a dense layer over the first `n` samples
+/// (their inputs `inputs`, or `batch.input` when `None`, as in the forward
+/// pass): turns `batch.d_output` into `δ`, **adds** `Σₖ ∂L/∂θ` into the gradient
 /// (`grad_weight`, `grad_bias`), sample by sample in order, and writes each
 /// sample's `∂L/∂x` into `d_input` when asked for.
 #[inline(never)]
@@ -380,6 +387,7 @@ pub(super) fn dense_backward<A: Activation, const I: usize, const O: usize, cons
     weight: &[[f32; O]; I],
     grad_weight: &mut [f32],
     grad_bias: &mut [f32],
+    inputs: Option<&[SVector<f32, I>; BATCH]>,
     batch: &mut DenseBatch<I, O, BATCH>,
     n: usize,
     d_input: Option<&mut [SVector<f32, I>; BATCH]>,
@@ -391,7 +399,7 @@ pub(super) fn dense_backward<A: Activation, const I: usize, const O: usize, cons
         d_output,
         transposed,
     } = batch;
-    let inputs = &input[..n];
+    let inputs = &inputs.unwrap_or(input)[..n];
     // δ = ∂L/∂y ⊙ f′(z), f′ through y, and ∂L/∂b += δₖ, k = 0, 1, …, in
     // one pass (`delta_and_bias`).
     delta_and_bias::<A, O>(&mut d_output[..n], &output[..n], grad_bias);

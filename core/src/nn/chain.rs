@@ -93,12 +93,24 @@ where
         B::batch_d_outputs(&mut batch.1)
     }
 
+    #[inline]
+    fn batch_outputs_and_d_outputs<const BATCH: usize>(
+        batch: &mut Self::Batch<BATCH>,
+    ) -> (&[Self::Output; BATCH], &mut [Self::Output; BATCH]) {
+        B::batch_outputs_and_d_outputs(&mut batch.1)
+    }
+
     fn forward_batch<const BATCH: usize>(&self, batch: &mut Self::Batch<BATCH>, n: usize) {
-        let n = n.min(BATCH);
-        self.first.forward_batch(&mut batch.0, n);
-        let hidden = &A::batch_outputs(&batch.0)[..n];
-        B::batch_inputs(&mut batch.1)[..n].copy_from_slice(hidden);
-        self.second.forward_batch(&mut batch.1, n);
+        self.forward_batch_with(None, batch, n);
+    }
+
+    fn forward_batch_from<const BATCH: usize>(
+        &self,
+        inputs: &[Self::Input; BATCH],
+        batch: &mut Self::Batch<BATCH>,
+        n: usize,
+    ) {
+        self.forward_batch_with(Some(inputs), batch, n);
     }
 
     fn backward_batch<const BATCH: usize>(
@@ -108,11 +120,18 @@ where
         grad: &mut Self,
         d_inputs: Option<&mut [Self::Input; BATCH]>,
     ) {
-        let d_hidden = A::batch_d_outputs(&mut batch.0);
-        self.second
-            .backward_batch(&mut batch.1, n, &mut grad.second, Some(d_hidden));
-        self.first
-            .backward_batch(&mut batch.0, n, &mut grad.first, d_inputs);
+        self.backward_batch_with(None, batch, n, grad, d_inputs);
+    }
+
+    fn backward_batch_from<const BATCH: usize>(
+        &self,
+        inputs: &[Self::Input; BATCH],
+        batch: &mut Self::Batch<BATCH>,
+        n: usize,
+        grad: &mut Self,
+        d_inputs: Option<&mut [Self::Input; BATCH]>,
+    ) {
+        self.backward_batch_with(Some(inputs), batch, n, grad, d_inputs);
     }
 
     fn jvp(&self, cache: &Self::Cache, d_params: &Self, d_input: &Self::Input) -> Self::Output {
@@ -134,5 +153,51 @@ where
     fn reference_forward(theta: &[f64], x: &[f64]) -> std::vec::Vec<f64> {
         let (theta_a, theta_b) = theta.split_at(A::LEN);
         B::reference_forward(theta_b, &A::reference_forward(theta_a, x))
+    }
+}
+
+/// The batched passes: the second member reads the first's outputs in place
+/// ([`Layer::forward_batch_from`]) and writes its input gradients straight
+/// into the first's output gradients, so nothing is copied between them.
+impl<A, B> Chain<A, B>
+where
+    A: Layer,
+    B: Layer<Input = A::Output>,
+{
+    /// `forward_batch` on `inputs`, or on the first member's own inputs
+    /// when `None`.
+    fn forward_batch_with<const BATCH: usize>(
+        &self,
+        inputs: Option<&[A::Input; BATCH]>,
+        batch: &mut (A::Batch<BATCH>, B::Batch<BATCH>),
+        n: usize,
+    ) {
+        let n = n.min(BATCH);
+        match inputs {
+            Some(inputs) => self.first.forward_batch_from(inputs, &mut batch.0, n),
+            None => self.first.forward_batch(&mut batch.0, n),
+        }
+        let hidden = A::batch_outputs(&batch.0);
+        self.second.forward_batch_from(hidden, &mut batch.1, n);
+    }
+
+    /// `backward_batch` after [`forward_batch_with`](Self::forward_batch_with)
+    /// with the same `inputs`.
+    fn backward_batch_with<const BATCH: usize>(
+        &self,
+        inputs: Option<&[A::Input; BATCH]>,
+        batch: &mut (A::Batch<BATCH>, B::Batch<BATCH>),
+        n: usize,
+        grad: &mut Self,
+        d_inputs: Option<&mut [A::Input; BATCH]>,
+    ) {
+        let (hidden, d_hidden) = A::batch_outputs_and_d_outputs(&mut batch.0);
+        self.second
+            .backward_batch_from(hidden, &mut batch.1, n, &mut grad.second, Some(d_hidden));
+        let (first, grad) = (&self.first, &mut grad.first);
+        match inputs {
+            Some(inputs) => first.backward_batch_from(inputs, &mut batch.0, n, grad, d_inputs),
+            None => first.backward_batch(&mut batch.0, n, grad, d_inputs),
+        }
     }
 }

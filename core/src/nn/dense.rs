@@ -244,15 +244,25 @@ impl<const I: usize, const O: usize, A: Activation> Layer for Dense<I, O, A> {
     }
 
     #[inline]
+    fn batch_outputs_and_d_outputs<const BATCH: usize>(
+        batch: &mut Self::Batch<BATCH>,
+    ) -> (&[Self::Output; BATCH], &mut [Self::Output; BATCH]) {
+        (&batch.output, &mut batch.d_output)
+    }
+
+    #[inline]
     fn forward_batch<const BATCH: usize>(&self, batch: &mut Self::Batch<BATCH>, n: usize) {
-        // On a Cortex-M one sample at a time through the inference kernel
-        // (see `nn::batch`): the same bits, no second copy of the code.
-        #[cfg(target_arch = "arm")]
-        for (x, y) in batch.input.iter().zip(batch.output.iter_mut()).take(n) {
-            self.forward_into(&x.data.0[0], &mut y.data.0[0]);
-        }
-        #[cfg(not(target_arch = "arm"))]
-        batch::dense_forward::<A, I, O, BATCH>(&self.weight.data.0, &self.bias.data.0[0], batch, n);
+        self.forward_batch_with(None, batch, n);
+    }
+
+    #[inline]
+    fn forward_batch_from<const BATCH: usize>(
+        &self,
+        inputs: &[Self::Input; BATCH],
+        batch: &mut Self::Batch<BATCH>,
+        n: usize,
+    ) {
+        self.forward_batch_with(Some(inputs), batch, n);
     }
 
     #[inline]
@@ -263,47 +273,19 @@ impl<const I: usize, const O: usize, A: Activation> Layer for Dense<I, O, A> {
         grad: &mut Self,
         d_inputs: Option<&mut [Self::Input; BATCH]>,
     ) {
-        #[cfg(target_arch = "arm")]
-        {
-            let samples = batch.input.iter().zip(&batch.output);
-            let deltas = batch.d_output.iter_mut();
-            match d_inputs {
-                Some(d_inputs) => {
-                    for (((x, y), delta), dx) in
-                        samples.zip(deltas).zip(d_inputs.iter_mut()).take(n)
-                    {
-                        let dx = Some(dx.as_mut_slice());
-                        self.backward_into(
-                            x.as_slice(),
-                            y.as_slice(),
-                            delta.as_mut_slice(),
-                            grad,
-                            dx,
-                        );
-                    }
-                }
-                None => {
-                    for ((x, y), delta) in samples.zip(deltas).take(n) {
-                        self.backward_into(
-                            x.as_slice(),
-                            y.as_slice(),
-                            delta.as_mut_slice(),
-                            grad,
-                            None,
-                        );
-                    }
-                }
-            }
-        }
-        #[cfg(not(target_arch = "arm"))]
-        batch::dense_backward::<A, I, O, BATCH>(
-            &self.weight.data.0,
-            grad.weight.as_mut_slice(),
-            grad.bias.as_mut_slice(),
-            batch,
-            n,
-            d_inputs,
-        );
+        self.backward_batch_with(None, batch, n, grad, d_inputs);
+    }
+
+    #[inline]
+    fn backward_batch_from<const BATCH: usize>(
+        &self,
+        inputs: &[Self::Input; BATCH],
+        batch: &mut Self::Batch<BATCH>,
+        n: usize,
+        grad: &mut Self,
+        d_inputs: Option<&mut [Self::Input; BATCH]>,
+    ) {
+        self.backward_batch_with(Some(inputs), batch, n, grad, d_inputs);
     }
 
     /// `dy = f′(z) ⊙ (db + dW·x + W·dx)`, the columns walked in order like
@@ -349,6 +331,92 @@ impl<const I: usize, const O: usize, A: Activation> Layer for Dense<I, O, A> {
                 A::reference(z)
             })
             .collect()
+    }
+}
+
+impl<const I: usize, const O: usize, A: Activation> Dense<I, O, A> {
+    /// The batched forward pass on `inputs`, or on the batch's own inputs
+    /// when `None`.
+    #[inline]
+    fn forward_batch_with<const BATCH: usize>(
+        &self,
+        inputs: Option<&[SVector<f32, I>; BATCH]>,
+        batch: &mut DenseBatch<I, O, BATCH>,
+        n: usize,
+    ) {
+        // On a Cortex-M one sample at a time through the inference kernel
+        // (see `nn::batch`): the same bits, no second copy of the code.
+        #[cfg(target_arch = "arm")]
+        {
+            let inputs = inputs.unwrap_or(&batch.input);
+            for (x, y) in inputs.iter().zip(batch.output.iter_mut()).take(n) {
+                self.forward_into(&x.data.0[0], &mut y.data.0[0]);
+            }
+        }
+        #[cfg(not(target_arch = "arm"))]
+        batch::dense_forward::<A, I, O, BATCH>(
+            &self.weight.data.0,
+            &self.bias.data.0[0],
+            inputs,
+            batch,
+            n,
+        );
+    }
+
+    /// The batched backward pass on `inputs` (those of the forward pass),
+    /// or on the batch's own inputs when `None`.
+    #[inline]
+    fn backward_batch_with<const BATCH: usize>(
+        &self,
+        inputs: Option<&[SVector<f32, I>; BATCH]>,
+        batch: &mut DenseBatch<I, O, BATCH>,
+        n: usize,
+        grad: &mut Self,
+        d_inputs: Option<&mut [SVector<f32, I>; BATCH]>,
+    ) {
+        #[cfg(target_arch = "arm")]
+        {
+            let inputs = inputs.unwrap_or(&batch.input);
+            let samples = inputs.iter().zip(&batch.output);
+            let deltas = batch.d_output.iter_mut();
+            match d_inputs {
+                Some(d_inputs) => {
+                    for (((x, y), delta), dx) in
+                        samples.zip(deltas).zip(d_inputs.iter_mut()).take(n)
+                    {
+                        let dx = Some(dx.as_mut_slice());
+                        self.backward_into(
+                            x.as_slice(),
+                            y.as_slice(),
+                            delta.as_mut_slice(),
+                            grad,
+                            dx,
+                        );
+                    }
+                }
+                None => {
+                    for ((x, y), delta) in samples.zip(deltas).take(n) {
+                        self.backward_into(
+                            x.as_slice(),
+                            y.as_slice(),
+                            delta.as_mut_slice(),
+                            grad,
+                            None,
+                        );
+                    }
+                }
+            }
+        }
+        #[cfg(not(target_arch = "arm"))]
+        batch::dense_backward::<A, I, O, BATCH>(
+            &self.weight.data.0,
+            grad.weight.as_mut_slice(),
+            grad.bias.as_mut_slice(),
+            inputs,
+            batch,
+            n,
+            d_inputs,
+        );
     }
 }
 

@@ -89,10 +89,29 @@ pub trait Layer: Params {
         batch: &mut Self::Batch<BATCH>,
     ) -> &mut [Self::Output; BATCH];
 
+    /// Each sample's output and, for
+    /// [`backward_batch`](Layer::backward_batch), its `∂L/∂output`, borrowed
+    /// together (a [`Chain`] hands its first member's outputs to the second
+    /// as inputs while the second writes its `∂L/∂input` into them).
+    fn batch_outputs_and_d_outputs<const BATCH: usize>(
+        batch: &mut Self::Batch<BATCH>,
+    ) -> (&[Self::Output; BATCH], &mut [Self::Output; BATCH]);
+
     /// [`forward_train`](Layer::forward_train) for the first `n` samples of
     /// `batch` (`n` is capped at `BATCH`), one layer at a time: the same
     /// outputs, bit for bit.
     fn forward_batch<const BATCH: usize>(&self, batch: &mut Self::Batch<BATCH>, n: usize);
+
+    /// [`forward_batch`](Layer::forward_batch) on `inputs` instead of the
+    /// inputs written through [`batch_inputs`](Layer::batch_inputs): a
+    /// [`Chain`] passes its first member's outputs to the second this way,
+    /// without copying them.
+    fn forward_batch_from<const BATCH: usize>(
+        &self,
+        inputs: &[Self::Input; BATCH],
+        batch: &mut Self::Batch<BATCH>,
+        n: usize,
+    );
 
     /// [`backward`](Layer::backward) for the first `n` samples after
     /// [`forward_batch`](Layer::forward_batch): **adds** their `∂L/∂θ`
@@ -101,6 +120,18 @@ pub trait Layer: Params {
     /// Overwrites the batch's output gradients.
     fn backward_batch<const BATCH: usize>(
         &self,
+        batch: &mut Self::Batch<BATCH>,
+        n: usize,
+        grad: &mut Self,
+        d_inputs: Option<&mut [Self::Input; BATCH]>,
+    );
+
+    /// [`backward_batch`](Layer::backward_batch) after
+    /// [`forward_batch_from`](Layer::forward_batch_from) with the same
+    /// `inputs`.
+    fn backward_batch_from<const BATCH: usize>(
+        &self,
+        inputs: &[Self::Input; BATCH],
         batch: &mut Self::Batch<BATCH>,
         n: usize,
         grad: &mut Self,
