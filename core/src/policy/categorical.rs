@@ -195,8 +195,10 @@ pub(crate) fn entropy_of<const A: usize>(p: &SVector<f32, A>, log_probs: &SVecto
 }
 
 /// Samples per block of [`heads_of`]: each per-sample quantity of a block
-/// is one vector (16 floats: one AVX-512 register, two AVX ones).
-const HEAD_BLOCK: usize = 16;
+/// is one vector (16 floats: one AVX-512 register, two AVX ones). On a
+/// Cortex-M, which has no SIMD and trains in chunks of one sample, 1: the
+/// per-sample loop, in less flash.
+const HEAD_BLOCK: usize = if cfg!(target_arch = "arm") { 1 } else { 16 };
 
 /// [`Categorical::from_logits`], [`Categorical::probs`] and [`entropy_of`]
 /// for a batch of samples: `log_probs[k]`, `probs[k]` and `entropies[k]` of
