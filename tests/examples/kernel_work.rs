@@ -41,8 +41,6 @@ use rand_core::SeedableRng;
 use rand_xoshiro::Xoshiro128PlusPlus;
 
 type Agent = Ppo<CategoricalActor<Mlp<4, 64, 2>>, Mlp<4, 64, 1>, 4, 256>;
-/// The harness's CartPole agent (32-sample chunks).
-type ZooAgent = Ppo<CategoricalActor<Mlp<4, 64, 2>>, Mlp<4, 64, 1>, 4, 256, 32>;
 type Net = Mlp<4, 64, 2>;
 
 /// 64 fixed observations.
@@ -97,27 +95,13 @@ fn main() {
                 minibatches: 4,
                 ..PpoConfig::DEFAULT
             };
-            let mut agent = Box::new(Agent::new(config));
-            let mut env = CartPole::new();
-            agent.init(&env, &mut rng).expect("init");
-            let mut cursor = Cursor::start(&mut env, &mut rng);
-            for _ in 0..reps {
-                agent
-                    .collect(&mut env, &mut cursor, &mut rng, |_| {})
-                    .expect("collect");
-                if mode == "collect" {
-                    agent.rollout.clear();
-                } else {
-                    black_box(agent.update(&mut rng).expect("update"));
-                }
-            }
+            ppo_rounds::<1>(config, reps, mode == "update", &mut rng);
         }
         "rlzoo-update" | "rlzoo-collect" => {
-            const N_ENVS: usize = 8;
             let config = PpoConfig {
                 epochs: 20,
                 minibatches: 1,
-                n_envs: N_ENVS as u16,
+                n_envs: 8,
                 n_steps: 32,
                 gamma: 0.98,
                 gae_lambda: 0.8,
@@ -125,27 +109,38 @@ fn main() {
                 vf_coef: 1.0,
                 ..PpoConfig::DEFAULT
             };
-            let mut agent = Box::new(ZooAgent::new(config));
-            let mut envs = [CartPole::new(); N_ENVS];
-            agent.init(&envs[0], &mut rng).expect("init");
-            let mut cursors: [Cursor<SVector<f32, 4>>; N_ENVS] =
-                core::array::from_fn(|k| Cursor::start(&mut envs[k], &mut rng));
-            for _ in 0..reps {
-                agent
-                    .collect_envs(&mut envs, &mut cursors, &mut rng, |_| {})
-                    .expect("collect");
-                if mode == "rlzoo-collect" {
-                    agent.rollout.clear();
-                } else {
-                    black_box(agent.update(&mut rng).expect("update"));
-                }
-            }
+            ppo_rounds::<8>(config, reps, mode == "rlzoo-update", &mut rng);
         }
         _ => {
             eprintln!(
                 "unknown mode {mode}: forward|minibatch|update|collect|rlzoo-update|rlzoo-collect"
             );
             std::process::exit(2);
+        }
+    }
+}
+
+/// `reps` × (collect a rollout from `N_ENVS` CartPole copies, then one PPO
+/// update unless `update` is false, when the rollout is dropped instead).
+fn ppo_rounds<const N_ENVS: usize>(
+    config: PpoConfig,
+    reps: usize,
+    update: bool,
+    rng: &mut Xoshiro128PlusPlus,
+) {
+    let mut agent = Box::new(Agent::new(config));
+    let mut envs = [CartPole::new(); N_ENVS];
+    agent.init(&envs[0], rng).expect("init");
+    let mut cursors: [Cursor<SVector<f32, 4>>; N_ENVS] =
+        core::array::from_fn(|k| Cursor::start(&mut envs[k], rng));
+    for _ in 0..reps {
+        agent
+            .collect_envs(&mut envs, &mut cursors, rng, |_| {})
+            .expect("collect");
+        if update {
+            black_box(agent.update(rng).expect("update"));
+        } else {
+            agent.rollout.clear();
         }
     }
 }
