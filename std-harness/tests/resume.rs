@@ -43,21 +43,31 @@ const ARGS: [&str; 7] = [
 
 /// Runs `cmd` to completion, or kills it after `kill_after`; `true` if it completed.
 fn run(mut cmd: Command, kill_after: Option<Duration>) -> bool {
-    cmd.stdout(Stdio::null()).stderr(Stdio::null());
-    let mut child = cmd.spawn().expect("microrl starts");
-    if let Some(delay) = kill_after {
-        let deadline = std::time::Instant::now() + delay;
-        while std::time::Instant::now() < deadline {
-            if let Some(status) = child.try_wait().unwrap() {
-                return status.success();
-            }
-            std::thread::sleep(Duration::from_millis(2));
+    cmd.stdout(Stdio::null());
+    let Some(delay) = kill_after else {
+        // A run left alone must succeed: when it does not, its error is
+        // what the failure report needs.
+        let out = cmd.stderr(Stdio::piped()).output().expect("microrl runs");
+        if !out.status.success() {
+            eprintln!(
+                "a run that was not killed failed ({}): {}",
+                out.status,
+                String::from_utf8_lossy(&out.stderr)
+            );
         }
-        let _ = child.kill(); // SIGKILL
-        let _ = child.wait();
-        return false;
+        return out.status.success();
+    };
+    let mut child = cmd.stderr(Stdio::null()).spawn().expect("microrl starts");
+    let deadline = std::time::Instant::now() + delay;
+    while std::time::Instant::now() < deadline {
+        if let Some(status) = child.try_wait().unwrap() {
+            return status.success();
+        }
+        std::thread::sleep(Duration::from_millis(2));
     }
-    child.wait().unwrap().success()
+    let _ = child.kill(); // SIGKILL
+    let _ = child.wait();
+    false
 }
 
 /// The summary without its wall-clock time and paths.

@@ -552,7 +552,7 @@ const TRANSPOSED_PAIRS: usize = 1;
 /// (`2·S·TRANSPOSED_PAIRS` vectors of independent sums); each row piece of
 /// `wt` is loaded once for `S` samples. Not inlined: inside the caller, the
 /// compiler's choice to vectorise it changed with unrelated code there
-/// (once it kept the sums as scalars on the stack, 3.5× slower).
+/// (once it kept the sums as scalars on the stack, 3.3× slower).
 #[inline(never)]
 fn dot_transposed<const I: usize, const O: usize, const S: usize>(
     wt: &[[f32; I]; O],
