@@ -487,18 +487,7 @@ pub(super) fn dense_backward<A: Activation, const I: usize, const O: usize, cons
         let wt = transposed.of(weight);
         for b in 0..blocks.len() {
             let j = b * TRANSPOSED_COLUMNS;
-            let mut dxs = d_input.chunks_exact_mut(TRANSPOSED_SAMPLES);
-            let mut ds = deltas.chunks_exact(TRANSPOSED_SAMPLES);
-            for (dx, d) in (&mut dxs).zip(&mut ds) {
-                dot_transposed::<I, O, TRANSPOSED_SAMPLES>(wt, d, dx, j);
-            }
-            for (dx, d) in dxs
-                .into_remainder()
-                .chunks_mut(1)
-                .zip(ds.remainder().chunks(1))
-            {
-                dot_transposed::<I, O, 1>(wt, d, dx, j);
-            }
+            dot_transposed::<I, O>(wt, deltas, d_input, j);
         }
         if !rest.is_empty() {
             let j = I - rest.len();
@@ -541,7 +530,7 @@ const TRANSPOSED_PAIRS: usize = 2;
 const TRANSPOSED_PAIRS: usize = 1;
 
 #[cfg(not(target_arch = "arm"))]
-/// `dx[m][j + c] = W[:, j + c] · δₘ` for `S` samples and the
+/// `dx[m][j + c] = W[:, j + c] · δₘ` for every sample `m` and the
 /// `TRANSPOSED_COLUMNS` columns from `j` (`wt[i][j + c] = W[i, j + c]`, the
 /// transpose), with [`dot`](super::dense::dot)'s arithmetic transposed:
 /// `dot`'s lane `l` sums the rows `i ≡ l (mod 8)` in increasing order, so
@@ -550,15 +539,48 @@ const TRANSPOSED_PAIRS: usize = 1;
 /// seven vector additions instead of a horizontal sum per column. Each
 /// sweep over the rows runs [`TRANSPOSED_PAIRS`] lane pairs `(q, q + 4)`
 /// (`2·S·TRANSPOSED_PAIRS` vectors of independent sums); each row piece of
-/// `wt` is loaded once for `S` samples. Not inlined: inside the caller, the
-/// compiler's choice to vectorise it changed with unrelated code there
-/// (once it kept the sums as scalars on the stack, 3.3× slower).
+/// `wt` is loaded once for `S` samples. One call runs every sample (groups
+/// of [`TRANSPOSED_SAMPLES`], then one at a time): with one call per group,
+/// the calls and the zeroing of the sums' storage cost more than a tenth
+/// of this kernel. Not inlined: inside the caller, the compiler's choice to
+/// vectorise it changed with unrelated code there (once it kept the sums
+/// as scalars on the stack, 3.3× slower).
 #[inline(never)]
-fn dot_transposed<const I: usize, const O: usize, const S: usize>(
+fn dot_transposed<const I: usize, const O: usize>(
     wt: &[[f32; I]; O],
     d: &[SVector<f32, O>],
     dx: &mut [SVector<f32, I>],
     j: usize,
+) {
+    const S: usize = TRANSPOSED_SAMPLES;
+    // Storage for the lane-pair sums, overwritten by every group of samples
+    // (so zeroed once, not once a group).
+    let mut pairs = [[[0.0f32; TRANSPOSED_COLUMNS]; S]; 4];
+    let mut dxs = dx.chunks_exact_mut(S);
+    let mut ds = d.chunks_exact(S);
+    for (dx, d) in (&mut dxs).zip(&mut ds) {
+        dot_transposed_samples::<I, O, S>(wt, d, dx, j, &mut pairs);
+    }
+    let mut pair = [[[0.0f32; TRANSPOSED_COLUMNS]; 1]; 4];
+    for (dx, d) in dxs
+        .into_remainder()
+        .chunks_mut(1)
+        .zip(ds.remainder().chunks(1))
+    {
+        dot_transposed_samples::<I, O, 1>(wt, d, dx, j, &mut pair);
+    }
+}
+
+#[cfg(not(target_arch = "arm"))]
+/// [`dot_transposed`] for `S` samples: `wt`'s row pieces are loaded once
+/// for all of them.
+#[inline(always)]
+fn dot_transposed_samples<const I: usize, const O: usize, const S: usize>(
+    wt: &[[f32; I]; O],
+    d: &[SVector<f32, O>],
+    dx: &mut [SVector<f32, I>],
+    j: usize,
+    pairs: &mut [[[f32; TRANSPOSED_COLUMNS]; S]; 4],
 ) {
     use super::dense::LANES;
     const C: usize = TRANSPOSED_COLUMNS;
@@ -571,7 +593,6 @@ fn dot_transposed<const I: usize, const O: usize, const S: usize>(
     let d: [&[f32; O]; S] = core::array::from_fn(|m| &d[m].data.0[0]);
     // `pairs[q]` = s_q + s_{q+4} for every sample and column, where lane
     // `l`'s sum s_l runs over the rows `i ≡ l (mod 8)` in increasing order.
-    let mut pairs = [[[0.0f32; C]; S]; 4];
     for (g, group) in pairs.as_chunks_mut::<P>().0.iter_mut().enumerate() {
         let q0 = g * P;
         // `sums[p][h]`: lane `q0 + p + 4·h`.
@@ -604,7 +625,7 @@ fn dot_transposed<const I: usize, const O: usize, const S: usize>(
             }
         }
     }
-    let [s04, s15, s26, s37] = &pairs;
+    let [s04, s15, s26, s37] = &*pairs;
     for (m, dx) in dx.iter_mut().enumerate() {
         let Some(dx) = dx.as_mut_slice().get_mut(j..j + C) else {
             return;
