@@ -71,6 +71,21 @@ pub trait Critic<const OBS: usize>: Params {
     /// Activations of up to `BATCH` samples for [`fit_batch`](Critic::fit_batch).
     type Batch<const BATCH: usize>: Zeroed;
 
+    /// [`value`](Critic::value) of the first `n` observations (at most
+    /// `BATCH`, `obs.len()` and `out.len()`) into `out`, bit for bit; a
+    /// network runs one layer at a time over all of them.
+    fn values_batch<const BATCH: usize>(
+        &self,
+        batch: &mut Self::Batch<BATCH>,
+        obs: &[SVector<f32, OBS>],
+        out: &mut [f32],
+    ) {
+        let _ = batch;
+        for (v, o) in out.iter_mut().zip(obs).take(BATCH) {
+            *v = self.value(o);
+        }
+    }
+
     /// [`fit`](Critic::fit) for the first `n = obs.len()` samples (at most
     /// `BATCH`; `old_values[k]`, `targets[k]` and `losses[k]` belong to
     /// `obs[k]`), the networks run one layer at a time over all of them:
@@ -122,6 +137,20 @@ impl<N: Network<OBS, 1>, const OBS: usize> Critic<OBS> for N {
     }
 
     type Batch<const BATCH: usize> = <N as Layer>::Batch<BATCH>;
+
+    fn values_batch<const BATCH: usize>(
+        &self,
+        batch: &mut Self::Batch<BATCH>,
+        obs: &[SVector<f32, OBS>],
+        out: &mut [f32],
+    ) {
+        let n = obs.len().min(out.len()).min(BATCH);
+        N::batch_inputs(batch)[..n].copy_from_slice(&obs[..n]);
+        self.forward_batch(batch, n);
+        for (v, y) in out.iter_mut().zip(N::batch_outputs(batch)).take(n) {
+            *v = y[0];
+        }
+    }
 
     fn fit_batch<const BATCH: usize>(
         &self,
@@ -381,22 +410,50 @@ mod tests {
     }
 
     #[test]
-    fn batched_fits_are_the_per_sample_fits() {
-        let mut rng = fd::rng(51);
-        let mut obs = [SVector::<f32, 3>::zeros(); 5];
+    fn batched_values_are_the_per_sample_values() {
+        fn check<C: Critic<3>, const B: usize>(critic: &C, obs: &[SVector<f32, 3>]) {
+            let mut batch = std::boxed::Box::new(<C::Batch<B> as Zeroed>::ZERO);
+            let mut out = [f32::NAN; B];
+            critic.values_batch(&mut batch, obs, &mut out);
+            for (k, (x, v)) in obs.iter().zip(&out).enumerate() {
+                assert_eq!(v.to_bits(), critic.value(x).to_bits(), "value {k}");
+            }
+            // Nothing past the observations given.
+            assert!(out[obs.len().min(B)..].iter().all(|v| v.is_nan()));
+        }
+        let mut rng = fd::rng(52);
+        let (obs, net, critics) = random_critics::<21>(&mut rng);
+        check::<Net, 21>(&net, &obs);
+        check::<Net, 32>(&net, &obs[..5]);
+        check::<Net, 4>(&net, &obs);
+        check::<Critics<Net, 2>, 8>(&critics, &obs[..6]);
+    }
+
+    /// `K` random observations, a random network and two fused ones.
+    fn random_critics<const K: usize>(
+        rng: &mut rand_xoshiro::Xoshiro128PlusPlus,
+    ) -> ([SVector<f32, 3>; K], Net, Critics<Net, 2>) {
+        let mut obs = [SVector::<f32, 3>::zeros(); K];
         for x in &mut obs {
-            crate::rng::fill_normal(&mut rng, x.as_mut_slice());
+            crate::rng::fill_normal(rng, x.as_mut_slice());
         }
         let mut net = Net::ZERO;
-        fd::randomise(&mut net, &mut rng, 0.6);
-        check_fit_batch::<Net, 3, 5>(&net, &obs);
-        check_fit_batch::<Net, 3, 8>(&net, &obs[..3]);
+        fd::randomise(&mut net, rng, 0.6);
         let mut critics = Critics::<Net, 2> {
             nets: [Net::ZERO, Net::ZERO],
             weights: [0.3, 0.7],
         };
-        fd::randomise(&mut critics.nets[0], &mut rng, 0.6);
-        fd::randomise(&mut critics.nets[1], &mut rng, 0.6);
+        fd::randomise(&mut critics.nets[0], rng, 0.6);
+        fd::randomise(&mut critics.nets[1], rng, 0.6);
+        (obs, net, critics)
+    }
+
+    #[test]
+    fn batched_fits_are_the_per_sample_fits() {
+        let mut rng = fd::rng(51);
+        let (obs, net, critics) = random_critics::<5>(&mut rng);
+        check_fit_batch::<Net, 3, 5>(&net, &obs);
+        check_fit_batch::<Net, 3, 8>(&net, &obs[..3]);
         check_fit_batch::<Critics<Net, 2>, 3, 5>(&critics, &obs);
         check_fit_batch::<Critics<Net, 2>, 3, 4>(&critics, &obs[..4]);
     }

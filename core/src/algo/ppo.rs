@@ -868,53 +868,39 @@ impl<A: Actor<OBS>, C: Critic<OBS>, const OBS: usize, const N: usize, const CHUN
         self.rollout.clear();
         let len = self.config.rollout_len(N);
         let n_envs = cursors.len();
+        // On a desktop, with several copies, the network passes of up to
+        // `CHUNK` copies run together, one layer at a time (`nn::batch`),
+        // before their actions are drawn and their steps taken in the
+        // copies' order: the same bits, draws and errors as one copy at a
+        // time. (A Cortex-M runs its batched passes sample by sample, so
+        // there it keeps the plain loop, and the flash it saves.)
+        let batched = cfg!(not(target_arch = "arm")) && n_envs > 1 && !stop_at_episode_end;
+        let mut values = [0.0f32; CHUNK];
         // Step-major, as SB3 steps its `VecEnv`: one round steps every copy.
         'rollout: while self.rollout.len() < len {
-            for (env, cursor) in envs.iter_mut().zip(cursors.iter_mut()) {
-                let obs = if self.config.normalize_obs {
-                    self.obs_norm.update_normalize(&cursor.obs)?
+            let groups = envs
+                .chunks_mut(CHUNK.max(1))
+                .zip(cursors.chunks_mut(CHUNK.max(1)));
+            for (envs, cursors) in groups {
+                let prepared = if batched {
+                    self.prepare_round(cursors, &mut values)
                 } else {
-                    self.observe(&cursor.obs)?
+                    0
                 };
-                let (action, log_prob) = self.train.params.actor.sample(&obs, rng)?;
-                let v = self.train.params.critic.value(&obs);
-                check_finite(v)?;
-                let penalty = penalty(&cursor.obs, &action, log_prob)?;
-                check_finite(penalty)?;
-                // The plant receives the command; the rollout keeps the raw sample.
-                let command = self.space.command(&action);
-                let step = cursor.advance(env, command, rng, &mut on_episode)?;
-                // Each copy's own discounted return (SB3 `VecNormalize`'s
-                // per-environment `returns`), one shared normaliser.
-                let discounted_return = if n_envs == 1 {
-                    &mut self.discounted_return
-                } else {
-                    &mut cursor.discounted_return
-                };
-                let reward = Self::scale_reward(
-                    &self.config,
-                    &mut self.return_norm,
-                    discounted_return,
-                    step.reward - penalty,
-                    step.done(),
-                )?;
-                let final_value = if step.truncated {
-                    self.train.params.critic.value(&self.observe(&step.obs)?)
-                } else {
-                    0.0
-                };
-                self.rollout.push(Transition {
-                    obs,
-                    action,
-                    log_prob,
-                    value: v,
-                    reward,
-                    terminated: step.terminated,
-                    truncated: step.truncated,
-                    final_value,
-                })?;
-                if stop_at_episode_end && step.done() {
-                    break 'rollout;
+                for (k, (env, cursor)) in envs.iter_mut().zip(cursors.iter_mut()).enumerate() {
+                    let sampled = (k < prepared).then_some((k, values[k]));
+                    let done = self.collect_step(
+                        env,
+                        cursor,
+                        rng,
+                        &mut on_episode,
+                        &mut penalty,
+                        n_envs,
+                        sampled,
+                    )?;
+                    if stop_at_episode_end && done {
+                        break 'rollout;
+                    }
                 }
             }
         }
@@ -941,6 +927,118 @@ impl<A: Actor<OBS>, C: Critic<OBS>, const OBS: usize, const N: usize, const CHUN
         self.rollout.compute_returns();
         self.steps += self.rollout.len() as u64;
         Ok(())
+    }
+
+    /// The network passes of one round of the copies behind `cursors` (at
+    /// most `CHUNK`), together: each copy's network input — normalised, and
+    /// the statistics updated, on a copy of the observation normaliser, so
+    /// that [`collect_step`](Self::collect_step) repeats the same update on
+    /// the agent's own — into the actor's batch, the actor's pass
+    /// ([`Actor::sample_batch`]) and the critic's values into `values`.
+    /// Returns how many copies were prepared: those before the first whose
+    /// observation is refused (whose `collect_step` then refuses it).
+    fn prepare_round(
+        &mut self,
+        cursors: &[Cursor<SVector<f32, OBS>>],
+        values: &mut [f32; CHUNK],
+    ) -> usize {
+        let mut ahead = self.config.normalize_obs.then(|| self.obs_norm.clone());
+        let inputs = A::batch_inputs(&mut self.actor_batch);
+        let mut n = 0;
+        for (input, cursor) in inputs.iter_mut().zip(cursors) {
+            let obs = match &mut ahead {
+                Some(norm) => norm.update_normalize(&cursor.obs),
+                None => self.obs_norm.normalize(&cursor.obs),
+            };
+            let Ok(obs) = obs else { break };
+            *input = obs;
+            n += 1;
+        }
+        let obs = *inputs;
+        self.train
+            .params
+            .actor
+            .sample_batch(&mut self.actor_batch, n);
+        self.train
+            .params
+            .critic
+            .values_batch(&mut self.critic_batch, &obs[..n], &mut values[..n]);
+        n
+    }
+
+    /// One step of one copy: its network input, action (drawn, or from
+    /// `sampled = (k, value)`: sample `k` of [`prepare_round`](Self::prepare_round)
+    /// with its value), penalty, step, reward scaling and transition.
+    /// Returns whether the episode ended.
+    #[allow(clippy::too_many_arguments)]
+    fn collect_step<E, R>(
+        &mut self,
+        env: &mut E,
+        cursor: &mut Cursor<SVector<f32, OBS>>,
+        rng: &mut R,
+        on_episode: &mut impl FnMut(Episode),
+        penalty: &mut impl FnMut(&SVector<f32, OBS>, &A::Action, f32) -> Result<f32, Error>,
+        n_envs: usize,
+        sampled: Option<(usize, f32)>,
+    ) -> Result<bool, Error>
+    where
+        E: Env<Obs = SVector<f32, OBS>, Space = A::Space>,
+        R: Rng + ?Sized,
+    {
+        let obs = if self.config.normalize_obs {
+            self.obs_norm.update_normalize(&cursor.obs)?
+        } else {
+            self.observe(&cursor.obs)?
+        };
+        let ((action, log_prob), v) = match sampled {
+            Some((k, v)) => (
+                self.train
+                    .params
+                    .actor
+                    .sample_at(&mut self.actor_batch, k, rng)?,
+                v,
+            ),
+            None => (
+                self.train.params.actor.sample(&obs, rng)?,
+                self.train.params.critic.value(&obs),
+            ),
+        };
+        check_finite(v)?;
+        let penalty = penalty(&cursor.obs, &action, log_prob)?;
+        check_finite(penalty)?;
+        // The plant receives the command; the rollout keeps the raw sample.
+        let command = self.space.command(&action);
+        let step = cursor.advance(env, command, rng, on_episode)?;
+        // Each copy's own discounted return (SB3 `VecNormalize`'s
+        // per-environment `returns`), one shared normaliser.
+        let discounted_return = if n_envs == 1 {
+            &mut self.discounted_return
+        } else {
+            &mut cursor.discounted_return
+        };
+        let reward = Self::scale_reward(
+            &self.config,
+            &mut self.return_norm,
+            discounted_return,
+            step.reward - penalty,
+            step.done(),
+        )?;
+        let final_value = if step.truncated {
+            self.train.params.critic.value(&self.observe(&step.obs)?)
+        } else {
+            0.0
+        };
+        self.rollout.push(Transition {
+            obs,
+            action,
+            log_prob,
+            value: v,
+            reward,
+            terminated: step.terminated,
+            truncated: step.truncated,
+            final_value,
+        })?;
+        Ok(step.done())
     }
 
     /// One PPO update on the collected rollout (see the module docs).
@@ -1474,6 +1572,102 @@ mod tests {
             Err(Error::ValueOverflow)
         );
         assert_eq!(agent.steps, before);
+    }
+
+    /// A vectorised collection runs up to `CHUNK` copies' network passes
+    /// together (`prepare_round`) and must give the rollout, statistics,
+    /// draws and errors of one copy at a time: with observation and reward
+    /// normalisation, time-limit truncations (their bootstrap values read
+    /// the normaliser as of their own copy) and a copy whose observation
+    /// turns NaN mid-round, `CHUNK` = 1 (every copy on its own), 3 (groups
+    /// of 3 and 1) and 32 (all 4 together) agree bit for bit.
+    #[test]
+    fn vectorised_collection_is_copy_by_copy() {
+        use crate::env::{Env, Pendulum, Step};
+        use crate::policy::GaussianActor;
+        /// Pendulum cut after 5 steps; copy `faulty`'s 14th observation is NaN.
+        struct Short {
+            env: Pendulum,
+            t: u32,
+            steps: u32,
+            faulty: bool,
+        }
+        impl Env for Short {
+            type Obs = SVector<f32, 3>;
+            type Space = <Pendulum as Env>::Space;
+            const SOLVED_RETURN: f32 = 0.0;
+            fn reset<R: Rng + ?Sized>(&mut self, rng: &mut R) -> SVector<f32, 3> {
+                self.t = 0;
+                self.env.reset(rng)
+            }
+            fn step(&mut self, action: SVector<f32, 1>) -> Result<Step<SVector<f32, 3>>, Error> {
+                let mut step = self.env.step(action)?;
+                self.t += 1;
+                self.steps += 1;
+                step.truncated |= self.t == 5;
+                if self.faulty && self.steps == 14 {
+                    step.obs[1] = f32::NAN;
+                }
+                Ok(step)
+            }
+        }
+        fn run<const CHUNK: usize>(faulty: Option<usize>) -> std::string::String {
+            type Actor = GaussianActor<Mlp<3, 8, 1>, 1>;
+            let config = PpoConfig {
+                normalize_obs: true,
+                normalize_reward: true,
+                n_envs: 4,
+                n_steps: 8,
+                minibatches: 2,
+                epochs: 2,
+                ..PpoConfig::DEFAULT
+            };
+            let mut agent =
+                std::boxed::Box::new(Ppo::<Actor, Mlp<3, 8, 1>, 3, 32, CHUNK>::new(config));
+            let mut rng = crate::nn::fd::rng(77);
+            let mut envs: [Short; 4] = core::array::from_fn(|e| Short {
+                env: Pendulum::new(),
+                t: 0,
+                steps: 0,
+                faulty: faulty == Some(e),
+            });
+            agent.init(&envs[0].env, &mut rng).unwrap();
+            let mut cursors: [Cursor<SVector<f32, 3>>; 4] =
+                core::array::from_fn(|e| Cursor::start(&mut envs[e], &mut rng));
+            let mut log = std::string::String::new();
+            for _ in 0..3 {
+                let result = agent.collect_envs(&mut envs, &mut cursors, &mut rng, |_| {});
+                let r = &agent.rollout;
+                let bits =
+                    |v: &[f32]| -> std::vec::Vec<u32> { v.iter().map(|x| x.to_bits()).collect() };
+                let obs: std::vec::Vec<u32> = r.obs[..r.len()]
+                    .iter()
+                    .flat_map(|o| bits(o.as_slice()))
+                    .collect();
+                log += &std::format!(
+                    "{result:?} {obs:?} {:?} {:?} {:?} {:?} {:?} {:?} {:?} {:?} {}\n",
+                    bits(&r.log_probs[..r.len()]),
+                    bits(&r.values[..r.len()]),
+                    bits(&r.rewards[..r.len()]),
+                    bits(&r.final_values[..r.len()]),
+                    bits(&r.returns[..r.len()]),
+                    bits(agent.obs_norm.mean.as_slice()),
+                    bits(agent.return_norm.var.as_slice()),
+                    envs.iter().map(|e| e.steps).collect::<std::vec::Vec<_>>(),
+                    rng.next_u32(),
+                );
+                if result.is_ok() {
+                    agent.update(&mut rng).unwrap();
+                }
+            }
+            log
+        }
+        for faulty in [None, Some(0), Some(2), Some(3)] {
+            let one = run::<1>(faulty);
+            assert_eq!(run::<3>(faulty), one, "faulty copy {faulty:?}");
+            assert_eq!(run::<32>(faulty), one, "faulty copy {faulty:?}");
+            assert_eq!(one.contains("Err(NonFinite)"), faulty.is_some(), "{one}");
+        }
     }
 
     /// Value targets `Â + V_old` beyond 1e15 are refused even when every

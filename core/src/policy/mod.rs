@@ -143,6 +143,28 @@ pub trait Actor<const OBS: usize>: Params {
         out: &mut [(f32, f32)],
     ) -> Result<(), Error>;
 
+    /// [`sample`](Actor::sample)'s network pass for the first `n` inputs
+    /// written through [`batch_inputs`](Actor::batch_inputs) (`n` is capped
+    /// at `BATCH`), one layer at a time over all of them
+    /// ([`Layer::forward_batch`]). [`sample_at`](Actor::sample_at) then
+    /// draws each one's action: a vectorised collection runs its copies'
+    /// network passes together, and their draws in the copies' order.
+    fn sample_batch<const BATCH: usize>(&self, batch: &mut Self::Batch<BATCH>, n: usize);
+
+    /// [`sample`](Actor::sample) for input `k` of the last
+    /// [`sample_batch`](Actor::sample_batch): the same action,
+    /// log-probability, draws from `rng` and error, bit for bit.
+    ///
+    /// # Errors
+    /// As [`sample`](Actor::sample); [`Error::InvalidInput`] for
+    /// `k >= BATCH`.
+    fn sample_at<R: Rng + ?Sized, const BATCH: usize>(
+        &self,
+        batch: &mut Self::Batch<BATCH>,
+        k: usize,
+        rng: &mut R,
+    ) -> Result<(Self::Action, f32), Error>;
+
     /// [`backward`](Actor::backward) for every sample of a successful
     /// [`evaluate_batch`](Actor::evaluate_batch), with `d_log_probs[k]` for
     /// sample `k`: adds into `grad` in sample order, the same bits as one
@@ -260,6 +282,29 @@ where
         rng: &mut R,
     ) -> Result<(usize, f32), Error> {
         let dist = self.distribution(input)?;
+        let action = dist.sample(rng);
+        Ok((action, dist.log_probs()[action]))
+    }
+
+    fn sample_batch<const BATCH: usize>(&self, batch: &mut Self::Batch<BATCH>, n: usize) {
+        self.net.forward_batch(&mut batch.net, n);
+    }
+
+    fn sample_at<R: Rng + ?Sized, const BATCH: usize>(
+        &self,
+        batch: &mut Self::Batch<BATCH>,
+        k: usize,
+        rng: &mut R,
+    ) -> Result<(usize, f32), Error> {
+        let input = N::batch_inputs(&mut batch.net).get(k).copied();
+        let (Some(input), Some(logits)) = (input, N::batch_outputs(&batch.net).get(k)) else {
+            return Err(Error::InvalidInput {
+                what: "sample index past the batch",
+            });
+        };
+        // `distribution`'s checks and head on the batch's logits.
+        check_all_finite(input.as_slice())?;
+        let dist = Categorical::from_logits(logits)?;
         let action = dist.sample(rng);
         Ok((action, dist.log_probs()[action]))
     }
@@ -442,6 +487,20 @@ where
         check_all_finite(mean.as_slice())?;
         Ok(mean)
     }
+
+    /// A raw sample around a finite `mean` and its log-probability, both
+    /// checked finite.
+    fn sample_around<R: Rng + ?Sized>(
+        &self,
+        mean: &SVector<f32, ACT>,
+        rng: &mut R,
+    ) -> Result<(SVector<f32, ACT>, f32), Error> {
+        let raw = self.head.sample(mean, rng);
+        check_all_finite(raw.as_slice())?;
+        let log_prob = self.head.log_prob(mean, &raw);
+        check_finite(log_prob)?;
+        Ok((raw, log_prob))
+    }
 }
 
 impl<N, const OBS: usize, const ACT: usize> Actor<OBS> for GaussianActor<N, ACT>
@@ -474,11 +533,29 @@ where
         rng: &mut R,
     ) -> Result<(Self::Action, f32), Error> {
         let mean = self.mean(input)?;
-        let raw = self.head.sample(&mean, rng);
-        check_all_finite(raw.as_slice())?;
-        let log_prob = self.head.log_prob(&mean, &raw);
-        check_finite(log_prob)?;
-        Ok((raw, log_prob))
+        self.sample_around(&mean, rng)
+    }
+
+    fn sample_batch<const BATCH: usize>(&self, batch: &mut Self::Batch<BATCH>, n: usize) {
+        self.net.forward_batch(batch, n);
+    }
+
+    fn sample_at<R: Rng + ?Sized, const BATCH: usize>(
+        &self,
+        batch: &mut Self::Batch<BATCH>,
+        k: usize,
+        rng: &mut R,
+    ) -> Result<(Self::Action, f32), Error> {
+        let input = N::batch_inputs(batch).get(k).copied();
+        let (Some(input), Some(mean)) = (input, N::batch_outputs(batch).get(k)) else {
+            return Err(Error::InvalidInput {
+                what: "sample index past the batch",
+            });
+        };
+        // `mean`'s checks on the batch's mean.
+        check_all_finite(input.as_slice())?;
+        check_all_finite(mean.as_slice())?;
+        self.sample_around(mean, rng)
     }
 
     fn evaluate(
@@ -1062,18 +1139,87 @@ mod tests {
         Ok(())
     }
 
-    #[test]
-    fn batched_evaluation_and_backward_are_the_per_sample_ones() {
-        let mut rng = fd::rng(41);
+    /// `sample_at` after `sample_batch` against `sample`, input by input
+    /// from one RNG state each: the same action, log-probability, error and
+    /// RNG state after.
+    fn check_sample_batch<A: Actor<3>, const B: usize>(actor: &A, inputs: &[SVector<f32, 3>]) {
+        let mut batch = std::boxed::Box::new(<A::Batch<B> as Zeroed>::ZERO);
+        A::batch_inputs(&mut batch)[..inputs.len()].copy_from_slice(inputs);
+        actor.sample_batch(&mut batch, inputs.len());
+        for (k, x) in inputs.iter().enumerate() {
+            let (mut single_rng, mut batch_rng) = (fd::rng(60 + k as u64), fd::rng(60 + k as u64));
+            let single = actor.sample(x, &mut single_rng);
+            let batched = actor.sample_at(&mut batch, k, &mut batch_rng);
+            assert_eq!(
+                std::format!("{batched:?}"),
+                std::format!("{single:?}"),
+                "sample {k}"
+            );
+            if let (Ok((_, a)), Ok((_, b))) = (&single, &batched) {
+                assert_eq!(a.to_bits(), b.to_bits(), "log-probability of sample {k}");
+            }
+            assert_eq!(
+                single_rng.next_u32(),
+                batch_rng.next_u32(),
+                "RNG after sample {k}"
+            );
+        }
+        assert_eq!(
+            actor.sample_at(&mut batch, B, &mut fd::rng(1)),
+            Err(Error::InvalidInput {
+                what: "sample index past the batch"
+            })
+        );
+    }
+
+    /// A random categorical and a random Gaussian actor (`log σ` drawn too).
+    fn random_actors(
+        rng: &mut rand_xoshiro::Xoshiro128PlusPlus,
+    ) -> (
+        CategoricalActor<Mlp<3, 11, 3>>,
+        GaussianActor<Mlp<3, 9, 2>, 2>,
+    ) {
         let mut cat = CategoricalActor {
             net: Mlp::<3, 11, 3>::ZERO,
         };
-        fd::randomise(&mut cat, &mut rng, 0.7);
+        fd::randomise(&mut cat, rng, 0.7);
         let mut gauss = GaussianActor {
             net: Mlp::<3, 9, 2>::ZERO,
             head: Gaussian::with_log_std(0.0),
         };
-        fd::randomise(&mut gauss, &mut rng, 0.7);
+        fd::randomise(&mut gauss, rng, 0.7);
+        (cat, gauss)
+    }
+
+    #[test]
+    fn batched_samples_are_the_per_sample_ones() {
+        let mut rng = fd::rng(42);
+        let (cat, gauss) = random_actors(&mut rng);
+        let mut inputs = [SVector::<f32, 3>::zeros(); 19];
+        for (k, x) in inputs.iter_mut().enumerate() {
+            crate::rng::fill_normal(&mut rng, x.as_mut_slice());
+            if k % 6 == 0 {
+                *x *= 1e3;
+            }
+        }
+        inputs[7][2] = f32::NAN;
+        inputs[11][0] = f32::INFINITY;
+        check_sample_batch::<CategoricalActor<Mlp<3, 11, 3>>, 19>(&cat, &inputs);
+        check_sample_batch::<CategoricalActor<Mlp<3, 11, 3>>, 32>(&cat, &inputs[..5]);
+        check_sample_batch::<GaussianActor<Mlp<3, 9, 2>, 2>, 19>(&gauss, &inputs);
+        // Non-finite network outputs are refused as `sample` refuses them.
+        let mut broken = cat.clone();
+        broken.net.second.second.bias[1] = f32::NAN;
+        check_sample_batch::<CategoricalActor<Mlp<3, 11, 3>>, 4>(&broken, &inputs[..4]);
+        let mut broken = gauss.clone();
+        broken.net.second.second.bias[0] = f32::INFINITY;
+        check_sample_batch::<GaussianActor<Mlp<3, 9, 2>, 2>, 4>(&broken, &inputs[..4]);
+    }
+
+    #[test]
+    fn batched_evaluation_and_backward_are_the_per_sample_ones() {
+        let mut rng = fd::rng(41);
+        let (cat, gauss) = random_actors(&mut rng);
         let mut inputs = [SVector::<f32, 3>::zeros(); 4];
         for x in &mut inputs {
             crate::rng::fill_normal(&mut rng, x.as_mut_slice());
