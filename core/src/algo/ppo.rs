@@ -1657,6 +1657,14 @@ mod tests {
                     rng.next_u32(),
                 );
                 if result.is_ok() {
+                    // The last round's copies went through the batched
+                    // passes: their network inputs are in the actor's batch
+                    // (the last group of `CHUNK` copies', from its first
+                    // sample on).
+                    let last = r.len() - 4 + 3 / CHUNK * CHUNK;
+                    let group = &r.obs[last..r.len()];
+                    let batch = Actor::batch_inputs(&mut agent.actor_batch);
+                    assert_eq!(&batch[..group.len()], group, "CHUNK {CHUNK}");
                     agent.update(&mut rng).unwrap();
                 }
             }
