@@ -376,14 +376,34 @@ fn forward_block<const I: usize, const O: usize, const R: usize, const S: usize>
     for zk in z.iter_mut() {
         zk.copy_from_slice(bias);
     }
-    for (j, column) in weight.iter().enumerate() {
-        let Some(w) = column.get(r..r + R) else {
-            return;
-        };
-        for (zk, xk) in z.iter_mut().zip(x) {
-            let xkj = xk[j];
-            for (zki, &wij) in zk.iter_mut().zip(w) {
-                *zki += wij * xkj;
+    // Four samples spelled out, not a loop over them: with a loop, a crate
+    // built without LTO (Cargo's default release profile) had the
+    // compiler unroll the rows and vectorise across the four samples
+    // instead, the sums kept in memory through gathers and scatters
+    // (a 4-64-64-2 forward and backward pass 11 times slower).
+    if let ([x0, x1, x2, x3], [z0, z1, z2, z3]) = (&x[..], &mut z[..]) {
+        for (j, column) in weight.iter().enumerate() {
+            let Some(w) = column.get(r..r + R) else {
+                return;
+            };
+            let (a, b, c, d) = (x0[j], x1[j], x2[j], x3[j]);
+            for i in 0..R {
+                z0[i] += w[i] * a;
+                z1[i] += w[i] * b;
+                z2[i] += w[i] * c;
+                z3[i] += w[i] * d;
+            }
+        }
+    } else {
+        for (j, column) in weight.iter().enumerate() {
+            let Some(w) = column.get(r..r + R) else {
+                return;
+            };
+            for (zk, xk) in z.iter_mut().zip(x) {
+                let xkj = xk[j];
+                for (zki, &wij) in zk.iter_mut().zip(w) {
+                    *zki += wij * xkj;
+                }
             }
         }
     }
