@@ -5,11 +5,11 @@
 //! is loaded (and each gradient entry stored) once per sample. The batched
 //! passes walk one layer over up to `BATCH` samples before moving on:
 //! - the forward pass keeps the running sums of a block of rows of 4 samples
-//!   in registers (8 SIMD registers) while it walks all the columns, so each
-//!   load of a piece of `W` serves 4 samples and no partial sum goes through
-//!   memory; with AVX-512 the rows after the last whole block (all of a
-//!   1- or 2-output layer's) run on 16 samples' transposed inputs instead
-//!   (`forward_tail`);
+//!   (8 with AVX-512) in registers (8 SIMD registers) while it walks all the
+//!   columns, so each load of a piece of `W` serves 4 (8) samples and no
+//!   partial sum goes through memory; with AVX-512 the rows after the last
+//!   whole block (all of a 1- or 2-output layer's) run on 16 samples'
+//!   transposed inputs instead (`forward_tail`);
 //! - the backward pass keeps a block of 4 columns of `∂L/∂W` in registers
 //!   while it adds every sample's `δᵢ·xⱼ` to them; the last `O mod GRAD_ROWS`
 //!   rows (all of a 1- or 2-output layer's) one whole row at a time
@@ -26,9 +26,9 @@
 //!   in one vector and summed them horizontally).
 //!
 //! The block sizes depend on the SIMD width the build targets (`ROWS`,
-//! `GRAD_ROWS`, `TRANSPOSED_COLUMNS`, `TRANSPOSED_SAMPLES`); the arithmetic
-//! on each number does not, so a baseline x86-64 build, an AVX2 build, an
-//! AVX-512 build and the firmware train the same bits
+//! `SAMPLES`, `GRAD_ROWS`, `TRANSPOSED_COLUMNS`, `TRANSPOSED_SAMPLES`); the
+//! arithmetic on each number does not, so a baseline x86-64 build, an AVX2
+//! build, an AVX-512 build and the firmware train the same bits
 //! (`tests/tests/simd_identity.rs` compares the desktop builds end to end,
 //! `tests/tests/firmware.rs` the firmware). The kernels are plain Rust the
 //! compiler vectorises.
@@ -187,9 +187,13 @@ const GRAD_ROWS: usize = 8;
 const GRAD_COLUMNS: usize = 4;
 
 /// Samples whose pre-activations the forward kernel keeps in registers at
-/// once (`ROWS` of each: 8 SIMD registers of running sums).
-#[cfg(not(target_arch = "arm"))]
+/// once (`ROWS` of each): 4 (8 SIMD registers of running sums), or 8 with
+/// AVX-512 (8 of its 32 registers; each load of `W` then serves 8 samples:
+/// 3 % off the update of an RL Zoo CartPole run, the same bits).
+#[cfg(all(not(target_arch = "arm"), not(target_feature = "avx512f")))]
 const SAMPLES: usize = 4;
+#[cfg(all(not(target_arch = "arm"), target_feature = "avx512f"))]
+const SAMPLES: usize = 8;
 
 /// Samples whose input gradients one sweep over `W` computes (see
 /// [`dot_lanes`]): 4 × 2 columns of 8-lane partial sums are 8 AVX registers
@@ -222,7 +226,14 @@ pub(super) fn dense_forward<A: Activation, const I: usize, const O: usize, const
     for (x, y) in (&mut xs).zip(&mut ys) {
         forward_samples::<I, O, SAMPLES>(weight, bias, x, y);
     }
-    for (x, y) in xs.remainder().iter().zip(ys.into_remainder()) {
+    let (mut xs, mut ys) = (xs.remainder(), ys.into_remainder());
+    // With 8-sample blocks, 4 of the last 7 as one block.
+    if SAMPLES > 4 && xs.len() >= 4 {
+        let ((x, rest_x), (y, rest_y)) = (xs.split_at(4), ys.split_at_mut(4));
+        forward_samples::<I, O, 4>(weight, bias, x, y);
+        (xs, ys) = (rest_x, rest_y);
+    }
+    for (x, y) in xs.iter().zip(ys) {
         forward_samples::<I, O, 1>(
             weight,
             bias,
@@ -376,12 +387,33 @@ fn forward_block<const I: usize, const O: usize, const R: usize, const S: usize>
     for zk in z.iter_mut() {
         zk.copy_from_slice(bias);
     }
-    // Four samples spelled out, not a loop over them: with a loop, a crate
-    // built without LTO (Cargo's default release profile) had the
-    // compiler unroll the rows and vectorise across the four samples
+    // Eight or four samples spelled out, not a loop over them: with a
+    // loop, a crate built without LTO (Cargo's default release profile) had
+    // the compiler unroll the rows and vectorise across the four samples
     // instead, the sums kept in memory through gathers and scatters
-    // (a 4-64-64-2 forward and backward pass 11 times slower).
-    if let ([x0, x1, x2, x3], [z0, z1, z2, z3]) = (&x[..], &mut z[..]) {
+    // (a 4-64-64-2 forward and backward pass 11 times slower; with eight
+    // samples in a loop, the workspace's own RL Zoo CartPole run 9 times).
+    if let ([x0, x1, x2, x3, x4, x5, x6, x7], [z0, z1, z2, z3, z4, z5, z6, z7]) =
+        (&x[..], &mut z[..])
+    {
+        for (j, column) in weight.iter().enumerate() {
+            let Some(w) = column.get(r..r + R) else {
+                return;
+            };
+            let (a, b, c, d) = (x0[j], x1[j], x2[j], x3[j]);
+            let (e, f, g, h) = (x4[j], x5[j], x6[j], x7[j]);
+            for i in 0..R {
+                z0[i] += w[i] * a;
+                z1[i] += w[i] * b;
+                z2[i] += w[i] * c;
+                z3[i] += w[i] * d;
+                z4[i] += w[i] * e;
+                z5[i] += w[i] * f;
+                z6[i] += w[i] * g;
+                z7[i] += w[i] * h;
+            }
+        }
+    } else if let ([x0, x1, x2, x3], [z0, z1, z2, z3]) = (&x[..], &mut z[..]) {
         for (j, column) in weight.iter().enumerate() {
             let Some(w) = column.get(r..r + R) else {
                 return;
