@@ -58,6 +58,13 @@ struct TrainArgs {
     /// Keep training for the whole budget after the task is solved.
     #[arg(long)]
     no_early_stop: bool,
+    /// Evaluate only after the whole budget (the reported evaluation):
+    /// none during training, so no early stop, no solved step, and a
+    /// learning curve of training returns. For timing at equal work with a
+    /// library that does not evaluate while it trains (the peer benchmark's
+    /// SB3 run).
+    #[arg(long)]
+    final_eval_only: bool,
     /// CartPole: train the MCU-sized 4-32-32 actor and critic (the firmware's
     /// `infer` size) instead of 64-64.
     #[arg(long)]
@@ -174,6 +181,7 @@ impl TrainArgs {
             eval_episodes: self.eval_episodes,
             select_margin: self.select_margin,
             early_stop: !self.no_early_stop,
+            train_eval: !self.final_eval_only,
             out,
             progress,
             small: self.small,
@@ -237,7 +245,7 @@ enum Command {
         /// Continue the run of output directory DIR from its checkpoint
         /// (DIR.checkpoint/, written with --checkpoint-every), with the options
         /// it was started with; ends bit-identical to the uninterrupted run.
-        #[arg(long, value_name = "DIR", conflicts_with_all = ["out", "seed", "steps", "env", "algo", "config", "small", "checkpoint_every", "no_early_stop", "eval_episodes", "select_margin"])]
+        #[arg(long, value_name = "DIR", conflicts_with_all = ["out", "seed", "steps", "env", "algo", "config", "small", "checkpoint_every", "no_early_stop", "final_eval_only", "eval_episodes", "select_margin"])]
         resume: Option<PathBuf>,
     },
     /// Learn a CartPole reward model from synthetic pairwise preferences

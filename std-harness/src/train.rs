@@ -427,6 +427,10 @@ pub struct TrainOptions {
     pub select_margin: f32,
     /// Stop as soon as the deciding evaluation passes.
     pub early_stop: bool,
+    /// Evaluate during training (the quick and deciding evaluations, and
+    /// with them early stop); `false`: only the reported evaluation, after
+    /// the whole budget.
+    pub train_eval: bool,
     /// Output directory (`None`: write nothing).
     pub out: Option<PathBuf>,
     /// Draw a progress bar on standard error.
@@ -487,6 +491,7 @@ impl TrainOptions {
             eval_episodes: 100,
             select_margin: microrl::train::DEFAULT_SELECT_MARGIN,
             early_stop: true,
+            train_eval: true,
             out: None,
             progress: false,
             small: false,
@@ -556,7 +561,12 @@ impl TrainOptions {
             select_episodes: self.eval_episodes,
             select_margin: self.select_margin,
             report_episodes: self.eval_episodes,
-            early_stop: self.early_stop,
+            early_stop: self.early_stop && self.train_eval,
+            quick_episodes: if self.train_eval {
+                RunConfig::new(self.steps, self.threshold).quick_episodes
+            } else {
+                0
+            },
             ..RunConfig::new(self.steps, self.threshold)
         }
     }
@@ -715,6 +725,7 @@ impl Observer {
             eval_episodes: opts.eval_episodes,
             select_margin: opts.select_margin,
             early_stop: opts.early_stop,
+            train_eval: opts.train_eval,
             checkpoint_every: opts.checkpoint_every,
             plant: opts.plant.clone(),
             anchor: opts.anchor.clone(),
@@ -885,6 +896,9 @@ struct Progress {
     #[serde(default)]
     select_margin: f32,
     early_stop: bool,
+    /// Absent from progress files written before `--final-eval-only`.
+    #[serde(default = "yes")]
+    train_eval: bool,
     checkpoint_every: Option<u64>,
     #[serde(default)]
     plant: toml::Table,
@@ -905,6 +919,11 @@ struct Progress {
     last_eval: u32,
     next_row: u64,
     wall_s: f64,
+}
+
+/// `true`, the serde default of [`Progress::train_eval`].
+fn yes() -> bool {
+    true
 }
 
 /// A learning-curve row with its floats as bits.
@@ -930,6 +949,7 @@ pub fn resume(out: &Path, progress_bar: bool) -> anyhow::Result<TrainSummary> {
         eval_episodes: saved.eval_episodes,
         select_margin: saved.select_margin,
         early_stop: saved.early_stop,
+        train_eval: saved.train_eval,
         out: Some(out.to_path_buf()),
         progress: progress_bar,
         small: saved.small,

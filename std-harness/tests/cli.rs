@@ -223,6 +223,59 @@ fn train_eval_export() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// `--final-eval-only`: no evaluation while training (so no solved step and
+/// no evaluation in the learning curve), the reported one after the whole
+/// budget, and the same policy as a run that evaluates (the evaluations
+/// draw from their own random streams).
+#[test]
+fn final_eval_only_trains_the_same_policy_without_evaluating() {
+    let dir = temp_dir("final-eval-only");
+    let run = |name: &str, flag: &str| {
+        let out = dir.join(name);
+        let args = [
+            "train",
+            "--steps",
+            "8192",
+            "--eval-episodes",
+            "5",
+            flag,
+            "--json",
+        ];
+        let (ok, stdout, stderr) =
+            microrl(&[&args[..], &["--out", out.to_str().unwrap()]].concat());
+        assert!(ok, "{stderr}");
+        let curve = std::fs::read_to_string(out.join("curve.csv")).unwrap();
+        (last_json(&stdout), curve)
+    };
+    let (evaluating, evaluating_curve) = run("evaluating", "--no-early-stop");
+    let (final_only, final_only_curve) = run("final-only", "--final-eval-only");
+    assert_eq!(evaluating["run"]["quick_episodes"], 10);
+    let evaluated = |curve: &str| {
+        curve
+            .lines()
+            .skip(1)
+            .filter(|l| l.split(',').nth(3) != Some(""))
+            .count()
+    };
+    assert!(evaluated(&evaluating_curve) > 0, "{evaluating_curve}");
+    assert!(final_only["solved_at_step"].is_null(), "{final_only}");
+    assert_eq!(final_only["run"]["quick_episodes"], 0);
+    assert_eq!(final_only["run"]["early_stop"], false);
+    assert_eq!(evaluated(&final_only_curve), 0, "{final_only_curve}");
+    for key in [
+        "steps_run",
+        "updates",
+        "episodes",
+        "policy_crc32",
+        "eval_mean",
+        "eval_episodes",
+    ] {
+        assert_eq!(final_only[key], evaluating[key], "{key}");
+    }
+    assert_eq!(final_only["eval_episodes"], 5);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 #[test]
 fn small_architecture_trains_evaluates_and_exports() {
     // `--small`: the firmware's 4-32-32 CartPole networks; `eval` and `export`

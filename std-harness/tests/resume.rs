@@ -168,3 +168,50 @@ fn resume_without_a_checkpoint_is_a_clear_error() {
     assert!(stderr.contains("no checkpoint"), "{stderr}");
     assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
 }
+
+/// A `--final-eval-only` run resumes as one: killed once its first
+/// checkpoint is on disk, the resumed run still evaluates only at the end
+/// and ends as the uninterrupted run.
+#[test]
+fn a_final_eval_only_run_resumes_without_evaluating() {
+    let args = [&ARGS[..], &["--final-eval-only"]].concat();
+    let reference = dir("final-only-reference");
+    let mut cmd = microrl();
+    cmd.args(&args).arg("--out").arg(&reference);
+    assert!(run(cmd, None), "the uninterrupted run");
+    assert_eq!(summary(&reference)["run"]["quick_episodes"], 0);
+
+    let out = dir("final-only");
+    let mut resumed = false;
+    for _ in 0..5 {
+        let mut child = microrl()
+            .args(&args)
+            .args(["--checkpoint-every", "1", "--out"])
+            .arg(&out)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        // Kill it as soon as a checkpoint exists (if it finishes first,
+        // try again).
+        let state = checkpoint(&out).join("state.mrlc");
+        while child.try_wait().unwrap().is_none() && !state.is_file() {
+            std::thread::sleep(Duration::from_micros(200));
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+        if state.is_file() {
+            let mut cmd = microrl();
+            cmd.args(["train", "--resume"]).arg(&out);
+            assert!(run(cmd, None), "the resumed run");
+            resumed = true;
+            break;
+        }
+        let _ = std::fs::remove_dir_all(&out);
+    }
+    assert!(resumed, "no checkpoint to resume from in 5 tries");
+    assert_eq!(summary(&out), summary(&reference));
+    assert_eq!(curve(&out), curve(&reference));
+    let _ = std::fs::remove_dir_all(&out);
+    let _ = std::fs::remove_dir_all(&reference);
+}

@@ -46,7 +46,7 @@ def runs(a):
     if a.microrl_native:
         native = [
             ("microrl_native_cartpole_rlzoo", "microrl",
-             microrl("cartpole", cp, "--no-early-stop",
+             microrl("cartpole", cp, "--final-eval-only",
                      "--config", os.path.join(HERE, "microrl_cartpole_rlzoo.toml"),
                      binary=a.microrl_native)),
             ("microrl_native_pendulum_early_stop", "microrl",
@@ -54,7 +54,7 @@ def runs(a):
         ]
     return native + [
         ("microrl_cartpole_rlzoo", "microrl",
-         microrl("cartpole", cp, "--no-early-stop",
+         microrl("cartpole", cp, "--final-eval-only",
                  "--config", os.path.join(HERE, "microrl_cartpole_rlzoo.toml"))),
         ("sb3_cartpole_rlzoo", "SB3",
          [a.python, os.path.join(HERE, "sb3_cartpole_ppo.py"), "--steps", str(cp),
