@@ -565,9 +565,9 @@ pub(super) fn dense_backward<A: Activation, const I: usize, const O: usize, cons
 /// shapes of up to 32 columns and 4 samples. With AVX2 on a Zen 3 core,
 /// 16 columns × 2 samples (per row of `Wᵀ`: 2 loads, 2 broadcasts, 4
 /// multiplies, 4 additions) took the RL Zoo CartPole run 2.74 → 2.49 s
-/// (medians of 5 alternating rounds) against 8 columns × 4 samples (1 load,
-/// 4 broadcasts and 4 of each: the broadcasts crowd the issue width);
-/// 16 × 3 and 32 × 1 were no faster.
+/// (medians of 5 alternating rounds; 3.29 → 3.10 s in a later, slower set
+/// of 8) against 8 columns × 4 samples (1 load, 4 broadcasts and 4 of each
+/// for the same multiply-adds); 16 × 3 and 32 × 1 were no faster.
 #[cfg(all(not(target_arch = "arm"), target_feature = "avx512f"))]
 const TRANSPOSED_COLUMNS: usize = 16;
 #[cfg(all(
