@@ -568,13 +568,7 @@ pub(super) fn dense_backward<A: Activation, const I: usize, const O: usize, cons
 /// (medians of 5 alternating rounds; 3.29 → 3.10 s in a later, slower set
 /// of 8) against 8 columns × 4 samples (1 load, 4 broadcasts and 4 of each
 /// for the same multiply-adds); 16 × 3 and 32 × 1 were no faster.
-#[cfg(all(not(target_arch = "arm"), target_feature = "avx512f"))]
-const TRANSPOSED_COLUMNS: usize = 16;
-#[cfg(all(
-    not(target_arch = "arm"),
-    target_feature = "avx",
-    not(target_feature = "avx512f")
-))]
+#[cfg(all(not(target_arch = "arm"), target_feature = "avx"))]
 const TRANSPOSED_COLUMNS: usize = 16;
 #[cfg(all(not(target_arch = "arm"), not(target_feature = "avx")))]
 const TRANSPOSED_COLUMNS: usize = 8;
