@@ -58,14 +58,10 @@ use core::ops::ControlFlow;
 use nalgebra::SVector;
 use rand_core::{Rng, SeedableRng};
 
-use crate::algo::{
-    AcStats, Actor, ActorCritic, Anchored, Critic, Cursor, Episode, Grpo, Ppo, Reinforce, Trpo,
-    UpdateStats, evaluate,
-};
+use crate::algo::{Cursor, Episode, evaluate};
 use crate::env::{ActionOf, Env};
 use crate::error::Error;
-use crate::nn::Network;
-use crate::policy::{Controller, Policy};
+use crate::policy::Controller;
 use crate::vec_env::VecEnv;
 
 /// What every agent offers independently of the environment it trains on.
@@ -89,26 +85,54 @@ pub trait Agent {
 /// e.g. `Deployed<agent::Ppo<MyPlant, 64, 2048>>`.
 pub type Deployed<A> = <A as Agent>::Policy;
 
+/// A [`Controller`] of `E`'s observations and actions (implemented for every
+/// such controller): how the training loop's evaluations act through a
+/// [`Learner`] without a second `act` beside [`Controller::act`].
+pub trait ActsIn<E: Env> {
+    /// [`Controller::act`] on `E`'s observation type.
+    ///
+    /// # Errors
+    /// As [`Controller::act`].
+    fn act_in(&self, obs: &E::Obs) -> Result<ActionOf<E>, Error>;
+}
+
+impl<C, E, const OBS: usize> ActsIn<E> for C
+where
+    C: Controller<OBS, Action = ActionOf<E>> + ?Sized,
+    E: Env<Obs = SVector<f32, OBS>>,
+{
+    fn act_in(&self, obs: &SVector<f32, OBS>) -> Result<ActionOf<E>, Error> {
+        self.act(obs)
+    }
+}
+
+/// An agent borrowed as a [`Controller`] for [`evaluate`].
+struct Acting<'a, L, E>(&'a L, PhantomData<E>);
+
+impl<L, E, const OBS: usize> Controller<OBS> for Acting<'_, L, E>
+where
+    L: Learner<E>,
+    E: Env<Obs = SVector<f32, OBS>>,
+{
+    type Action = ActionOf<E>;
+    fn act(&self, obs: &SVector<f32, OBS>) -> Result<ActionOf<E>, Error> {
+        self.0.act_in(obs)
+    }
+}
+
 /// An agent that trains on environment `E`.
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot train on `{E}`",
     label = "the agent's observation size or action space differs from the environment's",
     note = "derive the agent from the environment so the sizes agree by construction: `microrl::agent::Ppo<{E}, HIDDEN, ROLLOUT>` (or `agent::ActorCritic`, `agent::A2c`, `agent::Reinforce`)"
 )]
-pub trait Learner<E: Env>: Agent {
+pub trait Learner<E: Env>: Agent + ActsIn<E> {
     /// Initialises the agent for `env` (action space, weights, optimiser,
     /// statistics).
     ///
     /// # Errors
     /// [`Error::InvalidConfig`] naming the field; nothing changes then.
     fn init<R: Rng + ?Sized>(&mut self, env: &E, rng: &mut R) -> Result<(), Error>;
-
-    /// The deterministic command for a raw observation: what the exported
-    /// policy returns, bit for bit.
-    ///
-    /// # Errors
-    /// [`Error::NonFinite`] for a non-finite observation or network output.
-    fn act(&self, obs: &E::Obs) -> Result<ActionOf<E>, Error>;
 
     /// One iteration: a rollout and its update, an episode (REINFORCE), or
     /// one online step; finished episodes go to `on_episode`.
@@ -159,9 +183,9 @@ pub trait Learner<E: Env>: Agent {
 }
 
 /// [`Agent`] and [`Learner`] for one algorithm struct generic over an actor
-/// `A`, a critic `C` and `OBS` (plus its own const parameters): the three
-/// algorithms differ only in how many steps they have taken and in what one
-/// iteration is.
+/// `A`, a critic `C` and `OBS` (plus its own const parameters), invoked from
+/// the algorithm's own `learner.rs`: the algorithms differ only in how many
+/// steps they have taken and in what one iteration is.
 macro_rules! learner {
     (
         impl[$(const $param:ident: usize),*] $ty:ty,
@@ -171,12 +195,12 @@ macro_rules! learner {
         iterate = |$s:ident, $env:ident, $cursor:ident, $rng:ident, $on_episode:ident| $iterate:expr
         $(, vectorised = { $($vectorised:item)* })?
     ) => {
-        impl<A, C, const OBS: usize $(, const $param: usize)*> Agent for $ty
+        impl<A, C, const OBS: usize $(, const $param: usize)*> $crate::train::Agent for $ty
         where
-            A: Actor<OBS>,
+            A: $crate::policy::Actor<OBS>,
             C: $critic,
         {
-            type Policy = Policy<A, OBS>;
+            type Policy = $crate::policy::Policy<A, OBS>;
             type Stats = $stats;
             fn steps(&self) -> u64 {
                 let $s0 = self;
@@ -185,30 +209,31 @@ macro_rules! learner {
             fn updates_per_iteration(&self) -> u64 {
                 1
             }
-            fn export(&self, out: &mut Policy<A, OBS>) {
+            fn export(&self, out: &mut $crate::policy::Policy<A, OBS>) {
                 <$ty>::export(self, out);
             }
         }
 
-        impl<A, C, E, const OBS: usize $(, const $param: usize)*> Learner<E> for $ty
+        impl<A, C, E, const OBS: usize $(, const $param: usize)*> $crate::train::Learner<E> for $ty
         where
-            A: Actor<OBS>,
+            A: $crate::policy::Actor<OBS>,
             C: $critic,
-            E: Env<Obs = SVector<f32, OBS>, Space = A::Space>,
+            E: $crate::env::Env<Obs = nalgebra::SVector<f32, OBS>, Space = A::Space>,
         {
-            fn init<R: Rng + ?Sized>(&mut self, env: &E, rng: &mut R) -> Result<(), Error> {
+            fn init<R: rand_core::Rng + ?Sized>(
+                &mut self,
+                env: &E,
+                rng: &mut R,
+            ) -> Result<(), $crate::Error> {
                 <$ty>::init(self, env, rng)
             }
-            fn act(&self, obs: &E::Obs) -> Result<ActionOf<E>, Error> {
-                Controller::act(self, obs)
-            }
-            fn iterate<R: Rng + ?Sized>(
+            fn iterate<R: rand_core::Rng + ?Sized>(
                 &mut self,
                 $env: &mut E,
-                $cursor: &mut Cursor<E::Obs>,
+                $cursor: &mut $crate::algo::Cursor<E::Obs>,
                 $rng: &mut R,
-                $on_episode: &mut dyn FnMut(Episode),
-            ) -> Result<$stats, Error> {
+                $on_episode: &mut dyn FnMut($crate::algo::Episode),
+            ) -> Result<$stats, $crate::Error> {
                 let $s = self;
                 $iterate
             }
@@ -216,118 +241,7 @@ macro_rules! learner {
         }
     };
 }
-
-// PPO and A2C: one iteration is a rollout (`n_envs × n_steps`, by default all
-// `N` steps of one environment) and its update; over environment copies too.
-learner!(
-    impl[const N: usize, const CHUNK: usize] Ppo<A, C, OBS, N, CHUNK>,
-    critic = Critic<OBS>,
-    stats = UpdateStats,
-    steps = |s| s.steps,
-    iterate = |s, env, cursor, rng, on_episode| {
-        s.collect(env, cursor, rng, on_episode)?;
-        s.update(rng)
-    },
-    vectorised = {
-        fn n_envs(&self) -> usize {
-            usize::from(self.config.n_envs)
-        }
-        fn iterate_envs<R: Rng + ?Sized>(
-            &mut self,
-            envs: &mut [E],
-            cursors: &mut [Cursor<E::Obs>],
-            rng: &mut R,
-            on_episode: &mut dyn FnMut(Episode),
-        ) -> Result<UpdateStats, Error> {
-            self.collect_envs(envs, cursors, rng, on_episode)?;
-            self.update(rng)
-        }
-    }
-);
-
-// KL-anchored PPO: a rollout with the penalised reward, its update, β's adaptation.
-learner!(
-    impl[const N: usize] Anchored<A, C, OBS, N>,
-    critic = Critic<OBS>,
-    stats = UpdateStats,
-    steps = |s| s.ppo.steps,
-    iterate = |s, env, cursor, rng, on_episode| s.iterate(env, cursor, rng, on_episode)
-);
-
-// TRPO: a rollout and its trust-region update.
-learner!(
-    impl[const N: usize] Trpo<A, C, OBS, N>,
-    critic = Critic<OBS>,
-    stats = UpdateStats,
-    steps = |s| s.inner.steps,
-    iterate = |s, env, cursor, rng, on_episode| {
-        s.collect(env, cursor, rng, on_episode)?;
-        s.update(rng)
-    }
-);
-
-// GRPO has no critic, so it does not fit `learner!`'s `A, C` shape.
-impl<A: Actor<OBS>, const OBS: usize, const N: usize, const CHUNK: usize> Agent
-    for Grpo<A, OBS, N, CHUNK>
-{
-    type Policy = Policy<A, OBS>;
-    type Stats = UpdateStats;
-    fn steps(&self) -> u64 {
-        self.steps
-    }
-    fn updates_per_iteration(&self) -> u64 {
-        1
-    }
-    fn export(&self, out: &mut Policy<A, OBS>) {
-        Grpo::export(self, out);
-    }
-}
-
-// GRPO: groups of episodes from shared start states, and their update.
-impl<A, E, const OBS: usize, const N: usize, const CHUNK: usize> Learner<E>
-    for Grpo<A, OBS, N, CHUNK>
-where
-    A: Actor<OBS>,
-    E: Env<Obs = SVector<f32, OBS>, Space = A::Space>,
-{
-    fn init<R: Rng + ?Sized>(&mut self, env: &E, rng: &mut R) -> Result<(), Error> {
-        Grpo::init(self, env, rng)
-    }
-    fn act(&self, obs: &E::Obs) -> Result<ActionOf<E>, Error> {
-        Controller::act(self, obs)
-    }
-    fn iterate<R: Rng + ?Sized>(
-        &mut self,
-        env: &mut E,
-        cursor: &mut Cursor<E::Obs>,
-        rng: &mut R,
-        on_episode: &mut dyn FnMut(Episode),
-    ) -> Result<UpdateStats, Error> {
-        self.collect(env, cursor, rng, on_episode)?;
-        self.update(rng)
-    }
-}
-
-// REINFORCE: one iteration is an episode (at most `N` steps) and its update.
-learner!(
-    impl[const N: usize] Reinforce<A, C, OBS, N>,
-    critic = Critic<OBS>,
-    stats = UpdateStats,
-    steps = |s| s.inner.steps,
-    iterate = |s, env, cursor, rng, on_episode| {
-        s.collect(env, cursor, rng, on_episode)?;
-        s.update(rng)
-    }
-);
-
-// The online actor-critic: one iteration is one environment step and its update.
-learner!(
-    impl[] ActorCritic<A, C, OBS>,
-    critic = Network<OBS, 1>,
-    stats = AcStats,
-    steps = |s| s.steps,
-    iterate = |s, env, cursor, rng, on_episode| s.step(env, cursor, rng, on_episode)
-);
+pub(crate) use learner;
 
 /// [`RunConfig::select_margin`]'s default, in standard errors.
 pub const DEFAULT_SELECT_MARGIN: f32 = 3.0;
@@ -556,20 +470,6 @@ pub const fn select_seed(seed: u64) -> u64 {
 /// The seed of the report-evaluation stream derived from a training seed.
 pub const fn report_seed(seed: u64) -> u64 {
     seed ^ 0x4e1d_0a75_0000_0000
-}
-
-/// An agent borrowed as a [`Controller`] for [`evaluate`].
-struct Acting<'a, L, E>(&'a L, PhantomData<E>);
-
-impl<L, E, const OBS: usize> Controller<OBS> for Acting<'_, L, E>
-where
-    L: Learner<E>,
-    E: Env<Obs = SVector<f32, OBS>>,
-{
-    type Action = ActionOf<E>;
-    fn act(&self, obs: &SVector<f32, OBS>) -> Result<ActionOf<E>, Error> {
-        self.0.act(obs)
-    }
 }
 
 /// The loop's state between iterations (see the module docs).
@@ -1112,7 +1012,7 @@ impl<const OBS: usize, R: Rng> Trainer<SVector<f32, OBS>, R> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::algo::PpoConfig;
+    use crate::algo::{Ppo, PpoConfig};
     use crate::env::{Discrete, Step};
     use crate::nn::Mlp;
     use crate::policy::CategoricalActor;

@@ -16,12 +16,15 @@
 //! an episode cut by the capacity or by a time limit bootstraps from the
 //! critic, as for truncation.
 
+mod learner;
+mod persist;
+
 use nalgebra::SVector;
 use rand_core::Rng;
 
 use super::Critic;
 use super::ppo::{Ppo, PpoConfig, UpdateStats};
-use super::{Actor, Controller, Cursor, Episode, Policy};
+use super::{Actor, Cursor, Episode, Policy};
 use crate::env::Env;
 use crate::error::Error;
 use crate::optim::{AdamConfig, Schedule};
@@ -166,17 +169,6 @@ impl<A: Actor<OBS>, C: Critic<OBS>, const OBS: usize, const N: usize> Reinforce<
         A: Clone,
     {
         self.inner.policy()
-    }
-}
-
-impl<A: Actor<OBS>, C: Critic<OBS>, const OBS: usize, const N: usize> Controller<OBS>
-    for Reinforce<A, C, OBS, N>
-{
-    type Action = A::Action;
-
-    /// What [`policy`](Self::policy)`().act(obs)` returns, without the copy.
-    fn act(&self, obs: &SVector<f32, OBS>) -> Result<A::Action, Error> {
-        self.inner.act(obs)
     }
 }
 

@@ -17,10 +17,13 @@
 //! observation normaliser — no rollout buffer. This is the variant for the
 //! smallest microcontrollers.
 
+mod learner;
+mod persist;
+
 use nalgebra::SVector;
 use rand_core::Rng;
 
-use super::{Actor, Controller, Cursor, Episode, Policy, value};
+use super::{Actor, Cursor, Episode, Policy, value};
 use crate::env::{ActionSpace, Env};
 use crate::error::{Error, check_finite};
 use crate::nn::{Network, gain};
@@ -344,16 +347,5 @@ impl<A: Actor<OBS>, C: Network<OBS, 1>, const OBS: usize> ActorCritic<A, C, OBS>
             obs_norm: self.obs_norm.clone(),
             space: self.space,
         }
-    }
-}
-
-impl<A: Actor<OBS>, C: Network<OBS, 1>, const OBS: usize> Controller<OBS>
-    for ActorCritic<A, C, OBS>
-{
-    type Action = A::Action;
-
-    /// What [`policy`](Self::policy)`().act(obs)` returns, without the copy.
-    fn act(&self, obs: &SVector<f32, OBS>) -> Result<A::Action, Error> {
-        crate::policy::act(&self.actor.params, &self.obs_norm, &self.space, obs)
     }
 }

@@ -1,0 +1,58 @@
+//! The online actor-critic's part of a checkpoint: actor and critic with
+//! their own Adam, the action space, the normaliser and the step count.
+
+use super::ActorCritic;
+use crate::algo::Actor;
+use crate::checkpoint::{AgentState, Fields, Reader, Writer, fold};
+use crate::error::Error;
+use crate::nn::Network;
+use crate::normalize::RunningNorm;
+use crate::optim::TrainState;
+
+impl<A: Actor<OBS>, C: Network<OBS, 1>, const OBS: usize> AgentState for ActorCritic<A, C, OBS> {
+    const KIND: u32 = 3;
+    const OBS: usize = OBS;
+    type Saved = (
+        TrainState<A>,
+        TrainState<C>,
+        A::Space,
+        RunningNorm<OBS>,
+        u64,
+    );
+
+    fn fingerprint() -> u32 {
+        <Self::Saved as Fields>::fold_shapes(fold(0, Self::KIND))
+    }
+
+    fn save_state(&self, w: &mut Writer<'_>) -> Result<(), Error> {
+        let fields = (
+            &self.actor,
+            &self.critic,
+            &self.space,
+            &self.obs_norm,
+            &self.steps,
+        );
+        <Self::Saved as Fields>::save(w, fields)
+    }
+
+    fn load_state(&mut self, r: &mut Reader<'_>) -> Result<(), Error> {
+        self.config.validate()?;
+        let mut steps = 0;
+        let fields = (
+            &mut self.actor,
+            &mut self.critic,
+            &mut self.space,
+            &mut self.obs_norm,
+            &mut steps,
+        );
+        <Self::Saved as Fields>::load(r, fields)?;
+        if r.commit() {
+            self.steps = steps;
+            self.actor.optimizer.config = self.config.adam;
+            self.critic.optimizer.config = self.config.adam;
+            self.actor.zero_grad();
+            self.critic.zero_grad();
+        }
+        Ok(())
+    }
+}

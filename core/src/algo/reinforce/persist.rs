@@ -1,0 +1,26 @@
+//! REINFORCE's part of a checkpoint: the wrapped PPO agent's state.
+
+use super::Reinforce;
+use crate::algo::{Actor, Critic, Ppo};
+use crate::checkpoint::{AgentState, Reader, Writer, fold};
+use crate::error::Error;
+
+impl<A: Actor<OBS>, C: Critic<OBS>, const OBS: usize, const N: usize> AgentState
+    for Reinforce<A, C, OBS, N>
+{
+    const KIND: u32 = 2;
+    const OBS: usize = OBS;
+    type Saved = <Ppo<A, C, OBS, N> as AgentState>::Saved;
+
+    fn fingerprint() -> u32 {
+        fold(<Ppo<A, C, OBS, N> as AgentState>::fingerprint(), Self::KIND)
+    }
+
+    fn save_state(&self, w: &mut Writer<'_>) -> Result<(), Error> {
+        self.inner.save_state(w)
+    }
+
+    fn load_state(&mut self, r: &mut Reader<'_>) -> Result<(), Error> {
+        self.inner.load_state(r)
+    }
+}

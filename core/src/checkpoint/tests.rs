@@ -1,0 +1,807 @@
+//! Checkpoint round trips, refusals and bit-identical resumes.
+
+use super::*;
+use crate::agent;
+use crate::algo::{AcConfig, PpoConfig, ReinforceConfig};
+use crate::algo::{Actor, ActorCritic, Anchored, Critic, Cursor, Grpo, Ppo, Reinforce, Trpo};
+use crate::env::Env;
+use crate::env::{CartPole, CartPoleContinuous, Pendulum};
+use crate::error::Error;
+use crate::nn::Network;
+use crate::optim::TrainState;
+use crate::params::Params;
+use crate::rng::Xoshiro128pp;
+use crate::train::Outcome;
+use crate::train::{Learner, RunConfig, Trainer};
+use crate::vec_env::VecEnv;
+use nalgebra::SVector;
+use std::boxed::Box;
+use std::vec;
+use std::vec::Vec;
+
+type PpoAgent = agent::Ppo<CartPole, 8, 64>;
+type AcAgent = agent::ActorCritic<CartPole, 8>;
+type ReinforceAgent = agent::Reinforce<CartPole, 8, 512>;
+type T = Trainer<SVector<f32, 4>, Xoshiro128pp>;
+
+/// FNV-1a over the bits of every scalar of `p`.
+fn digest<P: Params>(h: &mut u64, p: &P) {
+    for i in 0..P::TENSORS {
+        for &x in p.tensor(i) {
+            for b in x.to_bits().to_le_bytes() {
+                *h = (*h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3);
+            }
+        }
+    }
+}
+
+fn digest_train<P: Params>(h: &mut u64, s: &TrainState<P>) {
+    digest(h, &s.params);
+    digest(h, &s.optimizer.m);
+    digest(h, &s.optimizer.v);
+    *h ^= u64::from(s.optimizer.t).wrapping_mul(0x9e37_79b9);
+}
+
+/// Everything a checkpoint restores, hashed.
+trait Digest {
+    fn digest(&self) -> u64;
+}
+
+impl<A: Actor<OBS>, C: Critic<OBS>, const OBS: usize, const N: usize, const CHUNK: usize> Digest
+    for Ppo<A, C, OBS, N, CHUNK>
+{
+    fn digest(&self) -> u64 {
+        let mut h = 0xcbf2_9ce4_8422_2325;
+        digest_train(&mut h, &self.train);
+        digest(&mut h, &self.space);
+        digest(&mut h, &self.obs_norm);
+        digest(&mut h, &self.return_norm);
+        h ^= u64::from(self.discounted_return.to_bits()) << 7;
+        h ^= u64::from(self.kl_coef.to_bits()) << 23;
+        h ^ self.steps.rotate_left(17)
+    }
+}
+
+impl<A: Actor<OBS>, C: Critic<OBS>, const OBS: usize, const N: usize> Digest
+    for Anchored<A, C, OBS, N>
+{
+    fn digest(&self) -> u64 {
+        let mut h = self.ppo.digest();
+        digest(&mut h, &self.reference);
+        h ^ (u64::from(self.kl_coef.to_bits()) << 29)
+    }
+}
+
+impl<A: Actor<OBS>, C: Critic<OBS>, const OBS: usize, const N: usize> Digest
+    for Reinforce<A, C, OBS, N>
+{
+    fn digest(&self) -> u64 {
+        self.inner.digest()
+    }
+}
+
+impl<A: Actor<OBS>, C: Critic<OBS>, const OBS: usize, const N: usize> Digest
+    for Trpo<A, C, OBS, N>
+{
+    fn digest(&self) -> u64 {
+        self.inner.digest()
+    }
+}
+
+impl<A: Actor<OBS>, const OBS: usize, const N: usize, const CHUNK: usize> Digest
+    for Grpo<A, OBS, N, CHUNK>
+{
+    fn digest(&self) -> u64 {
+        let mut h = 0xcbf2_9ce4_8422_2325;
+        digest_train(&mut h, &self.train);
+        digest(&mut h, &self.space);
+        digest(&mut h, &self.obs_norm);
+        h ^ self.steps.rotate_left(17)
+    }
+}
+
+impl<A: Actor<OBS>, C: Network<OBS, 1>, const OBS: usize> Digest for ActorCritic<A, C, OBS> {
+    fn digest(&self) -> u64 {
+        let mut h = 0xcbf2_9ce4_8422_2325;
+        digest_train(&mut h, &self.actor);
+        digest_train(&mut h, &self.critic);
+        digest(&mut h, &self.space);
+        digest(&mut h, &self.obs_norm);
+        h ^ self.steps.rotate_left(17)
+    }
+}
+
+fn run_config(total_steps: u64, eval_interval: u64, threshold: f32) -> RunConfig {
+    RunConfig {
+        eval_interval,
+        solved_eval_interval: eval_interval,
+        quick_episodes: 2,
+        select_episodes: 3,
+        report_episodes: 4,
+        // A threshold a young policy passes, so the checkpoints after
+        // it carry `solved_at_step` and the selection; no early stop, so
+        // the run goes on to the budget. A margin of one standard error
+        // (not the default's three) over only 4 deciding episodes.
+        select_margin: 1.0,
+        early_stop: false,
+        ..RunConfig::new(total_steps, threshold)
+    }
+}
+
+/// Runs `fresh()` to the end uninterrupted, and again with a checkpoint
+/// after each of `stops` iterations, resumed into a fresh agent,
+/// environment and trainer: the final agent state (digest), the final
+/// training environment state and the outcome must be bit-identical.
+fn resume_is_bit_identical<L, E, const OBS: usize>(
+    fresh: impl Fn() -> Box<L>,
+    config: RunConfig,
+    stops: &[u64],
+) where
+    L: Learner<E> + AgentState + Digest,
+    E: Env<Obs = SVector<f32, OBS>> + EnvState + Default + Copy + PartialEq + core::fmt::Debug,
+{
+    let reference = {
+        let mut agent = fresh();
+        let (mut env, mut eval_env) = (E::default(), E::default());
+        let mut trainer =
+            Trainer::<SVector<f32, OBS>, Xoshiro128pp>::start(&mut *agent, &mut env, config, 7)
+                .unwrap();
+        let outcome = trainer
+            .run(&mut *agent, &mut env, &mut eval_env, &mut ())
+            .unwrap();
+        (agent.digest(), outcome, env)
+    };
+    assert!(
+        reference.1.solved_at_step.is_some(),
+        "the run should pass its (low) threshold: {:?}",
+        reference.1
+    );
+    let mut buf = vec![0u8; Trainer::<SVector<f32, OBS>, Xoshiro128pp>::checkpoint_len::<L, E>()];
+    for &stop in stops {
+        let mut agent = fresh();
+        let (mut env, mut eval_env) = (E::default(), E::default());
+        let mut trainer =
+            Trainer::<SVector<f32, OBS>, Xoshiro128pp>::start(&mut *agent, &mut env, config, 7)
+                .unwrap();
+        for _ in 0..stop {
+            trainer
+                .iterate(&mut *agent, &mut env, &mut eval_env, &mut ())
+                .unwrap();
+        }
+        assert_eq!(trainer.save(&*agent, &env, &mut buf), Ok(buf.len()));
+        let saved = (agent.digest(), env, trainer);
+
+        let mut agent = fresh();
+        let (mut env, mut eval_env) = (E::default(), E::default());
+        let mut trainer =
+            Trainer::<SVector<f32, OBS>, Xoshiro128pp>::resume(&mut *agent, &mut env, &buf)
+                .unwrap();
+        // Restored as saved, field by field ...
+        assert_eq!(agent.digest(), saved.0);
+        assert_eq!(env, saved.1);
+        let t = &saved.2;
+        assert_eq!(trainer.cursor, t.cursor);
+        assert_eq!(trainer.config, t.config);
+        assert_eq!((trainer.episodes, trainer.updates), (t.episodes, t.updates));
+        assert_eq!(
+            (trainer.solved_at_step, trainer.selection),
+            (t.solved_at_step, t.selection)
+        );
+        assert_eq!(trainer.next_eval, t.next_eval);
+        assert_eq!(
+            (&trainer.rng, &trainer.select_rng, &trainer.report_rng),
+            (&t.rng, &t.select_rng, &t.report_rng)
+        );
+        // ... and the rest of the run is the uninterrupted run's.
+        let outcome: Outcome = trainer
+            .run(&mut *agent, &mut env, &mut eval_env, &mut ())
+            .unwrap();
+        assert_eq!(outcome, reference.1, "outcome after resuming at {stop}");
+        assert_eq!(
+            agent.digest(),
+            reference.0,
+            "agent after resuming at {stop}"
+        );
+        assert_eq!(env, reference.2, "environment after resuming at {stop}");
+    }
+}
+
+#[test]
+fn ppo_resumes_bit_identically() {
+    let config = PpoConfig {
+        total_steps: 2_048,
+        normalize_obs: true,
+        normalize_reward: true,
+        ..PpoConfig::CARTPOLE
+    };
+    resume_is_bit_identical::<_, CartPole, 4>(
+        || Box::new(PpoAgent::new(config)),
+        run_config(2_048, 256, 12.0),
+        &[1, 3, 7, 20],
+    );
+}
+
+const MAX: usize = 4;
+type Envs = VecEnv<CartPole, MAX>;
+
+/// PPO with `config` over 3 environment copies (of a `VecEnv` of 4: one
+/// spare) stopped after 1, 3, 7 and 20 iterations, saved, resumed into
+/// a fresh agent, fresh copies and a fresh trainer: the rest of the run
+/// ends bit-identical to the uninterrupted one — agent, every copy,
+/// every cursor (its discounted return included), outcome. Returns the
+/// last checkpoint and a fresh agent, copies and evaluation copy.
+fn copies_resume_bit_identically(
+    config: PpoConfig,
+) -> (Vec<u8>, impl Fn() -> (Box<PpoAgent>, Envs, CartPole)) {
+    let run = run_config(2_016, 240, 12.0);
+    let fresh = move || {
+        (
+            Box::new(PpoAgent::new(config)),
+            Envs::new([CartPole::new(); MAX]),
+            CartPole::new(),
+        )
+    };
+    let reference = {
+        let (mut agent, mut envs, mut eval_env) = fresh();
+        let mut trainer = T::start_envs(&mut *agent, &mut envs, run, 7).unwrap();
+        let outcome = trainer
+            .run_envs(&mut *agent, &mut envs, &mut eval_env, &mut ())
+            .unwrap();
+        (agent.digest(), outcome, envs)
+    };
+    assert!(reference.1.solved_at_step.is_some(), "{:?}", reference.1);
+    assert_eq!(reference.1.steps, 2_016);
+    // The three copies ran their own episodes.
+    let r = &reference.2;
+    assert!(r.cursors[..3].iter().all(|c| c.steps == 2_016 / 3));
+    assert!(r.envs[0] != r.envs[1] && r.envs[1] != r.envs[2]);
+    let mut buf = vec![0u8; T::checkpoint_len_envs::<PpoAgent, CartPole, MAX>()];
+    for stop in [1, 3, 7, 20] {
+        let (mut agent, mut envs, mut eval_env) = fresh();
+        let mut trainer = T::start_envs(&mut *agent, &mut envs, run, 7).unwrap();
+        for _ in 0..stop {
+            trainer
+                .iterate_envs(&mut *agent, &mut envs, &mut eval_env, &mut ())
+                .unwrap();
+        }
+        assert_eq!(trainer.save_envs(&*agent, &envs, &mut buf), Ok(buf.len()));
+        let saved = (agent.digest(), envs.clone());
+        // Mid-episode copies carry a discounted return exactly when
+        // rewards are scaled.
+        let returns = saved.1.cursors.each_ref().map(|c| c.discounted_return);
+        assert_eq!(
+            returns[..3].iter().any(|&g| g != 0.0),
+            config.normalize_reward,
+            "{returns:?}"
+        );
+
+        let (mut agent, mut envs, mut eval_env) = fresh();
+        let mut trainer = T::resume_envs(&mut *agent, &mut envs, &buf).unwrap();
+        assert_eq!(agent.digest(), saved.0);
+        assert_eq!((envs.envs, &envs.cursors), (saved.1.envs, &saved.1.cursors));
+        assert_eq!(envs.n_envs(), 3);
+        let outcome = trainer
+            .run_envs(&mut *agent, &mut envs, &mut eval_env, &mut ())
+            .unwrap();
+        assert_eq!(outcome, reference.1, "outcome after resuming at {stop}");
+        assert_eq!(
+            agent.digest(),
+            reference.0,
+            "agent after resuming at {stop}"
+        );
+        assert_eq!(
+            envs.envs, reference.2.envs,
+            "copies after resuming at {stop}"
+        );
+        assert_eq!(
+            envs.cursors, reference.2.cursors,
+            "cursors after resuming at {stop}"
+        );
+    }
+    (buf, fresh)
+}
+
+/// With reward scaling each copy's discounted return resumes with its
+/// cursor (format `VERSION_ENVS`; the same checkpoint as format
+/// `VERSION` is refused).
+#[test]
+fn ppo_over_environment_copies_with_reward_scaling_resumes_bit_identically() {
+    let config = PpoConfig {
+        total_steps: 2_016,
+        n_envs: 3,
+        n_steps: 16,
+        normalize_reward: true,
+        ..PpoConfig::CARTPOLE
+    };
+    let (mut buf, fresh) = copies_resume_bit_identically(config);
+    assert_eq!(buf[4..6], VERSION_ENVS.to_le_bytes());
+    buf[4..6].copy_from_slice(&VERSION.to_le_bytes());
+    recrc(&mut buf);
+    let (mut agent, mut envs, _) = fresh();
+    assert_eq!(
+        T::resume_envs(&mut *agent, &mut envs, &buf).err(),
+        Some(Error::UnsupportedVersion)
+    );
+}
+
+/// Copies without reward scaling resume bit for bit too, and a refused
+/// resume changes nothing.
+#[test]
+fn ppo_over_environment_copies_resumes_bit_identically() {
+    let config = PpoConfig {
+        total_steps: 2_016,
+        n_envs: 3,
+        n_steps: 16,
+        ..PpoConfig::CARTPOLE
+    };
+    let (buf, fresh) = copies_resume_bit_identically(config);
+    // Refused without change: another number of copies, and a copy's
+    // state it cannot be in (the last copy's, after the others have
+    // been checked).
+    let (mut agent, _, _) = fresh();
+    let before = agent.digest();
+    // Several copies into one environment, and one environment's
+    // checkpoint into several copies: another shape, not another format.
+    let mut single = CartPole::new();
+    assert_eq!(
+        T::resume(&mut *agent, &mut single, &buf).err(),
+        Some(Error::ShapeMismatch)
+    );
+    let mut one = Box::new(PpoAgent::new(PpoConfig::CARTPOLE));
+    let mut env = CartPole::new();
+    let mut trainer = T::start(&mut *one, &mut env, run_config(1_024, 64, 12.0), 3).unwrap();
+    trainer
+        .iterate(&mut *one, &mut env, &mut CartPole::new(), &mut ())
+        .unwrap();
+    let mut single_buf = vec![0u8; T::checkpoint_len::<PpoAgent, CartPole>()];
+    assert_eq!(
+        trainer.save(&*one, &env, &mut single_buf),
+        Ok(single_buf.len())
+    );
+    assert_eq!(single_buf[4..6], VERSION.to_le_bytes());
+    let mut copies = Envs::new([CartPole::new(); MAX]);
+    assert_eq!(
+        T::resume_envs(&mut *one, &mut copies, &single_buf).err(),
+        Some(Error::ShapeMismatch)
+    );
+    let mut three = VecEnv::new([CartPole::new(); 3]);
+    assert_eq!(
+        T::resume_envs(&mut *agent, &mut three, &buf).err(),
+        Some(Error::ShapeMismatch)
+    );
+    let mut two = VecEnv::new([CartPole::new(); 2]);
+    assert!(matches!(
+        T::resume_envs(&mut *agent, &mut two, &buf),
+        Err(Error::InvalidConfig {
+            field: "n_envs",
+            ..
+        })
+    ));
+    let mut bad = buf.clone();
+    let last_copy = bad.len() - 4 - 8 * CartPole::WORDS;
+    bad[last_copy..last_copy + 8].copy_from_slice(&f64::NAN.to_bits().to_le_bytes());
+    recrc(&mut bad);
+    let mut envs = Envs::new([CartPole::new(); MAX]);
+    assert!(T::resume_envs(&mut *agent, &mut envs, &bad).is_err());
+    assert_eq!(agent.digest(), before);
+    assert!(envs.envs.iter().all(|e| *e == CartPole::new()));
+    assert!(envs.cursors.iter().all(|c| *c == Cursor::idle()));
+    assert_eq!(envs.n_envs(), 0);
+}
+
+/// PPO-penalty: the adaptive KL coefficient is state that must resume.
+#[test]
+fn ppo_penalty_resumes_bit_identically() {
+    let config = PpoConfig {
+        total_steps: 2_048,
+        clip_range: crate::optim::Schedule::Constant(f32::INFINITY),
+        kl_coef: 1.0,
+        kl_target: Some(0.01),
+        ..PpoConfig::CARTPOLE
+    };
+    resume_is_bit_identical::<_, CartPole, 4>(
+        || Box::new(PpoAgent::new(config)),
+        run_config(2_048, 256, 12.0),
+        &[1, 3, 6],
+    );
+    // β moved during those iterations (otherwise this checks nothing new).
+    let mut agent = Box::new(PpoAgent::new(config));
+    let mut env = CartPole::new();
+    let mut rng = <crate::rng::Xoshiro128pp as rand_core::SeedableRng>::seed_from_u64(5);
+    agent.init(&env, &mut rng).unwrap();
+    let mut cursor = crate::algo::Cursor::start(&mut env, &mut rng);
+    for _ in 0..3 {
+        agent
+            .collect(&mut env, &mut cursor, &mut rng, |_| {})
+            .unwrap();
+        agent.update(&mut rng).unwrap();
+    }
+    assert_ne!(agent.kl_coef, 1.0);
+}
+
+/// KL-anchored PPO: the reference policy and the adapted `β` resume too
+/// (the fresh agent's reference is zero: it can only come back from the
+/// checkpoint).
+#[test]
+fn anchored_ppo_resumes_bit_identically() {
+    use crate::algo::AnchorConfig;
+    type Anchored = agent::Anchored<CartPole, 8, 64>;
+    let config = PpoConfig {
+        total_steps: 2_048,
+        ..PpoConfig::CARTPOLE
+    };
+    // A reference: a freshly initialised policy of the same shape.
+    let mut reference = <crate::Deployed<Anchored> as Params>::ZERO;
+    {
+        let mut ppo = Box::new(PpoAgent::new(config));
+        let mut rng = <Xoshiro128pp as rand_core::SeedableRng>::seed_from_u64(9);
+        ppo.init(&CartPole::new(), &mut rng).unwrap();
+        ppo.export(&mut reference);
+    }
+    let fresh = |with_reference: bool| {
+        let mut a = Box::new(Anchored::ZERO);
+        a.ppo.config = config;
+        a.anchor = AnchorConfig {
+            kl_coef: 0.5,
+            kl_target: Some(0.002),
+        };
+        if with_reference {
+            a.reference.copy_from(&reference);
+        }
+        a
+    };
+    // The uninterrupted run and the runs that are stopped start from the
+    // reference; resumed ones get it from the checkpoint only.
+    let started = std::cell::Cell::new(0u32);
+    resume_is_bit_identical::<_, CartPole, 4>(
+        || {
+            started.set(started.get() + 1);
+            // Calls alternate: the reference run, then (stopped, resumed) pairs.
+            fresh(started.get() == 1 || started.get().is_multiple_of(2))
+        },
+        run_config(2_048, 256, 12.0),
+        &[1, 4],
+    );
+}
+
+/// Continuous actions: a Gaussian actor (its `log_std` saved and
+/// checked against its domain) and actuator bounds, on the pendulum.
+#[test]
+fn ppo_on_pendulum_resumes_bit_identically() {
+    let config = PpoConfig {
+        total_steps: 1_024,
+        normalize_reward: true,
+        ..PpoConfig::DEFAULT
+    };
+    resume_is_bit_identical::<_, Pendulum, 3>(
+        || Box::new(agent::Ppo::<Pendulum, 8, 64>::new(config)),
+        run_config(1_024, 256, -2_000.0),
+        &[1, 5, 9],
+    );
+}
+
+#[test]
+fn actor_critic_resumes_bit_identically() {
+    let config = AcConfig {
+        total_steps: 3_000,
+        ..AcConfig::DEFAULT
+    };
+    resume_is_bit_identical::<_, CartPole, 4>(
+        || Box::new(AcAgent::new(config)),
+        run_config(3_000, 500, 12.0),
+        &[1, 3, 7, 777, 1_500],
+    );
+}
+
+/// TRPO: the natural-gradient step and the critic's Adam resume (the
+/// CG vectors and `θ_old` are rebuilt by every update).
+#[test]
+fn trpo_resumes_bit_identically() {
+    let config = crate::algo::TrpoConfig {
+        total_steps: 2_048,
+        critic_minibatches: 4,
+        ..crate::algo::TrpoConfig::DEFAULT
+    };
+    resume_is_bit_identical::<_, CartPole, 4>(
+        || Box::new(agent::Trpo::<CartPole, 8, 256>::new(config)),
+        run_config(2_048, 256, 12.0),
+        &[1, 3, 6],
+    );
+}
+
+/// GRPO: the actor with Adam, the normaliser and the step count.
+#[test]
+fn grpo_resumes_bit_identically() {
+    let config = crate::algo::GrpoConfig {
+        total_steps: 3_000,
+        ..crate::algo::GrpoConfig::DEFAULT
+    };
+    resume_is_bit_identical::<_, CartPole, 4>(
+        || Box::new(agent::Grpo::<CartPole, 8, 1024>::new(config)),
+        run_config(3_000, 200, 12.0),
+        &[1, 3, 6],
+    );
+}
+
+#[test]
+fn reinforce_resumes_bit_identically() {
+    let config = ReinforceConfig {
+        total_steps: 3_000,
+        ..ReinforceConfig::default()
+    };
+    resume_is_bit_identical::<_, CartPole, 4>(
+        || Box::new(ReinforceAgent::new(config)),
+        run_config(3_000, 500, 12.0),
+        &[1, 3, 7],
+    );
+}
+
+/// A PPO run on CartPole stopped after 3 iterations, checkpointed.
+fn saved_ppo() -> (Box<PpoAgent>, CartPole, T, Vec<u8>) {
+    let config = PpoConfig {
+        total_steps: 1_024,
+        normalize_reward: true,
+        ..PpoConfig::CARTPOLE
+    };
+    let mut agent = Box::new(PpoAgent::new(config));
+    let (mut env, mut eval_env) = (CartPole::new(), CartPole::new());
+    let mut trainer = T::start(&mut *agent, &mut env, run_config(1_024, 64, 12.0), 3).unwrap();
+    for _ in 0..3 {
+        trainer
+            .iterate(&mut *agent, &mut env, &mut eval_env, &mut ())
+            .unwrap();
+    }
+    let mut buf = vec![0u8; checkpoint_len::<PpoAgent, CartPole, Xoshiro128pp>()];
+    trainer.save(&*agent, &env, &mut buf).unwrap();
+    (agent, env, trainer, buf)
+}
+
+/// A destination with a state of its own (another seed), to check that
+/// a refused resume leaves it untouched.
+fn destination() -> (Box<PpoAgent>, CartPole) {
+    let (agent, env, ..) = {
+        let config = PpoConfig {
+            total_steps: 1_024,
+            ..PpoConfig::CARTPOLE
+        };
+        let mut agent = Box::new(PpoAgent::new(config));
+        let (mut env, mut eval_env) = (CartPole::new(), CartPole::new());
+        let mut trainer = T::start(&mut *agent, &mut env, run_config(1_024, 64, 12.0), 99).unwrap();
+        trainer
+            .iterate(&mut *agent, &mut env, &mut eval_env, &mut ())
+            .unwrap();
+        (agent, env, trainer)
+    };
+    (agent, env)
+}
+
+fn refused(bytes: &[u8]) -> Error {
+    let (mut agent, mut env) = destination();
+    let (before, env_before) = (agent.digest(), env);
+    let err = T::resume(&mut *agent, &mut env, bytes).unwrap_err();
+    assert_eq!(
+        agent.digest(),
+        before,
+        "agent changed by a refused resume ({err:?})"
+    );
+    assert_eq!(env, env_before, "env changed by a refused resume ({err:?})");
+    err
+}
+
+/// Rewrites the CRC after a deliberate edit (to reach the checks after it).
+fn recrc(bytes: &mut [u8]) {
+    let n = bytes.len();
+    let crc = crc32(&bytes[..n - 4]);
+    bytes[n - 4..].copy_from_slice(&crc.to_le_bytes());
+}
+
+/// Formats 2 and 3 (before the run configuration held the deciding
+/// margin) are refused, and so is a margin the configuration forbids.
+#[test]
+fn older_formats_and_a_negative_margin_are_refused() {
+    let (_, _, _, buf) = saved_ppo();
+    for old in [2u16, 3] {
+        let mut bad = buf.clone();
+        bad[4..6].copy_from_slice(&old.to_le_bytes());
+        recrc(&mut bad);
+        assert_eq!(refused(&bad), Error::UnsupportedVersion, "format {old}");
+    }
+    // The margin follows total_steps, threshold, both intervals, the
+    // quick and the deciding episodes.
+    let margin_at = HEADER_LEN + 8 + 4 + 8 + 8 + 4 + 4;
+    assert_eq!(buf[margin_at..margin_at + 4], 1.0f32.to_le_bytes());
+    let mut bad = buf.clone();
+    bad[margin_at..margin_at + 4].copy_from_slice(&(-1.0f32).to_le_bytes());
+    recrc(&mut bad);
+    assert_eq!(
+        refused(&bad),
+        Error::config("select_margin", "must be finite and >= 0")
+    );
+}
+
+#[test]
+fn damaged_checkpoints_are_refused_without_change() {
+    let (_, _, _, buf) = saved_ppo();
+    // Every single-byte corruption.
+    for i in 0..buf.len() {
+        let mut bad = buf.clone();
+        bad[i] ^= 0x5a;
+        let err = refused(&bad);
+        assert!(
+            matches!(
+                err,
+                Error::BadMagic
+                    | Error::UnsupportedVersion
+                    | Error::ChecksumMismatch
+                    | Error::Truncated
+                    | Error::TrailingBytes
+            ),
+            "byte {i}: {err:?}"
+        );
+    }
+    // Every truncation, and a trailing byte.
+    for n in [
+        0,
+        3,
+        10,
+        HEADER_LEN,
+        HEADER_LEN + 4,
+        buf.len() / 2,
+        buf.len() - 1,
+    ] {
+        assert_eq!(refused(&buf[..n]), Error::Truncated, "length {n}");
+    }
+    let mut long = buf.clone();
+    long.push(0);
+    assert_eq!(refused(&long), Error::TrailingBytes);
+    // Values out of range behind a valid CRC.
+    let mut bad = buf.clone();
+    let env_at = buf.len() - 4 - 8 * CartPole::WORDS;
+    bad[env_at + 8 * 4..env_at + 8 * 5].copy_from_slice(&0.5f64.to_le_bytes());
+    recrc(&mut bad);
+    assert!(matches!(refused(&bad), Error::InvalidState { .. }));
+    let mut bad = buf.clone();
+    let agent_at = HEADER_LEN + trainer_len(4, 4);
+    bad[agent_at..agent_at + 4].copy_from_slice(&f32::NAN.to_le_bytes());
+    recrc(&mut bad);
+    assert_eq!(refused(&bad), Error::NonFinite);
+    let mut bad = buf.clone();
+    let rng_at = HEADER_LEN + trainer_len(4, 4) - 48;
+    bad[rng_at..rng_at + 16].fill(0);
+    recrc(&mut bad);
+    assert!(matches!(refused(&bad), Error::InvalidState { .. }));
+    // The env's refusal comes after every agent check, and still changes
+    // nothing; the undamaged checkpoint is accepted by the same destination.
+    let (mut agent, mut env) = destination();
+    assert!(T::resume(&mut *agent, &mut env, &buf).is_ok());
+}
+
+#[test]
+fn checkpoints_of_other_types_are_refused() {
+    let (_, _, _, buf) = saved_ppo();
+    // Another hidden size, another algorithm, another RNG word count.
+    let mut wider = Box::new(agent::Ppo::<CartPole, 16, 64>::new(PpoConfig::CARTPOLE));
+    let mut other_n = Box::new(agent::Ppo::<CartPole, 8, 128>::new(PpoConfig::CARTPOLE));
+    let mut ac = Box::new(AcAgent::new(AcConfig::DEFAULT));
+    let mut env = CartPole::new();
+    assert_eq!(
+        T::resume(&mut *wider, &mut env, &buf).unwrap_err(),
+        Error::ShapeMismatch
+    );
+    assert_eq!(
+        T::resume(&mut *other_n, &mut env, &buf).unwrap_err(),
+        Error::ShapeMismatch
+    );
+    assert_eq!(
+        T::resume(&mut *ac, &mut env, &buf).unwrap_err(),
+        Error::ShapeMismatch
+    );
+    assert_eq!(env, CartPole::new());
+    // Same agent layout, another environment (tag in the header).
+    let mut bad = buf.clone();
+    bad[28..32].copy_from_slice(&Pendulum::TAG.to_le_bytes());
+    recrc(&mut bad);
+    assert_eq!(refused(&bad), Error::ShapeMismatch);
+    // The header really separates lookalikes.
+    assert_ne!(CartPole::TAG, CartPoleContinuous::TAG);
+    assert_ne!(
+        <agent::Ppo<CartPole, 8, 64> as AgentState>::fingerprint(),
+        <agent::Ppo<CartPoleContinuous, 8, 64> as AgentState>::fingerprint()
+    );
+    // Another format's magic.
+    let mut bad = buf.clone();
+    bad[..4].copy_from_slice(b"MRLP");
+    assert_eq!(refused(&bad), Error::BadMagic);
+}
+
+#[test]
+fn save_refuses_without_writing() {
+    let (mut agent, mut env, trainer, buf) = saved_ppo();
+    // Too small.
+    let mut small = vec![0xeeu8; buf.len() - 1];
+    assert_eq!(
+        trainer.save(&*agent, &env, &mut small),
+        Err(Error::BufferTooSmall)
+    );
+    assert!(small.iter().all(|&b| b == 0xee));
+    // Mid-iteration: a collected rollout awaiting its update.
+    let mut cursor = trainer.cursor.clone();
+    let mut rng = trainer.rng.clone();
+    agent
+        .collect(&mut env, &mut cursor, &mut rng, |_| {})
+        .unwrap();
+    let mut out = vec![0xeeu8; buf.len() + 8];
+    assert_eq!(
+        trainer.save(&*agent, &env, &mut out),
+        Err(Error::MidIteration)
+    );
+    assert!(out.iter().all(|&b| b == 0xee));
+    // A non-finite value that a resume would refuse.
+    agent.update(&mut rng).unwrap();
+    agent.discounted_return = f32::NAN;
+    assert_eq!(trainer.save(&*agent, &env, &mut out), Err(Error::NonFinite));
+    assert!(out.iter().all(|&b| b == 0xee));
+    agent.discounted_return = 0.0;
+    assert_eq!(trainer.save(&*agent, &env, &mut out), Ok(buf.len()));
+    assert_eq!(&out[buf.len()..], &[0xee; 8]);
+}
+
+#[test]
+fn new_errors_display() {
+    use std::string::ToString;
+    assert_eq!(
+        Error::InvalidState { what: "flag" }.to_string(),
+        "invalid saved state: flag"
+    );
+    assert!(Error::MidIteration.to_string().contains("mid-iteration"));
+}
+
+#[test]
+fn environments_round_trip_their_state() {
+    fn round_trip<E: Env + EnvState + Clone + PartialEq + core::fmt::Debug>(
+        mut env: E,
+        action: crate::env::ActionOf<E>,
+    ) {
+        let mut rng = Xoshiro128pp::seed_from_u64(5);
+        env.reset(&mut rng);
+        for _ in 0..7 {
+            env.step(action).unwrap();
+        }
+        let mut words = [0.0; MAX_ENV_WORDS];
+        env.save_state(&mut words[..E::WORDS]);
+        let mut copy = env.clone();
+        copy.reset(&mut rng);
+        copy.restore_state(&words[..E::WORDS]).unwrap();
+        assert_eq!(copy, env);
+        assert_eq!(copy.step(action).unwrap(), env.step(action).unwrap());
+        let before = copy.clone();
+        assert_eq!(
+            copy.restore_state(&words[..E::WORDS - 1]),
+            Err(Error::Truncated)
+        );
+        words[0] = f64::NAN;
+        assert_eq!(
+            copy.restore_state(&words[..E::WORDS]),
+            Err(Error::NonFinite)
+        );
+        assert_eq!(copy, before);
+    }
+    use rand_core::SeedableRng;
+    round_trip(CartPole::new(), 1);
+    round_trip(CartPoleContinuous::new(), SVector::from([0.3]));
+    round_trip(Pendulum::new(), SVector::from([0.7]));
+    let mut env = CartPole::new();
+    let mut words = [0.0; 6];
+    words[4] = 1e10;
+    assert!(matches!(
+        env.restore_state(&words),
+        Err(Error::InvalidState { .. })
+    ));
+    words[4] = 3.0;
+    words[5] = 2.0;
+    assert!(matches!(
+        env.restore_state(&words),
+        Err(Error::InvalidState { .. })
+    ));
+    assert_eq!(env, CartPole::new());
+}
