@@ -138,6 +138,13 @@ pub use train::Deployed;
 #[cfg(test)]
 mod update_parity;
 
+// Every Rust block of the README is a doctest of the core: `cargo test -p
+// microrl --doc` compiles and runs them (shell, TOML and Python blocks are
+// fenced as such and skipped).
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+pub struct ReadmeDoctests;
+
 /// What a program that trains or deploys usually needs, in one `use`:
 /// `use microrl::prelude::*;`.
 pub mod prelude {
