@@ -138,6 +138,35 @@ pub use train::Deployed;
 #[cfg(test)]
 mod update_parity;
 
+// Every Rust block of the README and of `docs/*.md` is a doctest of the core:
+// `cargo test -p microrl --doc` compiles and runs them (shell, TOML and Python
+// blocks are fenced as such and skipped). One item per file, so a failure
+// names its file and line.
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+pub struct ReadmeDoctests;
+#[cfg(doctest)]
+#[doc = include_str!("../../docs/algorithms.md")]
+pub struct DocsAlgorithms;
+#[cfg(doctest)]
+#[doc = include_str!("../../docs/checks.md")]
+pub struct DocsChecks;
+#[cfg(doctest)]
+#[doc = include_str!("../../docs/cli.md")]
+pub struct DocsCli;
+#[cfg(doctest)]
+#[doc = include_str!("../../docs/design.md")]
+pub struct DocsDesign;
+#[cfg(doctest)]
+#[doc = include_str!("../../docs/firmware.md")]
+pub struct DocsFirmware;
+#[cfg(doctest)]
+#[doc = include_str!("../../docs/formats.md")]
+pub struct DocsFormats;
+#[cfg(doctest)]
+#[doc = include_str!("../../docs/speed.md")]
+pub struct DocsSpeed;
+
 /// What a program that trains or deploys usually needs, in one `use`:
 /// `use microrl::prelude::*;`.
 pub mod prelude {

@@ -21,8 +21,8 @@
 //! | [`tanh`] | all `f32` | absolute `3.3e-4` (relative `1.0e-3` where `|tanh| ≥ 0.1`) | `5e-7` |
 //!
 //! Enough for **inference** — a network's hidden activations move by at most
-//! `3.3e-4`, and deterministic actions hardly change (the README's
-//! Cargo features section has the evaluation returns) — and **not** for
+//! `3.3e-4`, and deterministic actions hardly change (`docs/design.md`,
+//! Cargo features, has the evaluation returns) — and **not** for
 //! training: the gradient checks compare backward passes with finite
 //! differences to `1e-3`, and the desktop/MCU bit identity of training
 //! assumes the libm or fast-math tier on both sides.

@@ -41,7 +41,7 @@ def runs(a):
                 str(steps), "--eval-episodes", str(ev), "--json", *extra]
 
     # The same microrl as the workspace builds it by default, for this CPU
-    # (target-cpu=native; the same bits, see the README's Speed section).
+    # (target-cpu=native; the same bits, see docs/speed.md).
     native = []
     if a.microrl_native:
         native = [

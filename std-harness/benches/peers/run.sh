@@ -103,7 +103,7 @@ RLT_INCLUDE="$("$PY" -c 'import os, rltools; print(os.path.join(os.path.dirname(
 # The workspace's default build targets this CPU (.cargo/config.toml:
 # -C target-cpu=native, AVX2 / AVX-512 where it has them; rustc never fuses a
 # multiply into an add and the kernels' summation order does not depend on the
-# vector width: the same trained bits, see the README's Speed section): extra
+# vector width: the same trained bits, see docs/speed.md): extra
 # rows in the table.
 echo "== RUSTFLAGS='-C target-cpu=x86-64' cargo build --release -p microrl-harness --target-dir $BUILD/x86-64" >&2
 (cd "$ROOT" && RUSTFLAGS="-C target-cpu=x86-64" \
