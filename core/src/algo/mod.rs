@@ -35,6 +35,7 @@ pub mod ppo;
 pub mod preference;
 pub mod reinforce;
 pub mod replay;
+pub mod sac;
 pub mod trpo;
 
 pub use ac::{AcConfig, AcStats, ActorCritic};

@@ -1,0 +1,1 @@
+//! SAC update parity with the PyTorch reference (filled in below).
