@@ -67,7 +67,7 @@ mod config;
 mod update;
 
 #[cfg(test)]
-mod parity;
+pub(crate) mod parity;
 #[cfg(test)]
 mod tests;
 
