@@ -36,6 +36,7 @@ pub mod preference;
 pub mod reinforce;
 pub mod replay;
 pub mod sac;
+pub mod td3;
 pub mod trpo;
 
 pub use ac::{AcConfig, AcStats, ActorCritic};

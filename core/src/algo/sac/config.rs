@@ -62,6 +62,7 @@ pub struct SacConfig {
     pub ent_coef: EntCoef,
     /// Target entropy of the learned `α`; `None` is SB3's `"auto"`,
     /// `−dim(A)`. Default `None`.
+    #[cfg_attr(feature = "serde", serde(with = "crate::config::optional"))]
     pub target_entropy: Option<f32>,
     /// Gradient steps between Polyak updates of the target critics
     /// (counted over the whole run). Default 1.

@@ -69,7 +69,7 @@ mod update;
 #[cfg(test)]
 pub(crate) mod parity;
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 
 pub use actor::{LOG_STD_MAX, LOG_STD_MIN, SQUASH_EPS, SquashedCache, SquashedGaussianActor};
 pub use config::{ADAM_TORCH, EntCoef, SacConfig};
