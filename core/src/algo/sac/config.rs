@@ -281,7 +281,7 @@ mod tests {
             ..ok
         };
         assert_eq!(fixed_zero.validate(100, 32), Ok(()));
-        assert_eq!(SacConfig::ZERO.validate(100, 32).is_err(), true);
+        assert!(SacConfig::ZERO.validate(100, 32).is_err());
         assert_eq!(ok.target_entropy_for(3), -3.0);
     }
 }

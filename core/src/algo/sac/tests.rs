@@ -80,12 +80,17 @@ fn small_config() -> SacConfig {
     }
 }
 
-fn snapshot(agent: &Small) -> (Vec<f64>, Vec<f64>, Vec<f64>, Vec<f64>, u64, u64, usize) {
+/// Every weight (actor, critics, targets, `log α`) and the counters.
+type Snapshot = ([Vec<f64>; 4], u64, u64, usize);
+
+fn snapshot(agent: &Small) -> Snapshot {
     (
-        fd::flatten(&agent.actor.params),
-        fd::flatten(&agent.critic.params),
-        fd::flatten(&agent.critic_target),
-        fd::flatten(&agent.log_alpha.params),
+        [
+            fd::flatten(&agent.actor.params),
+            fd::flatten(&agent.critic.params),
+            fd::flatten(&agent.critic_target),
+            fd::flatten(&agent.log_alpha.params),
+        ],
         agent.steps,
         agent.n_updates,
         agent.replay.len(),
