@@ -30,9 +30,13 @@ pub mod buffer;
 pub mod critic;
 pub mod gae;
 pub mod grpo;
+pub mod offpolicy;
 pub mod ppo;
 pub mod preference;
 pub mod reinforce;
+pub mod replay;
+pub mod sac;
+pub mod td3;
 pub mod trpo;
 
 pub use ac::{AcConfig, AcStats, ActorCritic};

@@ -1,0 +1,310 @@
+//! What the off-policy learners ([`sac`](super::sac), [`td3`](super::td3))
+//! share: twin critics `Q(s, a)` on `concat(s, a)`, Polyak-averaged target
+//! networks, the map from the actor's `[−1, 1]` to the actuator bounds, the
+//! deployed [`TanhPolicy`], PyTorch's default layer initialisation, and the
+//! random draws of one minibatch ([`Draws`]).
+//!
+//! **Action scale.** Both actors end in `tanh`, so their actions lie in
+//! `[−1, 1]` per dimension; that is what the replay buffer stores and the
+//! critics see. Only the command sent to the plant is scaled, with SB3's
+//! `unscale_action`: `low + ½(a + 1)(high − low)` ([`to_bounds`]).
+
+use nalgebra::SVector;
+use rand_core::Rng;
+
+use super::Controller;
+use crate::env::{ActionSpace, Continuous};
+use crate::error::{Error, check_all_finite};
+use crate::impl_params;
+use crate::math;
+use crate::nn::Layer;
+use crate::params::{Params, tag};
+use crate::rng;
+
+/// Two critics of the same type, trained side by side (one Adam over both,
+/// as SB3's single critic optimiser), the target is built from the smaller
+/// of the two (clipped double-Q, Fujimoto et al. 2018).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Twin<Q> {
+    /// `Q₁`.
+    pub q1: Q,
+    /// `Q₂`.
+    pub q2: Q,
+}
+
+impl_params!(impl[Q: Params] Twin<Q> { q1: Q, q2: Q });
+
+/// `concat(obs, action)`, the critic's input. `OA` must be `OBS + ACT`
+/// (stable Rust cannot write the sum as a const generic argument, so the
+/// agents take `OA` and check it at compile time).
+#[inline]
+pub fn critic_input<const OBS: usize, const ACT: usize, const OA: usize>(
+    obs: &SVector<f32, OBS>,
+    action: &SVector<f32, ACT>,
+) -> SVector<f32, OA> {
+    const {
+        assert!(
+            OA == OBS + ACT,
+            "the critic input size OA must be OBS + ACT"
+        )
+    };
+    let mut x = SVector::<f32, OA>::zeros();
+    for (xi, &v) in x.iter_mut().zip(obs.iter().chain(action.iter())) {
+        *xi = v;
+    }
+    x
+}
+
+/// The action part `∂/∂a` of a critic's input gradient `∂/∂[s; a]`.
+#[inline]
+pub fn action_part<const OBS: usize, const ACT: usize, const OA: usize>(
+    d_input: &SVector<f32, OA>,
+) -> SVector<f32, ACT> {
+    const {
+        assert!(
+            OA == OBS + ACT,
+            "the critic input size OA must be OBS + ACT"
+        )
+    };
+    SVector::<f32, ACT>::from_fn(|i, _| d_input.get(OBS + i).copied().unwrap_or(0.0))
+}
+
+/// Polyak averaging `θ′ ← (1 − τ)·θ′ + τ·θ` (SB3's `polyak_update`:
+/// `θ′.mul_(1 − τ).add_(θ, alpha = τ)`, the same two roundings).
+pub fn polyak<P: Params>(target: &mut P, source: &P, tau: f32) {
+    let keep = 1.0 - tau;
+    for i in 0..P::TENSORS {
+        for (t, &s) in target.tensor_mut(i).iter_mut().zip(source.tensor(i)) {
+            *t = *t * keep + tau * s;
+        }
+    }
+}
+
+/// `low + ½(a + 1)(high − low)` per dimension (SB3's `unscale_action`),
+/// then clipped to the bounds (rounding can step an ulp outside): the
+/// actuator command for an action `a ∈ [−1, 1]`.
+#[inline]
+pub fn to_bounds<const ACT: usize>(
+    space: &Continuous<ACT>,
+    action: &SVector<f32, ACT>,
+) -> SVector<f32, ACT> {
+    let mut out = *action;
+    for i in 0..ACT {
+        out[i] = space.low[i] + 0.5 * (action[i] + 1.0) * (space.high[i] - space.low[i]);
+    }
+    space.command(&out)
+}
+
+/// PyTorch's default initialisation of `nn.Linear` (what SB3's SAC and TD3
+/// networks start from): every weight and bias uniform in
+/// `[−1/√fan_in, 1/√fan_in)`, `fan_in` the layer's input size. Walks the
+/// tensors of any network of [`Dense`](crate::nn::Dense) layers in order
+/// (a bias takes the bound of the weight before it).
+pub fn torch_default_init<P: Params, R: Rng + ?Sized>(net: &mut P, rng: &mut R) {
+    let mut bound = 1.0;
+    for i in 0..P::TENSORS {
+        let shape = P::shape(i);
+        if shape.tag & 0xFF00 == tag::WEIGHT {
+            bound = 1.0 / math::sqrt(shape.cols.max(1) as f32);
+        }
+        for x in net.tensor_mut(i) {
+            *x = rng::uniform_range(rng, -bound, bound);
+        }
+    }
+}
+
+/// The random draws of one minibatch of at most `BATCH` samples, made by
+/// the agents' `update` and passed explicitly to their inner update, so a
+/// test can replay recorded draws: the replay indices, a standard normal
+/// `ε′` per sample for the next action (SAC's `a′ ~ π(s′)`, TD3's target
+/// smoothing) and a standard normal `ε` per sample for SAC's `ã ~ π(s)`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Draws<const ACT: usize, const BATCH: usize> {
+    /// Replay indices.
+    pub indices: [u32; BATCH],
+    /// `ε′ ~ 𝒩(0, I)` for the next action.
+    pub next_noise: [SVector<f32, ACT>; BATCH],
+    /// `ε ~ 𝒩(0, I)` for the current policy's action (SAC only).
+    pub pi_noise: [SVector<f32, ACT>; BATCH],
+    /// Samples in use (`≤ BATCH`).
+    pub len: usize,
+}
+
+impl<const ACT: usize, const BATCH: usize> Draws<ACT, BATCH> {
+    /// No samples.
+    pub const ZERO: Self = Self {
+        indices: [0; BATCH],
+        next_noise: [<SVector<f32, ACT> as Params>::ZERO; BATCH],
+        pi_noise: [<SVector<f32, ACT> as Params>::ZERO; BATCH],
+        len: 0,
+    };
+
+    /// Draws `len` samples from `rng`, in this order: the `len` replay
+    /// indices (uniform in `0..stored`), then `ε′` sample by sample, then
+    /// (when `with_pi_noise`) `ε` sample by sample; each noise vector is
+    /// [`rng::fill_normal`] of `ACT` values.
+    ///
+    /// # Errors
+    /// [`Error::InvalidInput`] for `len = 0`, `len > BATCH` or `stored = 0`;
+    /// `rng` is not touched then.
+    pub fn draw<R: Rng + ?Sized>(
+        &mut self,
+        rng: &mut R,
+        len: usize,
+        stored: usize,
+        with_pi_noise: bool,
+    ) -> Result<(), Error> {
+        if len == 0 || len > BATCH || stored == 0 {
+            return Err(Error::InvalidInput {
+                what: "minibatch must hold 1..=BATCH samples of a non-empty buffer",
+            });
+        }
+        let n = u32::try_from(stored).unwrap_or(u32::MAX);
+        for index in &mut self.indices[..len] {
+            *index = rng::below(rng, n);
+        }
+        for eps in &mut self.next_noise[..len] {
+            rng::fill_normal(rng, eps.as_mut_slice());
+        }
+        if with_pi_noise {
+            for eps in &mut self.pi_noise[..len] {
+                rng::fill_normal(rng, eps.as_mut_slice());
+            }
+        }
+        self.len = len;
+        Ok(())
+    }
+}
+
+/// The deployed policy of both off-policy learners: a network whose last
+/// layer ends in `tanh` (so its output lies in `[−1, 1]`) and the actuator
+/// bounds it is scaled to, serialised together (network, then bounds).
+///
+/// - From SAC ([`Sac::policy`](super::sac::Sac::policy)): the trunk followed
+///   by the mean head with a `tanh` activation — `tanh(μ(s))`, the squashed
+///   Gaussian's deterministic action (SB3's `predict(deterministic=True)`).
+/// - From TD3 ([`Td3::policy`](super::td3::Td3::policy)): the actor itself.
+///
+/// [`Controller::act`] is [`to_bounds`] of the network's output, the same
+/// function the agents' own `act` runs, so deployment acts bit for bit as the
+/// agent did in its evaluation. No observation normaliser: SB3's SAC and TD3
+/// train on raw observations, and so do these learners.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TanhPolicy<N, const ACT: usize> {
+    /// The network, ending in `tanh`.
+    pub net: N,
+    /// The actuator bounds.
+    pub space: Continuous<ACT>,
+}
+
+impl_params!(impl[N: Params, const ACT: usize] TanhPolicy<N, ACT> { net: N, space: Continuous<ACT> });
+
+/// The deterministic command for `obs` of a network ending in `tanh`:
+/// [`to_bounds`] of its output, refusing a non-finite observation or output.
+///
+/// # Errors
+/// [`Error::NonFinite`] for a non-finite observation or network output.
+#[inline]
+pub fn act_tanh<N, const OBS: usize, const ACT: usize>(
+    net: &N,
+    space: &Continuous<ACT>,
+    obs: &SVector<f32, OBS>,
+) -> Result<SVector<f32, ACT>, Error>
+where
+    N: Layer<Input = SVector<f32, OBS>, Output = SVector<f32, ACT>>,
+{
+    check_all_finite(obs.as_slice())?;
+    let a = net.forward(obs);
+    check_all_finite(a.as_slice())?;
+    Ok(to_bounds(space, &a))
+}
+
+impl<N, const OBS: usize, const ACT: usize> Controller<OBS> for TanhPolicy<N, ACT>
+where
+    N: Layer<Input = SVector<f32, OBS>, Output = SVector<f32, ACT>>,
+{
+    type Action = SVector<f32, ACT>;
+
+    fn act(&self, obs: &SVector<f32, OBS>) -> Result<SVector<f32, ACT>, Error> {
+        act_tanh(&self.net, &self.space, obs)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::nn::{Dense, Mlp, Relu, Tanh, fd};
+
+    #[test]
+    fn to_bounds_is_sb3_unscale_action() {
+        let space = Continuous::<2> {
+            low: [-2.0, 0.0],
+            high: [2.0, 10.0],
+        };
+        let a = SVector::<f32, 2>::new(-1.0, 0.5);
+        assert_eq!(to_bounds(&space, &a), SVector::<f32, 2>::new(-2.0, 7.5));
+        let a = SVector::<f32, 2>::new(1.0, -1.0);
+        assert_eq!(to_bounds(&space, &a), SVector::<f32, 2>::new(2.0, 0.0));
+    }
+
+    #[test]
+    fn polyak_moves_by_tau() {
+        let mut target = SVector::<f32, 2>::new(1.0, -1.0);
+        polyak(&mut target, &SVector::<f32, 2>::new(3.0, 1.0), 0.25);
+        assert_eq!(target, SVector::<f32, 2>::new(1.5, -0.5));
+        polyak(&mut target, &SVector::<f32, 2>::new(7.0, 7.0), 1.0);
+        assert_eq!(target, SVector::<f32, 2>::new(7.0, 7.0));
+    }
+
+    #[test]
+    fn critic_input_concatenates() {
+        let x = critic_input::<2, 1, 3>(
+            &SVector::<f32, 2>::new(1.0, 2.0),
+            &SVector::<f32, 1>::new(3.0),
+        );
+        assert_eq!(x, SVector::<f32, 3>::new(1.0, 2.0, 3.0));
+        assert_eq!(action_part::<2, 1, 3>(&x), SVector::<f32, 1>::new(3.0));
+    }
+
+    /// The critic's input gradient (what the actor losses backpropagate
+    /// through) against central differences of the `f64` forward pass.
+    #[test]
+    fn critic_input_gradient_matches_finite_differences() {
+        type Q = Mlp<5, 16, 1, Relu>;
+        let mut rng = fd::rng(41);
+        let mut q = Q::ZERO;
+        torch_default_init(&mut q, &mut rng);
+        let x = SVector::<f32, 5>::new(0.3, -0.8, 1.1, 0.45, -0.6);
+        fd::check_layer(&q, &x, &mut rng);
+    }
+
+    #[test]
+    fn default_init_bounds_follow_fan_in() {
+        let mut net = Mlp::<4, 16, 2, Relu>::ZERO;
+        torch_default_init(&mut net, &mut fd::rng(5));
+        let max = |s: &[f32]| s.iter().fold(0.0f32, |m, x| m.max(x.abs()));
+        assert!(max(net.first.weight.as_slice()) <= 0.5);
+        assert!(max(net.first.bias.as_slice()) <= 0.5);
+        assert!(max(net.first.weight.as_slice()) > 0.4);
+        assert!(max(net.second.first.weight.as_slice()) <= 0.25);
+        assert!(max(net.second.second.bias.as_slice()) <= 0.25);
+        assert!(max(net.second.first.weight.as_slice()) > 0.2);
+    }
+
+    #[test]
+    fn tanh_policy_acts_in_bounds_and_refuses_nan() {
+        let mut policy = TanhPolicy {
+            net: Dense::<2, 1, Tanh>::ZERO,
+            space: Continuous::symmetric(2.0),
+        };
+        policy.net.weight[(0, 0)] = 100.0;
+        let a = policy.act(&SVector::<f32, 2>::new(1.0, 0.0)).unwrap();
+        assert_eq!(a[0], 2.0);
+        let a = policy.act(&SVector::<f32, 2>::new(0.0, 0.0)).unwrap();
+        assert_eq!(a[0], 0.0);
+        assert_eq!(
+            policy.act(&SVector::<f32, 2>::new(f32::NAN, 0.0)),
+            Err(Error::NonFinite)
+        );
+    }
+}

@@ -1,0 +1,194 @@
+//! One SAC gradient step from explicit draws (the equations are in the
+//! [module docs](super)).
+
+use nalgebra::SVector;
+
+use super::Sac;
+use crate::algo::offpolicy::{Draws, action_part, critic_input, polyak};
+use crate::algo::replay::Transition;
+use crate::error::{Error, check_finite};
+use crate::nn::Layer;
+
+/// What one SAC gradient step computed (SB3's logged `train/…` values).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct SacStats {
+    /// `½ Σᵢ mean((Qᵢ(s, a) − q_target)²)` before the critic step.
+    pub critic_loss: f32,
+    /// `mean(α log π(ã|s) − minᵢ Qᵢ(s, ã))` with the updated critics,
+    /// before the actor step.
+    pub actor_loss: f32,
+    /// The `α` both losses used.
+    pub ent_coef: f32,
+    /// `−log α · (mean log π(ã|s) + H̄)` before the `log α` step (0 for a
+    /// fixed `α`).
+    pub ent_coef_loss: f32,
+    /// `mean log π(ã|s)`.
+    pub log_prob: f32,
+    /// `mean Q₁(s, a)` on the minibatch, before the critic step.
+    pub q1: f32,
+}
+
+impl<
+    T,
+    Q,
+    const OBS: usize,
+    const ACT: usize,
+    const OA: usize,
+    const H: usize,
+    const CAP: usize,
+    const BATCH: usize,
+> Sac<T, Q, OBS, ACT, OA, H, CAP, BATCH>
+where
+    T: Layer<Input = SVector<f32, OBS>, Output = SVector<f32, H>>,
+    Q: Layer<Input = SVector<f32, OA>, Output = SVector<f32, 1>>,
+{
+    /// Transition `draws.indices[k]` of the replay buffer.
+    fn sampled(&self, draws: &Draws<ACT, BATCH>, k: usize) -> Result<Transition<OBS, ACT>, Error> {
+        draws
+            .indices
+            .get(k)
+            .and_then(|&i| self.replay.get(i as usize))
+            .ok_or(Error::InvalidInput {
+                what: "minibatch index past the stored transitions",
+            })
+    }
+
+    /// One gradient step on the minibatch `draws` names (its replay indices
+    /// and noises), in the order of the [module docs](super): critics,
+    /// actor, `log α`, then the targets when the interval is due. The
+    /// learning rate, `γ`, `τ`, the `α` mode and the target entropy come
+    /// from [`config`](Self::config).
+    ///
+    /// # Errors
+    /// [`Error::InvalidInput`] for an empty minibatch, one larger than
+    /// `BATCH` or an index past the stored transitions (nothing changes
+    /// then); [`Error::NonFinite`] for a non-finite network output, loss or
+    /// gradient, [`Error::GradientOverflow`] for an unusable gradient, and
+    /// [`Error::InvalidConfig`] for an invalid learning rate or Adam
+    /// configuration — each optimiser step refuses without writing, and
+    /// the steps before it in this update stay applied.
+    pub fn update_with(&mut self, draws: &Draws<ACT, BATCH>) -> Result<SacStats, Error> {
+        let n = draws.len;
+        if n == 0 || n > BATCH {
+            return Err(Error::InvalidInput {
+                what: "minibatch must hold 1..=BATCH samples",
+            });
+        }
+        for k in 0..n {
+            self.sampled(draws, k)?;
+        }
+        let c = self.config;
+        let lr = c.learning_rate;
+        let inv_n = 1.0 / n as f32;
+        let alpha = self.alpha();
+        let mut stats = SacStats {
+            ent_coef: alpha,
+            ..SacStats::default()
+        };
+
+        // Critics: J_Q = ½ Σᵢ mean((Qᵢ(s, a) − q_target)²), ∂J_Q/∂Qᵢ = (Qᵢ − q_target)/B.
+        self.critic.zero_grad();
+        for k in 0..n {
+            let t = self.sampled(draws, k)?;
+            let (next_action, next_logp) = self
+                .actor
+                .params
+                .sample_with(&t.next_obs, &draws.next_noise[k])?;
+            let x_next = critic_input::<OBS, ACT, OA>(&t.next_obs, &next_action);
+            let next_q1 = self.critic_target.q1.forward(&x_next)[0];
+            let next_q2 = self.critic_target.q2.forward(&x_next)[0];
+            // min(Q′₁, Q′₂) − α log π(a′|s′)
+            let next_q = next_q1.min(next_q2) - alpha * next_logp;
+            let not_terminated = if t.terminated { 0.0 } else { 1.0 };
+            let q_target = t.reward + not_terminated * c.gamma * next_q;
+            check_finite(q_target)?;
+
+            let x = critic_input::<OBS, ACT, OA>(&t.obs, &t.action);
+            let (cache1, cache2) = &mut self.critic_cache;
+            let q1 = self.critic.params.q1.forward_train(&x, cache1)[0];
+            let q2 = self.critic.params.q2.forward_train(&x, cache2)[0];
+            let (e1, e2) = (q1 - q_target, q2 - q_target);
+            stats.critic_loss += 0.5 * (e1 * e1 + e2 * e2);
+            stats.q1 += q1;
+            let grads = &mut self.critic.grads;
+            let critic = &self.critic.params;
+            critic
+                .q1
+                .backward(cache1, &SVector::<f32, 1>::new(e1 * inv_n), &mut grads.q1);
+            critic
+                .q2
+                .backward(cache2, &SVector::<f32, 1>::new(e2 * inv_n), &mut grads.q2);
+        }
+        stats.critic_loss *= inv_n;
+        stats.q1 *= inv_n;
+        check_finite(stats.critic_loss)?;
+        self.critic.apply(lr, None)?;
+
+        // Actor: J_π = mean(α log π(ã|s) − min Qᵢ(s, ã)) with the updated
+        // critics: ∂J_π/∂log π = α/B, ∂J_π/∂ã = −∂Q_min/∂ã / B through the
+        // critic's input. The critics' parameter gradients this leaves in
+        // `critic.grads` are discarded (zeroed by the next critic step).
+        self.actor.zero_grad();
+        self.critic.zero_grad();
+        for k in 0..n {
+            let t = self.sampled(draws, k)?;
+            let (action, log_prob) = self.actor.params.sample_train(
+                &t.obs,
+                &draws.pi_noise[k],
+                &mut self.actor_cache,
+            )?;
+            let x = critic_input::<OBS, ACT, OA>(&t.obs, &action);
+            let (cache1, cache2) = &mut self.critic_cache;
+            let critic = &self.critic.params;
+            let q1 = critic.q1.forward_train(&x, cache1)[0];
+            let q2 = critic.q2.forward_train(&x, cache2)[0];
+            let d_q = SVector::<f32, 1>::new(-inv_n);
+            // The smaller critic carries the gradient (the first on a tie,
+            // as `torch.min`).
+            let (min_q, d_x) = if q1 <= q2 {
+                (
+                    q1,
+                    critic.q1.backward(cache1, &d_q, &mut self.critic.grads.q1),
+                )
+            } else {
+                (
+                    q2,
+                    critic.q2.backward(cache2, &d_q, &mut self.critic.grads.q2),
+                )
+            };
+            stats.actor_loss += alpha * log_prob - min_q;
+            stats.log_prob += log_prob;
+            let d_action = action_part::<OBS, ACT, OA>(&d_x);
+            self.actor.params.backward(
+                &self.actor_cache,
+                &d_action,
+                alpha * inv_n,
+                &mut self.actor.grads,
+            );
+        }
+        stats.actor_loss *= inv_n;
+        stats.log_prob *= inv_n;
+        check_finite(stats.actor_loss)?;
+        self.actor.apply(lr, None)?;
+
+        // α: J_α = −log α · mean(log π(ã|s) + H̄), ∂J_α/∂log α = −mean(log π + H̄).
+        if c.ent_coef.is_auto() {
+            let target_entropy = c.target_entropy_for(ACT);
+            let d_log_alpha = -(stats.log_prob + target_entropy);
+            stats.ent_coef_loss = self.log_alpha.params[0] * d_log_alpha;
+            self.log_alpha.grads[0] = d_log_alpha;
+            self.log_alpha.apply(lr, None)?;
+        }
+
+        // Targets: θ′ ← (1 − τ)θ′ + τθ every target_update_interval steps.
+        if self
+            .n_updates
+            .is_multiple_of(u64::from(c.target_update_interval))
+        {
+            polyak(&mut self.critic_target, &self.critic.params, c.tau);
+        }
+        self.n_updates = self.n_updates.saturating_add(1);
+        Ok(stats)
+    }
+}

@@ -1,0 +1,205 @@
+//! TD3's hyper-parameters, named as SB3's `TD3` arguments.
+
+use crate::algo::sac::ADAM_TORCH;
+use crate::config::{check, non_negative, positive_or_off, unit};
+use crate::error::Error;
+use crate::optim::{AdamConfig, check_lr};
+
+/// TD3 hyper-parameters. Defaults are SB3's `TD3` (except `buffer_size`,
+/// which must fit the agent's replay capacity `CAP`; Adam's `ε` is
+/// PyTorch's default `1e-8`, as in SB3).
+#[derive(Clone, Copy, Debug, PartialEq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(default, deny_unknown_fields))]
+pub struct Td3Config {
+    /// Transitions the replay ring keeps (`≤ CAP`). Default 1 000 000 (SB3).
+    pub buffer_size: u32,
+    /// Environment steps of uniformly random actions before learning starts.
+    /// Default 100.
+    pub learning_starts: u32,
+    /// Minibatch size (`≤ BATCH`). Default 256.
+    pub batch_size: u32,
+    /// Polyak coefficient `τ` of the target networks. Default 0.005.
+    pub tau: f32,
+    /// Discount `γ`. Default 0.99.
+    pub gamma: f32,
+    /// Environment steps between training rounds. Default 1.
+    pub train_freq: u32,
+    /// Gradient steps per training round. Default 1.
+    pub gradient_steps: u32,
+    /// Adam learning rate of actor and critics. Default `1e-3`.
+    pub learning_rate: f32,
+    /// Standard deviation of the Gaussian exploration noise added to the
+    /// actor's action in `[−1, 1]` (then clipped to it), SB3's
+    /// `NormalActionNoise(0, σ)`; `None` explores with the bare actor (SB3's
+    /// default `action_noise = None`). Default `None`.
+    #[cfg_attr(feature = "serde", serde(with = "crate::config::optional"))]
+    pub action_noise: Option<f32>,
+    /// Critic updates per actor and target update. Default 2.
+    pub policy_delay: u32,
+    /// Standard deviation `σ̃` of the target policy smoothing noise. Default 0.2.
+    pub target_policy_noise: f32,
+    /// The smoothing noise is clipped to `[−c, c]`. Default 0.5.
+    pub target_noise_clip: f32,
+    /// Adam's `β₁, β₂, ε` (both optimisers). Default `0.9, 0.999, 1e-8`.
+    pub adam: AdamConfig,
+}
+
+impl Td3Config {
+    /// The defaults listed on each field (SB3's).
+    pub const DEFAULT: Self = Self {
+        buffer_size: 1_000_000,
+        learning_starts: 100,
+        batch_size: 256,
+        tau: 0.005,
+        gamma: 0.99,
+        train_freq: 1,
+        gradient_steps: 1,
+        learning_rate: 1e-3,
+        action_noise: None,
+        policy_delay: 2,
+        target_policy_noise: 0.2,
+        target_noise_clip: 0.5,
+        adam: ADAM_TORCH,
+    };
+
+    /// RL Zoo's `Pendulum-v1` settings (`gamma = 0.98`,
+    /// `learning_starts = 10 000`, normal action noise 0.1,
+    /// `learning_rate = 1e-3`) with a 20 000-transition buffer (RL Zoo's
+    /// run is 20 000 steps).
+    pub const PENDULUM: Self = Self {
+        buffer_size: 20_000,
+        learning_starts: 10_000,
+        gamma: 0.98,
+        action_noise: Some(0.1),
+        ..Self::DEFAULT
+    };
+
+    /// Every field zero (invalid), the placeholder in [`Td3::ZERO`](super::Td3::ZERO).
+    pub(crate) const ZERO: Self = Self {
+        buffer_size: 0,
+        learning_starts: 0,
+        batch_size: 0,
+        tau: 0.0,
+        gamma: 0.0,
+        train_freq: 0,
+        gradient_steps: 0,
+        learning_rate: 0.0,
+        action_noise: None,
+        policy_delay: 0,
+        target_policy_noise: 0.0,
+        target_noise_clip: 0.0,
+        adam: AdamConfig {
+            beta1: 0.0,
+            beta2: 0.0,
+            eps: 0.0,
+        },
+    };
+
+    /// Checks every field for an agent with replay capacity `capacity` and
+    /// minibatch capacity `batch`.
+    ///
+    /// # Errors
+    /// [`Error::InvalidConfig`] naming the first offending field.
+    pub fn validate(&self, capacity: usize, batch: usize) -> Result<(), Error> {
+        check(
+            "buffer_size",
+            self.buffer_size > 0 && self.buffer_size as usize <= capacity,
+            "must be in 1..=CAP (the replay buffer's capacity)",
+        )?;
+        check(
+            "batch_size",
+            self.batch_size > 0 && self.batch_size as usize <= batch,
+            "must be in 1..=BATCH (the agent's minibatch capacity)",
+        )?;
+        check(
+            "tau",
+            self.tau > 0.0 && self.tau <= 1.0,
+            "must be in (0, 1]",
+        )?;
+        unit("gamma", self.gamma)?;
+        check("train_freq", self.train_freq > 0, "must be > 0")?;
+        check("gradient_steps", self.gradient_steps > 0, "must be > 0")?;
+        check_lr(self.learning_rate)?;
+        positive_or_off("action_noise", self.action_noise)?;
+        check("policy_delay", self.policy_delay > 0, "must be > 0")?;
+        non_negative("target_policy_noise", self.target_policy_noise)?;
+        non_negative("target_noise_clip", self.target_noise_clip)?;
+        self.adam.validate()
+    }
+}
+
+impl Default for Td3Config {
+    fn default() -> Self {
+        Self::DEFAULT
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn validate_names_the_field() {
+        let ok = Td3Config {
+            buffer_size: 100,
+            batch_size: 32,
+            ..Td3Config::PENDULUM
+        };
+        assert_eq!(ok.validate(100, 32), Ok(()));
+        let cases: [(Td3Config, &str); 8] = [
+            (
+                Td3Config {
+                    buffer_size: 0,
+                    ..ok
+                },
+                "buffer_size",
+            ),
+            (
+                Td3Config {
+                    batch_size: 64,
+                    ..ok
+                },
+                "batch_size",
+            ),
+            (Td3Config { tau: 1.5, ..ok }, "tau"),
+            (Td3Config { gamma: 2.0, ..ok }, "gamma"),
+            (
+                Td3Config {
+                    action_noise: Some(-0.1),
+                    ..ok
+                },
+                "action_noise",
+            ),
+            (
+                Td3Config {
+                    policy_delay: 0,
+                    ..ok
+                },
+                "policy_delay",
+            ),
+            (
+                Td3Config {
+                    target_policy_noise: f32::NAN,
+                    ..ok
+                },
+                "target_policy_noise",
+            ),
+            (
+                Td3Config {
+                    target_noise_clip: -1.0,
+                    ..ok
+                },
+                "target_noise_clip",
+            ),
+        ];
+        for (config, field) in cases {
+            assert!(
+                matches!(config.validate(100, 32), Err(Error::InvalidConfig { field: f, .. }) if f == field),
+                "{field}"
+            );
+        }
+        assert!(Td3Config::ZERO.validate(100, 32).is_err());
+    }
+}

@@ -1,0 +1,350 @@
+//! Twin delayed deep deterministic policy gradient (Fujimoto, van Hoof &
+//! Meger 2018, "Addressing Function Approximation Error in Actor-Critic
+//! Methods", arXiv:1802.09477) — SB3's `TD3`, in fixed memory.
+//!
+//! **Networks.** A deterministic actor `μ: OBS → ACT` ending in `tanh`
+//! (its output is the action in `[−1, 1]`; the plant receives
+//! `low + ½(a + 1)(high − low)`, [`to_bounds`]), twin critics `Q₁, Q₂` on
+//! `concat(s, a)` (`OA = OBS + ACT`, checked at compile time), and target
+//! copies `μ′, Q′₁, Q′₂`. PyTorch's default `nn.Linear` initialisation, as
+//! SB3's. [`Td3Mlp`] is SB3's architecture with two ReLU hidden layers of
+//! `H` units (SB3's default widths are 400 and 300; both layers are `H`
+//! here).
+//!
+//! **One gradient step** ([`Td3::update`], [`Td3::update_with`]) on a
+//! minibatch `(s, a, r, s′, d)` (`d` = terminated), the update counter `n`
+//! counted from 1 as SB3's `_n_updates`:
+//!
+//! ```text
+//! ã′ = clip(μ′(s′) + clip(σ̃ ε′, −c, c), −1, 1)     target policy smoothing (§5.3, eq. 15)
+//! q_target = r + γ(1 − d) minᵢ Q′ᵢ(s′, ã′)          clipped double-Q (§4.2, eq. 10)
+//! critic loss Σᵢ mean((Qᵢ(s, a) − q_target)²)      (SB3: a sum of MSEs, no ½)
+//!   → one Adam step on Q₁, Q₂
+//! if n mod policy_delay = 0:                        delayed updates (§5.2)
+//!   actor loss −mean(Q₁(s, μ(s))) → one Adam step on μ (through Q₁'s input)
+//!   θ′ ← (1 − τ)θ′ + τθ for Q₁, Q₂ and μ
+//! ```
+//!
+//! **Acting.** [`Controller::act`] is the actor scaled to the bounds — the
+//! deployed [`TanhPolicy`] ([`Td3::policy`]) computes it bit for bit.
+//! [`Td3::explore`] adds Gaussian noise of `action_noise` standard deviation
+//! in `[−1, 1]` units and clips (SB3's `NormalActionNoise`).
+//! [`Td3::step`] is the learning loop's step, as SAC's: uniformly random
+//! actions for `learning_starts` steps, then explored ones, store, and
+//! every `train_freq` steps `gradient_steps` updates.
+//!
+//! **Memory and errors** as [`sac`](super::sac): everything in the struct,
+//! a minibatch's draws on the stack during [`Td3::update`]; a non-finite
+//! observation or reward refuses the step with the agent unchanged; each
+//! optimiser step refuses a bad gradient without writing.
+
+mod config;
+mod update;
+
+#[cfg(test)]
+mod parity;
+#[cfg(test)]
+mod tests;
+
+pub use config::Td3Config;
+pub use update::Td3Stats;
+
+use nalgebra::SVector;
+use rand_core::Rng;
+
+use super::offpolicy::{Draws, TanhPolicy, Twin, act_tanh, to_bounds, torch_default_init};
+use super::replay::{ReplayBuffer, Transition};
+use super::{Controller, Cursor, Episode};
+use crate::env::{Continuous, Env};
+use crate::error::{Error, check_all_finite};
+use crate::math;
+use crate::nn::{Chain, Dense, Layer, Mlp, Relu, Tanh};
+use crate::optim::{Optimizer, TrainState};
+use crate::params::Params;
+use crate::rng;
+
+/// SB3's TD3 architecture with `H` units in both hidden layers: the actor
+/// `OBS → H → H → ACT` (ReLU, ReLU, tanh) and critics `OA → H → H → 1`
+/// (ReLU), a replay ring of `CAP` transitions, minibatches of up to
+/// `BATCH` samples.
+pub type Td3Mlp<
+    const OBS: usize,
+    const ACT: usize,
+    const OA: usize,
+    const H: usize,
+    const CAP: usize,
+    const BATCH: usize,
+> = Td3<
+    Chain<Dense<OBS, H, Relu>, Chain<Dense<H, H, Relu>, Dense<H, ACT, Tanh>>>,
+    Mlp<OA, H, 1, Relu>,
+    OBS,
+    ACT,
+    OA,
+    CAP,
+    BATCH,
+>;
+
+/// A TD3 agent (see the [module docs](self)): actor `N: OBS → ACT` ending
+/// in `tanh`, critic network `Q: OA → 1`.
+pub struct Td3<
+    N,
+    Q,
+    const OBS: usize,
+    const ACT: usize,
+    const OA: usize,
+    const CAP: usize,
+    const BATCH: usize,
+> where
+    N: Layer<Input = SVector<f32, OBS>, Output = SVector<f32, ACT>>,
+    Q: Layer<Input = SVector<f32, OA>, Output = SVector<f32, 1>>,
+{
+    /// Hyper-parameters.
+    pub config: Td3Config,
+    /// The actor `μ` with its gradient and Adam state.
+    pub actor: TrainState<N>,
+    /// The Polyak-averaged target actor `μ′`.
+    pub actor_target: N,
+    /// `Q₁, Q₂` with their gradient and one Adam state.
+    pub critic: TrainState<Twin<Q>>,
+    /// The Polyak-averaged target critics `Q′₁, Q′₂`.
+    pub critic_target: Twin<Q>,
+    /// The replay ring.
+    pub replay: ReplayBuffer<OBS, ACT, CAP>,
+    /// The actuator bounds, copied from the environment by [`Td3::init`].
+    pub space: Continuous<ACT>,
+    /// Environment steps taken by [`Td3::step`].
+    pub steps: u64,
+    /// Critic updates taken (SB3's `_n_updates`).
+    pub n_updates: u64,
+    actor_cache: N::Cache,
+    critic_cache: (Q::Cache, Q::Cache),
+}
+
+impl<
+    N,
+    Q,
+    const OBS: usize,
+    const ACT: usize,
+    const OA: usize,
+    const CAP: usize,
+    const BATCH: usize,
+> Td3<N, Q, OBS, ACT, OA, CAP, BATCH>
+where
+    N: Layer<Input = SVector<f32, OBS>, Output = SVector<f32, ACT>>,
+    Q: Layer<Input = SVector<f32, OA>, Output = SVector<f32, 1>>,
+{
+    const SIZES: () = assert!(
+        OA == OBS + ACT,
+        "Td3: the critic input size OA must be OBS + ACT"
+    );
+
+    /// An all-zero agent (usable in a `static`); [`init`](Self::init)
+    /// before use.
+    pub const ZERO: Self = Self::new(Td3Config::ZERO);
+
+    /// An agent with `config` and zero weights; [`init`](Self::init)
+    /// before use.
+    pub const fn new(config: Td3Config) -> Self {
+        let () = Self::SIZES;
+        Self {
+            config,
+            actor: TrainState::new(config.adam),
+            actor_target: N::ZERO,
+            critic: TrainState::new(config.adam),
+            critic_target: Twin::ZERO,
+            replay: ReplayBuffer::ZERO,
+            space: Continuous::symmetric(1.0),
+            steps: 0,
+            n_updates: 0,
+            actor_cache: N::ZERO_CACHE,
+            critic_cache: (Q::ZERO_CACHE, Q::ZERO_CACHE),
+        }
+    }
+
+    /// Starts training from scratch on `env`'s action space: PyTorch's
+    /// default initialisation of the actor, then of the critics (the
+    /// targets copy them), fresh Adam states, an empty replay ring of
+    /// `buffer_size`, zero counters.
+    ///
+    /// # Errors
+    /// [`Error::InvalidConfig`] for an invalid configuration;
+    /// [`Error::NonFinite`] or [`Error::OutOfDomain`] for bad bounds.
+    /// Nothing changes then.
+    pub fn init<E, R>(&mut self, env: &E, rng: &mut R) -> Result<(), Error>
+    where
+        E: Env<Obs = SVector<f32, OBS>, Space = Continuous<ACT>>,
+        R: Rng + ?Sized,
+    {
+        self.config.validate(CAP, BATCH)?;
+        let space = env.action_space();
+        check_all_finite(&space.low)?;
+        check_all_finite(&space.high)?;
+        space.check_domain()?;
+        self.space = space;
+        self.actor.optimizer.config = self.config.adam;
+        self.critic.optimizer.config = self.config.adam;
+        self.actor.optimizer.reset();
+        self.critic.optimizer.reset();
+        torch_default_init(&mut self.actor.params, rng);
+        torch_default_init(&mut self.critic.params, rng);
+        self.actor_target.copy_from(&self.actor.params);
+        self.critic_target.copy_from(&self.critic.params);
+        self.actor.zero_grad();
+        self.critic.zero_grad();
+        self.replay.resize(self.config.buffer_size as usize)?;
+        self.steps = 0;
+        self.n_updates = 0;
+        Ok(())
+    }
+
+    /// A training action for `obs`: `clip(μ(s) + σε, −1, 1)` with fresh
+    /// noise `ε` from `rng` ([`rng::fill_normal`] of `ACT` values) when
+    /// `action_noise = Some(σ)`, else `μ(s)`; and its actuator command.
+    ///
+    /// # Errors
+    /// [`Error::NonFinite`] for a non-finite observation or network output.
+    pub fn explore<R: Rng + ?Sized>(
+        &self,
+        obs: &SVector<f32, OBS>,
+        rng: &mut R,
+    ) -> Result<(SVector<f32, ACT>, SVector<f32, ACT>), Error> {
+        check_all_finite(obs.as_slice())?;
+        let mut action = self.actor.params.forward(obs);
+        check_all_finite(action.as_slice())?;
+        if let Some(sigma) = self.config.action_noise {
+            let mut eps = SVector::<f32, ACT>::zeros();
+            rng::fill_normal(rng, eps.as_mut_slice());
+            for (a, e) in action.iter_mut().zip(eps.iter()) {
+                *a = math::clamp(*a + sigma * e, -1.0, 1.0);
+            }
+        }
+        Ok((action, to_bounds(&self.space, &action)))
+    }
+
+    /// One environment step of training, as [`Sac::step`](super::sac::Sac::step):
+    /// act (uniformly at random for the first `learning_starts` steps, then
+    /// [`explore`](Self::explore)), step `env` through `cursor`, store the
+    /// transition, and every `train_freq` steps past `learning_starts` run
+    /// `gradient_steps` updates. Returns the last update's statistics, if
+    /// any ran.
+    ///
+    /// # Errors
+    /// [`Error::InvalidConfig`] for an invalid configuration,
+    /// [`Error::NonFinite`] for a non-finite observation, reward, network
+    /// output or gradient, and the environment's own errors. Before the
+    /// transition is stored nothing of the agent has changed.
+    pub fn step<E, R>(
+        &mut self,
+        env: &mut E,
+        cursor: &mut Cursor<SVector<f32, OBS>>,
+        rng: &mut R,
+        mut on_episode: impl FnMut(Episode),
+    ) -> Result<Option<Td3Stats>, Error>
+    where
+        E: Env<Obs = SVector<f32, OBS>, Space = Continuous<ACT>>,
+        R: Rng + ?Sized,
+    {
+        let c = self.config;
+        c.validate(CAP, BATCH)?;
+        let obs = cursor.obs;
+        check_all_finite(obs.as_slice())?;
+        let action = if self.steps < u64::from(c.learning_starts) {
+            SVector::<f32, ACT>::from_fn(|_, _| rng::uniform_range(rng, -1.0, 1.0))
+        } else {
+            self.explore(&obs, rng)?.0
+        };
+        let step = cursor.advance(env, to_bounds(&self.space, &action), rng, &mut on_episode)?;
+        self.replay.push(&Transition {
+            obs,
+            action,
+            reward: step.reward,
+            next_obs: step.obs,
+            terminated: step.terminated,
+        })?;
+        self.steps = self.steps.saturating_add(1);
+        let mut stats = None;
+        if self.steps > u64::from(c.learning_starts)
+            && self.steps.is_multiple_of(u64::from(c.train_freq))
+        {
+            for _ in 0..c.gradient_steps {
+                stats = Some(self.update(rng)?);
+            }
+        }
+        Ok(stats)
+    }
+
+    /// One gradient step on a minibatch of `batch_size` transitions drawn
+    /// from `rng` ([`Draws::draw`]: the indices, then the smoothing noise
+    /// `ε′`), by [`update_with`](Self::update_with).
+    ///
+    /// # Errors
+    /// As [`update_with`](Self::update_with); [`Error::InvalidInput`] for
+    /// an empty replay buffer.
+    pub fn update<R: Rng + ?Sized>(&mut self, rng: &mut R) -> Result<Td3Stats, Error> {
+        self.config.validate(CAP, BATCH)?;
+        let mut draws = Draws::<ACT, BATCH>::ZERO;
+        draws.draw(
+            rng,
+            self.config.batch_size as usize,
+            self.replay.len(),
+            false,
+        )?;
+        self.update_with(&draws)
+    }
+
+    /// The deployable policy: the actor and the bounds, acting bit for bit
+    /// as [`Controller::act`] on this agent.
+    pub fn policy(&self) -> TanhPolicy<N, ACT>
+    where
+        N: Clone,
+    {
+        TanhPolicy {
+            net: self.actor.params.clone(),
+            space: self.space,
+        }
+    }
+}
+
+impl<
+    N,
+    Q,
+    const OBS: usize,
+    const ACT: usize,
+    const OA: usize,
+    const CAP: usize,
+    const BATCH: usize,
+> core::fmt::Debug for Td3<N, Q, OBS, ACT, OA, CAP, BATCH>
+where
+    N: Layer<Input = SVector<f32, OBS>, Output = SVector<f32, ACT>>,
+    Q: Layer<Input = SVector<f32, OA>, Output = SVector<f32, 1>>,
+{
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Td3")
+            .field("config", &self.config)
+            .field("steps", &self.steps)
+            .field("n_updates", &self.n_updates)
+            .field("replay_len", &self.replay.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl<
+    N,
+    Q,
+    const OBS: usize,
+    const ACT: usize,
+    const OA: usize,
+    const CAP: usize,
+    const BATCH: usize,
+> Controller<OBS> for Td3<N, Q, OBS, ACT, OA, CAP, BATCH>
+where
+    N: Layer<Input = SVector<f32, OBS>, Output = SVector<f32, ACT>>,
+    Q: Layer<Input = SVector<f32, OA>, Output = SVector<f32, 1>>,
+{
+    type Action = SVector<f32, ACT>;
+
+    /// `low + ½(μ(s) + 1)(high − low)`: the deterministic action.
+    fn act(&self, obs: &SVector<f32, OBS>) -> Result<SVector<f32, ACT>, Error> {
+        act_tanh(&self.actor.params, &self.space, obs)
+    }
+}

@@ -1,0 +1,159 @@
+//! One TD3 gradient step from explicit draws (the equations are in the
+//! [module docs](super)).
+
+use nalgebra::SVector;
+
+use super::Td3;
+use crate::algo::offpolicy::{Draws, action_part, critic_input, polyak};
+use crate::algo::replay::Transition;
+use crate::error::{Error, check_all_finite, check_finite};
+use crate::math;
+use crate::nn::Layer;
+
+/// What one TD3 gradient step computed (SB3's logged `train/…` values).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct Td3Stats {
+    /// `Σᵢ mean((Qᵢ(s, a) − q_target)²)` before the critic step.
+    pub critic_loss: f32,
+    /// `−mean(Q₁(s, μ(s)))` with the updated critics before the actor step,
+    /// when this update was a delayed actor update.
+    pub actor_loss: Option<f32>,
+    /// `mean Q₁(s, a)` on the minibatch, before the critic step.
+    pub q1: f32,
+}
+
+impl<
+    N,
+    Q,
+    const OBS: usize,
+    const ACT: usize,
+    const OA: usize,
+    const CAP: usize,
+    const BATCH: usize,
+> Td3<N, Q, OBS, ACT, OA, CAP, BATCH>
+where
+    N: Layer<Input = SVector<f32, OBS>, Output = SVector<f32, ACT>>,
+    Q: Layer<Input = SVector<f32, OA>, Output = SVector<f32, 1>>,
+{
+    /// Transition `draws.indices[k]` of the replay buffer.
+    fn sampled(&self, draws: &Draws<ACT, BATCH>, k: usize) -> Result<Transition<OBS, ACT>, Error> {
+        draws
+            .indices
+            .get(k)
+            .and_then(|&i| self.replay.get(i as usize))
+            .ok_or(Error::InvalidInput {
+                what: "minibatch index past the stored transitions",
+            })
+    }
+
+    /// One gradient step on the minibatch `draws` names (its replay
+    /// indices and the standard normal `ε′` of the target smoothing; its
+    /// `pi_noise` is not used): the critic step, and on every
+    /// `policy_delay`-th update the actor step and the Polyak updates of
+    /// all three targets.
+    ///
+    /// # Errors
+    /// [`Error::InvalidInput`] for an empty minibatch, one larger than
+    /// `BATCH` or an index past the stored transitions (nothing changes
+    /// then); [`Error::NonFinite`] for a non-finite network output, loss or
+    /// gradient, [`Error::GradientOverflow`], [`Error::InvalidConfig`] for
+    /// an invalid learning rate or Adam configuration — each optimiser step
+    /// refuses without writing, the critic step of this update stays applied
+    /// when the actor's is refused.
+    pub fn update_with(&mut self, draws: &Draws<ACT, BATCH>) -> Result<Td3Stats, Error> {
+        let n = draws.len;
+        if n == 0 || n > BATCH {
+            return Err(Error::InvalidInput {
+                what: "minibatch must hold 1..=BATCH samples",
+            });
+        }
+        for k in 0..n {
+            self.sampled(draws, k)?;
+        }
+        let c = self.config;
+        let inv_n = 1.0 / n as f32;
+        let mut stats = Td3Stats::default();
+        let update = self.n_updates.saturating_add(1);
+
+        // Critics: J_Q = Σᵢ mean((Qᵢ − q_target)²), ∂J_Q/∂Qᵢ = 2(Qᵢ − q_target)/B.
+        self.critic.zero_grad();
+        for k in 0..n {
+            let t = self.sampled(draws, k)?;
+            check_all_finite(draws.next_noise[k].as_slice())?;
+            // ã′ = clip(μ′(s′) + clip(σ̃ ε′, −c, c), −1, 1)
+            let mut next_action = self.actor_target.forward(&t.next_obs);
+            for (a, &e) in next_action.iter_mut().zip(draws.next_noise[k].iter()) {
+                let noise = math::clamp(
+                    e * c.target_policy_noise,
+                    -c.target_noise_clip,
+                    c.target_noise_clip,
+                );
+                *a = math::clamp(*a + noise, -1.0, 1.0);
+            }
+            check_all_finite(next_action.as_slice())?;
+            let x_next = critic_input::<OBS, ACT, OA>(&t.next_obs, &next_action);
+            let next_q1 = self.critic_target.q1.forward(&x_next)[0];
+            let next_q2 = self.critic_target.q2.forward(&x_next)[0];
+            let not_terminated = if t.terminated { 0.0 } else { 1.0 };
+            let q_target = t.reward + not_terminated * c.gamma * next_q1.min(next_q2);
+            check_finite(q_target)?;
+
+            let x = critic_input::<OBS, ACT, OA>(&t.obs, &t.action);
+            let (cache1, cache2) = &mut self.critic_cache;
+            let critic = &self.critic.params;
+            let q1 = critic.q1.forward_train(&x, cache1)[0];
+            let q2 = critic.q2.forward_train(&x, cache2)[0];
+            let (e1, e2) = (q1 - q_target, q2 - q_target);
+            stats.critic_loss += e1 * e1 + e2 * e2;
+            stats.q1 += q1;
+            let grads = &mut self.critic.grads;
+            let d1 = SVector::<f32, 1>::new(2.0 * e1 * inv_n);
+            let d2 = SVector::<f32, 1>::new(2.0 * e2 * inv_n);
+            critic.q1.backward(cache1, &d1, &mut grads.q1);
+            critic.q2.backward(cache2, &d2, &mut grads.q2);
+        }
+        stats.critic_loss *= inv_n;
+        stats.q1 *= inv_n;
+        check_finite(stats.critic_loss)?;
+        self.critic.apply(c.learning_rate, None)?;
+        self.n_updates = update;
+
+        if update.is_multiple_of(u64::from(c.policy_delay)) {
+            // Actor: J_μ = −mean(Q₁(s, μ(s))), ∂J_μ/∂a = −∂Q₁/∂a / B through
+            // Q₁'s input; Q₁'s parameter gradients are discarded (zeroed by
+            // the next critic step).
+            self.actor.zero_grad();
+            self.critic.zero_grad();
+            let mut actor_loss = 0.0f32;
+            for k in 0..n {
+                let t = self.sampled(draws, k)?;
+                let action = self
+                    .actor
+                    .params
+                    .forward_train(&t.obs, &mut self.actor_cache);
+                check_all_finite(action.as_slice())?;
+                let x = critic_input::<OBS, ACT, OA>(&t.obs, &action);
+                let cache1 = &mut self.critic_cache.0;
+                let q1 = self.critic.params.q1.forward_train(&x, cache1)[0];
+                actor_loss -= q1;
+                let d_x = self.critic.params.q1.backward(
+                    cache1,
+                    &SVector::<f32, 1>::new(-inv_n),
+                    &mut self.critic.grads.q1,
+                );
+                let d_action = action_part::<OBS, ACT, OA>(&d_x);
+                self.actor
+                    .params
+                    .backward(&self.actor_cache, &d_action, &mut self.actor.grads);
+            }
+            actor_loss *= inv_n;
+            check_finite(actor_loss)?;
+            stats.actor_loss = Some(actor_loss);
+            self.actor.apply(c.learning_rate, None)?;
+            polyak(&mut self.critic_target, &self.critic.params, c.tau);
+            polyak(&mut self.actor_target, &self.actor.params, c.tau);
+        }
+        Ok(stats)
+    }
+}
