@@ -311,9 +311,13 @@ pub trait Env {
     /// The action space: [`Discrete<N>`] or [`Continuous<A>`].
     type Space: ActionSpace;
 
-    /// Mean episode return at which the task counts as solved
-    /// (475 for CartPole, −200 for Pendulum).
-    const SOLVED_RETURN: f32;
+    /// The plant's conventional threshold: the mean episode return at which
+    /// the task counts as solved (475 for CartPole, −200 for Pendulum).
+    /// Optional: a run takes its threshold at run time
+    /// ([`RunConfig::new`](crate::train::RunConfig::new)), e.g. a baseline
+    /// controller's measured return; the default, `f32::MAX`, is never
+    /// reached (a run given it trains its whole budget).
+    const SOLVED_RETURN: f32 = f32::MAX;
 
     /// The action space with its bounds (for [`Continuous`]: the actuator
     /// range). Default: [`ActionSpace::DEFAULT`].

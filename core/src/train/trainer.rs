@@ -1,0 +1,552 @@
+//! [`Trainer`]: the loop's own state, and start → iterate → evaluate →
+//! report over any [`Learner`].
+
+use core::marker::PhantomData;
+use core::ops::ControlFlow;
+
+use nalgebra::SVector;
+use rand_core::{Rng, SeedableRng};
+
+use crate::algo::{Cursor, evaluate};
+use crate::env::Env;
+use crate::error::Error;
+use crate::vec_env::VecEnv;
+
+use super::*;
+
+/// The loop's state between iterations (see the module docs).
+#[derive(Clone, Debug)]
+pub struct Trainer<O, R> {
+    /// How the run is driven and judged.
+    pub config: RunConfig,
+    /// The training episode in progress (of a single-environment run; a
+    /// run over a [`VecEnv`] keeps one cursor per copy there, and this one
+    /// stays [idle](Cursor::idle)).
+    pub cursor: Cursor<O>,
+    /// The training stream (sampling, shuffles, resets).
+    pub rng: R,
+    /// The selection-evaluation stream.
+    pub select_rng: R,
+    /// The report-evaluation stream.
+    pub report_rng: R,
+    /// Training episodes finished.
+    pub episodes: u64,
+    /// Gradient updates made.
+    pub updates: u64,
+    /// First step at which the deciding evaluation passed.
+    pub solved_at_step: Option<u64>,
+    /// The deciding evaluation that passed.
+    pub selection: Option<Evaluation>,
+    /// The step count at or after which the next evaluation is due.
+    pub next_eval: u64,
+}
+
+impl<const OBS: usize, R: Rng> Trainer<SVector<f32, OBS>, R> {
+    /// A trainer for an agent that is already initialised: checks `config`,
+    /// resets `env` from `rng` and starts counting.
+    ///
+    /// # Errors
+    /// [`Error::InvalidConfig`] naming the [`RunConfig`] field.
+    pub fn new<E: Env<Obs = SVector<f32, OBS>>>(
+        config: RunConfig,
+        env: &mut E,
+        mut rng: R,
+        select_rng: R,
+        report_rng: R,
+    ) -> Result<Self, Error> {
+        config.validate()?;
+        let cursor = Cursor::start(env, &mut rng);
+        Ok(Self::from_parts(
+            config, cursor, rng, select_rng, report_rng,
+        ))
+    }
+
+    /// A trainer at the start of a run with the training stream `rng`
+    /// already used for the agent and the resets.
+    fn from_parts(
+        config: RunConfig,
+        cursor: Cursor<SVector<f32, OBS>>,
+        rng: R,
+        select_rng: R,
+        report_rng: R,
+    ) -> Self {
+        Self {
+            config,
+            cursor,
+            rng,
+            select_rng,
+            report_rng,
+            episodes: 0,
+            updates: 0,
+            solved_at_step: None,
+            selection: None,
+            next_eval: config.eval_interval,
+        }
+    }
+
+    /// [`start`](Self::start) for a run over environment copies (see
+    /// [`VecEnv`]): seeds the three streams from `seed`, initialises `agent`
+    /// for copy 0 from the training stream, then resets the agent's
+    /// [`n_envs`](Learner::n_envs) copies, copy 0 first. With one copy this
+    /// is [`start`](Self::start) bit for bit. The trainer's own
+    /// [`cursor`](Self::cursor) stays [idle](Cursor::idle): every copy's
+    /// episode is in `envs.cursors`.
+    ///
+    /// # Errors
+    /// [`Error::InvalidConfig`] from the run or the agent's configuration,
+    /// or naming `n_envs` when the agent needs more copies than `MAX_ENVS`;
+    /// neither `agent` nor `envs` changes then.
+    pub fn start_envs<L, E, const MAX_ENVS: usize>(
+        agent: &mut L,
+        envs: &mut VecEnv<E, MAX_ENVS>,
+        config: RunConfig,
+        seed: u64,
+    ) -> Result<Self, Error>
+    where
+        L: Learner<E>,
+        E: Env<Obs = SVector<f32, OBS>>,
+        R: SeedableRng,
+    {
+        config.validate()?;
+        let n_envs = agent.n_envs();
+        VecEnv::<E, MAX_ENVS>::check(n_envs)?;
+        let first = envs.envs.first().ok_or(Error::config(
+            "n_envs",
+            "must be > 0 and at most the VecEnv's MAX_ENVS copies",
+        ))?;
+        let mut rng = R::seed_from_u64(seed);
+        agent.init(first, &mut rng)?;
+        envs.start(n_envs, &mut rng)?;
+        Ok(Self::from_parts(
+            config,
+            Cursor::idle(),
+            rng,
+            R::seed_from_u64(select_seed(seed)),
+            R::seed_from_u64(report_seed(seed)),
+        ))
+    }
+
+    /// The usual start: seeds the three streams from `seed` ([`select_seed`],
+    /// [`report_seed`]), initialises `agent` for `env` from the training
+    /// stream, then resets `env`.
+    ///
+    /// # Errors
+    /// [`Error::InvalidConfig`] from the run or the agent's configuration.
+    pub fn start<L, E>(
+        agent: &mut L,
+        env: &mut E,
+        config: RunConfig,
+        seed: u64,
+    ) -> Result<Self, Error>
+    where
+        L: Learner<E>,
+        E: Env<Obs = SVector<f32, OBS>>,
+        R: SeedableRng,
+    {
+        config.validate()?;
+        let mut rng = R::seed_from_u64(seed);
+        agent.init(env, &mut rng)?;
+        Self::new(
+            config,
+            env,
+            rng,
+            R::seed_from_u64(select_seed(seed)),
+            R::seed_from_u64(report_seed(seed)),
+        )
+    }
+
+    /// One iteration of `agent` on `env`, then the evaluation due (on
+    /// `eval_env`, from the selection stream).
+    ///
+    /// # Errors
+    /// The agent's, the environment's or the evaluation's first error.
+    pub fn iterate<L, E, H>(
+        &mut self,
+        agent: &mut L,
+        env: &mut E,
+        eval_env: &mut E,
+        hooks: &mut H,
+    ) -> Result<Progress, Error>
+    where
+        L: Learner<E>,
+        E: Env<Obs = SVector<f32, OBS>>,
+        H: Hooks<L::Stats>,
+    {
+        self.train_step(agent, env, hooks)?;
+        self.evaluate_due(agent, eval_env, hooks)
+    }
+
+    /// [`iterate`](Self::iterate) with one environment — a real plant, of
+    /// which there is only one: the evaluation runs on `env` itself, and the
+    /// training episode it interrupted is then restarted (its partial return
+    /// is dropped; the rollout in progress is unaffected, evaluations happen
+    /// between updates).
+    ///
+    /// # Errors
+    /// As [`iterate`](Self::iterate).
+    pub fn iterate_single<L, E, H>(
+        &mut self,
+        agent: &mut L,
+        env: &mut E,
+        hooks: &mut H,
+    ) -> Result<Progress, Error>
+    where
+        L: Learner<E>,
+        E: Env<Obs = SVector<f32, OBS>>,
+        H: Hooks<L::Stats>,
+    {
+        self.train_step(agent, env, hooks)?;
+        let progress = self.evaluate_due(agent, env, hooks)?;
+        if progress.evaluation.is_some() {
+            self.cursor = Cursor::start(env, &mut self.rng);
+        }
+        Ok(progress)
+    }
+
+    /// [`iterate`](Self::iterate) over the environment copies in use in
+    /// `envs` ([`Learner::iterate_envs`]), then the evaluation due (on
+    /// `eval_env`, from the selection stream).
+    ///
+    /// # Errors
+    /// As [`iterate`](Self::iterate).
+    pub fn iterate_envs<L, E, H, const MAX_ENVS: usize>(
+        &mut self,
+        agent: &mut L,
+        envs: &mut VecEnv<E, MAX_ENVS>,
+        eval_env: &mut E,
+        hooks: &mut H,
+    ) -> Result<Progress, Error>
+    where
+        L: Learner<E>,
+        E: Env<Obs = SVector<f32, OBS>>,
+        H: Hooks<L::Stats>,
+    {
+        let (copies, cursors) = envs.in_use();
+        let episodes = &mut self.episodes;
+        let stats = agent.iterate_envs(copies, cursors, &mut self.rng, &mut |e| {
+            *episodes += 1;
+            hooks.on_episode(e);
+        })?;
+        self.count_update(agent, &stats, hooks);
+        self.evaluate_due(agent, eval_env, hooks)
+    }
+
+    /// One [`Learner::iterate`], counting episodes and updates.
+    fn train_step<L, E, H>(
+        &mut self,
+        agent: &mut L,
+        env: &mut E,
+        hooks: &mut H,
+    ) -> Result<(), Error>
+    where
+        L: Learner<E>,
+        E: Env<Obs = SVector<f32, OBS>>,
+        H: Hooks<L::Stats>,
+    {
+        let episodes = &mut self.episodes;
+        let stats = agent.iterate(env, &mut self.cursor, &mut self.rng, &mut |e| {
+            *episodes += 1;
+            hooks.on_episode(e);
+        })?;
+        self.count_update(agent, &stats, hooks);
+        Ok(())
+    }
+
+    /// Counts an iteration's updates and reports its statistics.
+    fn count_update<L: Agent, H: Hooks<L::Stats>>(
+        &mut self,
+        agent: &L,
+        stats: &L::Stats,
+        hooks: &mut H,
+    ) {
+        self.updates += agent.updates_per_iteration();
+        hooks.on_update(agent.steps(), stats);
+    }
+
+    /// The quick (and, when it passes, the deciding) evaluation if one is due.
+    fn evaluate_due<L, E, H>(
+        &mut self,
+        agent: &L,
+        eval_env: &mut E,
+        hooks: &mut H,
+    ) -> Result<Progress, Error>
+    where
+        L: Learner<E>,
+        E: Env<Obs = SVector<f32, OBS>>,
+        H: Hooks<L::Stats>,
+    {
+        let c = self.config;
+        let steps = agent.steps();
+        // Additions only (no 64-bit division: a few hundred bytes less flash
+        // on a 32-bit MCU): the next multiple of the interval past `steps`.
+        let due = c.quick_episodes > 0 && steps >= self.next_eval;
+        if due {
+            if self.solved_at_step.is_some() {
+                self.next_eval = steps.saturating_add(c.solved_eval_interval);
+            } else {
+                while self.next_eval <= steps {
+                    self.next_eval = self.next_eval.saturating_add(c.eval_interval);
+                }
+            }
+        }
+        let mut evaluation = None;
+        if due {
+            let acting = Acting(agent, PhantomData);
+            let (mean, std) = evaluate(&acting, eval_env, c.quick_episodes, &mut self.select_rng)?;
+            let quick = Evaluation {
+                kind: EvalKind::Quick,
+                step: steps,
+                episodes: c.quick_episodes,
+                mean,
+                std,
+            };
+            hooks.on_evaluation(&quick);
+            evaluation = Some(quick);
+            if self.solved_at_step.is_none() && mean >= c.threshold {
+                let (mean, std) =
+                    evaluate(&acting, eval_env, c.select_episodes, &mut self.select_rng)?;
+                let select = Evaluation {
+                    kind: EvalKind::Select,
+                    step: steps,
+                    episodes: c.select_episodes,
+                    mean,
+                    std,
+                };
+                hooks.on_evaluation(&select);
+                if c.lower_bound(mean, std) >= c.threshold {
+                    self.solved_at_step = Some(steps);
+                    self.selection = Some(select);
+                    self.next_eval = steps.saturating_add(c.solved_eval_interval);
+                }
+                evaluation = Some(select);
+            }
+        }
+        Ok(Progress {
+            steps,
+            episodes: self.episodes,
+            updates: self.updates,
+            solved_at_step: self.solved_at_step,
+            evaluation,
+        })
+    }
+
+    /// The reported evaluation: [`RunConfig::report_episodes`] deterministic
+    /// episodes on `eval_env` from the report stream.
+    ///
+    /// # Errors
+    /// The evaluation's first error.
+    pub fn report<L, E>(&mut self, agent: &L, eval_env: &mut E) -> Result<Evaluation, Error>
+    where
+        L: Learner<E>,
+        E: Env<Obs = SVector<f32, OBS>>,
+    {
+        let episodes = self.config.report_episodes;
+        let acting = Acting(agent, PhantomData);
+        let (mean, std) = evaluate(&acting, eval_env, episodes, &mut self.report_rng)?;
+        Ok(Evaluation {
+            kind: EvalKind::Report,
+            step: agent.steps(),
+            episodes,
+            mean,
+            std,
+        })
+    }
+
+    /// Iterates until the budget is spent, the deciding evaluation passes
+    /// (with early stop) or a hook breaks; then the reported evaluation.
+    /// (With one environment, e.g. a real plant, see
+    /// [`run_single`](Self::run_single).)
+    ///
+    /// # Errors
+    /// The first error of an iteration or an evaluation; the agent keeps
+    /// every update made before it.
+    pub fn run<L, E, H>(
+        &mut self,
+        agent: &mut L,
+        env: &mut E,
+        eval_env: &mut E,
+        hooks: &mut H,
+    ) -> Result<Outcome, Error>
+    where
+        L: Learner<E>,
+        E: Env<Obs = SVector<f32, OBS>>,
+        H: Hooks<L::Stats>,
+    {
+        self.drive(agent, env, Some(eval_env), hooks, |_, _, _, _| {
+            ControlFlow::Continue(())
+        })
+    }
+
+    /// [`run`](Self::run), calling `between(trainer, agent, env, hooks)` after
+    /// every iteration that does not end the run — the place to save a
+    /// checkpoint ([`Trainer::save`](crate::checkpoint)) or to feed a
+    /// watchdog; `Break` stops the run there (then the reported evaluation
+    /// as usual).
+    ///
+    /// # Errors
+    /// As [`run`](Self::run).
+    pub fn run_with<L, E, H, F>(
+        &mut self,
+        agent: &mut L,
+        env: &mut E,
+        eval_env: &mut E,
+        hooks: &mut H,
+        between: F,
+    ) -> Result<Outcome, Error>
+    where
+        L: Learner<E>,
+        E: Env<Obs = SVector<f32, OBS>>,
+        H: Hooks<L::Stats>,
+        F: FnMut(&Self, &L, &E, &mut H) -> ControlFlow<()>,
+    {
+        self.drive(agent, env, Some(eval_env), hooks, between)
+    }
+
+    /// [`run`](Self::run) on a single environment (see
+    /// [`iterate_single`](Self::iterate_single)); the reported evaluation
+    /// also runs on it.
+    ///
+    /// # Errors
+    /// As [`run`](Self::run).
+    pub fn run_single<L, E, H>(
+        &mut self,
+        agent: &mut L,
+        env: &mut E,
+        hooks: &mut H,
+    ) -> Result<Outcome, Error>
+    where
+        L: Learner<E>,
+        E: Env<Obs = SVector<f32, OBS>>,
+        H: Hooks<L::Stats>,
+    {
+        self.drive(agent, env, None, hooks, |_, _, _, _| {
+            ControlFlow::Continue(())
+        })
+    }
+
+    /// [`run`](Self::run) over the environment copies in use in `envs`
+    /// (started by [`start_envs`](Self::start_envs) or
+    /// [`resume_envs`](Self::resume_envs)).
+    ///
+    /// # Errors
+    /// As [`run`](Self::run).
+    pub fn run_envs<L, E, H, const MAX_ENVS: usize>(
+        &mut self,
+        agent: &mut L,
+        envs: &mut VecEnv<E, MAX_ENVS>,
+        eval_env: &mut E,
+        hooks: &mut H,
+    ) -> Result<Outcome, Error>
+    where
+        L: Learner<E>,
+        E: Env<Obs = SVector<f32, OBS>>,
+        H: Hooks<L::Stats>,
+    {
+        self.run_envs_with(agent, envs, eval_env, hooks, |_, _, _, _| {
+            ControlFlow::Continue(())
+        })
+    }
+
+    /// [`run_with`](Self::run_with) over the environment copies in use in
+    /// `envs`: `between(trainer, agent, envs, hooks)` after every iteration
+    /// that does not end the run (the place for
+    /// [`save_envs`](Self::save_envs)).
+    ///
+    /// # Errors
+    /// As [`run`](Self::run).
+    pub fn run_envs_with<L, E, H, F, const MAX_ENVS: usize>(
+        &mut self,
+        agent: &mut L,
+        envs: &mut VecEnv<E, MAX_ENVS>,
+        eval_env: &mut E,
+        hooks: &mut H,
+        mut between: F,
+    ) -> Result<Outcome, Error>
+    where
+        L: Learner<E>,
+        E: Env<Obs = SVector<f32, OBS>>,
+        H: Hooks<L::Stats>,
+        F: FnMut(&Self, &L, &VecEnv<E, MAX_ENVS>, &mut H) -> ControlFlow<()>,
+    {
+        while agent.steps() < self.config.total_steps {
+            let progress = self.iterate_envs(agent, envs, eval_env, hooks)?;
+            let stop = self.ends_run(&progress, hooks);
+            if stop || between(self, agent, envs, hooks).is_break() {
+                break;
+            }
+        }
+        self.finish(agent, eval_env, hooks)
+    }
+
+    /// Whether the run ends after an iteration: a hook breaks, or (with
+    /// early stop) the deciding evaluation passed.
+    fn ends_run<S, H: Hooks<S>>(&self, progress: &Progress, hooks: &mut H) -> bool {
+        hooks.on_iteration(progress).is_break()
+            || (self.config.early_stop && progress.solved_at_step.is_some())
+    }
+
+    /// The training loop of one environment ([`run_envs_with`](Self::run_envs_with)
+    /// is the same loop over copies): iterate until the budget is spent, the
+    /// deciding evaluation passes (with early stop), a hook or `between`
+    /// breaks; then the reported evaluation (on `env` itself without an
+    /// `eval_env`).
+    fn drive<L, E, H, F>(
+        &mut self,
+        agent: &mut L,
+        env: &mut E,
+        mut eval_env: Option<&mut E>,
+        hooks: &mut H,
+        mut between: F,
+    ) -> Result<Outcome, Error>
+    where
+        L: Learner<E>,
+        E: Env<Obs = SVector<f32, OBS>>,
+        H: Hooks<L::Stats>,
+        F: FnMut(&Self, &L, &E, &mut H) -> ControlFlow<()>,
+    {
+        while agent.steps() < self.config.total_steps {
+            let progress = match eval_env.as_deref_mut() {
+                Some(eval_env) => self.iterate(agent, env, eval_env, hooks)?,
+                None => self.iterate_single(agent, env, hooks)?,
+            };
+            let stop = self.ends_run(&progress, hooks);
+            if stop || between(self, agent, env, hooks).is_break() {
+                break;
+            }
+        }
+        match eval_env {
+            Some(eval_env) => self.finish(agent, eval_env, hooks),
+            None => self.finish(agent, env, hooks),
+        }
+    }
+
+    /// Ends a run driven by [`iterate`](Self::iterate) calls of the
+    /// caller's own (e.g. with checkpoints between them): the reported
+    /// evaluation, passed to `hooks`, and the outcome — what
+    /// [`run`](Self::run) returns.
+    ///
+    /// # Errors
+    /// The evaluation's first error.
+    pub fn finish<L, E, H>(
+        &mut self,
+        agent: &L,
+        eval_env: &mut E,
+        hooks: &mut H,
+    ) -> Result<Outcome, Error>
+    where
+        L: Learner<E>,
+        E: Env<Obs = SVector<f32, OBS>>,
+        H: Hooks<L::Stats>,
+    {
+        let report = self.report(agent, eval_env)?;
+        hooks.on_evaluation(&report);
+        Ok(Outcome {
+            steps: agent.steps(),
+            episodes: self.episodes,
+            updates: self.updates,
+            solved_at_step: self.solved_at_step,
+            selection: self.selection,
+            report,
+        })
+    }
+}

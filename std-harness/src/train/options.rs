@@ -1,0 +1,175 @@
+//! What `microrl train` was asked to do ([`TrainOptions`]).
+
+use std::path::PathBuf;
+
+use microrl::train::RunConfig;
+use serde::{Deserialize, Serialize};
+
+use super::*;
+
+/// What `microrl train` was asked to do.
+#[derive(Clone, Debug)]
+pub struct TrainOptions {
+    /// Task.
+    pub env: EnvName,
+    /// Algorithm.
+    pub algo: Algo,
+    /// Seed of the training and evaluation RNG streams.
+    pub seed: u64,
+    /// Environment-step budget.
+    pub steps: u64,
+    /// Hyper-parameter overrides.
+    pub overrides: Overrides,
+    /// Evaluation return that counts as solved (the task's threshold by default).
+    pub threshold: f32,
+    /// Episodes of the deciding and of the reported evaluation (100).
+    pub eval_episodes: u32,
+    /// Standard errors by which the deciding evaluation must clear the
+    /// threshold (`RunConfig::select_margin`).
+    pub select_margin: f32,
+    /// Stop as soon as the deciding evaluation passes.
+    pub early_stop: bool,
+    /// Evaluate during training (the quick and deciding evaluations, and
+    /// with them early stop); `false`: only the reported evaluation, after
+    /// the whole budget.
+    pub train_eval: bool,
+    /// Output directory (`None`: write nothing).
+    pub out: Option<PathBuf>,
+    /// Draw a progress bar on standard error.
+    pub progress: bool,
+    /// CartPole only: train the MCU-sized 4-32-32 actor and critic instead of 64-64.
+    pub small: bool,
+    /// Write a checkpoint (`<out>.checkpoint/`) every this many iterations
+    /// (rollouts and updates; online steps for `ac`), so a killed run can
+    /// be resumed bit for bit (`None`: no checkpoints).
+    pub checkpoint_every: Option<u64>,
+    /// The plant's physical parameters that differ from Gymnasium's
+    /// (`CartPoleParams` / `PendulumParams` field names as keys).
+    pub plant: toml::Table,
+    /// PPO only: fine-tune from a reference policy, anchored to it by the
+    /// per-step KL penalty (`microrl::algo::Anchored`).
+    pub anchor: Option<AnchorOptions>,
+    /// Multi-reward / multi-critic weights (`--reward-weights`, `--value-weights`).
+    pub weights: FusionWeights,
+    /// CartPole only: train on the learned reward of this Bradley–Terry
+    /// model (`microrl reward-model`); evaluations use the plant's reward.
+    pub reward_model: Option<PathBuf>,
+}
+
+/// `--reward-weights U,E` and `--value-weights V1,V2`: multi-reward and
+/// multi-critic PPO (see `microrl::env::channels` and `microrl::algo::critic`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct FusionWeights {
+    /// Weights of cartpole-continuous's reward channels `(upright, effort)`;
+    /// the evaluations score the plant's own reward (`upright`).
+    pub reward: Option<[f32; 2]>,
+    /// Two critics fused with these weights (PPO, PPO-penalty).
+    pub value: Option<[f32; 2]>,
+}
+
+/// `--kl-ref POLICY --kl-beta B [--kl-target D]`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct AnchorOptions {
+    /// The reference policy file (also the starting point).
+    pub reference: PathBuf,
+    /// Initial (or fixed) `β`.
+    pub kl_coef: f32,
+    /// Target mean per-step KL for adapting `β` (`None`: fixed).
+    pub kl_target: Option<f32>,
+}
+
+impl TrainOptions {
+    /// `env`, `algo`, `seed` and `steps` with the defaults: the task's
+    /// threshold, 100 evaluation episodes, early stop, no output, no
+    /// progress bar, 64-wide networks.
+    pub fn new(env: EnvName, algo: Algo, seed: u64, steps: u64) -> Self {
+        Self {
+            env,
+            algo,
+            seed,
+            steps,
+            overrides: Overrides::default(),
+            threshold: env.threshold(),
+            eval_episodes: 100,
+            select_margin: microrl::train::DEFAULT_SELECT_MARGIN,
+            early_stop: true,
+            train_eval: true,
+            out: None,
+            progress: false,
+            small: false,
+            plant: toml::Table::new(),
+            anchor: None,
+            checkpoint_every: None,
+            weights: FusionWeights::default(),
+            reward_model: None,
+        }
+    }
+
+    /// Checks the options the command line sets, naming the option: a zero
+    /// `--steps` budget or `--eval-episodes`, a non-finite `--threshold`, and
+    /// whatever else the core's [`RunConfig::validate`] refuses.
+    ///
+    /// # Errors
+    /// One line naming the option and its constraint.
+    pub fn check(&self) -> anyhow::Result<()> {
+        anyhow::ensure!(
+            self.steps > 0,
+            "--steps must be > 0 (the environment-step budget)"
+        );
+        anyhow::ensure!(
+            self.eval_episodes > 0,
+            "--eval-episodes must be > 0 (the episodes that decide and report \"solved\")"
+        );
+        anyhow::ensure!(
+            self.threshold.is_finite(),
+            "--threshold must be a finite number, not {}",
+            self.threshold
+        );
+        self.run_config().validate().map_err(|e| match e {
+            microrl::Error::InvalidConfig { field, reason } => {
+                let option = match field {
+                    "total_steps" => "--steps",
+                    "select_episodes" | "report_episodes" => "--eval-episodes",
+                    "threshold" => "--threshold",
+                    "select_margin" => "--select-margin",
+                    _ => "the run's options",
+                };
+                anyhow::anyhow!("invalid {option}: `{field}` {reason}")
+            }
+            e => anyhow::anyhow!("invalid run options: {e}"),
+        })
+    }
+
+    /// Plain PPO on the 64-64 CartPole nets — no `--small`, `--kl-ref` or
+    /// `--reward-model` — whose defaults are tuned for CPU time to solve
+    /// (the others keep RL Zoo's settings: the firmware's protocol, and the
+    /// studies that were measured with them).
+    pub fn default_run(&self) -> bool {
+        self.env == EnvName::Cartpole
+            && self.algo == Algo::Ppo
+            && !self.small
+            && self.anchor.is_none()
+            && self.reward_model.is_none()
+    }
+
+    /// The loop's configuration for these options.
+    pub fn run_config(&self) -> RunConfig {
+        RunConfig {
+            eval_interval: match (self.algo, self.env) {
+                (Algo::Ac, _) => AC_EVAL_INTERVAL,
+                (Algo::Ppo | Algo::PpoPenalty, EnvName::Pendulum) => PENDULUM_EVAL_INTERVAL,
+                _ => 1,
+            },
+            select_episodes: self.eval_episodes,
+            select_margin: self.select_margin,
+            report_episodes: self.eval_episodes,
+            early_stop: self.early_stop && self.train_eval,
+            quick_episodes: if self.train_eval {
+                RunConfig::new(self.steps, self.threshold).quick_episodes
+            } else {
+                0
+            },
+            ..RunConfig::new(self.steps, self.threshold)
+        }
+    }
+}

@@ -1,0 +1,419 @@
+//! The run itself: the agent type for the named task and algorithm, the
+//! core's trainer, the outputs.
+
+use std::ops::ControlFlow;
+use std::time::Instant;
+
+use anyhow::{Context, bail};
+use heapless::HistoryBuf;
+use microrl::algo::LearnedReward;
+use microrl::checkpoint::AgentState;
+use microrl::env::EnvState;
+use microrl::env::{CartPole, CartPoleContinuous, Env, Pendulum, Weighted};
+use microrl::rng::Xoshiro128pp;
+use microrl::train::{Learner, Trainer};
+use microrl::vec_env::VecEnv;
+use microrl::{Params, SVector, agent, serialize};
+use serde::Serialize;
+
+use crate::curve::LearningCurve;
+
+use super::*;
+
+pub(crate) fn train_from(
+    opts: &TrainOptions,
+    resumed: Option<(Vec<u8>, Progress)>,
+) -> anyhow::Result<TrainSummary> {
+    opts.check()?;
+    if let Some(dir) = &opts.out {
+        // Refuse an --out that is not a run before training, not after.
+        crate::atomic::check_run_dir(dir, &RUN_FILES)?;
+    }
+    let config = AlgoConfig::resolve(
+        opts.env,
+        opts.algo,
+        opts.steps,
+        opts.default_run(),
+        &opts.overrides,
+    )?;
+    if opts.small && opts.env != EnvName::Cartpole {
+        bail!(
+            "--small is the 4-32-32 CartPole architecture; it does not apply to {}",
+            opts.env.name()
+        );
+    }
+    if opts.anchor.is_some() && opts.algo != Algo::Ppo {
+        bail!("--kl-ref fine-tunes with PPO: use --algo ppo");
+    }
+    if opts.weights.reward.is_some() && opts.env != EnvName::CartpoleContinuous {
+        bail!(
+            "--reward-weights: {} has one reward channel; cartpole-continuous has two (upright, effort)",
+            opts.env.name()
+        );
+    }
+    if opts.reward_model.is_some() && opts.env != EnvName::Cartpole {
+        bail!("--reward-model: the learned reward is CartPole's; use --env cartpole");
+    }
+    if opts.reward_model.is_some() && opts.anchor.is_some() {
+        bail!("--reward-model and --kl-ref do not combine");
+    }
+    if let Some(w) = opts.weights.value {
+        if !matches!(opts.algo, Algo::Ppo | Algo::PpoPenalty) || opts.anchor.is_some() {
+            bail!(
+                "--value-weights fuses PPO's critics: use --algo ppo or ppo-penalty, without --kl-ref"
+            );
+        }
+        microrl::env::channels::check_weights("value_weights", &w)
+            .map_err(|e| anyhow::anyhow!("invalid --value-weights: {e}"))?;
+    }
+    // One agent type per (environment, algorithm, width); the loop is generic.
+    macro_rules! go {
+        ($agent:ty, $env:expr, $eval:expr) => {{
+            let mut agent: Box<$agent> = Box::new(<$agent>::ZERO);
+            run(opts, config, &mut *agent, $env, $eval, resumed)
+        }};
+    }
+    macro_rules! go_critics {
+        ($agent:ty, $env:expr, $eval:expr, $weights:expr) => {{
+            let mut agent: Box<$agent> = Box::new(<$agent>::ZERO);
+            agent.train.params.critic.weights = $weights;
+            run(opts, config, &mut *agent, $env, $eval, resumed)
+        }};
+    }
+    macro_rules! go_anchored {
+        ($agent:ty, $env:expr, $anchor:expr) => {{
+            let anchor: &AnchorOptions = $anchor;
+            let mut agent: Box<$agent> = Box::new(<$agent>::ZERO);
+            let blob = std::fs::read(&anchor.reference)
+                .with_context(|| format!("reading {}", anchor.reference.display()))?;
+            microrl::serialize::load(&mut agent.reference, &blob).map_err(|e| {
+                anyhow::anyhow!(
+                    "--kl-ref {}: not a policy of this task and width ({e})",
+                    anchor.reference.display()
+                )
+            })?;
+            agent.anchor = microrl::algo::AnchorConfig {
+                kl_coef: anchor.kl_coef,
+                kl_target: anchor.kl_target,
+            };
+            run(opts, config, &mut *agent, $env, $env, resumed)
+        }};
+    }
+    macro_rules! by_algo {
+        ($env_ty:ty, $h:literal, $ppo_n:expr, $env:expr) => {
+            by_algo!($env_ty, $h, $ppo_n, $env, $env)
+        };
+        ($env_ty:ty, $h:literal, $ppo_n:expr, $env:expr, $eval:expr) => {
+            match (opts.algo, opts.weights.value) {
+                (Algo::Ppo, _) if opts.anchor.is_some() => go_anchored!(
+                    agent::Anchored<$env_ty, $h, { $ppo_n }>,
+                    $env,
+                    opts.anchor.as_ref().expect("checked")
+                ),
+                (Algo::Ppo | Algo::PpoPenalty, Some(w)) => {
+                    go_critics!(agent::PpoCritics<$env_ty, $h, { $ppo_n }, 2>, $env, $eval, w)
+                }
+                (Algo::Ppo | Algo::PpoPenalty, None) => {
+                    go!(agent::Ppo<$env_ty, $h, { $ppo_n }>, $env, $eval)
+                }
+                (Algo::Trpo, _) => go!(agent::Trpo<$env_ty, $h, TRPO_STEPS>, $env, $eval),
+                (Algo::Grpo | Algo::Gspo, _) => go!(agent::Grpo<$env_ty, $h, GRPO_STEPS>, $env, $eval),
+                (Algo::A2c, _) => go!(agent::A2c<$env_ty, $h, A2C_STEPS>, $env, $eval),
+                (Algo::Reinforce, _) => {
+                    go!(agent::Reinforce<$env_ty, $h, REINFORCE_STEPS>, $env, $eval)
+                }
+                (Algo::Ac, _) => go!(agent::ActorCritic<$env_ty, $h>, $env, $eval),
+            }
+        };
+    }
+    if let Some(path) = &opts.reward_model {
+        // Trained on the learned reward, judged on the plant's own.
+        let model = crate::preference::load(path)?;
+        let plant = cartpole_plant(&opts.plant)?;
+        let learned = LearnedReward::new(plant, model.clone());
+        let scored = LearnedReward::scored_by_plant(plant, model);
+        type Learned = LearnedReward<CartPole, crate::preference::RewardNet>;
+        return if opts.small {
+            by_algo!(
+                Learned,
+                32,
+                PPO_CARTPOLE_STEPS,
+                learned.clone(),
+                scored.clone()
+            )
+        } else {
+            by_algo!(
+                Learned,
+                64,
+                PPO_CARTPOLE_STEPS,
+                learned.clone(),
+                scored.clone()
+            )
+        };
+    }
+    match (opts.env, opts.small) {
+        (EnvName::Cartpole, true) => {
+            by_algo!(
+                CartPole,
+                32,
+                PPO_CARTPOLE_STEPS,
+                cartpole_plant(&opts.plant)?
+            )
+        }
+        (EnvName::Cartpole, false) => {
+            by_algo!(
+                CartPole,
+                64,
+                PPO_CARTPOLE_STEPS,
+                cartpole_plant(&opts.plant)?
+            )
+        }
+        (EnvName::CartpoleContinuous, _) => {
+            let plant = CartPoleContinuous::with_params(plant_params(&opts.plant)?)
+                .map_err(|e| anyhow::anyhow!("invalid --plant: {e}"))?;
+            match opts.weights.reward {
+                None => by_algo!(CartPoleContinuous, 64, PPO_CONTINUOUS_STEPS, plant),
+                // Trained on the fused channels, judged on the plant's own
+                // reward (the upright channel alone, exactly).
+                Some(w) => by_algo!(
+                    Weighted<CartPoleContinuous, 2>,
+                    64,
+                    PPO_CONTINUOUS_STEPS,
+                    Weighted::new(plant, w)
+                        .map_err(|e| anyhow::anyhow!("invalid --reward-weights: {e}"))?,
+                    Weighted::new(plant, [1.0, 0.0]).expect("valid weights")
+                ),
+            }
+        }
+        (EnvName::Pendulum, _) => by_algo!(
+            Pendulum,
+            64,
+            PPO_CONTINUOUS_STEPS,
+            Pendulum::with_params(plant_params(&opts.plant)?)
+                .map_err(|e| anyhow::anyhow!("invalid --plant: {e}"))?
+        ),
+    }
+}
+
+/// The plant parameters of `table` merged over Gymnasium's (`T`'s `Default`).
+///
+/// # Errors
+/// A key `T` does not have, or a value that is not a number, named.
+pub fn plant_params<T>(table: &toml::Table) -> anyhow::Result<T>
+where
+    T: Serialize + serde::de::DeserializeOwned + Default,
+{
+    let mut merged = toml::Table::try_from(T::default())?;
+    for (key, value) in table {
+        if !merged.contains_key(key) {
+            let known: Vec<&str> = merged.keys().map(String::as_str).collect();
+            bail!(
+                "invalid --plant: no parameter `{key}` (known: {})",
+                known.join(", ")
+            );
+        }
+        merged.insert(key.clone(), value.clone());
+    }
+    toml::Value::Table(merged)
+        .try_into()
+        .map_err(|e: toml::de::Error| anyhow::anyhow!("invalid --plant: {}", e.message().trim()))
+}
+
+/// CartPole with `--plant`'s parameters.
+///
+/// # Errors
+/// As [`plant_params`], and `CartPoleParams::validate`'s refusal.
+pub fn cartpole_plant(table: &toml::Table) -> anyhow::Result<CartPole> {
+    CartPole::with_params(plant_params(table)?).map_err(|e| anyhow::anyhow!("invalid --plant: {e}"))
+}
+
+/// The most environment copies a run can step side by side (`n_envs`):
+/// RL Zoo's largest setting (LunarLander, Acrobot, MountainCar).
+pub const MAX_ENVS: usize = 16;
+
+/// Runs the core loop on one concrete agent and writes the outputs.
+///
+/// The training environment is always a [`VecEnv`] of [`MAX_ENVS`] copies
+/// of `env`, of which the agent's `n_envs` (1 unless a PPO/A2C
+/// configuration says otherwise) are stepped: with one copy the run is the
+/// single-environment run bit for bit.
+pub(crate) fn run<L, E, const OBS: usize>(
+    opts: &TrainOptions,
+    config: AlgoConfig,
+    agent: &mut L,
+    env: E,
+    mut eval_env: E,
+    resumed: Option<(Vec<u8>, Progress)>,
+) -> anyhow::Result<TrainSummary>
+where
+    L: Learner<E> + Configure + AgentState,
+    L::Policy: Params,
+    L::Stats: AsDiagnostics,
+    E: Env<Obs = SVector<f32, OBS>> + EnvState + Clone,
+{
+    let start = Instant::now();
+    agent.configure(config)?;
+    let mut envs: Box<VecEnv<E, MAX_ENVS>> =
+        Box::new(VecEnv::new(std::array::from_fn(|_| env.clone())));
+    let run_config = opts.run_config();
+    let mut observer = Observer {
+        start,
+        bar: progress_bar(opts),
+        budget: opts.steps,
+        recent: HistoryBuf::new(),
+        curve: LearningCurve::new(),
+        last_update: None,
+        last_eval: f32::NAN,
+        next_row: 0,
+    };
+    type Run<const OBS: usize> = Trainer<SVector<f32, OBS>, Xoshiro128pp>;
+    let (mut trainer, mut iterations, wall_before) = match resumed {
+        None => {
+            let trainer = Run::<OBS>::start_envs(agent, &mut *envs, run_config, opts.seed)
+                .map_err(anyhow::Error::msg)?;
+            (trainer, 0, 0.0)
+        }
+        Some((state, saved)) => {
+            let trainer = Run::<OBS>::resume_envs(agent, &mut *envs, &state)
+                .map_err(|e| anyhow::anyhow!("resuming from the checkpoint: {e}"))?;
+            anyhow::ensure!(
+                trainer.config == run_config,
+                "the checkpoint's run configuration differs from its options"
+            );
+            observer.restore(&saved);
+            (trainer, saved.iterations, saved.wall_s)
+        }
+    };
+    // The core loop, with a checkpoint between iterations.
+    let mut checkpoint_error = None;
+    let checkpoint =
+        |trainer: &Run<OBS>, agent: &L, envs: &VecEnv<E, MAX_ENVS>, observer: &mut Observer| {
+            iterations += 1;
+            let (Some(every), Some(out)) = (opts.checkpoint_every, &opts.out) else {
+                return ControlFlow::Continue(());
+            };
+            if iterations % every != 0 {
+                return ControlFlow::Continue(());
+            }
+            let elapsed = wall_before + start.elapsed().as_secs_f64();
+            let written = (|| -> anyhow::Result<()> {
+                let mut state = vec![0u8; Run::<OBS>::checkpoint_len_envs::<L, E, MAX_ENVS>()];
+                let len = trainer
+                    .save_envs(agent, envs, &mut state)
+                    .map_err(|e| anyhow::anyhow!("writing a checkpoint: {e}"))?;
+                let progress = observer.save(opts, &config, iterations, elapsed)?;
+                crate::atomic::write_run_dir(
+                    &checkpoint_dir(out),
+                    &[
+                        (CHECKPOINT_STATE, &state[..len]),
+                        (CHECKPOINT_PROGRESS, progress.as_bytes()),
+                    ],
+                )
+            })();
+            match written {
+                Ok(()) => ControlFlow::Continue(()),
+                Err(e) => {
+                    checkpoint_error = Some(e);
+                    ControlFlow::Break(())
+                }
+            }
+        };
+    let outcome = trainer
+        .run_envs_with(agent, &mut *envs, &mut eval_env, &mut observer, checkpoint)
+        .map_err(|e| anyhow::anyhow!("training failed at step {}: {e}", agent.steps()))?;
+    if let Some(e) = checkpoint_error {
+        return Err(e);
+    }
+    let wall_s = wall_before + start.elapsed().as_secs_f64();
+    if let Some(bar) = observer.bar.take() {
+        bar.finish_and_clear();
+    }
+
+    let mut summary = TrainSummary {
+        env: opts.env.name(),
+        algo: opts.algo.name(),
+        seed: opts.seed,
+        steps: opts.steps,
+        small: opts.small,
+        plant: opts.plant.clone(),
+        anchor: opts.anchor.clone(),
+        weights: opts.weights,
+        reward_model: opts.reward_model.clone(),
+        steps_run: outcome.steps,
+        wall_s,
+        eval_mean: outcome.report.mean,
+        eval_std: outcome.report.std,
+        eval_episodes: outcome.report.episodes,
+        threshold: opts.threshold,
+        solved_at_step: outcome.solved_at_step,
+        select_mean: outcome.selection.map(|e| e.mean),
+        solved: outcome.solved(opts.threshold),
+        episodes: outcome.episodes,
+        updates: outcome.updates,
+        last_update: observer.last_update,
+        config,
+        run: run_config,
+        policy: None,
+        policy_crc32: None,
+        curve_csv: None,
+        curve_png: None,
+    };
+    if let Some(dir) = &opts.out {
+        let mut policy = Box::new(L::Policy::ZERO);
+        agent.export(&mut policy);
+        let blob = serialize::to_vec(&*policy).map_err(anyhow::Error::msg)?;
+        let csv = observer.curve.to_csv();
+        let title = format!(
+            "{} {} seed {}",
+            opts.algo.name(),
+            opts.env.name(),
+            opts.seed
+        );
+        let png = observer.curve.render_png(
+            &title,
+            Some(f64::from(opts.threshold)),
+            crate::plot::DEFAULT_WIDTH,
+            crate::plot::DEFAULT_HEIGHT,
+        )?;
+        summary.policy = Some(dir.join(POLICY_FILE));
+        summary.policy_crc32 = Some(format!(
+            "{:08x}",
+            serialize::crc32(&blob[..blob.len().saturating_sub(4)])
+        ));
+        summary.curve_csv = Some(dir.join(CURVE_CSV_FILE));
+        summary.curve_png = Some(dir.join(CURVE_PNG_FILE));
+        let json = serde_json::to_string_pretty(&summary)?;
+        // All four files appear together, replacing a previous run whole.
+        crate::atomic::write_run_dir(
+            dir,
+            &[
+                (POLICY_FILE, &blob),
+                (CURVE_CSV_FILE, csv.as_bytes()),
+                (CURVE_PNG_FILE, &png),
+                (SUMMARY_FILE, json.as_bytes()),
+            ],
+        )?;
+        // The run is complete: its checkpoint is no longer needed.
+        let ckpt = checkpoint_dir(dir);
+        if ckpt.is_dir() {
+            std::fs::remove_dir_all(&ckpt)
+                .with_context(|| format!("removing {}", ckpt.display()))?;
+        }
+    }
+    Ok(summary)
+}
+
+pub(crate) fn progress_bar(opts: &TrainOptions) -> Option<indicatif::ProgressBar> {
+    if !opts.progress {
+        return None;
+    }
+    let bar = indicatif::ProgressBar::new(opts.steps);
+    let style = indicatif::ProgressStyle::with_template(
+        "{prefix} [{elapsed_precise}] {bar:30} {pos:>7}/{len:7} {msg}",
+    )
+    .map(|s| s.progress_chars("=> "))
+    .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar());
+    bar.set_style(style);
+    bar.set_prefix(format!("{} {}", opts.algo.name(), opts.env.name()));
+    Some(bar)
+}

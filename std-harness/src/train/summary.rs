@@ -1,0 +1,128 @@
+//! The schema of `summary.json` ([`TrainSummary`]) and the standard diagnostics.
+
+use std::path::PathBuf;
+
+use microrl::algo::{AcStats, UpdateStats};
+use microrl::train::RunConfig;
+use serde::Serialize;
+
+use super::*;
+
+/// The result of one training run (the `--json` object of `microrl train`,
+/// and `summary.json`).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct TrainSummary {
+    /// Task name.
+    pub env: &'static str,
+    /// Algorithm name.
+    pub algo: &'static str,
+    /// Seed.
+    pub seed: u64,
+    /// Step budget.
+    pub steps: u64,
+    /// The 4-32-32 CartPole networks (`--small`).
+    pub small: bool,
+    /// The plant parameters that differ from Gymnasium's (`--plant`).
+    pub plant: toml::Table,
+    /// The reference policy and KL coefficient of a fine-tune (`--kl-ref`).
+    pub anchor: Option<AnchorOptions>,
+    /// Reward-channel and critic fusion weights.
+    pub weights: FusionWeights,
+    /// The learned reward model trained on (`--reward-model`).
+    pub reward_model: Option<PathBuf>,
+    /// Environment steps actually taken.
+    pub steps_run: u64,
+    /// Wall-clock seconds of the whole run (training and evaluations).
+    pub wall_s: f64,
+    /// Mean return of the reported evaluation (held-out start states).
+    pub eval_mean: f32,
+    /// Standard deviation of those returns.
+    pub eval_std: f32,
+    /// Episodes in the reported evaluation.
+    pub eval_episodes: u32,
+    /// Threshold the task counts as solved at.
+    pub threshold: f32,
+    /// First step at which the deciding evaluation (selection start states)
+    /// reached the threshold.
+    pub solved_at_step: Option<u64>,
+    /// Mean of that deciding evaluation.
+    pub select_mean: Option<f32>,
+    /// Solved on held-out start states: the deciding evaluation passed and
+    /// the reported one reaches the threshold too.
+    pub solved: bool,
+    /// Training episodes finished.
+    pub episodes: u64,
+    /// Gradient updates (rollouts, or online steps for `ac`).
+    pub updates: u64,
+    /// Diagnostics of the last update (rollout-based algorithms).
+    pub last_update: Option<Diagnostics>,
+    /// The algorithm's full effective configuration (its field names as
+    /// keys): `--config summary.json` reads it back.
+    pub config: AlgoConfig,
+    /// The training loop's configuration.
+    pub run: RunConfig,
+    /// Where the policy was written.
+    pub policy: Option<PathBuf>,
+    /// The CRC-32 the policy file ends with (8 hex digits, as `inspect` and
+    /// `init` print it): which policy this summary describes.
+    pub policy_crc32: Option<String>,
+    /// Where the learning curve (CSV) was written.
+    pub curve_csv: Option<PathBuf>,
+    /// Where the learning-curve plot (PNG) was written.
+    pub curve_png: Option<PathBuf>,
+}
+
+/// The standard PPO diagnostics of one update (CleanRL's names).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct Diagnostics {
+    /// Clipped-surrogate loss.
+    pub policy_loss: f32,
+    /// Value loss.
+    pub value_loss: f32,
+    /// Policy entropy.
+    pub entropy: f32,
+    /// `mean((r − 1) − log r)`.
+    pub approx_kl: f32,
+    /// Fraction of clipped ratios.
+    pub clip_fraction: f32,
+    /// `1 − Var(R − V)/Var(R)`.
+    pub explained_variance: f32,
+    /// Epochs run (target-KL may stop early).
+    pub epochs: u16,
+    /// Learning rate used.
+    pub learning_rate: f32,
+    /// KL penalty coefficient `β` used (PPO-penalty; 0 otherwise).
+    pub kl_coef: f32,
+    /// Mean per-step `log π − log π_ref` of the rollout (a `--kl-ref`
+    /// fine-tune; 0 otherwise).
+    pub kl_reference: f32,
+}
+
+/// Iteration statistics the harness can summarise.
+pub trait AsDiagnostics {
+    /// The PPO diagnostics, if these statistics have them.
+    fn diagnostics(&self) -> Option<Diagnostics>;
+}
+
+impl AsDiagnostics for UpdateStats {
+    fn diagnostics(&self) -> Option<Diagnostics> {
+        Some(Diagnostics {
+            policy_loss: self.policy_loss,
+            value_loss: self.value_loss,
+            entropy: self.entropy,
+            approx_kl: self.approx_kl,
+            clip_fraction: self.clip_fraction,
+            explained_variance: self.explained_variance,
+            epochs: self.epochs,
+            learning_rate: self.learning_rate,
+            kl_coef: self.kl_coef,
+            kl_reference: self.kl_reference,
+        })
+    }
+}
+
+impl AsDiagnostics for AcStats {
+    fn diagnostics(&self) -> Option<Diagnostics> {
+        None
+    }
+}

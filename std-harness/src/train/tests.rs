@@ -1,0 +1,67 @@
+//! Unit tests of the desktop training run.
+
+use super::*;
+use microrl::algo::PpoConfig;
+use microrl::optim::Schedule;
+use std::path::PathBuf;
+
+/// The PPO configuration `microrl train` resolves for `opts`.
+fn ppo(opts: &TrainOptions) -> PpoConfig {
+    let resolved = AlgoConfig::resolve(
+        opts.env,
+        opts.algo,
+        opts.steps,
+        opts.default_run(),
+        &opts.overrides,
+    );
+    match resolved {
+        Ok(AlgoConfig::Ppo(c)) => c,
+        other => panic!("not a PPO configuration: {other:?}"),
+    }
+}
+
+/// Plain PPO on the 64-64 CartPole nets gets the settings tuned for time
+/// to solve; `--small` (the firmware's protocol, whose policy file the
+/// firmware tests pin), `--kl-ref`, `--reward-model` and PPO-penalty keep
+/// RL Zoo's, with which their figures were measured.
+#[test]
+fn only_the_default_run_gets_the_time_tuned_settings() {
+    let plain = TrainOptions::new(EnvName::Cartpole, Algo::Ppo, 0, 100_000);
+    let zoo = PpoConfig {
+        total_steps: 100_000,
+        ..PpoConfig::CARTPOLE
+    };
+    assert_eq!(
+        ppo(&plain),
+        PpoConfig {
+            learning_rate: Schedule::linear_to_zero(2.5e-3),
+            gae_lambda: 0.9,
+            epochs: 4,
+            ..zoo
+        }
+    );
+    let small = TrainOptions {
+        small: true,
+        ..plain.clone()
+    };
+    let rewarded = TrainOptions {
+        reward_model: Some(PathBuf::from("rm.mrlp")),
+        ..plain.clone()
+    };
+    let anchored = TrainOptions {
+        anchor: Some(AnchorOptions {
+            reference: PathBuf::from("ref.mrlp"),
+            kl_coef: 0.1,
+            kl_target: None,
+        }),
+        ..plain.clone()
+    };
+    for opts in [&small, &rewarded, &anchored] {
+        assert!(!opts.default_run());
+        assert_eq!(ppo(opts), zoo);
+    }
+    let penalty = TrainOptions::new(EnvName::Cartpole, Algo::PpoPenalty, 0, 100_000);
+    assert_eq!(ppo(&penalty).epochs, 10);
+    let pendulum = TrainOptions::new(EnvName::Pendulum, Algo::Ppo, 0, 300_000);
+    assert!(!pendulum.default_run());
+}
