@@ -11,7 +11,7 @@ use rand_xoshiro::Xoshiro128PlusPlus;
 
 use super::*;
 use crate::algo::offpolicy::{Draws, critic_input};
-use crate::algo::{Cursor, evaluate};
+use crate::algo::{Controller, Cursor, evaluate};
 use crate::env::{Continuous, Env, Pendulum, Step};
 use crate::nn::fd;
 

@@ -8,7 +8,7 @@ use std::vec::Vec;
 use nalgebra::SVector;
 
 use super::*;
-use crate::algo::Cursor;
+use crate::algo::{Controller, Cursor};
 use crate::algo::offpolicy::Draws;
 use crate::algo::sac::tests::Faulty;
 use crate::nn::fd;
