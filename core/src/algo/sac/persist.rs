@@ -3,9 +3,9 @@
 //! Adam state, the replay ring (every slot, its size, length and
 //! position), the action space and the counters of environment steps and
 //! gradient steps (the latter also places the target updates of
-//! `target_update_interval`). A refused load changes nothing. Not saved: the activation caches, which
-//! every update overwrites before reading, and the configuration, which
-//! the caller supplies again.
+//! `target_update_interval`). A refused load changes nothing. Not saved:
+//! the activation caches, which every update overwrites before reading,
+//! and the configuration, which the caller supplies again.
 
 use nalgebra::SVector;
 

@@ -3,9 +3,9 @@
 //! replay ring (every slot, its size, length and position), the action
 //! space and the counters of environment steps and critic updates (the
 //! latter is also the phase of the delayed actor and target updates,
-//! every `policy_delay`-th). A refused load changes nothing. Not saved: the activation caches, which
-//! every update overwrites before reading, and the configuration, which
-//! the caller supplies again.
+//! every `policy_delay`-th). A refused load changes nothing. Not saved:
+//! the activation caches, which every update overwrites before reading,
+//! and the configuration, which the caller supplies again.
 
 use nalgebra::SVector;
 
