@@ -23,10 +23,17 @@
 //! between its sizes and the environment's is then refused at compile time
 //! with a message that says so.
 //!
+//! SAC and TD3 ([`Sac`], [`Td3`]) take ReLU networks (SB3's), a replay
+//! capacity `CAP`, a minibatch capacity `BATCH` and their critics' input
+//! size `OA = OBS + ACT`, the one size stable Rust cannot add up from the
+//! environment's (a wrong `OA` does not compile):
+//! `agent::Sac<Pendulum, 64, 10_000, 256, 4>`.
+//!
 //! How (stable Rust, no `generic_const_exprs`): the observation type
 //! `SVector<f32, OBS>` and the action space carry their sizes as const
 //! generics, and [`AgentTypes`] — implemented for them — maps them to the agent
-//! types through generic associated types.
+//! types through generic associated types ([`ActorFor`] and
+//! [`OffPolicyFor`] on the action space supply the action-dependent part).
 
 use nalgebra::SVector;
 
@@ -49,6 +56,52 @@ impl<const A: usize> ActorFor for Continuous<A> {
     type Actor<const OBS: usize, const H: usize> = GaussianActor<Mlp<OBS, H, A>, A>;
 }
 
+/// A continuous action space, which SAC and TD3 act in: it knows their
+/// agents with SB3's architecture ([`algo::sac::SacMlp`],
+/// [`algo::td3::Td3Mlp`]: two ReLU hidden layers of `H` units) for `OBS`
+/// observations and `OA = OBS + ACT` critic inputs.
+#[diagnostic::on_unimplemented(
+    message = "SAC and TD3 need a continuous action space, not `{Self}`",
+    label = "the environment's `Space` must be `Continuous<A>`"
+)]
+pub trait OffPolicyFor {
+    /// SAC with a replay ring of `CAP` transitions and minibatches of up to
+    /// `BATCH`.
+    type Sac<
+        const OBS: usize,
+        const OA: usize,
+        const H: usize,
+        const CAP: usize,
+        const BATCH: usize,
+    >;
+    /// TD3 with a replay ring of `CAP` transitions and minibatches of up to
+    /// `BATCH`.
+    type Td3<
+        const OBS: usize,
+        const OA: usize,
+        const H: usize,
+        const CAP: usize,
+        const BATCH: usize,
+    >;
+}
+
+impl<const A: usize> OffPolicyFor for Continuous<A> {
+    type Sac<
+        const OBS: usize,
+        const OA: usize,
+        const H: usize,
+        const CAP: usize,
+        const BATCH: usize,
+    > = algo::sac::SacMlp<OBS, A, OA, H, CAP, BATCH>;
+    type Td3<
+        const OBS: usize,
+        const OA: usize,
+        const H: usize,
+        const CAP: usize,
+        const BATCH: usize,
+    > = algo::td3::Td3Mlp<OBS, A, OA, H, CAP, BATCH>;
+}
+
 /// An observation type that knows the agents built on it (implemented for
 /// `SVector<f32, OBS>`).
 pub trait AgentTypes {
@@ -68,6 +121,22 @@ pub trait AgentTypes {
     type ActorCritic<S: ActorFor, const H: usize>;
     /// The deployable policy.
     type Policy<S: ActorFor, const H: usize>;
+    /// SAC (see [`OffPolicyFor`]).
+    type Sac<
+        S: OffPolicyFor,
+        const H: usize,
+        const CAP: usize,
+        const BATCH: usize,
+        const OA: usize,
+    >;
+    /// TD3 (see [`OffPolicyFor`]).
+    type Td3<
+        S: OffPolicyFor,
+        const H: usize,
+        const CAP: usize,
+        const BATCH: usize,
+        const OA: usize,
+    >;
 }
 
 impl<const OBS: usize> AgentTypes for SVector<f32, OBS> {
@@ -85,6 +154,20 @@ impl<const OBS: usize> AgentTypes for SVector<f32, OBS> {
     type ActorCritic<S: ActorFor, const H: usize> =
         algo::ActorCritic<S::Actor<OBS, H>, Mlp<OBS, H, 1>, OBS>;
     type Policy<S: ActorFor, const H: usize> = crate::policy::Policy<S::Actor<OBS, H>, OBS>;
+    type Sac<
+        S: OffPolicyFor,
+        const H: usize,
+        const CAP: usize,
+        const BATCH: usize,
+        const OA: usize,
+    > = S::Sac<OBS, OA, H, CAP, BATCH>;
+    type Td3<
+        S: OffPolicyFor,
+        const H: usize,
+        const CAP: usize,
+        const BATCH: usize,
+        const OA: usize,
+    > = S::Td3<OBS, OA, H, CAP, BATCH>;
 }
 
 /// PPO on `E`: actor and critic with two hidden layers of `H` tanh units, a
@@ -128,6 +211,31 @@ pub type Grpo<E, const H: usize, const N: usize> =
 pub type ActorCritic<E, const H: usize> =
     <<E as Env>::Obs as AgentTypes>::ActorCritic<<E as Env>::Space, H>;
 
-/// The deployable policy of any agent above with width `H` on `E` (the same
+/// SAC on `E` with SB3's architecture (actor trunk and twin critics with
+/// two ReLU hidden layers of `H` units; see [`algo::sac`]), a replay ring
+/// of `CAP` transitions and minibatches of up to `BATCH`. `OA` is the
+/// critics' input size `OBS + ACT` (stable Rust cannot compute it from the
+/// environment): another value is refused at compile time with a message
+/// that says so. For Pendulum (3 observations, 1 action):
+///
+/// ```
+/// use microrl::agent;
+/// use microrl::env::Pendulum;
+///
+/// type Agent = agent::Sac<Pendulum, 64, 10_000, 256, 4>;
+/// type Deployed = microrl::Deployed<Agent>; // tanh(μ(s)) and the bounds
+/// # let _ = core::mem::size_of::<Deployed>();
+/// ```
+pub type Sac<E, const H: usize, const CAP: usize, const BATCH: usize, const OA: usize> =
+    <<E as Env>::Obs as AgentTypes>::Sac<<E as Env>::Space, H, CAP, BATCH, OA>;
+
+/// TD3 on `E` with SB3's architecture (actor and twin critics with two ReLU
+/// hidden layers of `H` units; see [`algo::td3`]), a replay ring of `CAP`
+/// transitions and minibatches of up to `BATCH`; `OA = OBS + ACT` as for
+/// [`Sac`].
+pub type Td3<E, const H: usize, const CAP: usize, const BATCH: usize, const OA: usize> =
+    <<E as Env>::Obs as AgentTypes>::Td3<<E as Env>::Space, H, CAP, BATCH, OA>;
+
+/// The deployable policy of any on-policy agent above with width `H` on `E` (the same
 /// type as [`Deployed<Agent>`](crate::Deployed)).
 pub type Policy<E, const H: usize> = <<E as Env>::Obs as AgentTypes>::Policy<<E as Env>::Space, H>;

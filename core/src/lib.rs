@@ -28,9 +28,11 @@
 //!    with `K` fused critics through [`algo::Critics`]), A2C, REINFORCE with
 //!    a baseline ([`algo::Ppo`], [`algo::Reinforce`]), TRPO
 //!    ([`algo::Trpo`]), GRPO without a critic ([`algo::Grpo`]), KL-anchored
-//!    fine-tuning ([`algo::Anchored`]) and the online actor-critic
-//!    ([`algo::ActorCritic`]), each a fixed-size struct with a `const fn new`
-//!    and a `.bss`-friendly `ZERO`.
+//!    fine-tuning ([`algo::Anchored`]), the online actor-critic
+//!    ([`algo::ActorCritic`]) and, off-policy from a replay buffer
+//!    ([`algo::ReplayBuffer`]), SAC and TD3 for continuous control
+//!    ([`algo::Sac`], [`algo::Td3`]), each a fixed-size struct with a
+//!    `const fn new` and a `.bss`-friendly `ZERO`.
 //! 5. [`policy`] — **actors and policies**: [`policy::Actor`] (network +
 //!    distribution head, what algorithms train), [`Policy`] (actor + frozen
 //!    normaliser + action space, what you deploy) and [`Controller::act`]

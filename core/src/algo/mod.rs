@@ -1,7 +1,7 @@
 //! Training algorithms: PPO with GAE (and PPO-penalty), A2C, TRPO, GRPO,
 //! REINFORCE with a baseline, KL-anchored fine-tuning, the online
-//! one-step actor-critic, and a Bradley–Terry reward model learned from
-//! preferences.
+//! one-step actor-critic, the off-policy SAC and TD3 (with a replay
+//! buffer), and a Bradley–Terry reward model learned from preferences.
 //!
 //! Design:
 //! - **One actor interface for both action spaces.** Every algorithm trains
@@ -49,6 +49,9 @@ pub use preference::{
     LearnedReward, Preference, RewardConfig, RewardLearner, RewardModel, Segment,
 };
 pub use reinforce::{Reinforce, ReinforceConfig};
+pub use replay::ReplayBuffer;
+pub use sac::{Sac, SacConfig};
+pub use td3::{Td3, Td3Config};
 pub use trpo::{Trpo, TrpoConfig};
 
 pub use crate::policy::{Actor, Controller, HeadCache, Policy};

@@ -32,6 +32,7 @@
 use nalgebra::SVector;
 use rand_core::Rng;
 
+use crate::checkpoint::{Field, Reader, Writer, fold};
 use crate::error::{Error, check_all_finite, check_finite};
 use crate::params::Params;
 use crate::rng;
@@ -215,13 +216,7 @@ impl<const OBS: usize, const ACT: usize, const CAP: usize> ReplayBuffer<OBS, ACT
         if i >= self.len {
             return None;
         }
-        Some(Transition {
-            obs: *self.obs.get(i)?,
-            action: *self.action.get(i)?,
-            reward: *self.reward.get(i)?,
-            next_obs: *self.next_obs.get(i)?,
-            terminated: *self.terminated.get(i)?,
-        })
+        self.slot(i)
     }
 
     /// Where the next push writes (the oldest transition once full).
@@ -258,6 +253,127 @@ impl<const OBS: usize, const ACT: usize, const CAP: usize> Default for ReplayBuf
     fn default() -> Self {
         Self::ZERO
     }
+}
+
+/// A replay buffer in a checkpoint (the agents' [`AgentState`](crate::checkpoint::AgentState)):
+/// `size`, `len` and `pos` as `u32`, then all `CAP` slots in storage order,
+/// each `obs`, `action`, `reward`, `next_obs` (as `f32` bits) and
+/// `terminated` (a `u32` 0 or 1). Every slot is saved, stored or not, so
+/// the section has one length and the ring comes back exactly as it was.
+///
+/// Loading checks everything before a committing pass writes: `1 ≤ size ≤
+/// CAP`, `len ≤ size`, `pos < size` and `pos = len` until the ring is full
+/// ([`Error::InvalidState`]); finite values ([`Error::NonFinite`]); actions
+/// in `[−1, 1]` and flags 0 or 1 ([`Error::OutOfDomain`],
+/// [`Error::InvalidState`]).
+impl<const OBS: usize, const ACT: usize, const CAP: usize> Field for ReplayBuffer<OBS, ACT, CAP> {
+    const LEN: usize = 3 * 4 + CAP * (4 * (2 * OBS + ACT + 1) + 4);
+
+    fn fold_shapes(h: u32) -> u32 {
+        fold(fold(fold(h, CAP as u32), OBS as u32), ACT as u32)
+    }
+
+    fn save(&self, w: &mut Writer<'_>) -> Result<(), Error> {
+        check_counters(CAP, self.size, self.len, self.pos)?;
+        // `CAP ≤ u32::MAX` (checked at compile time), so the counters fit.
+        w.u32(self.size as u32);
+        w.u32(self.len as u32);
+        w.u32(self.pos as u32);
+        for i in 0..CAP {
+            let t = self.slot(i).ok_or(Error::InvalidState {
+                what: "replay slot past the capacity",
+            })?;
+            check_action(&t.action)?;
+            write_vector(w, &t.obs)?;
+            write_vector(w, &t.action)?;
+            w.f32(t.reward)?;
+            write_vector(w, &t.next_obs)?;
+            w.u32(u32::from(t.terminated));
+        }
+        Ok(())
+    }
+
+    fn load(&mut self, r: &mut Reader<'_>) -> Result<(), Error> {
+        let (size, len, pos) = (r.u32()? as usize, r.u32()? as usize, r.u32()? as usize);
+        check_counters(CAP, size, len, pos)?;
+        for i in 0..CAP {
+            let obs = read_vector(r)?;
+            let action = read_vector(r)?;
+            check_action(&action)?;
+            let reward = r.f32()?;
+            let next_obs = read_vector(r)?;
+            let terminated = r.flag()?;
+            if r.commit() {
+                let (Some(o), Some(a), Some(rw), Some(n), Some(d)) = (
+                    self.obs.get_mut(i),
+                    self.action.get_mut(i),
+                    self.reward.get_mut(i),
+                    self.next_obs.get_mut(i),
+                    self.terminated.get_mut(i),
+                ) else {
+                    return Err(Error::InvalidState {
+                        what: "replay slot past the capacity",
+                    });
+                };
+                (*o, *a, *rw, *n, *d) = (obs, action, reward, next_obs, terminated);
+            }
+        }
+        if r.commit() {
+            (self.size, self.len, self.pos) = (size, len, pos);
+        }
+        Ok(())
+    }
+}
+
+impl<const OBS: usize, const ACT: usize, const CAP: usize> ReplayBuffer<OBS, ACT, CAP> {
+    /// Slot `i` (`0..CAP`) whether stored or not.
+    fn slot(&self, i: usize) -> Option<Transition<OBS, ACT>> {
+        Some(Transition {
+            obs: *self.obs.get(i)?,
+            action: *self.action.get(i)?,
+            reward: *self.reward.get(i)?,
+            next_obs: *self.next_obs.get(i)?,
+            terminated: *self.terminated.get(i)?,
+        })
+    }
+}
+
+/// `1 ≤ size ≤ cap`, `len ≤ size`, `pos < size`, and `pos = len` until the
+/// ring is full: the states [`ReplayBuffer::push`] can reach.
+fn check_counters(cap: usize, size: usize, len: usize, pos: usize) -> Result<(), Error> {
+    if (1..=cap).contains(&size) && len <= size && pos < size && (len == size || pos == len) {
+        Ok(())
+    } else {
+        Err(Error::InvalidState {
+            what: "replay size, length or position out of range",
+        })
+    }
+}
+
+fn check_action<const ACT: usize>(action: &SVector<f32, ACT>) -> Result<(), Error> {
+    if action.iter().all(|a| (-1.0..=1.0).contains(a)) {
+        Ok(())
+    } else {
+        Err(Error::OutOfDomain {
+            tensor: 1,
+            reason: "replay actions must lie in [-1, 1]",
+        })
+    }
+}
+
+fn write_vector<const N: usize>(w: &mut Writer<'_>, v: &SVector<f32, N>) -> Result<(), Error> {
+    for &x in v.iter() {
+        w.f32(x)?;
+    }
+    Ok(())
+}
+
+fn read_vector<const N: usize>(r: &mut Reader<'_>) -> Result<SVector<f32, N>, Error> {
+    let mut v = SVector::<f32, N>::zeros();
+    for x in v.iter_mut() {
+        *x = r.f32()?;
+    }
+    Ok(v)
 }
 
 #[cfg(test)]

@@ -2,12 +2,14 @@
 
 use super::*;
 use crate::agent;
+use crate::algo::replay::ReplayBuffer;
 use crate::algo::{AcConfig, PpoConfig, ReinforceConfig};
 use crate::algo::{Actor, ActorCritic, Anchored, Critic, Cursor, Grpo, Ppo, Reinforce, Trpo};
+use crate::algo::{Sac, SacConfig, Td3, Td3Config};
 use crate::env::Env;
 use crate::env::{CartPole, CartPoleContinuous, Pendulum};
 use crate::error::Error;
-use crate::nn::Network;
+use crate::nn::{Layer, Network};
 use crate::optim::TrainState;
 use crate::params::Params;
 use crate::rng::Xoshiro128pp;
@@ -107,6 +109,76 @@ impl<A: Actor<OBS>, C: Network<OBS, 1>, const OBS: usize> Digest for ActorCritic
         digest_train(&mut h, &self.critic);
         digest(&mut h, &self.space);
         digest(&mut h, &self.obs_norm);
+        h ^ self.steps.rotate_left(17)
+    }
+}
+
+/// Every slot in use, the position and the size of a replay ring.
+fn digest_replay<const OBS: usize, const ACT: usize, const CAP: usize>(
+    h: &mut u64,
+    replay: &ReplayBuffer<OBS, ACT, CAP>,
+) {
+    for t in (0..replay.len()).filter_map(|i| replay.get(i)) {
+        digest(h, &t.obs);
+        digest(h, &t.action);
+        digest(h, &SVector::<f32, 1>::new(t.reward));
+        digest(h, &t.next_obs);
+        *h = (*h ^ u64::from(t.terminated)).wrapping_mul(0x100_0000_01b3);
+    }
+    for n in [replay.pos(), replay.len(), replay.size()] {
+        *h = (*h ^ n as u64).wrapping_mul(0x100_0000_01b3);
+    }
+}
+
+impl<
+    T,
+    Q,
+    const OBS: usize,
+    const ACT: usize,
+    const OA: usize,
+    const H: usize,
+    const CAP: usize,
+    const BATCH: usize,
+> Digest for Sac<T, Q, OBS, ACT, OA, H, CAP, BATCH>
+where
+    T: Layer<Input = SVector<f32, OBS>, Output = SVector<f32, H>>,
+    Q: Layer<Input = SVector<f32, OA>, Output = SVector<f32, 1>>,
+{
+    fn digest(&self) -> u64 {
+        let mut h = 0xcbf2_9ce4_8422_2325;
+        digest_train(&mut h, &self.actor);
+        digest_train(&mut h, &self.critic);
+        digest(&mut h, &self.critic_target);
+        digest_train(&mut h, &self.log_alpha);
+        digest_replay(&mut h, &self.replay);
+        digest(&mut h, &self.space);
+        h ^= self.n_updates.rotate_left(41);
+        h ^ self.steps.rotate_left(17)
+    }
+}
+
+impl<
+    N,
+    Q,
+    const OBS: usize,
+    const ACT: usize,
+    const OA: usize,
+    const CAP: usize,
+    const BATCH: usize,
+> Digest for Td3<N, Q, OBS, ACT, OA, CAP, BATCH>
+where
+    N: Layer<Input = SVector<f32, OBS>, Output = SVector<f32, ACT>>,
+    Q: Layer<Input = SVector<f32, OA>, Output = SVector<f32, 1>>,
+{
+    fn digest(&self) -> u64 {
+        let mut h = 0xcbf2_9ce4_8422_2325;
+        digest_train(&mut h, &self.actor);
+        digest(&mut h, &self.actor_target);
+        digest_train(&mut h, &self.critic);
+        digest(&mut h, &self.critic_target);
+        digest_replay(&mut h, &self.replay);
+        digest(&mut h, &self.space);
+        h ^= self.n_updates.rotate_left(41);
         h ^ self.steps.rotate_left(17)
     }
 }
@@ -490,6 +562,160 @@ fn actor_critic_resumes_bit_identically() {
         || Box::new(AcAgent::new(config)),
         run_config(3_000, 500, 12.0),
         &[1, 3, 7, 777, 1_500],
+    );
+}
+
+type SacAgent = agent::Sac<Pendulum, 16, 2048, 32, 4>;
+type Td3Agent = agent::Td3<Pendulum, 16, 2048, 32, 4>;
+
+/// A ring of 1 000 (of 2 048) that wraps during the 1 500 steps.
+const SAC_CONFIG: SacConfig = SacConfig {
+    buffer_size: 1_000,
+    learning_starts: 100,
+    batch_size: 32,
+    ..SacConfig::PENDULUM
+};
+
+/// One iteration is one step: stopped before the warm-up ends, after it,
+/// and after the ring has wrapped, SAC resumes bit for bit — the replay
+/// ring, `log α` and its Adam state, the targets, the update count.
+#[test]
+fn sac_resumes_bit_identically() {
+    resume_is_bit_identical::<_, Pendulum, 3>(
+        || Box::new(SacAgent::new(SAC_CONFIG)),
+        run_config(1_500, 500, -2_000.0),
+        &[1, 150, 777, 1_101],
+    );
+}
+
+/// TD3 stopped between the critic and the delayed actor updates (an odd
+/// update count at 1 101 steps) resumes in phase.
+#[test]
+fn td3_resumes_bit_identically() {
+    let config = Td3Config {
+        buffer_size: 1_000,
+        learning_starts: 100,
+        batch_size: 32,
+        ..Td3Config::PENDULUM
+    };
+    resume_is_bit_identical::<_, Pendulum, 3>(
+        || Box::new(Td3Agent::new(config)),
+        run_config(1_500, 500, -2_000.0),
+        &[1, 150, 777, 1_101],
+    );
+}
+
+/// The trainer counts SAC's gradient steps: none in the warm-up, then one
+/// per step (`train_freq = 1`).
+#[test]
+fn the_trainer_counts_sac_updates() {
+    let mut agent = Box::new(SacAgent::new(SAC_CONFIG));
+    let (mut env, mut eval_env) = (Pendulum::default(), Pendulum::default());
+    let mut trainer = Trainer::<SVector<f32, 3>, Xoshiro128pp>::start(
+        &mut *agent,
+        &mut env,
+        run_config(300, 500, -2_000.0),
+        7,
+    )
+    .unwrap();
+    for _ in 0..100 {
+        trainer
+            .iterate(&mut *agent, &mut env, &mut eval_env, &mut ())
+            .unwrap();
+    }
+    assert_eq!((trainer.updates, agent.n_updates), (0, 0));
+    let outcome = trainer
+        .run(&mut *agent, &mut env, &mut eval_env, &mut ())
+        .unwrap();
+    assert_eq!(
+        (outcome.steps, outcome.updates, agent.n_updates),
+        (300, 200, 200)
+    );
+}
+
+/// A SAC checkpoint with a bad replay ring — an action outside `[−1, 1]`,
+/// a position past the stored transitions — is refused, and the agent it
+/// was loaded into is unchanged.
+#[test]
+fn a_bad_replay_ring_is_refused_without_change() {
+    type Run = Trainer<SVector<f32, 3>, Xoshiro128pp>;
+    let start = |seed| {
+        let mut agent = Box::new(SacAgent::new(SAC_CONFIG));
+        let (mut env, mut eval_env) = (Pendulum::default(), Pendulum::default());
+        let mut trainer = Run::start(
+            &mut *agent,
+            &mut env,
+            run_config(1_500, 500, -2_000.0),
+            seed,
+        )
+        .unwrap();
+        for _ in 0..150 {
+            trainer
+                .iterate(&mut *agent, &mut env, &mut eval_env, &mut ())
+                .unwrap();
+        }
+        (agent, env, trainer)
+    };
+    let (agent, env, trainer) = start(7);
+    let mut buf = vec![0u8; Run::checkpoint_len::<SacAgent, Pendulum>()];
+    trainer.save(&*agent, &env, &mut buf).unwrap();
+    // The ring comes after the actor, the critics, their targets and
+    // `log α`, and before the bounds (8 bytes) and two counters.
+    let agent_at = HEADER_LEN + trainer_len(3, 4);
+    let replay_at = agent_at + SacAgent::LEN - 16 - 8 - <ReplayBuffer<3, 1, 2048> as Field>::LEN;
+    let slot_len = 4 * (3 + 1 + 1 + 3) + 4;
+    let action_at = |i: usize| replay_at + 12 + i * slot_len + 4 * 3;
+    assert_eq!(
+        buf[replay_at..replay_at + 12],
+        [232, 3, 0, 0, 150, 0, 0, 0, 150, 0, 0, 0]
+    );
+    let (mut dest, mut dest_env, _) = start(99);
+    let before = (dest.digest(), dest_env);
+    let mut damaged: Vec<(Vec<u8>, Error)> = Vec::new();
+    let mut bad = buf.clone();
+    bad[action_at(17)..action_at(17) + 4].copy_from_slice(&1.5f32.to_le_bytes());
+    damaged.push((
+        bad,
+        Error::OutOfDomain {
+            tensor: 1,
+            reason: "replay actions must lie in [-1, 1]",
+        },
+    ));
+    // A slot past the stored ones is checked too.
+    let mut bad = buf.clone();
+    bad[action_at(2047)..action_at(2047) + 4].copy_from_slice(&f32::NAN.to_le_bytes());
+    damaged.push((bad, Error::NonFinite));
+    let mut bad = buf.clone();
+    bad[replay_at + 8..replay_at + 12].copy_from_slice(&151u32.to_le_bytes());
+    damaged.push((
+        bad,
+        Error::InvalidState {
+            what: "replay size, length or position out of range",
+        },
+    ));
+    let mut bad = buf.clone();
+    bad[replay_at..replay_at + 4].copy_from_slice(&2049u32.to_le_bytes());
+    damaged.push((
+        bad,
+        Error::InvalidState {
+            what: "replay size, length or position out of range",
+        },
+    ));
+    for (mut bad, err) in damaged {
+        recrc(&mut bad);
+        assert_eq!(
+            Run::resume(&mut *dest, &mut dest_env, &bad).err(),
+            Some(err)
+        );
+        assert_eq!((dest.digest(), dest_env), before);
+    }
+    assert!(Run::resume(&mut *dest, &mut dest_env, &buf).is_ok());
+    assert_eq!(dest.digest(), agent.digest());
+    // Checkpoints of SAC and TD3 of the same shapes are not each other's.
+    let mut td3 = Box::new(Td3Agent::new(Td3Config::PENDULUM));
+    assert_eq!(
+        Run::resume(&mut *td3, &mut Pendulum::default(), &buf).err(),
+        Some(Error::ShapeMismatch)
     );
 }
 

@@ -61,9 +61,21 @@
 //! Inside an update every optimiser step checks its gradient and refuses a
 //! non-finite one without writing; an error from the actor's or `log α`'s
 //! step leaves the critic step of the same update applied.
+//!
+//! **Training loop and checkpoints.** [`Sac`] is a
+//! [`Learner`](crate::train::Learner) whose iteration is one
+//! [`Sac::step`] (so the [`Trainer`](crate::train::Trainer)'s evaluation
+//! interval, hooks and early stop fall on environment steps), and an
+//! [`AgentState`](crate::checkpoint::AgentState) whose checkpoint holds
+//! the networks, their Adam states, the replay ring and the counters: a
+//! run resumes bit for bit.
+//!
+//! [`Controller::act`]: super::Controller::act
 
 mod actor;
 mod config;
+mod learner;
+mod persist;
 mod update;
 
 #[cfg(test)]
@@ -80,7 +92,7 @@ use rand_core::Rng;
 
 use super::offpolicy::{Draws, TanhPolicy, Twin, to_bounds, torch_default_init};
 use super::replay::{ReplayBuffer, Transition};
-use super::{Controller, Cursor, Episode};
+use super::{Cursor, Episode};
 use crate::env::{Continuous, Env};
 use crate::error::{Error, check_all_finite};
 use crate::math;
@@ -338,6 +350,8 @@ where
 
     /// The deployable policy: `tanh(μ(s))` scaled to the bounds, acting
     /// bit for bit as [`Controller::act`] on this agent.
+    ///
+    /// [`Controller::act`]: super::Controller::act
     pub fn policy(&self) -> SacPolicy<T, H, ACT>
     where
         T: Clone,
@@ -371,27 +385,5 @@ where
             .field("replay_len", &self.replay.len())
             .field("alpha", &self.alpha())
             .finish_non_exhaustive()
-    }
-}
-
-impl<
-    T,
-    Q,
-    const OBS: usize,
-    const ACT: usize,
-    const OA: usize,
-    const H: usize,
-    const CAP: usize,
-    const BATCH: usize,
-> Controller<OBS> for Sac<T, Q, OBS, ACT, OA, H, CAP, BATCH>
-where
-    T: Layer<Input = SVector<f32, OBS>, Output = SVector<f32, H>>,
-    Q: Layer<Input = SVector<f32, OA>, Output = SVector<f32, 1>>,
-{
-    type Action = SVector<f32, ACT>;
-
-    /// `low + ½(tanh(μ(s)) + 1)(high − low)`: the deterministic action.
-    fn act(&self, obs: &SVector<f32, OBS>) -> Result<SVector<f32, ACT>, Error> {
-        Ok(to_bounds(&self.space, &self.actor.params.mode(obs)?))
     }
 }

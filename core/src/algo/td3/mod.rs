@@ -37,8 +37,20 @@
 //! a minibatch's draws on the stack during [`Td3::update`]; a non-finite
 //! observation or reward refuses the step with the agent unchanged; each
 //! optimiser step refuses a bad gradient without writing.
+//!
+//! **Training loop and checkpoints.** [`Td3`] is a
+//! [`Learner`](crate::train::Learner) whose iteration is one
+//! [`Td3::step`] (so the [`Trainer`](crate::train::Trainer)'s evaluation
+//! interval, hooks and early stop fall on environment steps), and an
+//! [`AgentState`](crate::checkpoint::AgentState) whose checkpoint holds
+//! the networks, their Adam states, the replay ring and the counters: a
+//! run resumes bit for bit.
+//!
+//! [`Controller::act`]: super::Controller::act
 
 mod config;
+mod learner;
+mod persist;
 mod update;
 
 #[cfg(test)]
@@ -52,9 +64,9 @@ pub use update::Td3Stats;
 use nalgebra::SVector;
 use rand_core::Rng;
 
-use super::offpolicy::{Draws, TanhPolicy, Twin, act_tanh, to_bounds, torch_default_init};
+use super::offpolicy::{Draws, TanhPolicy, Twin, to_bounds, torch_default_init};
 use super::replay::{ReplayBuffer, Transition};
-use super::{Controller, Cursor, Episode};
+use super::{Cursor, Episode};
 use crate::env::{Continuous, Env};
 use crate::error::{Error, check_all_finite};
 use crate::math;
@@ -294,6 +306,8 @@ where
 
     /// The deployable policy: the actor and the bounds, acting bit for bit
     /// as [`Controller::act`] on this agent.
+    ///
+    /// [`Controller::act`]: super::Controller::act
     pub fn policy(&self) -> TanhPolicy<N, ACT>
     where
         N: Clone,
@@ -325,26 +339,5 @@ where
             .field("n_updates", &self.n_updates)
             .field("replay_len", &self.replay.len())
             .finish_non_exhaustive()
-    }
-}
-
-impl<
-    N,
-    Q,
-    const OBS: usize,
-    const ACT: usize,
-    const OA: usize,
-    const CAP: usize,
-    const BATCH: usize,
-> Controller<OBS> for Td3<N, Q, OBS, ACT, OA, CAP, BATCH>
-where
-    N: Layer<Input = SVector<f32, OBS>, Output = SVector<f32, ACT>>,
-    Q: Layer<Input = SVector<f32, OA>, Output = SVector<f32, 1>>,
-{
-    type Action = SVector<f32, ACT>;
-
-    /// `low + ½(μ(s) + 1)(high − low)`: the deterministic action.
-    fn act(&self, obs: &SVector<f32, OBS>) -> Result<SVector<f32, ACT>, Error> {
-        act_tanh(&self.actor.params, &self.space, obs)
     }
 }

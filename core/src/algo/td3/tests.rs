@@ -8,9 +8,9 @@ use std::vec::Vec;
 use nalgebra::SVector;
 
 use super::*;
-use crate::algo::Cursor;
 use crate::algo::offpolicy::Draws;
 use crate::algo::sac::tests::Faulty;
+use crate::algo::{Controller, Cursor};
 use crate::nn::fd;
 
 type Small = Td3Mlp<3, 1, 4, 8, 64, 8>;
@@ -177,4 +177,46 @@ fn td3_learns_pendulum() {
         |agent| agent.steps,
     );
     assert!(mean >= -200.0, "held-out mean {mean} after {steps} steps");
+}
+
+/// The policy `Agent::export` writes after a run of the training loop
+/// (`Deployed<agent::Td3<..>>`), saved and loaded, acts as the agent's own
+/// evaluation does (its `Controller`, through `ActsIn`), bit for bit.
+#[test]
+fn exported_policy_acts_as_the_trained_agent() {
+    use crate::env::Pendulum;
+    use crate::train::{ActsIn, RunConfig, Trainer};
+    type Agent = crate::agent::Td3<Pendulum, 16, 256, 32, 4>;
+    type Deployed = crate::Deployed<Agent>;
+    let mut agent = Box::new(Agent::new(Td3Config {
+        buffer_size: 256,
+        learning_starts: 50,
+        batch_size: 32,
+        ..Td3Config::PENDULUM
+    }));
+    let (mut env, mut eval_env) = (Pendulum::new(), Pendulum::new());
+    let run = RunConfig {
+        quick_episodes: 0,
+        report_episodes: 1,
+        ..RunConfig::new(120, -200.0)
+    };
+    let mut trainer =
+        Trainer::<_, rand_xoshiro::Xoshiro128PlusPlus>::start(&mut *agent, &mut env, run, 3)
+            .unwrap();
+    let outcome = trainer
+        .run(&mut *agent, &mut env, &mut eval_env, &mut ())
+        .unwrap();
+    assert_eq!((outcome.steps, outcome.updates), (120, 70));
+    let mut exported = Deployed::ZERO;
+    crate::train::Agent::export(&*agent, &mut exported);
+    assert_eq!(exported, agent.policy());
+    let mut blob = [0u8; crate::serialize::encoded_len::<Deployed>()];
+    crate::serialize::save(&exported, &mut blob).unwrap();
+    let mut loaded = Deployed::ZERO;
+    crate::serialize::load(&mut loaded, &blob).unwrap();
+    for k in 0..10 {
+        let obs = SVector::<f32, 3>::new(0.3 * k as f32 - 1.0, 0.5, -0.7 * k as f32);
+        let a = ActsIn::<Pendulum>::act_in(&*agent, &obs).unwrap();
+        assert_eq!(loaded.act(&obs).unwrap(), a);
+    }
 }
