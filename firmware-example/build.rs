@@ -28,7 +28,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use microrl::env::CartPole;
-use microrl::{Params, agent, serialize};
+use microrl::{agent, serialize};
 
 /// The `imported` binary's policy width (its `Policy` alias is
 /// `agent::Policy<CartPole, 64>`).

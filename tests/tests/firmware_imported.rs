@@ -32,7 +32,7 @@ use std::path::PathBuf;
 use std::sync::OnceLock;
 
 use microrl::env::{CartPole, Env};
-use microrl::{Controller, Params, SVector, agent, serialize};
+use microrl::{Controller, SVector, agent, serialize};
 use microrl_harness::interop::{self, Layout};
 use microrl_harness::train::EnvName;
 use qemu::{Board, CORTEX_M0, CORTEX_M4F, Fnv1a};

@@ -7,7 +7,7 @@ use crate::params::{Params, TensorData};
 
 /// Writes a checkpoint section: little-endian numbers, `f32`/`f64` as bit
 /// patterns. A dry writer (`commit = false`) writes nothing and only checks
-/// and counts, so [`Trainer::save`] refuses before writing a byte.
+/// and counts, so [`Trainer::save`](crate::train::Trainer::save) refuses before writing a byte.
 #[derive(Debug)]
 pub struct Writer<'a> {
     pub(super) buf: &'a mut [u8],
@@ -83,7 +83,7 @@ impl Writer<'_> {
 
 /// Reads a checkpoint section written by [`Writer`]. A dry reader
 /// (`commit = false`) parses and checks without writing into the
-/// destination: [`AgentState::load_state`] runs once dry, then for real.
+/// destination: [`AgentState::load_state`](crate::checkpoint::AgentState::load_state) runs once dry, then for real.
 #[derive(Debug)]
 pub struct Reader<'a> {
     pub(super) buf: &'a [u8],

@@ -6,10 +6,10 @@
 //! Design:
 //! - **Everything a future step reads, nothing else.** A checkpoint holds
 //!   the agent ([`AgentState`]: weights, Adam's `m`, `v` and step `t` of every
-//!   [`TrainState`], the action space, the observation and return
+//!   [`TrainState`](crate::optim::TrainState), the action space, the observation and return
 //!   normalisers, the running discounted return of a single environment
 //!   and the step counter), the
-//!   [`Trainer`] (its [`RunConfig`], the [`Cursor`] into the training episode,
+//!   [`Trainer`](crate::train::Trainer) (its [`RunConfig`](crate::train::RunConfig), the [`Cursor`](crate::algo::Cursor) into the training episode,
 //!   the episode and update counters, `solved_at_step`, the passed deciding
 //!   evaluation, `next_eval` and the state of its three RNG streams through
 //!   [`RngState`]) and the training environment ([`EnvState`]: physics, step
@@ -20,9 +20,9 @@
 //!   episode starts with a reset) and the agent's hyper-parameters, which the
 //!   caller supplies again (the agent's `config` is validated on resume, and
 //!   its optimiser configuration set from it as `init` does).
-//! - **Caller-owned bytes, no allocation.** [`Trainer::save`] writes into a
+//! - **Caller-owned bytes, no allocation.** [`Trainer::save`](crate::train::Trainer::save) writes into a
 //!   `&mut [u8]` of at least [`checkpoint_len`] bytes (a `const fn`, so the
-//!   buffer can be a `static` array or a flash sector); [`Trainer::resume`]
+//!   buffer can be a `static` array or a flash sector); [`Trainer::resume`](crate::train::Trainer::resume)
 //!   reads a `&[u8]`. An environment's words and the RNG words pass through
 //!   small fixed stack arrays ([`MAX_ENV_WORDS`], [`MAX_RNG_WORDS`]).
 //! - **A refused call changes nothing.** Both directions run twice over the
@@ -77,7 +77,7 @@
 //! | 20 | 4 | agent section length in bytes ([`AgentState::LEN`]) |
 //! | 24 | 4 | observation size |
 //! | 28 | 4 | environment tag ([`EnvState::TAG`]) |
-//! | 32 | 4 | environment words ([`EnvState::WORDS`], times the copies of a [`VecEnv`]) |
+//! | 32 | 4 | environment words ([`EnvState::WORDS`], times the copies of a [`VecEnv`](crate::vec_env::VecEnv)) |
 //! | 36 | 4 | RNG words per stream ([`RngState::WORDS`]) |
 //! | 40 | 4 | trainer section length in bytes |
 //! | 44 | … | trainer section: run configuration, cursor (one per copy; with more than one copy each also holds its copy's discounted return), counters, evaluation record, three RNG states |
@@ -85,24 +85,24 @@
 //! | … | 8·[`EnvState::WORDS`] per copy | environment section (`f64` words), copy by copy |
 //! | end − 4 | 4 | CRC-32 ([`crc32`]) of every preceding byte |
 //!
-//! A run over `MAX_ENVS` environment copies ([`VecEnv`],
-//! [`Trainer::save_envs`]) saves every copy and its cursor in place of the
+//! A run over `MAX_ENVS` environment copies ([`VecEnv`](crate::vec_env::VecEnv),
+//! [`Trainer::save_envs`](crate::train::Trainer::save_envs)) saves every copy and its cursor in place of the
 //! single environment and cursor: the same layout with `MAX_ENVS` of each,
 //! so a one-copy checkpoint is the single-environment one byte for byte
 //! (format [`VERSION`]), and a checkpoint of another number of copies is
 //! refused as a [`Error::ShapeMismatch`]. With more than one copy each
 //! cursor also carries its copy's running discounted return
-//! ([`Cursor::discounted_return`], after the step counter: reward scaling
+//! ([`Cursor::discounted_return`](crate::algo::Cursor::discounted_return), after the step counter: reward scaling
 //! keeps one per copy, as SB3's `VecNormalize`), and the format version is
 //! [`VERSION_ENVS`] (the same checkpoint in format [`VERSION`], without
 //! those returns, is refused as [`Error::UnsupportedVersion`]).
 //!
 //! Formats 2 (one copy) and 3 (copies), written before the run
-//! configuration held [`RunConfig::select_margin`], are refused as
+//! configuration held [`RunConfig::select_margin`](crate::train::RunConfig::select_margin), are refused as
 //! [`Error::UnsupportedVersion`]: resume such a run with the release that
 //! wrote it.
 //!
-//! [`Trainer::resume`] checks, in order: magic, version, that the length is
+//! [`Trainer::resume`](crate::train::Trainer::resume) checks, in order: magic, version, that the length is
 //! the one the header announces ([`Error::Truncated`],
 //! [`Error::TrailingBytes`]), the CRC, that every header field matches the
 //! destination types ([`Error::ShapeMismatch`]: another agent, network size,
@@ -129,11 +129,11 @@ use crate::train::EvalKind;
 /// Magic number at the start of every checkpoint.
 pub const MAGIC: [u8; 4] = *b"MRLC";
 /// Current format version of a checkpoint of one environment (a
-/// single-environment run, or a [`VecEnv`] of one copy).
+/// single-environment run, or a [`VecEnv`](crate::vec_env::VecEnv) of one copy).
 pub const VERSION: u16 = 4;
 /// Current format version of a checkpoint of more than one environment
 /// copy: format [`VERSION`] with one more field per cursor, its copy's
-/// running discounted return ([`Cursor::discounted_return`]).
+/// running discounted return ([`Cursor::discounted_return`](crate::algo::Cursor::discounted_return)).
 pub const VERSION_ENVS: u16 = 5;
 
 /// The format version of a checkpoint with `copies` environment copies.
@@ -177,7 +177,7 @@ pub const fn checkpoint_len<L: AgentState, E: EnvState, R: RngState>() -> usize 
 }
 
 /// Size in bytes of the checkpoint of a run over a
-/// [`VecEnv<E, MAX_ENVS>`](crate::vec_env::VecEnv) ([`Trainer::save_envs`]):
+/// [`VecEnv<E, MAX_ENVS>`](crate::vec_env::VecEnv) ([`Trainer::save_envs`](crate::train::Trainer::save_envs)):
 /// every copy and its cursor are saved, in use or not. With `MAX_ENVS = 1`
 /// it is [`checkpoint_len`], and the checkpoints are the same bytes.
 pub const fn checkpoint_len_envs<L: AgentState, E: EnvState, R: RngState, const MAX_ENVS: usize>()

@@ -8,8 +8,8 @@ use crate::params::Params;
 use crate::serialize::crc32;
 
 /// An agent whose complete training state can be checkpointed at an
-/// iteration boundary. Implemented for [`Ppo`] (and A2C), [`Reinforce`] and
-/// [`ActorCritic`].
+/// iteration boundary. Implemented for [`Ppo`](crate::algo::Ppo) (and A2C), [`Reinforce`](crate::algo::Reinforce) and
+/// [`ActorCritic`](crate::algo::ActorCritic).
 pub trait AgentState {
     /// Which algorithm (1 PPO/A2C, 2 REINFORCE, 3 online actor-critic,
     /// 4 KL-anchored PPO, 5 TRPO, 6 GRPO).

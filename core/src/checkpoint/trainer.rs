@@ -29,7 +29,7 @@ impl<const OBS: usize, R: Rng + RngState> Trainer<SVector<f32, OBS>, R> {
     /// Writes a checkpoint of the run — this trainer, `agent` and the
     /// training environment `env` — into the start of `out`; returns the
     /// number of bytes written ([`checkpoint_len`]). Call it between
-    /// [`iterate`](Self::iterate) calls (see the [module docs](self)).
+    /// [`iterate`](Self::iterate) calls (see the [module docs](crate::checkpoint)).
     ///
     /// # Errors
     /// [`Error::BufferTooSmall`] if `out` is shorter than

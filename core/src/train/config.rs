@@ -23,7 +23,7 @@ pub struct RunConfig {
     /// reaches it.
     pub total_steps: u64,
     /// Mean evaluation return that counts as solved (e.g.
-    /// [`Env::SOLVED_RETURN`]).
+    /// [`Env::SOLVED_RETURN`](crate::env::Env::SOLVED_RETURN)).
     pub threshold: f32,
     /// Evaluate after the first iteration that crosses each multiple of this
     /// many environment steps, until solved. Default 1 000; `1` evaluates
@@ -159,7 +159,7 @@ impl core::fmt::Display for Evaluation {
     }
 }
 
-/// Where a run stands after an iteration (what [`Hooks::on_iteration`] sees).
+/// Where a run stands after an iteration (what [`Hooks::on_iteration`](crate::train::Hooks::on_iteration) sees).
 #[derive(Clone, Copy, Debug, PartialEq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct Progress {
@@ -176,7 +176,7 @@ pub struct Progress {
     pub evaluation: Option<Evaluation>,
 }
 
-/// The result of [`Trainer::run`].
+/// The result of [`Trainer::run`](crate::train::Trainer::run).
 #[derive(Clone, Copy, Debug, PartialEq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct Outcome {

@@ -27,7 +27,7 @@
 //! - **Environment copies.** PPO and A2C can collect each rollout from
 //!   `n_envs` copies of the environment side by side (SB3's `n_envs ×
 //!   n_steps`): the caller owns the copies and their cursors in a
-//!   [`VecEnv`] and drives the run with [`Trainer::start_envs`],
+//!   [`VecEnv`](crate::vec_env::VecEnv) and drives the run with [`Trainer::start_envs`],
 //!   [`Trainer::run_envs`] (and [`Trainer::save_envs`] /
 //!   [`Trainer::resume_envs`] for checkpoints); with one copy that run is
 //!   the single-environment run bit for bit.
@@ -73,7 +73,7 @@ use crate::policy::Controller;
 pub trait Agent {
     /// The deployable policy type (see [`Deployed`]).
     type Policy;
-    /// Diagnostics of one iteration ([`UpdateStats`] or [`AcStats`]).
+    /// Diagnostics of one iteration ([`UpdateStats`](crate::algo::UpdateStats) or [`AcStats`](crate::algo::AcStats)).
     type Stats: Copy + core::fmt::Debug;
 
     /// Environment steps taken so far.
@@ -160,7 +160,7 @@ pub trait Learner<E: Env>: Agent + ActsIn<E> {
     }
 
     /// [`iterate`](Self::iterate) over [`n_envs`](Self::n_envs) environment
-    /// copies, each with its own cursor (see [`VecEnv`]). One copy (the
+    /// copies, each with its own cursor (see [`VecEnv`](crate::vec_env::VecEnv)). One copy (the
     /// default for single-environment algorithms) is
     /// [`iterate`](Self::iterate) on it.
     ///

@@ -81,7 +81,7 @@ impl<A: Actor<OBS>, C: Critic<OBS>, const OBS: usize, const N: usize, const CHUN
     /// own cursor in `cursors`. The rollout is stored step-major —
     /// transition `t·n_envs + e` is step `t` of copy `e` — and GAE runs per
     /// copy along its own steps, bootstrapping each from its own last
-    /// observation ([`gae_strided`](super::gae::gae_strided)). Copies beyond
+    /// observation ([`gae_strided`](crate::algo::gae::gae_strided)). Copies beyond
     /// `n_envs` are not touched. With `n_envs = 1` this is
     /// [`collect`](Self::collect), bit for bit.
     ///
@@ -110,7 +110,7 @@ impl<A: Actor<OBS>, C: Critic<OBS>, const OBS: usize, const N: usize, const CHUN
     /// result is subtracted from the plant's reward (before reward scaling).
     /// Episode returns reported to `on_episode` stay the plant's.
     ///
-    /// This is how [`Anchored`](super::Anchored) penalises the divergence
+    /// This is how [`Anchored`](crate::algo::Anchored) penalises the divergence
     /// from a reference policy, `β·(log π(a|s) − log π_ref(a|s))`.
     ///
     /// # Errors

@@ -66,7 +66,7 @@ pub struct PpoConfig {
     /// (`stable_baselines3/common/vec_env/vec_normalize.py`,
     /// `returns = returns * gamma + reward`, `returns[dones] = 0`): one
     /// discounted return per environment copy, each reset at its own copy's
-    /// episode ends ([`Cursor::discounted_return`]), and one return
+    /// episode ends ([`Cursor::discounted_return`](crate::algo::Cursor::discounted_return)), and one return
     /// normaliser that every copy's return updates, in stepping order. One
     /// difference from SB3: SB3 updates its statistics once per step with
     /// all copies' returns and then scales every copy's reward by that one
@@ -245,7 +245,7 @@ pub const KL_COEF_MAX: f32 = 1e5;
 /// PPO's adaptive KL rule (Schulman et al. 2017, §4): `β/2` when the
 /// measured KL `d < d_targ/1.5`, `2β` when `d > 1.5·d_targ`, `β` in between
 /// (the boundaries included), kept within [`KL_COEF_MIN`]`..=`[`KL_COEF_MAX`].
-/// Used by PPO-penalty and by [`Anchored`](super::Anchored).
+/// Used by PPO-penalty and by [`Anchored`](crate::algo::Anchored).
 pub fn adapted_kl_coef(kl_coef: f32, d: f32, target: f32) -> f32 {
     if d < target / 1.5 {
         (kl_coef * 0.5).max(KL_COEF_MIN)

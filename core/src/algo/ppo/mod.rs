@@ -37,7 +37,7 @@
 //! The folder holds one concern a file: [`config`] (`PpoConfig`,
 //! `A2cConfig`), `collect` (rollouts), `update` (the update and its
 //! diagnostics), `learner` (the [`Learner`](crate::train::Learner) the
-//! training loop drives and the [`Controller`] the policy acts through) and
+//! training loop drives and the [`Controller`](crate::policy::Controller) the policy acts through) and
 //! `persist` (its part of a checkpoint).
 
 mod collect;
@@ -110,7 +110,7 @@ pub struct Ppo<
     pub return_norm: RunningNorm<1>,
     /// The running discounted return `Σ γ^k r` of the current episode with
     /// one environment (`n_envs = 1`); with more, each copy's is its
-    /// cursor's ([`Cursor::discounted_return`]) and this stays as it was.
+    /// cursor's ([`Cursor::discounted_return`](crate::algo::Cursor::discounted_return)) and this stays as it was.
     pub discounted_return: f32,
     /// The current KL penalty coefficient `β` (set from
     /// [`PpoConfig::kl_coef`] by [`init`](Self::init), adapted after each

@@ -17,7 +17,7 @@ use crate::rng;
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct UpdateStats {
     /// Policy loss: the clipped surrogate, plus the KL penalty `β·k₃` when
-    /// [`PpoConfig::kl_coef`] is on.
+    /// [`PpoConfig::kl_coef`](crate::algo::PpoConfig::kl_coef) is on.
     pub policy_loss: f32,
     /// Value loss `½(V − R)²`.
     pub value_loss: f32,
@@ -40,7 +40,7 @@ pub struct UpdateStats {
     /// KL penalty coefficient `β` used (0: no penalty).
     pub kl_coef: f32,
     /// Mean per-step `log π(a|s) − log π_ref(a|s)` over the rollout, the
-    /// KL to the reference policy of an [`Anchored`](super::Anchored) agent
+    /// KL to the reference policy of an [`Anchored`](crate::algo::Anchored) agent
     /// (0 for other agents).
     pub kl_reference: f32,
     /// TRPO: the accepted step as a fraction `shrinkᵏ` of the full

@@ -49,7 +49,7 @@ pub const LOG_STD_MAX: f32 = 2.0;
 pub const SQUASH_EPS: f32 = 1e-6;
 
 /// A trunk `T: OBS → H` and two linear heads `H → ACT`: the mean and the raw
-/// `log_std` (see the [module docs](self)).
+/// `log_std` (see the [module docs](crate::algo::sac)).
 #[derive(Clone, Debug, PartialEq)]
 pub struct SquashedGaussianActor<T, const H: usize, const ACT: usize> {
     /// The shared hidden layers, `latent_pi` in SB3.

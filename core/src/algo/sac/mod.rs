@@ -7,7 +7,7 @@
 //! with a mean head and a state-dependent `log_std` head (`H → ACT` each;
 //! `log_std` clamped to `[−20, 2]`); `a = tanh(μ + σε)` lies in `[−1, 1]`
 //! and the plant receives `low + ½(a + 1)(high − low)`
-//! ([`to_bounds`](super::offpolicy::to_bounds)). Two critics `Q₁, Q₂`
+//! ([`to_bounds`]). Two critics `Q₁, Q₂`
 //! read `concat(s, a)` (`OA = OBS + ACT` inputs, checked at compile time)
 //! with target copies `Q′₁, Q′₂`. Networks start from PyTorch's default
 //! `nn.Linear` initialisation, as SB3's. [`SacMlp`] is SB3's architecture
