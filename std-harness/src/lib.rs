@@ -12,6 +12,7 @@ pub mod commands;
 pub mod curve;
 pub mod eval;
 pub mod interop;
+pub mod limits;
 pub mod overlay;
 pub mod plot;
 pub mod preference;

@@ -293,8 +293,9 @@ enum Command {
     Validate {
         #[command(flatten)]
         args: TrainArgs,
-        /// Number of seeds (0..N).
-        #[arg(long, default_value_t = 10)]
+        /// Number of seeds (0..N; at most 1024).
+        #[arg(long, default_value_t = 10,
+              value_parser = clap::value_parser!(u64).range(..=microrl_harness::limits::MAX_SEEDS))]
         seeds: u64,
         /// Evaluation return a seed must reach (default: the task's solved threshold).
         #[arg(long, allow_hyphen_values = true)]

@@ -297,3 +297,80 @@ fn stale_checkpoint_staging_is_removed_when_the_run_is_written() {
     assert_eq!(listing(&dir), ["run", "run.checkpoint.tmp-1-0"]);
     fs::remove_dir_all(&dir).unwrap();
 }
+
+/// Every size option of `reward-model` and `validate --seeds` is bounded:
+/// one `error:` line naming the option and its maximum, before any memory
+/// is allocated or any work started.
+#[test]
+fn size_options_are_bounded_naming_the_option_and_the_bound() {
+    let dir = temp_dir("bounds");
+    let out = dir.join("rm.mrlp");
+    for (option, value, bound) in [
+        ("--segments", "1000000000", "100000"),
+        ("--pairs", "1000000000000", "10000000"),
+        ("--epochs", "4294967295", "100000"),
+    ] {
+        let err = refused(&["reward-model", option, value, "--out", s(&out)]);
+        assert!(
+            err.contains(option) && err.contains(bound),
+            "{option}: {err}"
+        );
+    }
+    for seeds in ["4294967296", "1025"] {
+        let err = refused(&["validate", "--seeds", seeds, "--steps", "256"]);
+        assert!(err.contains("--seeds") && err.contains("1024"), "{err}");
+    }
+    assert_eq!(listing(&dir), Vec::<String>::new());
+    fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Runs microrl, killing it after `secs` seconds; `None` if it had to be killed.
+fn microrl_within(args: &[&str], secs: u64) -> Option<std::process::Output> {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_microrl"))
+        .args(args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let start = std::time::Instant::now();
+    while start.elapsed().as_secs() < secs {
+        if child.try_wait().unwrap().is_some() {
+            return Some(child.wait_with_output().unwrap());
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    None
+}
+
+/// Segments that all stayed upright equally long give no pair to label:
+/// refused, instead of looking for one for ever (seed 4 draws two such
+/// segments).
+#[test]
+fn reward_model_without_a_labellable_pair_is_refused_not_hung() {
+    let dir = temp_dir("rm-hang");
+    let out = dir.join("rm.mrlp");
+    let args = [
+        "reward-model",
+        "--segments",
+        "2",
+        "--pairs",
+        "1",
+        "--epochs",
+        "1",
+        "--seed",
+        "4",
+        "--out",
+        s(&out),
+    ];
+    let output = microrl_within(&args, 60).expect("reward-model hung");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success(), "{stderr}");
+    assert!(
+        stderr.starts_with("error: ") && stderr.contains("--segments"),
+        "{stderr}"
+    );
+    assert!(!out.exists());
+    fs::remove_dir_all(&dir).unwrap();
+}
