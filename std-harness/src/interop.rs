@@ -115,6 +115,86 @@ fn yes() -> bool {
     true
 }
 
+/// Marks a non-finite token of a statistics file once turned into a JSON
+/// string (starts with NUL, which no real field value holds).
+const NON_FINITE: &str = "\u{0}non-finite:";
+
+/// `text` with every bare `NaN`, `Infinity` and `-Infinity` outside string
+/// literals turned into a string `"\u0000non-finite:TOKEN"`; `None` if there
+/// is none.
+fn quote_non_finite(text: &str) -> Option<String> {
+    let mut out = String::with_capacity(text.len() + 32);
+    let (mut in_string, mut escaped, mut found) = (false, false, false);
+    let mut rest = text;
+    'scan: while let Some(c) = rest.chars().next() {
+        if !in_string {
+            for token in ["-Infinity", "Infinity", "NaN"] {
+                if let Some(after) = rest.strip_prefix(token) {
+                    out.push_str("\"\\u0000non-finite:");
+                    out.push_str(token);
+                    out.push('"');
+                    rest = after;
+                    found = true;
+                    continue 'scan;
+                }
+            }
+        }
+        if in_string {
+            if escaped {
+                escaped = false;
+            } else if c == '\\' {
+                escaped = true;
+            } else if c == '"' {
+                in_string = false;
+            }
+        } else if c == '"' {
+            in_string = true;
+        }
+        out.push(c);
+        rest = &rest[c.len_utf8()..];
+    }
+    found.then_some(out)
+}
+
+/// Replaces the marked non-finite values of [`quote_non_finite`] by `null`
+/// in the fields microrl does not read; refuses one in a field it reads
+/// (`path` is the field's path so far, `obs_rms.var[2]`).
+fn drop_non_finite(value: &mut serde_json::Value, path: &str) -> anyhow::Result<()> {
+    use serde_json::Value;
+    match value {
+        Value::String(s) => {
+            if let Some(token) = s.strip_prefix(NON_FINITE) {
+                let read = ["clip_obs", "epsilon", "obs_rms.count"].contains(&path)
+                    || path.starts_with("obs_rms.mean")
+                    || path.starts_with("obs_rms.var");
+                ensure!(
+                    !read,
+                    "{path} is {token}: the statistics must be finite numbers (Python's json.dump \
+                     writes a NaN or infinite float as the non-JSON token {token})"
+                );
+                *value = Value::Null;
+            }
+        }
+        Value::Array(items) => {
+            for (i, item) in items.iter_mut().enumerate() {
+                drop_non_finite(item, &format!("{path}[{i}]"))?;
+            }
+        }
+        Value::Object(fields) => {
+            for (key, item) in fields.iter_mut() {
+                let path = if path.is_empty() {
+                    key.clone()
+                } else {
+                    format!("{path}.{key}")
+                };
+                drop_non_finite(item, &path)?;
+            }
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
 /// `VecNormalize.obs_rms`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ObsRms {
@@ -130,10 +210,21 @@ pub struct ObsRms {
 impl VecNormalizeStats {
     /// Parses the JSON text of a statistics file.
     ///
+    /// Python's `json.dump` writes non-finite floats as the bare tokens
+    /// `NaN`, `Infinity` and `-Infinity`, which JSON does not allow. They
+    /// are accepted in fields microrl does not read (dropped as `null`) and
+    /// refused, naming the field (`obs_rms.mean[1]`), in those it reads.
+    ///
     /// # Errors
-    /// Malformed JSON or missing fields, with serde's position.
+    /// Malformed JSON or missing fields, with serde's position; a
+    /// non-finite token in a field microrl reads.
     pub fn parse(text: &str) -> anyhow::Result<Self> {
-        Ok(serde_json::from_str(text)?)
+        let Some(quoted) = quote_non_finite(text) else {
+            return Ok(serde_json::from_str(text)?);
+        };
+        let mut value: serde_json::Value = serde_json::from_str(&quoted)?;
+        drop_non_finite(&mut value, "")?;
+        Ok(serde_json::from_value(value)?)
     }
 
     /// The frozen normaliser that feeds the network what VecNormalize fed it.
@@ -164,8 +255,10 @@ impl VecNormalizeStats {
         );
         let count = self.obs_rms.count.unwrap_or(1e-4);
         ensure!(
-            count.is_finite() && count > 0.0 && (count as f32) > 0.0,
-            "obs_rms.count {count} must be finite and > 0"
+            count.is_finite() && (count as f32) > 0.0 && (count as f32).is_finite(),
+            "obs_rms.count = {} must be > 0 and at most {:e} (microrl keeps it as an f32)",
+            number_text(count),
+            f32::MAX
         );
         for i in 0..N {
             let (mean, var) = (self.obs_rms.mean[i], self.obs_rms.var[i]);
@@ -352,6 +445,57 @@ fn shape_text(shape: &[usize]) -> String {
     )
 }
 
+/// `value` as a person reads it: plain, or in scientific notation when very
+/// large or small (`1e30`, not thirty-one digits).
+fn number_text<T>(value: T) -> String
+where
+    T: Copy + Into<f64> + std::fmt::Display + std::fmt::LowerExp,
+{
+    let a = value.into().abs();
+    if a.is_finite() && a != 0.0 && !(1e-4..1e6).contains(&a) {
+        format!("{value:e}")
+    } else {
+        format!("{value}")
+    }
+}
+
+/// Element `k` of a row-major tensor of `shape` as a PyTorch index (`[3, 5]`).
+fn index_text(shape: &[usize], mut k: usize) -> String {
+    let mut index = vec![0; shape.len()];
+    for (d, &n) in shape.iter().enumerate().rev() {
+        index[d] = k % n.max(1);
+        k /= n.max(1);
+    }
+    shape_text(&index)
+}
+
+/// Refuses a source tensor with a value microrl's policy format cannot hold,
+/// naming the tensor as the file does, the element and the bound: NaN or
+/// infinite anywhere, and for `log_std` a value outside
+/// [`LOG_STD_MIN`](microrl::policy::LOG_STD_MIN)`..=`[`LOG_STD_MAX`](microrl::policy::LOG_STD_MAX).
+fn check_values(name: &str, shape: &[usize], values: &[f32], log_std: bool) -> anyhow::Result<()> {
+    use microrl::policy::{LOG_STD_MAX, LOG_STD_MIN};
+    if let Some(k) = values.iter().position(|v| !v.is_finite()) {
+        bail!(
+            "tensor `{name}` holds {} at {}: microrl's policies hold finite numbers only",
+            values[k],
+            index_text(shape, k)
+        );
+    }
+    if log_std
+        && let Some(k) = values
+            .iter()
+            .position(|v| !(LOG_STD_MIN..=LOG_STD_MAX).contains(v))
+    {
+        bail!(
+            "tensor `{name}` holds {} at {}: log_std must lie in [{LOG_STD_MIN}, {LOG_STD_MAX}]",
+            number_text(values[k]),
+            index_text(shape, k)
+        );
+    }
+    Ok(())
+}
+
 impl Source<'_> {
     /// The source tensor `name` as `f32`s in PyTorch's (row-major) order.
     fn read(&self, name: &str, expected: &[usize]) -> anyhow::Result<Vec<f32>> {
@@ -391,8 +535,11 @@ impl Source<'_> {
     ) -> anyhow::Result<(Vec<u8>, Vec<String>)> {
         let mut policy = arch::load::<P>(&arch::init_blob(self.arch, 0)?)?;
         let mut names = Vec::new();
-        for (i, name, shape, is_weight) in actor_tensors::<P>(self.layout) {
-            let values = self.read(&name, &shape)?;
+        let tensors = actor_tensors::<P>(self.layout);
+        for (i, name, shape, is_weight) in &tensors {
+            let (i, is_weight) = (*i, *is_weight);
+            let values = self.read(name, shape)?;
+            check_values(name, shape, &values, kind(P::shape(i).tag) == tag::LOG_STD)?;
             let dst = policy.tensor_mut(i);
             if is_weight {
                 // PyTorch [out, in] row-major → microrl out × in column-major.
@@ -405,7 +552,7 @@ impl Source<'_> {
             } else {
                 dst.copy_from_slice(&values);
             }
-            names.push(name);
+            names.push(name.clone());
         }
         if let Some(stats) = stats {
             let norm = stats
@@ -416,13 +563,24 @@ impl Source<'_> {
                 policy.tensor_mut(first + t).copy_from_slice(norm.tensor(t));
             }
         }
+        // The values were checked above; what the core still refuses is
+        // named by the file's tensor name where there is one.
+        let name_of = |index: u32| {
+            tensors
+                .iter()
+                .find(|(i, ..)| *i == index as usize)
+                .map_or_else(
+                    || format!("{index} (the observation statistics)"),
+                    |t| format!("`{}`", t.1),
+                )
+        };
         let blob = serialize::to_vec(&*policy).map_err(|e| match e {
-            microrl::Error::NonFinite => anyhow::anyhow!("a tensor holds a NaN or an infinity"),
-            microrl::Error::OutOfDomain { .. } => anyhow::anyhow!(
-                "the imported policy is out of microrl's domain ({e}; log_std must lie in [{}, {}])",
-                microrl::policy::LOG_STD_MIN,
-                microrl::policy::LOG_STD_MAX
-            ),
+            microrl::Error::OutOfDomain { tensor, reason } => {
+                anyhow::anyhow!(
+                    "tensor {} is out of microrl's domain: {reason}",
+                    name_of(tensor)
+                )
+            }
             e => anyhow::anyhow!("{e}"),
         })?;
         Ok((blob, names))

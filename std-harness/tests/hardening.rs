@@ -374,3 +374,145 @@ fn reward_model_without_a_labellable_pair_is_refused_not_hung() {
     assert!(!out.exists());
     fs::remove_dir_all(&dir).unwrap();
 }
+
+/// The SB3 fixture `name` with `edit` applied to its (name, shape, bytes)
+/// tensors, written to `dir/out`.
+fn edited_fixture(
+    dir: &Path,
+    name: &str,
+    out: &str,
+    edit: impl FnOnce(&mut Vec<(String, Vec<usize>, Vec<u8>)>),
+) -> PathBuf {
+    use safetensors::tensor::TensorView;
+    let bytes = fs::read(fixture(name)).unwrap();
+    let file = safetensors::SafeTensors::deserialize(&bytes).unwrap();
+    let mut tensors: Vec<_> = file
+        .iter()
+        .map(|(n, t)| (n.to_owned(), t.shape().to_vec(), t.data().to_vec()))
+        .collect();
+    let (_, header) = safetensors::SafeTensors::read_metadata(&bytes).unwrap();
+    let metadata = header.metadata().clone();
+    edit(&mut tensors);
+    let views: Vec<_> = tensors
+        .iter()
+        .map(|(n, shape, data)| {
+            let view = TensorView::new(safetensors::Dtype::F32, shape.clone(), data).unwrap();
+            (n.clone(), view)
+        })
+        .collect();
+    let path = dir.join(out);
+    fs::write(&path, safetensors::serialize(views, metadata).unwrap()).unwrap();
+    path
+}
+
+/// Sets element `index` of tensor `name` to `value`.
+fn set(tensors: &mut [(String, Vec<usize>, Vec<u8>)], name: &str, index: usize, value: f32) {
+    let t = tensors.iter_mut().find(|t| t.0 == name).unwrap();
+    t.2[4 * index..4 * index + 4].copy_from_slice(&value.to_le_bytes());
+}
+
+/// Import refusals name the tensor by the file's own name, or the
+/// statistics field by its JSON key, with the offending value and the bound
+/// (stated once).
+#[test]
+fn import_refusals_name_the_tensor_or_field_and_the_bound() {
+    let dir = temp_dir("import-names");
+    let out = dir.join("p.mrlp");
+    let import = |file: &Path, env: &str, stats: Option<&Path>| {
+        let mut args = vec![
+            "import",
+            "--from",
+            "sb3",
+            s(file),
+            "--env",
+            env,
+            "--out",
+            s(&out),
+        ];
+        if let Some(stats) = stats {
+            args.extend(["--vecnormalize", s(stats)]);
+        }
+        refused(&args)
+    };
+    // A NaN weight: row 3, column 5 of the second hidden layer.
+    let nan = edited_fixture(&dir, "sb3-cartpole.safetensors", "nan.safetensors", |t| {
+        set(t, "mlp_extractor.policy_net.2.weight", 3 * 64 + 5, f32::NAN)
+    });
+    let err = import(&nan, "cartpole", None);
+    assert!(
+        err.contains("`mlp_extractor.policy_net.2.weight`")
+            && err.contains("NaN")
+            && err.contains("[3, 5]"),
+        "{err}"
+    );
+    let inf = edited_fixture(&dir, "sb3-cartpole.safetensors", "inf.safetensors", |t| {
+        set(t, "action_net.bias", 1, f32::NEG_INFINITY)
+    });
+    let err = import(&inf, "cartpole", None);
+    assert!(
+        err.contains("`action_net.bias`") && err.contains("-inf") && err.contains("[1]"),
+        "{err}"
+    );
+    // log_std beyond microrl's bound.
+    let wide = edited_fixture(&dir, "sb3-pendulum.safetensors", "wide.safetensors", |t| {
+        set(t, "log_std", 0, 1e30)
+    });
+    let err = import(&wide, "pendulum", None);
+    assert!(
+        err.contains("`log_std`") && err.contains("1e30") && err.contains("[-20, 20]"),
+        "{err}"
+    );
+    assert_eq!(err.matches("[-20, 20]").count(), 1, "{err}");
+    assert!(!err.contains("tensor 6"), "{err}");
+
+    // VecNormalize statistics: a count no f32 holds.
+    let cartpole = fixture("sb3-cartpole-vecnorm.safetensors");
+    let text = fs::read_to_string(fixture("sb3-cartpole-vecnorm.vecnormalize.json")).unwrap();
+    let mut stats: serde_json::Value = serde_json::from_str(&text).unwrap();
+    stats["obs_rms"]["count"] = serde_json::json!(1e300);
+    let huge = dir.join("huge.json");
+    fs::write(&huge, stats.to_string()).unwrap();
+    let err = import(&cartpole, "cartpole", Some(&huge));
+    assert!(
+        err.contains("obs_rms.count") && err.contains("1e300") && err.contains("3.4028235e38"),
+        "{err}"
+    );
+    // Python's json.dump writes NaN and Infinity, which JSON does not allow.
+    let python = dir.join("python.json");
+    fs::write(&python, text.replacen("-0.07451463542606959", "NaN", 1)).unwrap();
+    let err = import(&cartpole, "cartpole", Some(&python));
+    assert!(
+        err.contains("obs_rms.mean[1]") && err.contains("NaN"),
+        "{err}"
+    );
+    fs::write(&python, text.replacen("20481.0001", "Infinity", 1)).unwrap();
+    let err = import(&cartpole, "cartpole", Some(&python));
+    assert!(
+        err.contains("obs_rms.count") && err.contains("Infinity"),
+        "{err}"
+    );
+    // ... in a field microrl does not read, they are harmless.
+    fs::write(
+        &python,
+        text.replacen(
+            "\"clip_obs\"",
+            "\"ret_rms\": {\"var\": [-Infinity, NaN]}, \"clip_obs\"",
+            1,
+        ),
+    )
+    .unwrap();
+    let (ok, _, stderr) = microrl(&[
+        "import",
+        "--from",
+        "sb3",
+        s(&cartpole),
+        "--env",
+        "cartpole",
+        "--vecnormalize",
+        s(&python),
+        "--out",
+        s(&out),
+    ]);
+    assert!(ok, "{stderr}");
+    fs::remove_dir_all(&dir).unwrap();
+}
