@@ -226,6 +226,63 @@ pub struct Action {
 /// Loads `blob` as `arch` and returns the deployed policy's command at `obs`
 /// (exactly what the firmware would send to the plant).
 pub fn act(arch: Arch, blob: &[u8], obs: &[f32]) -> anyhow::Result<Action> {
+    check_len(arch, obs)?;
+    actor(arch, blob)?(obs)
+}
+
+/// A policy loaded once, acting on one observation at a time (what [`act`]
+/// does for each, without loading and checking the file again).
+pub type Acting = Box<dyn Fn(&[f32]) -> anyhow::Result<Action>>;
+
+/// Loads `blob` as `arch` for [`Acting`] on many observations; each call
+/// checks its observation's length and values as [`act`] does.
+///
+/// # Errors
+/// The blob does not load as `arch`.
+pub fn actor(arch: Arch, blob: &[u8]) -> anyhow::Result<Acting> {
+    fn categorical<const H: usize>(arch: Arch, blob: &[u8]) -> anyhow::Result<Acting> {
+        let p = load::<Policy<CategoricalActor<microrl::nn::Mlp<4, H, 2>>, 4>>(blob)?;
+        Ok(Box::new(move |obs: &[f32]| {
+            check_len(arch, obs)?;
+            let obs = SVector::<f32, 4>::from_column_slice(obs);
+            let action = p.act(&obs)?;
+            let input = p.obs_norm.normalize(&obs)?;
+            let dist = p.actor.distribution(&input)?;
+            Ok(Action {
+                discrete: Some(action),
+                probs: Some(dist.probs().iter().copied().collect()),
+                continuous: None,
+                bounds: None,
+            })
+        }))
+    }
+    fn gaussian<P, const OBS: usize>(arch: Arch, blob: &[u8]) -> anyhow::Result<Acting>
+    where
+        P: Params + Controller<OBS, Action = SVector<f32, 1>> + HasBounds + 'static,
+    {
+        let p = load::<P>(blob)?;
+        let bounds = p.bounds();
+        Ok(Box::new(move |obs: &[f32]| {
+            check_len(arch, obs)?;
+            let command = p.act(&SVector::<f32, OBS>::from_column_slice(obs))?;
+            Ok(Action {
+                discrete: None,
+                probs: None,
+                continuous: Some(command.iter().copied().collect()),
+                bounds: Some(bounds.clone()),
+            })
+        }))
+    }
+    match arch {
+        Arch::Cartpole => categorical::<64>(arch, blob),
+        Arch::CartpoleSmall => categorical::<32>(arch, blob),
+        Arch::CartpoleContinuous => gaussian::<CartPoleContinuousPolicy, 4>(arch, blob),
+        Arch::Pendulum => gaussian::<PendulumPolicy, 3>(arch, blob),
+    }
+}
+
+/// `obs` has `arch`'s observation size.
+fn check_len(arch: Arch, obs: &[f32]) -> anyhow::Result<()> {
     anyhow::ensure!(
         obs.len() == arch.obs_dim(),
         "{} expects {} observation values, got {}",
@@ -233,38 +290,7 @@ pub fn act(arch: Arch, blob: &[u8], obs: &[f32]) -> anyhow::Result<Action> {
         arch.obs_dim(),
         obs.len()
     );
-    fn categorical<const H: usize>(blob: &[u8], obs: &[f32]) -> anyhow::Result<Action> {
-        let p = load::<Policy<CategoricalActor<microrl::nn::Mlp<4, H, 2>>, 4>>(blob)?;
-        let obs = SVector::<f32, 4>::from_column_slice(obs);
-        let action = p.act(&obs)?;
-        let input = p.obs_norm.normalize(&obs)?;
-        let dist = p.actor.distribution(&input)?;
-        Ok(Action {
-            discrete: Some(action),
-            probs: Some(dist.probs().iter().copied().collect()),
-            continuous: None,
-            bounds: None,
-        })
-    }
-    fn gaussian<P, const OBS: usize>(blob: &[u8], obs: &[f32]) -> anyhow::Result<Action>
-    where
-        P: Params + Controller<OBS, Action = SVector<f32, 1>> + HasBounds,
-    {
-        let p = load::<P>(blob)?;
-        let command = p.act(&SVector::<f32, OBS>::from_column_slice(obs))?;
-        Ok(Action {
-            discrete: None,
-            probs: None,
-            continuous: Some(command.iter().copied().collect()),
-            bounds: Some(p.bounds()),
-        })
-    }
-    match arch {
-        Arch::Cartpole => categorical::<64>(blob, obs),
-        Arch::CartpoleSmall => categorical::<32>(blob, obs),
-        Arch::CartpoleContinuous => gaussian::<CartPoleContinuousPolicy, 4>(blob, obs),
-        Arch::Pendulum => gaussian::<PendulumPolicy, 3>(blob, obs),
-    }
+    Ok(())
 }
 
 /// The actuator bounds stored in a continuous policy.

@@ -8,6 +8,7 @@
 
 pub mod arch;
 pub mod atomic;
+pub mod batch;
 pub mod commands;
 pub mod curve;
 pub mod eval;

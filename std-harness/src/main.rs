@@ -387,8 +387,11 @@ enum Command {
         #[command(flatten)]
         policy: PolicyFile,
     },
-    /// The deployed policy's command at one observation.
-    #[command(override_usage = "microrl act <POLICY> --obs <OBS> [OPTIONS]")]
+    /// The deployed policy's command at one observation, or at every
+    /// observation of a file (--obs-file).
+    #[command(
+        override_usage = "microrl act <POLICY> --obs <OBS> [OPTIONS]\n       microrl act <POLICY> --obs-file <FILE> [--out <OUT>] [OPTIONS]"
+    )]
     Act {
         /// Policy architecture (default: recognised from the file).
         #[arg(long, value_enum)]
@@ -396,8 +399,16 @@ enum Command {
         #[command(flatten)]
         policy: PolicyFile,
         /// Comma-separated observation, e.g. 0.01,0.0,-0.02,0.03.
-        #[arg(long, required = true, value_delimiter = ',', allow_hyphen_values = true, value_parser = observation)]
+        #[arg(long, required_unless_present = "obs_file", value_delimiter = ',', allow_hyphen_values = true, value_parser = observation)]
         obs: Vec<f32>,
+        /// Observations, one a row: a CSV of numbers (a header row is
+        /// skipped) or a NumPy .npy float32/float64 array [N, OBS].
+        #[arg(long, value_name = "FILE", conflicts_with = "obs")]
+        obs_file: Option<PathBuf>,
+        /// With --obs-file: write the actions here (CSV, or .npy: int64 [N]
+        /// or float32 [N, ACT]) instead of to standard output.
+        #[arg(long, requires = "obs_file")]
+        out: Option<PathBuf>,
     },
 }
 
@@ -565,7 +576,16 @@ fn run(cli: Cli) -> anyhow::Result<bool> {
             },
         )?,
         Command::Inspect { policy } => commands::inspect(&policy.path())?,
-        Command::Act { arch, policy, obs } => commands::act(arch, &policy.path(), &obs)?,
+        Command::Act {
+            arch,
+            policy,
+            obs_file: Some(file),
+            out,
+            ..
+        } => microrl_harness::batch::act_file(arch, &policy.path(), &file, out.as_deref())?,
+        Command::Act {
+            arch, policy, obs, ..
+        } => commands::act(arch, &policy.path(), &obs)?,
     };
     for line in &report.lines {
         println!("{line}");

@@ -516,3 +516,157 @@ fn import_refusals_name_the_tensor_or_field_and_the_bound() {
     assert!(ok, "{stderr}");
     fs::remove_dir_all(&dir).unwrap();
 }
+
+/// An `.npy` v1.0 file of little-endian `descr` values of `shape`.
+fn npy(descr: &str, shape: &str, data: &[u8]) -> Vec<u8> {
+    let mut header = format!("{{'descr': '{descr}', 'fortran_order': False, 'shape': {shape}, }}");
+    while (10 + header.len() + 1) % 64 != 0 {
+        header.push(' ');
+    }
+    header.push('\n');
+    let mut out = b"\x93NUMPY\x01\x00".to_vec();
+    out.extend_from_slice(&(header.len() as u16).to_le_bytes());
+    out.extend_from_slice(header.as_bytes());
+    out.extend_from_slice(data);
+    out
+}
+
+/// `act --obs-file`: one action per observation of a CSV or `.npy` file,
+/// the same as `act --obs` gives for each; CSV or `.npy` out; a bad row is
+/// refused naming its number.
+#[test]
+fn act_on_a_file_of_observations() {
+    let dir = temp_dir("batch-act");
+    let policy = dir.join("p.mrlp");
+    let (ok, _, stderr) = microrl(&["init", "--seed", "5", "--out", s(&policy)]);
+    assert!(ok, "{stderr}");
+    let obs: [[f32; 4]; 4] = [
+        [0.01, 0.0, -0.02, 0.03],
+        [0.1, -0.5, 0.2, 1.5],
+        [-1.0, 2.0, -0.2, -1.5],
+        [2.0, 0.3, 0.05, -0.3],
+    ];
+    let single: Vec<u64> = obs
+        .iter()
+        .map(|o| {
+            let text = o.map(|x| x.to_string()).join(",");
+            let (ok, stdout, stderr) = microrl(&["act", s(&policy), "--obs", &text, "--json"]);
+            assert!(ok, "{stderr}");
+            last_json(&stdout)["action"]["discrete"].as_u64().unwrap()
+        })
+        .collect();
+    let mut csv = "x,x_dot,theta,theta_dot\n".to_string();
+    for o in &obs {
+        csv.push_str(&o.map(|x| x.to_string()).join(", "));
+        csv.push('\n');
+    }
+    let csv_file = dir.join("obs.csv");
+    fs::write(&csv_file, &csv).unwrap();
+    let (ok, stdout, stderr) = microrl(&["act", s(&policy), "--obs-file", s(&csv_file)]);
+    assert!(ok, "{stderr}");
+    let expected: Vec<String> = std::iter::once("action".to_string())
+        .chain(single.iter().map(u64::to_string))
+        .collect();
+    assert_eq!(stdout.lines().collect::<Vec<_>>(), expected);
+
+    // .npy in (float32 and float64), .npy out: int64 [N].
+    let f32s: Vec<u8> = obs.iter().flatten().flat_map(|x| x.to_le_bytes()).collect();
+    let f64s: Vec<u8> = obs
+        .iter()
+        .flatten()
+        .flat_map(|&x| f64::from(x).to_le_bytes())
+        .collect();
+    for (descr, data) in [("<f4", f32s), ("<f8", f64s)] {
+        let npy_file = dir.join("obs.npy");
+        fs::write(&npy_file, npy(descr, "(4, 4)", &data)).unwrap();
+        let out = dir.join("actions.npy");
+        let (ok, stdout, stderr) = microrl(&[
+            "act",
+            s(&policy),
+            "--obs-file",
+            s(&npy_file),
+            "--out",
+            s(&out),
+            "--json",
+        ]);
+        assert!(ok, "{stderr}");
+        assert_eq!(last_json(&stdout)["rows"], 4);
+        let want: Vec<u8> = single
+            .iter()
+            .flat_map(|&a| (a as i64).to_le_bytes())
+            .collect();
+        assert_eq!(
+            fs::read(&out).unwrap(),
+            npy("<i8", "(4,)", &want),
+            "{descr}"
+        );
+    }
+
+    // A Gaussian policy: float32 [N, 1] commands, or CSV into --out.
+    let pendulum = dir.join("pendulum.mrlp");
+    let (ok, _, stderr) = microrl(&["init", "--arch", "pendulum", "--out", s(&pendulum)]);
+    assert!(ok, "{stderr}");
+    let pobs = dir.join("pendulum.csv");
+    fs::write(&pobs, "1,0,0\n0,1,-3\n").unwrap();
+    let out = dir.join("commands.csv");
+    let (ok, _, stderr) = microrl(&[
+        "act",
+        s(&pendulum),
+        "--obs-file",
+        s(&pobs),
+        "--out",
+        s(&out),
+    ]);
+    assert!(ok, "{stderr}");
+    let text = fs::read_to_string(&out).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 3, "{text}");
+    assert_eq!(lines[0], "action");
+    let (ok, stdout, _) = microrl(&["act", s(&pendulum), "--obs", "0,1,-3", "--json"]);
+    assert!(ok);
+    let command = last_json(&stdout)["action"]["continuous"][0]
+        .as_f64()
+        .unwrap() as f32;
+    assert_eq!(lines[2].parse::<f32>().unwrap(), command);
+    let out = dir.join("commands.npy");
+    let (ok, _, stderr) = microrl(&[
+        "act",
+        s(&pendulum),
+        "--obs-file",
+        s(&pobs),
+        "--out",
+        s(&out),
+    ]);
+    assert!(ok, "{stderr}");
+    assert!(
+        fs::read(&out)
+            .unwrap()
+            .starts_with(&npy("<f4", "(2, 1)", &[])[..64])
+    );
+
+    // Bad rows, named.
+    let bad = dir.join("bad.csv");
+    for (text, needle) in [
+        ("x,y,z,w\n0,0,0,0\n0,0,0\n", "row 2 (line 3)"),
+        (
+            "0,0,0,0\n0,x,0,0\n",
+            "row 2 (line 2), column 2: not a number",
+        ),
+        ("0,0,0,0\n0,0,0,0\nNaN,0,0,0\n", "row 3 (line 3)"),
+        ("x,y,z,w\n", "no observation"),
+    ] {
+        fs::write(&bad, text).unwrap();
+        let err = refused(&["act", s(&policy), "--obs-file", s(&bad)]);
+        assert!(
+            err.contains(needle) && err.contains("bad.csv"),
+            "{text:?}: {err}"
+        );
+    }
+    let npy_file = dir.join("bad.npy");
+    fs::write(&npy_file, npy("<f4", "(2, 3)", &[0; 24])).unwrap();
+    let err = refused(&["act", s(&policy), "--obs-file", s(&npy_file)]);
+    assert!(err.contains("(N, 4)"), "{err}");
+    let err = refused(&["act", s(&policy), "--obs", "0,0,0,0", "--obs-file", s(&bad)]);
+    assert!(err.contains("--obs"), "{err}");
+    fs::remove_dir_all(&dir).unwrap();
+}
