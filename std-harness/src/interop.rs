@@ -21,10 +21,16 @@
 //!   bits (`export` after `import` gives back the source tensors bit for bit).
 //!   A wrong or missing tensor is refused with one message naming the tensor
 //!   and the expected and found shapes.
-//! - **Activation.** microrl's imported MLPs use tanh, SB3's default for PPO
-//!   (and CleanRL's). A `state_dict` does not record the activation; when
-//!   the file's metadata has an `activation_fn` entry (this module's export
-//!   and `tests/fixtures/gen_sb3.py` write one), anything but tanh is refused.
+//! - **Activation.** Hidden layers of tanh (SB3's and CleanRL's default for
+//!   PPO) or ReLU (`activation_fn=nn.ReLU`): the ReLU ones map onto the
+//!   `*-relu` architectures ([`Arch::CartpoleRelu`], …), the same tensors
+//!   with the ReLU tag in the policy file. A `state_dict` does not record
+//!   the activation; it is taken from the file's `activation_fn` metadata
+//!   when there is one (this module's export and `tests/fixtures/gen_sb3.py`
+//!   write one; any other activation is refused), else from
+//!   `--activation`, else tanh is assumed — and `microrl import` says so on
+//!   standard error, since SB3's documented `save_file(policy.state_dict())`
+//!   writes no metadata and a ReLU policy read as tanh acts differently.
 //! - **VecNormalize.** SB3 feeds the network
 //!   `clip((obs − mean) / √(var + epsilon), −clip_obs, clip_obs)`; microrl's
 //!   frozen [`RunningNorm`] computes `clip((obs − μ) / √(σ² + 1e-8), −10, 10)`
@@ -49,7 +55,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use crate::arch::{
-    self, Arch, CartPoleContinuousPolicy, CartPolePolicy, CartPoleSmallPolicy, PendulumPolicy,
+    self, Activation, Arch, CartPoleContinuousPolicy, CartPoleContinuousReluPolicy, CartPolePolicy,
+    CartPoleReluPolicy, CartPoleSmallPolicy, CartPoleSmallReluPolicy, PendulumPolicy,
+    PendulumReluPolicy,
 };
 use crate::atomic;
 use crate::commands::Report;
@@ -313,6 +321,10 @@ pub struct Imported {
     pub tensors: Vec<String>,
     /// Whether the policy normalises observations (VecNormalize statistics).
     pub normalised: bool,
+    /// The hidden layers' activation.
+    pub activation: Activation,
+    /// Whether the file stated it, `--activation` gave it, or it was assumed.
+    pub activation_source: ActivationSource,
 }
 
 /// Maps the actor of a safetensors `state_dict` (`file`'s bytes) trained
@@ -333,19 +345,48 @@ pub fn import(
     stats: Option<&VecNormalizeStats>,
     env: EnvName,
 ) -> anyhow::Result<Imported> {
+    import_with(layout, file, stats, env, None)
+}
+
+/// [`import`] of an MLP whose hidden layers use `activation` (`None`: what
+/// the file's `activation_fn` metadata states, else tanh, assumed).
+///
+/// # Errors
+/// As [`import`]; also a file whose `activation_fn` is neither tanh nor
+/// ReLU, or differs from `activation`.
+pub fn import_with(
+    layout: Layout,
+    file: &[u8],
+    stats: Option<&VecNormalizeStats>,
+    env: EnvName,
+    activation: Option<Activation>,
+) -> anyhow::Result<Imported> {
     let tensors = SafeTensors::deserialize(file).context("not a safetensors file")?;
     let (_, header) = SafeTensors::read_metadata(file).context("not a safetensors file")?;
-    if let Some(activation) = header
+    let stated = header
         .metadata()
         .as_ref()
-        .and_then(|m| m.get("activation_fn"))
-    {
-        ensure!(
-            activation.to_ascii_lowercase().contains("tanh"),
-            "the file's activation_fn is {activation}: microrl imports tanh MLPs \
-             (SB3's and CleanRL's default for PPO)"
-        );
-    }
+        .and_then(|m| m.get("activation_fn"));
+    let (activation, how) = match (stated, activation) {
+        (Some(text), given) => {
+            let Some(stated) = parse_activation(text) else {
+                bail!(
+                    "the file's activation_fn is {text}: microrl imports tanh and ReLU MLPs \
+                     (tanh is SB3's and CleanRL's default for PPO)"
+                );
+            };
+            if let Some(given) = given {
+                ensure!(
+                    given == stated,
+                    "the file's activation_fn is {text} but --activation {} was given",
+                    given.name()
+                );
+            }
+            (stated, ActivationSource::Stated)
+        }
+        (None, Some(given)) => (given, ActivationSource::Given),
+        (None, None) => (Activation::Tanh, ActivationSource::Assumed),
+    };
     let arch = match env {
         EnvName::Cartpole => {
             let first = format!("{}.weight", layout.layer(false, 0, 3));
@@ -359,6 +400,7 @@ pub fn import(
         EnvName::CartpoleContinuous => Arch::CartpoleContinuous,
         EnvName::Pendulum => Arch::Pendulum,
     };
+    let arch = arch.with_activation(activation);
     let source = Source {
         layout,
         tensors: &tensors,
@@ -370,13 +412,47 @@ pub fn import(
         Arch::CartpoleSmall => source.map::<CartPoleSmallPolicy, 4>(stats)?,
         Arch::CartpoleContinuous => source.map::<CartPoleContinuousPolicy, 4>(stats)?,
         Arch::Pendulum => source.map::<PendulumPolicy, 3>(stats)?,
+        Arch::CartpoleRelu => source.map::<CartPoleReluPolicy, 4>(stats)?,
+        Arch::CartpoleSmallRelu => source.map::<CartPoleSmallReluPolicy, 4>(stats)?,
+        Arch::CartpoleContinuousRelu => source.map::<CartPoleContinuousReluPolicy, 4>(stats)?,
+        Arch::PendulumRelu => source.map::<PendulumReluPolicy, 3>(stats)?,
     };
     Ok(Imported {
         arch,
         blob,
         tensors: names,
         normalised: stats.is_some_and(|s| s.norm_obs),
+        activation,
+        activation_source: how,
     })
+}
+
+/// Where [`import`]'s activation came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ActivationSource {
+    /// The file's `activation_fn` metadata.
+    Stated,
+    /// `--activation`.
+    Given,
+    /// Neither: tanh, SB3's and CleanRL's default for PPO, assumed.
+    Assumed,
+}
+
+/// The activation an `activation_fn` metadata entry names: its last word,
+/// case-insensitive, is `tanh` or `relu` (`Tanh`, `ReLU`, `nn.ReLU`,
+/// `<class 'torch.nn.modules.activation.ReLU'>`); anything else
+/// (`LeakyReLU`, `ReLU6`, `ELU`) is `None`.
+fn parse_activation(text: &str) -> Option<Activation> {
+    let word = text
+        .split(|c: char| !c.is_ascii_alphanumeric())
+        .rfind(|w| !w.is_empty())?
+        .to_ascii_lowercase();
+    match word.as_str() {
+        "tanh" => Some(Activation::Tanh),
+        "relu" => Some(Activation::Relu),
+        _ => None,
+    }
 }
 
 /// What [`import`] reads from.
@@ -614,10 +690,18 @@ pub fn export(layout: Layout, blob: &[u8]) -> anyhow::Result<Exported> {
         Arch::CartpoleSmall => unmap::<CartPoleSmallPolicy, 4>(layout, blob)?,
         Arch::CartpoleContinuous => unmap::<CartPoleContinuousPolicy, 4>(layout, blob)?,
         Arch::Pendulum => unmap::<PendulumPolicy, 3>(layout, blob)?,
+        Arch::CartpoleRelu => unmap::<CartPoleReluPolicy, 4>(layout, blob)?,
+        Arch::CartpoleSmallRelu => unmap::<CartPoleSmallReluPolicy, 4>(layout, blob)?,
+        Arch::CartpoleContinuousRelu => unmap::<CartPoleContinuousReluPolicy, 4>(layout, blob)?,
+        Arch::PendulumRelu => unmap::<PendulumReluPolicy, 3>(layout, blob)?,
     };
     // One metadata entry: the crate writes the metadata map in hash order,
     // and a single entry keeps the file byte-for-byte reproducible.
-    let metadata = HashMap::from([("activation_fn".to_owned(), "Tanh".to_owned())]);
+    let activation = match arch.activation() {
+        Activation::Tanh => "Tanh",
+        Activation::Relu => "ReLU",
+    };
+    let metadata = HashMap::from([("activation_fn".to_owned(), activation.to_owned())]);
     let views = tensors
         .iter()
         .map(|(name, shape, bytes)| {
@@ -673,6 +757,7 @@ pub fn import_command(
     file: &Path,
     vecnormalize: Option<&Path>,
     env: EnvName,
+    activation: Option<Activation>,
     out: &Path,
 ) -> anyhow::Result<Report> {
     let bytes = std::fs::read(file).with_context(|| format!("reading {}", file.display()))?;
@@ -684,8 +769,16 @@ pub fn import_command(
         }
         None => None,
     };
-    let imported = import(layout, &bytes, stats.as_ref(), env)
+    let imported = import_with(layout, &bytes, stats.as_ref(), env, activation)
         .with_context(|| format!("importing {}", file.display()))?;
+    if imported.activation_source == ActivationSource::Assumed {
+        eprintln!(
+            "note: {} does not state its activation (no activation_fn metadata): assuming tanh, \
+             SB3's and CleanRL's default; pass --activation relu for a policy trained with \
+             activation_fn=nn.ReLU",
+            file.display()
+        );
+    }
     atomic::write_file(out, &imported.blob)?;
     let crc = serialize::crc32(&imported.blob[..imported.blob.len() - 4]);
     Ok(Report {
@@ -706,6 +799,7 @@ pub fn import_command(
         )],
         json: json!({
             "command": "import", "from": layout, "env": env.name(), "arch": imported.arch,
+            "activation": imported.activation, "activation_source": imported.activation_source,
             "tensors": imported.tensors, "normalised": imported.normalised, "path": out,
             "bytes": imported.blob.len(), "crc32": format!("{crc:08x}"),
         }),

@@ -335,7 +335,7 @@ enum Command {
         vecnormalize: Option<PathBuf>,
     },
     /// Import the actor of a Stable-Baselines3 or CleanRL PPO policy (a safetensors
-    /// state_dict, tanh MLP) and its VecNormalize statistics as a microrl policy file.
+    /// state_dict, tanh or ReLU MLP) and its VecNormalize statistics as a microrl policy file.
     Import {
         /// The policy's `state_dict`, saved with `safetensors.torch.save_file`.
         file: PathBuf,
@@ -349,6 +349,11 @@ enum Command {
         /// Task the policy acts in.
         #[arg(long, value_enum)]
         env: EnvName,
+        /// The hidden layers' activation (SB3's `activation_fn`). Default:
+        /// the file's `activation_fn` metadata, else tanh (said on standard
+        /// error); a file that states another is refused.
+        #[arg(long, value_enum)]
+        activation: Option<microrl_harness::arch::Activation>,
         /// Output policy file.
         #[arg(long)]
         out: PathBuf,
@@ -553,8 +558,9 @@ fn run(cli: Cli) -> anyhow::Result<bool> {
             from,
             vecnormalize,
             env,
+            activation,
             out,
-        } => interop::import_command(from, &file, vecnormalize.as_deref(), env, &out)?,
+        } => interop::import_command(from, &file, vecnormalize.as_deref(), env, activation, &out)?,
         Command::Init { arch, seed, out } => {
             let out = out.unwrap_or_else(|| commands::default_policy_path(arch));
             commands::init(arch, seed, &out)?

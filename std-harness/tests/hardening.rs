@@ -670,3 +670,154 @@ fn act_on_a_file_of_observations() {
     assert!(err.contains("--obs"), "{err}");
     fs::remove_dir_all(&dir).unwrap();
 }
+
+/// The actions `policy` takes at the parity fixture's observations
+/// (through `act --obs-file`), and the fixture's own (SB3's).
+fn actions_on_parity(dir: &Path, policy: &Path, parity: &str) -> (Vec<i64>, Vec<i64>) {
+    let bytes = fs::read(fixture(parity)).unwrap();
+    let file = safetensors::SafeTensors::deserialize(&bytes).unwrap();
+    let obs = file.tensor("obs").unwrap();
+    let n = obs.shape()[0];
+    let obs_file = dir.join("parity-obs.npy");
+    fs::write(&obs_file, npy("<f4", &format!("({n}, 4)"), obs.data())).unwrap();
+    let out = dir.join("parity-actions.npy");
+    let (ok, _, stderr) = microrl(&[
+        "act",
+        s(policy),
+        "--obs-file",
+        s(&obs_file),
+        "--out",
+        s(&out),
+    ]);
+    assert!(ok, "{stderr}");
+    let ours = fs::read(&out).unwrap();
+    let ours: Vec<i64> = ours[ours.len() - 8 * n..]
+        .chunks_exact(8)
+        .map(|b| i64::from_le_bytes(b.try_into().unwrap()))
+        .collect();
+    let sb3: Vec<i64> = file
+        .tensor("action")
+        .unwrap()
+        .data()
+        .chunks_exact(4)
+        .map(|b| i64::from(i32::from_le_bytes(b.try_into().unwrap())))
+        .collect();
+    (ours, sb3)
+}
+
+/// A ReLU SB3 policy saved without metadata (as SB3's documentation saves
+/// a state_dict): imported as tanh it is said so on standard error (and
+/// acts differently from SB3); `--activation relu` imports it as a ReLU
+/// policy that takes SB3's deterministic action at every one of the
+/// fixture's 10 000 observations, exports back with `activation_fn` ReLU,
+/// and a file that states ReLU needs no option.
+#[test]
+fn a_relu_policy_imports_with_activation_relu_and_the_assumption_is_said() {
+    let dir = temp_dir("relu");
+    let file = fixture("sb3-cartpole-relu.safetensors");
+    let tanh = dir.join("tanh.mrlp");
+    let (ok, stdout, stderr) = microrl(&[
+        "import",
+        "--from",
+        "sb3",
+        s(&file),
+        "--env",
+        "cartpole",
+        "--out",
+        s(&tanh),
+        "--json",
+    ]);
+    assert!(ok, "{stderr}");
+    assert!(
+        stderr.contains("does not state its activation") && stderr.contains("assuming tanh"),
+        "{stderr}"
+    );
+    assert_eq!(last_json(&stdout)["activation_source"], "assumed");
+    let (ours, sb3) = actions_on_parity(&dir, &tanh, "sb3-cartpole-relu.parity.safetensors");
+    let wrong = ours.iter().zip(&sb3).filter(|(a, b)| a != b).count();
+    assert!(
+        wrong > 0,
+        "imported as tanh, the ReLU policy should act differently"
+    );
+
+    let relu = dir.join("relu.mrlp");
+    let (ok, stdout, stderr) = microrl(&[
+        "import",
+        "--from",
+        "sb3",
+        s(&file),
+        "--env",
+        "cartpole",
+        "--activation",
+        "relu",
+        "--out",
+        s(&relu),
+        "--json",
+    ]);
+    assert!(ok, "{stderr}");
+    assert!(!stderr.contains("assuming"), "{stderr}");
+    let json = last_json(&stdout);
+    assert_eq!(json["arch"], "cartpole-relu");
+    assert_eq!(json["activation"], "relu");
+    let (ours, sb3) = actions_on_parity(&dir, &relu, "sb3-cartpole-relu.parity.safetensors");
+    let wrong: Vec<usize> = (0..ours.len()).filter(|&k| ours[k] != sb3[k]).collect();
+    assert!(
+        wrong.is_empty(),
+        "{} of {} differ: {wrong:?}",
+        wrong.len(),
+        ours.len()
+    );
+    let (ok, stdout, _) = microrl(&["inspect", s(&relu), "--json"]);
+    assert!(ok);
+    assert_eq!(last_json(&stdout)["arch"], "cartpole-relu");
+    let (ok, stdout, stderr) = microrl(&["eval", s(&relu), "--episodes", "3", "--json"]);
+    assert!(ok, "{stderr}");
+    assert_eq!(last_json(&stdout)["arch"], "cartpole-relu");
+
+    // Exported, the file states ReLU; imported again, no option is needed
+    // and the policy is the same file.
+    let exported = dir.join("relu.safetensors");
+    let (ok, _, stderr) = microrl(&[
+        "export",
+        s(&relu),
+        "--format",
+        "safetensors",
+        "--out",
+        s(&exported),
+    ]);
+    assert!(ok, "{stderr}");
+    let again = dir.join("again.mrlp");
+    let (ok, stdout, stderr) = microrl(&[
+        "import",
+        "--from",
+        "sb3",
+        s(&exported),
+        "--env",
+        "cartpole",
+        "--out",
+        s(&again),
+        "--json",
+    ]);
+    assert!(ok, "{stderr}");
+    assert!(stderr.is_empty(), "{stderr}");
+    assert_eq!(last_json(&stdout)["activation_source"], "stated");
+    assert_eq!(fs::read(&again).unwrap(), fs::read(&relu).unwrap());
+    // A file that states ReLU contradicted by --activation, or another activation.
+    let err = refused(&[
+        "import",
+        "--from",
+        "sb3",
+        s(&exported),
+        "--env",
+        "cartpole",
+        "--activation",
+        "tanh",
+        "--out",
+        s(&again),
+    ]);
+    assert!(
+        err.contains("ReLU") && err.contains("--activation tanh"),
+        "{err}"
+    );
+    fs::remove_dir_all(&dir).unwrap();
+}
