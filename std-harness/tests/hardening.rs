@@ -821,3 +821,73 @@ fn a_relu_policy_imports_with_activation_relu_and_the_assumption_is_said() {
     );
     fs::remove_dir_all(&dir).unwrap();
 }
+
+/// A run directory whose curve.csv has `rows` rows (a noisy rising return,
+/// an evaluation every 10th row).
+fn big_run(dir: &Path, rows: u64) -> PathBuf {
+    use std::io::Write;
+    let run = dir.join("big");
+    fs::create_dir_all(&run).unwrap();
+    let mut csv = std::io::BufWriter::new(fs::File::create(run.join("curve.csv")).unwrap());
+    writeln!(csv, "step,episodes,mean_return,eval_mean,eval_std,wall_s").unwrap();
+    let mut state = 12345u64;
+    for i in 0..rows {
+        state = state
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        let noise = (state >> 40) as f64 / (1u64 << 24) as f64 * 40.0 - 20.0;
+        let mean = (i as f64 / rows as f64 * 480.0 + noise).clamp(0.0, 500.0);
+        if i % 10 == 0 {
+            writeln!(
+                csv,
+                "{},{},{mean},{},3.5,{}.000",
+                (i + 1) * 1000,
+                i,
+                mean + 5.0,
+                i / 100
+            )
+        } else {
+            writeln!(csv, "{},{},{mean},,,{}.000", (i + 1) * 1000, i, i / 100)
+        }
+        .unwrap();
+    }
+    csv.flush().unwrap();
+    let summary = serde_json::json!({
+        "env": "cartpole", "algo": "ppo", "seed": 0, "threshold": 475.0, "eval_mean": 480.0,
+    });
+    fs::write(run.join("summary.json"), summary.to_string()).unwrap();
+    run
+}
+
+/// `plot` of a curve of 2 000 000 rows draws it within 512 MB of address
+/// space (the plot's memory is bounded by the picture, not the curve): the
+/// PNG is written and the report counts every row.
+#[test]
+fn plot_of_a_huge_curve_is_bounded_by_the_picture() {
+    let dir = temp_dir("big-plot");
+    let run = big_run(&dir, 2_000_000);
+    let png = dir.join("big.png");
+    let script = format!(
+        "ulimit -v 524288 && exec '{}' plot '{}' --out '{}' --json",
+        env!("CARGO_BIN_EXE_microrl"),
+        s(&run),
+        s(&png)
+    );
+    let out = Command::new("sh").args(["-c", &script]).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{:?}: {stderr}", out.status);
+    let json = last_json(&String::from_utf8_lossy(&out.stdout));
+    assert_eq!(json["runs"][0]["rows"], 2_000_000);
+    let bytes = fs::read(&png).unwrap();
+    let mut reader = png::Decoder::new(std::io::Cursor::new(bytes))
+        .read_info()
+        .unwrap();
+    let mut pixels = vec![0; reader.output_buffer_size().unwrap()];
+    let info = reader.next_frame(&mut pixels).unwrap();
+    assert_eq!((info.width, info.height), (800, 500));
+    // The run (its line and markers, blue) and the threshold (green) are drawn.
+    let count = |rgb: [u8; 3]| pixels.chunks_exact(3).filter(|p| *p == rgb).count();
+    assert!(count([31, 119, 180]) > 20_000, "{}", count([31, 119, 180]));
+    assert!(count([44, 160, 44]) > 500, "{}", count([44, 160, 44]));
+    fs::remove_dir_all(&dir).unwrap();
+}

@@ -278,7 +278,10 @@ fn wrong_shapes_missing_tensors_and_wrong_envs_are_refused_naming_the_tensor() {
         &dir,
         "leaky.safetensors",
         |_| {},
-        Some(HashMap::from([("activation_fn".into(), "LeakyReLU".into())])),
+        Some(HashMap::from([(
+            "activation_fn".into(),
+            "LeakyReLU".into(),
+        )])),
     );
     let e = import(&leaky, "sb3", "cartpole");
     assert!(e.contains("activation_fn is LeakyReLU"), "{e}");
