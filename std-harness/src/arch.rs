@@ -11,8 +11,9 @@
 //! links.
 
 use microrl::env::{ActionSpace, CartPole, CartPoleContinuous, Env, Pendulum};
+use microrl::nn::{Mlp, Relu};
 use microrl::optim::{Adam, TrainState};
-use microrl::policy::{Actor, CategoricalActor, Controller, Policy};
+use microrl::policy::{Actor, CategoricalActor, Controller, GaussianActor, Policy};
 use microrl::{Params, SVector, agent, serialize};
 use serde::Serialize;
 
@@ -26,6 +27,15 @@ pub type CartPoleSmallPolicy = agent::Policy<CartPole, 32>;
 pub type CartPoleContinuousPolicy = agent::Policy<CartPoleContinuous, 64>;
 /// Pendulum policy: 3-64-64-1 mean, Gaussian over the torque, bounds ±2.
 pub type PendulumPolicy = agent::Policy<Pendulum, 64>;
+/// [`CartPolePolicy`] with ReLU hidden layers (an imported SB3/CleanRL policy
+/// trained with `activation_fn=nn.ReLU`).
+pub type CartPoleReluPolicy = Policy<CategoricalActor<Mlp<4, 64, 2, Relu>>, 4>;
+/// [`CartPoleSmallPolicy`] with ReLU hidden layers.
+pub type CartPoleSmallReluPolicy = Policy<CategoricalActor<Mlp<4, 32, 2, Relu>>, 4>;
+/// [`CartPoleContinuousPolicy`] with ReLU hidden layers.
+pub type CartPoleContinuousReluPolicy = Policy<GaussianActor<Mlp<4, 64, 1, Relu>, 1>, 4>;
+/// [`PendulumPolicy`] with ReLU hidden layers.
+pub type PendulumReluPolicy = Policy<GaussianActor<Mlp<3, 64, 1, Relu>, 1>, 3>;
 
 /// A named architecture.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, Serialize)]
@@ -39,15 +49,27 @@ pub enum Arch {
     CartpoleContinuous,
     /// Gaussian 3-64-64-1 with learnable log_std (Pendulum).
     Pendulum,
+    /// Categorical 4-64-64-2 with ReLU hidden layers (imported; CartPole).
+    CartpoleRelu,
+    /// Categorical 4-32-32-2 with ReLU hidden layers (imported; CartPole).
+    CartpoleSmallRelu,
+    /// Gaussian 4-64-64-1 with ReLU hidden layers (imported; continuous CartPole).
+    CartpoleContinuousRelu,
+    /// Gaussian 3-64-64-1 with ReLU hidden layers (imported; Pendulum).
+    PendulumRelu,
 }
 
 impl Arch {
     /// Every architecture, in display order.
-    pub const ALL: [Arch; 4] = [
+    pub const ALL: [Arch; 8] = [
         Arch::Cartpole,
         Arch::CartpoleSmall,
         Arch::CartpoleContinuous,
         Arch::Pendulum,
+        Arch::CartpoleRelu,
+        Arch::CartpoleSmallRelu,
+        Arch::CartpoleContinuousRelu,
+        Arch::PendulumRelu,
     ];
 
     /// The name used on the command line and in JSON.
@@ -57,6 +79,10 @@ impl Arch {
             Arch::CartpoleSmall => "cartpole-small",
             Arch::CartpoleContinuous => "cartpole-continuous",
             Arch::Pendulum => "pendulum",
+            Arch::CartpoleRelu => "cartpole-relu",
+            Arch::CartpoleSmallRelu => "cartpole-small-relu",
+            Arch::CartpoleContinuousRelu => "cartpole-continuous-relu",
+            Arch::PendulumRelu => "pendulum-relu",
         }
     }
 
@@ -67,15 +93,49 @@ impl Arch {
             Arch::CartpoleSmall => "4-32-32-2 categorical",
             Arch::CartpoleContinuous => "4-64-64-1 gaussian",
             Arch::Pendulum => "3-64-64-1 gaussian",
+            Arch::CartpoleRelu => "4-64-64-2 categorical relu",
+            Arch::CartpoleSmallRelu => "4-32-32-2 categorical relu",
+            Arch::CartpoleContinuousRelu => "4-64-64-1 gaussian relu",
+            Arch::PendulumRelu => "3-64-64-1 gaussian relu",
         }
     }
 
     /// The task this architecture acts in.
     pub fn env(self) -> EnvName {
         match self {
-            Arch::Cartpole | Arch::CartpoleSmall => EnvName::Cartpole,
-            Arch::CartpoleContinuous => EnvName::CartpoleContinuous,
-            Arch::Pendulum => EnvName::Pendulum,
+            Arch::Cartpole | Arch::CartpoleSmall | Arch::CartpoleRelu | Arch::CartpoleSmallRelu => {
+                EnvName::Cartpole
+            }
+            Arch::CartpoleContinuous | Arch::CartpoleContinuousRelu => EnvName::CartpoleContinuous,
+            Arch::Pendulum | Arch::PendulumRelu => EnvName::Pendulum,
+        }
+    }
+
+    /// The activation of the hidden layers.
+    pub fn activation(self) -> Activation {
+        match self {
+            Arch::Cartpole | Arch::CartpoleSmall | Arch::CartpoleContinuous | Arch::Pendulum => {
+                Activation::Tanh
+            }
+            _ => Activation::Relu,
+        }
+    }
+
+    /// This architecture with `activation` hidden layers.
+    pub fn with_activation(self, activation: Activation) -> Arch {
+        let pairs = [
+            (Arch::Cartpole, Arch::CartpoleRelu),
+            (Arch::CartpoleSmall, Arch::CartpoleSmallRelu),
+            (Arch::CartpoleContinuous, Arch::CartpoleContinuousRelu),
+            (Arch::Pendulum, Arch::PendulumRelu),
+        ];
+        let (tanh, relu) = pairs
+            .into_iter()
+            .find(|(t, r)| *t == self || *r == self)
+            .unwrap_or((self, self));
+        match activation {
+            Activation::Tanh => tanh,
+            Activation::Relu => relu,
         }
     }
 
@@ -91,9 +151,9 @@ impl Arch {
 
     /// Observation size.
     pub fn obs_dim(self) -> usize {
-        match self {
-            Arch::Cartpole | Arch::CartpoleSmall | Arch::CartpoleContinuous => 4,
-            Arch::Pendulum => 3,
+        match self.env() {
+            EnvName::Cartpole | EnvName::CartpoleContinuous => 4,
+            EnvName::Pendulum => 3,
         }
     }
 
@@ -105,6 +165,10 @@ impl Arch {
             Arch::CartpoleSmall => load::<CartPoleSmallPolicy>(blob).is_ok(),
             Arch::CartpoleContinuous => load::<CartPoleContinuousPolicy>(blob).is_ok(),
             Arch::Pendulum => load::<PendulumPolicy>(blob).is_ok(),
+            Arch::CartpoleRelu => load::<CartPoleReluPolicy>(blob).is_ok(),
+            Arch::CartpoleSmallRelu => load::<CartPoleSmallReluPolicy>(blob).is_ok(),
+            Arch::CartpoleContinuousRelu => load::<CartPoleContinuousReluPolicy>(blob).is_ok(),
+            Arch::PendulumRelu => load::<PendulumReluPolicy>(blob).is_ok(),
         })
     }
 
@@ -115,6 +179,10 @@ impl Arch {
             Arch::CartpoleSmall => Footprint::of::<CartPoleSmallPolicy, 4>(self),
             Arch::CartpoleContinuous => Footprint::of::<CartPoleContinuousPolicy, 4>(self),
             Arch::Pendulum => Footprint::of::<PendulumPolicy, 3>(self),
+            Arch::CartpoleRelu => Footprint::of::<CartPoleReluPolicy, 4>(self),
+            Arch::CartpoleSmallRelu => Footprint::of::<CartPoleSmallReluPolicy, 4>(self),
+            Arch::CartpoleContinuousRelu => Footprint::of::<CartPoleContinuousReluPolicy, 4>(self),
+            Arch::PendulumRelu => Footprint::of::<PendulumReluPolicy, 3>(self),
         }
     }
 }
@@ -206,8 +274,36 @@ pub fn init_blob(arch: Arch, seed: u64) -> anyhow::Result<Vec<u8>> {
             fresh::<Actor4<CartPoleContinuousPolicy>, _, 4>(&CartPoleContinuous::new(), seed)
         }
         Arch::Pendulum => fresh::<Actor3<PendulumPolicy>, _, 3>(&Pendulum::new(), seed),
+        Arch::CartpoleRelu => fresh::<Actor4<CartPoleReluPolicy>, _, 4>(&CartPole::new(), seed),
+        Arch::CartpoleSmallRelu => {
+            fresh::<Actor4<CartPoleSmallReluPolicy>, _, 4>(&CartPole::new(), seed)
+        }
+        Arch::CartpoleContinuousRelu => {
+            fresh::<Actor4<CartPoleContinuousReluPolicy>, _, 4>(&CartPoleContinuous::new(), seed)
+        }
+        Arch::PendulumRelu => fresh::<Actor3<PendulumReluPolicy>, _, 3>(&Pendulum::new(), seed),
     };
     Ok(blob?)
+}
+
+/// The activation of an architecture's hidden layers (`import --activation`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Activation {
+    /// tanh: what microrl trains, SB3's and CleanRL's default for PPO.
+    Tanh,
+    /// ReLU (`activation_fn=nn.ReLU`).
+    Relu,
+}
+
+impl Activation {
+    /// The command-line name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Activation::Tanh => "tanh",
+            Activation::Relu => "relu",
+        }
+    }
 }
 
 /// The deterministic command a policy blob takes at one observation.
@@ -226,6 +322,72 @@ pub struct Action {
 /// Loads `blob` as `arch` and returns the deployed policy's command at `obs`
 /// (exactly what the firmware would send to the plant).
 pub fn act(arch: Arch, blob: &[u8], obs: &[f32]) -> anyhow::Result<Action> {
+    check_len(arch, obs)?;
+    actor(arch, blob)?(obs)
+}
+
+/// A policy loaded once, acting on one observation at a time (what [`act`]
+/// does for each, without loading and checking the file again).
+pub type Acting = Box<dyn Fn(&[f32]) -> anyhow::Result<Action>>;
+
+/// Loads `blob` as `arch` for [`Acting`] on many observations; each call
+/// checks its observation's length and values as [`act`] does.
+///
+/// # Errors
+/// The blob does not load as `arch`.
+pub fn actor(arch: Arch, blob: &[u8]) -> anyhow::Result<Acting> {
+    fn categorical<const H: usize, A>(arch: Arch, blob: &[u8]) -> anyhow::Result<Acting>
+    where
+        A: microrl::nn::Activation + 'static,
+        CategoricalActor<Mlp<4, H, 2, A>>: Actor<4> + Params,
+        Policy<CategoricalActor<Mlp<4, H, 2, A>>, 4>: Controller<4, Action = usize>,
+    {
+        let p = load::<Policy<CategoricalActor<Mlp<4, H, 2, A>>, 4>>(blob)?;
+        Ok(Box::new(move |obs: &[f32]| {
+            check_len(arch, obs)?;
+            let obs = SVector::<f32, 4>::from_column_slice(obs);
+            let action = p.act(&obs)?;
+            let input = p.obs_norm.normalize(&obs)?;
+            let dist = p.actor.distribution(&input)?;
+            Ok(Action {
+                discrete: Some(action),
+                probs: Some(dist.probs().iter().copied().collect()),
+                continuous: None,
+                bounds: None,
+            })
+        }))
+    }
+    fn gaussian<P, const OBS: usize>(arch: Arch, blob: &[u8]) -> anyhow::Result<Acting>
+    where
+        P: Params + Controller<OBS, Action = SVector<f32, 1>> + HasBounds + 'static,
+    {
+        let p = load::<P>(blob)?;
+        let bounds = p.bounds();
+        Ok(Box::new(move |obs: &[f32]| {
+            check_len(arch, obs)?;
+            let command = p.act(&SVector::<f32, OBS>::from_column_slice(obs))?;
+            Ok(Action {
+                discrete: None,
+                probs: None,
+                continuous: Some(command.iter().copied().collect()),
+                bounds: Some(bounds.clone()),
+            })
+        }))
+    }
+    match arch {
+        Arch::Cartpole => categorical::<64, microrl::nn::Tanh>(arch, blob),
+        Arch::CartpoleSmall => categorical::<32, microrl::nn::Tanh>(arch, blob),
+        Arch::CartpoleContinuous => gaussian::<CartPoleContinuousPolicy, 4>(arch, blob),
+        Arch::Pendulum => gaussian::<PendulumPolicy, 3>(arch, blob),
+        Arch::CartpoleRelu => categorical::<64, Relu>(arch, blob),
+        Arch::CartpoleSmallRelu => categorical::<32, Relu>(arch, blob),
+        Arch::CartpoleContinuousRelu => gaussian::<CartPoleContinuousReluPolicy, 4>(arch, blob),
+        Arch::PendulumRelu => gaussian::<PendulumReluPolicy, 3>(arch, blob),
+    }
+}
+
+/// `obs` has `arch`'s observation size.
+fn check_len(arch: Arch, obs: &[f32]) -> anyhow::Result<()> {
     anyhow::ensure!(
         obs.len() == arch.obs_dim(),
         "{} expects {} observation values, got {}",
@@ -233,38 +395,7 @@ pub fn act(arch: Arch, blob: &[u8], obs: &[f32]) -> anyhow::Result<Action> {
         arch.obs_dim(),
         obs.len()
     );
-    fn categorical<const H: usize>(blob: &[u8], obs: &[f32]) -> anyhow::Result<Action> {
-        let p = load::<Policy<CategoricalActor<microrl::nn::Mlp<4, H, 2>>, 4>>(blob)?;
-        let obs = SVector::<f32, 4>::from_column_slice(obs);
-        let action = p.act(&obs)?;
-        let input = p.obs_norm.normalize(&obs)?;
-        let dist = p.actor.distribution(&input)?;
-        Ok(Action {
-            discrete: Some(action),
-            probs: Some(dist.probs().iter().copied().collect()),
-            continuous: None,
-            bounds: None,
-        })
-    }
-    fn gaussian<P, const OBS: usize>(blob: &[u8], obs: &[f32]) -> anyhow::Result<Action>
-    where
-        P: Params + Controller<OBS, Action = SVector<f32, 1>> + HasBounds,
-    {
-        let p = load::<P>(blob)?;
-        let command = p.act(&SVector::<f32, OBS>::from_column_slice(obs))?;
-        Ok(Action {
-            discrete: None,
-            probs: None,
-            continuous: Some(command.iter().copied().collect()),
-            bounds: Some(p.bounds()),
-        })
-    }
-    match arch {
-        Arch::Cartpole => categorical::<64>(blob, obs),
-        Arch::CartpoleSmall => categorical::<32>(blob, obs),
-        Arch::CartpoleContinuous => gaussian::<CartPoleContinuousPolicy, 4>(blob, obs),
-        Arch::Pendulum => gaussian::<PendulumPolicy, 3>(blob, obs),
-    }
+    Ok(())
 }
 
 /// The actuator bounds stored in a continuous policy.

@@ -37,6 +37,14 @@
 //! A run directory is only ever replaced when it holds nothing but a run's
 //! files, so `--out` pointed at a directory of other work is refused rather
 //! than deleted.
+//!
+//! Nothing that is not a regular file is ever replaced: an output path that
+//! is (or links to) a character device or a FIFO — a terminal, `/dev/null`,
+//! `/dev/stdout`, a named pipe — is written through (its errors, such as
+//! `/dev/full`'s "No space left on device", reported naming the path); a
+//! socket or a block device is refused. The temporary files of a write
+//! killed midway (`.NAME.tmp-PID-N`) are removed by the next successful
+//! write of `NAME`, as a run directory's staging leftovers are.
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
@@ -115,10 +123,24 @@ fn create_synced(path: &Path, bytes: &[u8]) -> io::Result<File> {
 /// Replaces the file at `path` with `bytes` atomically: the old file, or none,
 /// until the new one is complete on disk (see the module documentation).
 ///
+/// A `path` that is (or links to) something other than a regular file is
+/// never replaced: a character device or a FIFO (a terminal, `/dev/null`,
+/// `/dev/stdout` on a pipe, a named pipe) is written through, as `cat >`
+/// would; anything else (a socket, a block device) is refused. After a
+/// successful replacement, temporary siblings `.NAME.tmp-PID-N` that a
+/// killed write of the same file left behind are removed (see
+/// [`remove_stale_siblings`]).
+///
 /// # Errors
 /// Any I/O error (the message names `path`); the old file is then untouched
 /// and no temporary file is left.
 pub fn write_file(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
+    match fs::metadata(path) {
+        Ok(m) if m.is_file() || m.is_dir() => {}
+        Ok(m) => return write_special(path, &m.file_type(), bytes),
+        // Missing (or unreadable: the write below says why).
+        Err(_) => {}
+    }
     let target = resolve(path);
     let (dir, name) = split(&target)?;
     let tmp = dir.join(format!(".{name}.tmp-{}", unique_suffix()));
@@ -136,7 +158,49 @@ pub fn write_file(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
     if result.is_err() {
         let _ = fs::remove_file(&tmp);
     }
-    result.with_context(|| format!("writing {}", path.display()))
+    result.with_context(|| format!("writing {}", path.display()))?;
+    remove_stale_siblings(&dir, &format!(".{name}"));
+    Ok(())
+}
+
+/// Writes `bytes` to the existing non-regular file `path` of type `kind`:
+/// through it for a character device or FIFO (opened for writing without
+/// truncation or replacement; a FIFO's open waits for a reader), refused for
+/// anything else.
+fn write_special(path: &Path, kind: &fs::FileType, bytes: &[u8]) -> anyhow::Result<()> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt;
+        if kind.is_char_device() || kind.is_fifo() {
+            let mut file = OpenOptions::new()
+                .write(true)
+                .open(path)
+                .with_context(|| format!("writing {}", path.display()))?;
+            return file
+                .write_all(bytes)
+                .and_then(|()| file.flush())
+                .with_context(|| format!("writing {}", path.display()));
+        }
+        let what = if kind.is_socket() {
+            "a socket"
+        } else if kind.is_block_device() {
+            "a block device"
+        } else {
+            "not a file or directory"
+        };
+        bail!(
+            "{} is {what}, not a regular file: refusing to write or replace it",
+            path.display()
+        )
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = (kind, bytes);
+        bail!(
+            "{} is not a regular file: refusing to write or replace it",
+            path.display()
+        )
+    }
 }
 
 /// Checks that `dir` can take a run of the files `names`: it does not exist,
@@ -195,6 +259,9 @@ pub fn write_run_dir(dir: &Path, files: &[(&str, &[u8])]) -> anyhow::Result<()> 
     fs::create_dir_all(&parent).with_context(|| format!("creating {}", parent.display()))?;
     let exists = dir.is_dir();
     remove_stale_siblings(&parent, &name);
+    for companion in COMPANIONS {
+        remove_stale_siblings(&parent, &format!("{name}{companion}"));
+    }
 
     let suffix = unique_suffix();
     let staging = parent.join(format!("{name}.tmp-{suffix}"));
@@ -278,10 +345,20 @@ fn replace_by_two_renames(staging: &Path, dir: &Path, aside: &Path) -> io::Resul
     Ok(aside.to_path_buf())
 }
 
-/// Removes `NAME.tmp-PID-N` and `NAME.old-PID-N` siblings left by processes
-/// that no longer run (a run killed while writing its outputs). Only where
+/// The directories written beside a run directory `DIR` as `DIR<suffix>`
+/// with [`write_run_dir`]: `train --checkpoint-every`'s `DIR.checkpoint/`.
+/// Their leftover staging directories are removed when `DIR` is written
+/// (a run resumed and completed writes no further checkpoint, so nothing
+/// else would remove them).
+const COMPANIONS: [&str; 1] = [".checkpoint"];
+
+/// Removes `PREFIX.tmp-PID-N` and `PREFIX.old-PID-N` siblings (files or
+/// directories) left by processes that no longer run: a write or a run
+/// killed while writing its outputs. `PREFIX` is a run directory's name, or
+/// `.NAME` for the temporary files of [`write_file`]. Only entries of
+/// exactly that pattern whose process is gone are touched, and only where
 /// `/proc` shows which processes run; elsewhere they stay for the user.
-fn remove_stale_siblings(parent: &Path, name: &str) {
+fn remove_stale_siblings(parent: &Path, prefix: &str) {
     let proc = Path::new("/proc");
     if !proc.join("self").exists() {
         return;
@@ -294,7 +371,7 @@ fn remove_stale_siblings(parent: &Path, name: &str) {
         let file_name = entry.file_name();
         let Some(rest) = file_name
             .to_str()
-            .and_then(|n| n.strip_prefix(name))
+            .and_then(|n| n.strip_prefix(prefix))
             .and_then(|r| r.strip_prefix(".tmp-").or_else(|| r.strip_prefix(".old-")))
         else {
             continue;
@@ -302,11 +379,23 @@ fn remove_stale_siblings(parent: &Path, name: &str) {
         let Some((pid, n)) = rest.split_once('-') else {
             continue;
         };
-        let (Ok(pid), true) = (pid.parse::<u32>(), n.bytes().all(|b| b.is_ascii_digit())) else {
+        let (Ok(pid), true) = (
+            pid.parse::<u32>(),
+            !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()),
+        ) else {
             continue;
         };
         if pid != me && !proc.join(pid.to_string()).exists() {
-            let _ = fs::remove_dir_all(entry.path());
+            let path = entry.path();
+            match fs::symlink_metadata(&path) {
+                Ok(m) if m.is_dir() => {
+                    let _ = fs::remove_dir_all(&path);
+                }
+                Ok(_) => {
+                    let _ = fs::remove_file(&path);
+                }
+                Err(_) => {}
+            }
         }
     }
 }

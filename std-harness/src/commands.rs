@@ -335,7 +335,7 @@ pub fn plot(dirs: &[PathBuf], out: &Path) -> anyhow::Result<Report> {
             "  {}: {}, {} curve rows, held-out eval {:.1}",
             run.dir.display(),
             run.label(),
-            run.curve.rows().len(),
+            run.rows,
             run.identity.eval_mean
         ));
     }
@@ -343,7 +343,7 @@ pub fn plot(dirs: &[PathBuf], out: &Path) -> anyhow::Result<Report> {
         .iter()
         .map(|r| {
             json!({ "dir": r.dir, "algo": r.identity.algo, "env": r.identity.env, "seed": r.identity.seed,
-                    "rows": r.curve.rows().len(), "eval_mean": r.identity.eval_mean })
+                    "rows": r.rows, "eval_mean": r.identity.eval_mean })
         })
         .collect();
     Ok(Report {

@@ -54,6 +54,44 @@ fn csv_error(e: &csv::Error) -> String {
     }
 }
 
+/// [`LearningCurve::read_csv_for_plot`] keeps a curve of at most this many
+/// rows whole: 10 000 rows are 10 million steps at `train`'s row a thousand
+/// steps, and about half a megabyte; longer curves are decimated to the
+/// picture.
+pub const PLOT_EXACT_ROWS: usize = 10_000;
+
+/// Streams the rows of the curve CSV at `path` into `each`, checking the
+/// header and every row as [`LearningCurve::from_csv`] does.
+fn for_each_row(path: &Path, mut each: impl FnMut(CurveRow)) -> anyhow::Result<()> {
+    let file = std::fs::File::open(path).with_context(|| format!("reading {}", path.display()))?;
+    let mut reader = csv::Reader::from_reader(std::io::BufReader::new(file));
+    let header = reader.headers().context("reading the header")?;
+    anyhow::ensure!(
+        header.iter().eq(CSV_HEADER.split(',')),
+        "line 1 is not the header `{CSV_HEADER}`"
+    );
+    let mut record = csv::StringRecord::new();
+    let headers = reader.headers()?.clone();
+    loop {
+        match reader.read_record(&mut record) {
+            Ok(false) => return Ok(()),
+            Ok(true) => {}
+            Err(e) => anyhow::bail!("{}", csv_error(&e)),
+        }
+        let row: CsvRow = record
+            .deserialize(Some(&headers))
+            .map_err(|e| anyhow::anyhow!("{}", csv_error(&e)))?;
+        each(CurveRow {
+            step: row.step,
+            episodes: row.episodes,
+            mean_return: row.mean_return,
+            eval_mean: row.eval_mean,
+            eval_std: row.eval_std,
+            wall_s: row.wall_s,
+        });
+    }
+}
+
 /// One logging point of a training run.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct CurveRow {
@@ -162,6 +200,104 @@ impl LearningCurve {
             std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
         LearningCurve::from_csv(&text)
             .with_context(|| format!("{} is not a learning curve", path.display()))
+    }
+
+    /// Reads a CSV written by [`Self::write_csv`] for a plot of `columns`
+    /// x `cells` pixels, streaming it: memory is bounded by the picture,
+    /// not by the file. Returns the rows to draw and the number of rows of
+    /// the file.
+    ///
+    /// A curve of at most [`PLOT_EXACT_ROWS`] rows is returned whole (its
+    /// plot is the one [`Self::read_csv`] would give). A longer one is read
+    /// twice: once to check every row and find the data's extent, then
+    /// decimated to the picture. The x extent is cut into `columns` buckets
+    /// (each narrower than a pixel column of the plot) and of each bucket's
+    /// rows with a finite training return the first, the last and those
+    /// with the lowest and highest return are kept — the line drawn through
+    /// them in file order covers the same pixels as the full line (the M4
+    /// aggregation); of the evaluations, the first in each of `columns` x
+    /// `cells` cells is kept. Kept rows stay in file order.
+    ///
+    /// # Errors
+    /// As [`Self::read_csv`], naming the file, the line and the field.
+    pub fn read_csv_for_plot(
+        path: &Path,
+        columns: usize,
+        cells: usize,
+    ) -> anyhow::Result<(LearningCurve, u64)> {
+        let context = || format!("{} is not a learning curve", path.display());
+        // Pass 1: check every row; the extent; the rows, while few.
+        let mut rows = Some(Vec::new());
+        let mut count = 0u64;
+        let mut x = (f64::INFINITY, f64::NEG_INFINITY);
+        let mut y = x;
+        for_each_row(path, |row| {
+            count += 1;
+            if let Some(kept) = &mut rows {
+                if kept.len() < PLOT_EXACT_ROWS {
+                    kept.push(row);
+                } else {
+                    rows = None;
+                }
+            }
+            let step = row.step as f64;
+            x = (x.0.min(step), x.1.max(step));
+            if let Some(e) = row.eval_mean.filter(|e| e.is_finite()) {
+                y = (y.0.min(e), y.1.max(e));
+            }
+        })
+        .with_context(context)?;
+        if let Some(rows) = rows {
+            return Ok((LearningCurve { rows }, count));
+        }
+        // Pass 2: decimate.
+        let columns = columns.max(1);
+        let cells = cells.max(1);
+        let cell_of = |v: f64, (lo, hi): (f64, f64), n: usize| -> usize {
+            if hi > lo {
+                (((v - lo) / (hi - lo)) * n as f64).clamp(0.0, (n - 1) as f64) as usize
+            } else {
+                0
+            }
+        };
+        // Per column: (first, last, lowest, highest) as (index, row).
+        type Kept = (u64, CurveRow);
+        let mut buckets: Vec<Option<[Kept; 4]>> = vec![None; columns];
+        let mut marked = vec![false; columns * cells];
+        let mut markers: Vec<Kept> = Vec::new();
+        let mut k = 0u64;
+        for_each_row(path, |row| {
+            let col = cell_of(row.step as f64, x, columns);
+            if row.mean_return.is_finite() {
+                let kept = (k, row);
+                match &mut buckets[col] {
+                    None => buckets[col] = Some([kept; 4]),
+                    Some([_, last, low, high]) => {
+                        *last = kept;
+                        if row.mean_return < low.1.mean_return {
+                            *low = kept;
+                        }
+                        if row.mean_return > high.1.mean_return {
+                            *high = kept;
+                        }
+                    }
+                }
+            }
+            if let Some(e) = row.eval_mean.filter(|e| e.is_finite()) {
+                let cell = col * cells + cell_of(e, y, cells);
+                if !std::mem::replace(&mut marked[cell], true) {
+                    markers.push((k, row));
+                }
+            }
+            k += 1;
+        })
+        .with_context(context)?;
+        let mut kept: Vec<Kept> = buckets.into_iter().flatten().flatten().collect();
+        kept.extend(markers);
+        kept.sort_by_key(|(k, _)| *k);
+        kept.dedup_by_key(|(k, _)| *k);
+        let rows = kept.into_iter().map(|(_, row)| row).collect();
+        Ok((LearningCurve { rows }, count))
     }
 
     /// Writes [`Self::to_csv`] to `path`, replacing any existing file
@@ -352,6 +488,53 @@ mod tests {
             let err = LearningCurve::from_csv(text).unwrap_err();
             assert!(format!("{err}").contains(needle), "{text:?}: {err}");
         }
+    }
+
+    #[test]
+    fn plot_reading_keeps_short_curves_whole_and_decimates_long_ones() {
+        let dir = std::env::temp_dir().join(format!("microrl-curve-plot-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("curve.csv");
+        let mut curve = LearningCurve::new();
+        curve.push(row(0, f64::NAN, None));
+        for i in 1..200u64 {
+            let eval = (i % 7 == 0).then_some((i as f64 * 2.0, 1.0));
+            curve.push(row(i * 1000, (i % 13) as f64 * 10.0, eval));
+        }
+        curve.write_csv(&path).unwrap();
+        // Short: exactly what read_csv gives (so the plot is unchanged).
+        let (short, count) = LearningCurve::read_csv_for_plot(&path, 800, 500).unwrap();
+        assert_eq!(count, 200);
+        assert_eq!(
+            short.to_csv(),
+            LearningCurve::read_csv(&path).unwrap().to_csv()
+        );
+        // Long: at most four rows a column plus one evaluation a cell, in
+        // file order, with each column's extremes and every row counted.
+        let mut long = LearningCurve::new();
+        let n = 3 * PLOT_EXACT_ROWS as u64;
+        for i in 0..n {
+            let eval = (i % 100 == 0).then_some((500.0 * i as f64 / n as f64, 1.0));
+            long.push(row(i, ((i * 7919) % 1000) as f64, eval));
+        }
+        long.write_csv(&path).unwrap();
+        let (drawn, count) = LearningCurve::read_csv_for_plot(&path, 100, 50).unwrap();
+        assert_eq!(count, n);
+        assert!(
+            drawn.rows().len() <= 4 * 100 + 100 * 50,
+            "{}",
+            drawn.rows().len()
+        );
+        assert!(drawn.rows().windows(2).all(|w| w[0].step < w[1].step));
+        let values: Vec<f64> = drawn.rows().iter().map(|r| r.mean_return).collect();
+        assert!(values.contains(&0.0) && values.contains(&999.0));
+        let evals = drawn
+            .rows()
+            .iter()
+            .filter(|r| r.eval_mean.is_some())
+            .count();
+        assert!(evals >= 100, "{evals}");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

@@ -100,7 +100,8 @@ pub fn eval(
         microrl::algo::evaluate(&*policy, &mut env, episodes, rng).map_err(anyhow::Error::msg)
     }
     use crate::arch::{
-        CartPoleContinuousPolicy, CartPolePolicy, CartPoleSmallPolicy, PendulumPolicy,
+        CartPoleContinuousPolicy, CartPoleContinuousReluPolicy, CartPolePolicy, CartPoleReluPolicy,
+        CartPoleSmallPolicy, CartPoleSmallReluPolicy, PendulumPolicy, PendulumReluPolicy,
     };
     fn metered<P, E, const OBS: usize>(
         blob: &[u8],
@@ -132,6 +133,34 @@ pub fn eval(
                 play::<CartPolePolicy, _, 4>(blob, cartpole_plant(plant)?, episodes, &mut rng)?;
             (m, s, None)
         }
+        Arch::CartpoleRelu => {
+            let (m, s) =
+                play::<CartPoleReluPolicy, _, 4>(blob, cartpole_plant(plant)?, episodes, &mut rng)?;
+            (m, s, None)
+        }
+        Arch::CartpoleSmallRelu => {
+            let (m, s) = play::<CartPoleSmallReluPolicy, _, 4>(
+                blob,
+                cartpole_plant(plant)?,
+                episodes,
+                &mut rng,
+            )?;
+            (m, s, None)
+        }
+        Arch::CartpoleContinuousRelu => metered::<CartPoleContinuousReluPolicy, _, 4>(
+            blob,
+            CartPoleContinuous::with_params(plant_params(plant)?)
+                .map_err(|e| anyhow::anyhow!("invalid --plant: {e}"))?,
+            episodes,
+            &mut rng,
+        )?,
+        Arch::PendulumRelu => metered::<PendulumReluPolicy, _, 3>(
+            blob,
+            Pendulum::with_params(plant_params(plant)?)
+                .map_err(|e| anyhow::anyhow!("invalid --plant: {e}"))?,
+            episodes,
+            &mut rng,
+        )?,
         Arch::CartpoleSmall => {
             let (m, s) = play::<CartPoleSmallPolicy, _, 4>(
                 blob,

@@ -21,10 +21,16 @@
 //!   bits (`export` after `import` gives back the source tensors bit for bit).
 //!   A wrong or missing tensor is refused with one message naming the tensor
 //!   and the expected and found shapes.
-//! - **Activation.** microrl's imported MLPs use tanh, SB3's default for PPO
-//!   (and CleanRL's). A `state_dict` does not record the activation; when
-//!   the file's metadata has an `activation_fn` entry (this module's export
-//!   and `tests/fixtures/gen_sb3.py` write one), anything but tanh is refused.
+//! - **Activation.** Hidden layers of tanh (SB3's and CleanRL's default for
+//!   PPO) or ReLU (`activation_fn=nn.ReLU`): the ReLU ones map onto the
+//!   `*-relu` architectures ([`Arch::CartpoleRelu`], …), the same tensors
+//!   with the ReLU tag in the policy file. A `state_dict` does not record
+//!   the activation; it is taken from the file's `activation_fn` metadata
+//!   when there is one (this module's export and `tests/fixtures/gen_sb3.py`
+//!   write one; any other activation is refused), else from
+//!   `--activation`, else tanh is assumed — and `microrl import` says so on
+//!   standard error, since SB3's documented `save_file(policy.state_dict())`
+//!   writes no metadata and a ReLU policy read as tanh acts differently.
 //! - **VecNormalize.** SB3 feeds the network
 //!   `clip((obs − mean) / √(var + epsilon), −clip_obs, clip_obs)`; microrl's
 //!   frozen [`RunningNorm`] computes `clip((obs − μ) / √(σ² + 1e-8), −10, 10)`
@@ -49,7 +55,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use crate::arch::{
-    self, Arch, CartPoleContinuousPolicy, CartPolePolicy, CartPoleSmallPolicy, PendulumPolicy,
+    self, Activation, Arch, CartPoleContinuousPolicy, CartPoleContinuousReluPolicy, CartPolePolicy,
+    CartPoleReluPolicy, CartPoleSmallPolicy, CartPoleSmallReluPolicy, PendulumPolicy,
+    PendulumReluPolicy,
 };
 use crate::atomic;
 use crate::commands::Report;
@@ -115,6 +123,86 @@ fn yes() -> bool {
     true
 }
 
+/// Marks a non-finite token of a statistics file once turned into a JSON
+/// string (starts with NUL, which no real field value holds).
+const NON_FINITE: &str = "\u{0}non-finite:";
+
+/// `text` with every bare `NaN`, `Infinity` and `-Infinity` outside string
+/// literals turned into a string `"\u0000non-finite:TOKEN"`; `None` if there
+/// is none.
+fn quote_non_finite(text: &str) -> Option<String> {
+    let mut out = String::with_capacity(text.len() + 32);
+    let (mut in_string, mut escaped, mut found) = (false, false, false);
+    let mut rest = text;
+    'scan: while let Some(c) = rest.chars().next() {
+        if !in_string {
+            for token in ["-Infinity", "Infinity", "NaN"] {
+                if let Some(after) = rest.strip_prefix(token) {
+                    out.push_str("\"\\u0000non-finite:");
+                    out.push_str(token);
+                    out.push('"');
+                    rest = after;
+                    found = true;
+                    continue 'scan;
+                }
+            }
+        }
+        if in_string {
+            if escaped {
+                escaped = false;
+            } else if c == '\\' {
+                escaped = true;
+            } else if c == '"' {
+                in_string = false;
+            }
+        } else if c == '"' {
+            in_string = true;
+        }
+        out.push(c);
+        rest = &rest[c.len_utf8()..];
+    }
+    found.then_some(out)
+}
+
+/// Replaces the marked non-finite values of [`quote_non_finite`] by `null`
+/// in the fields microrl does not read; refuses one in a field it reads
+/// (`path` is the field's path so far, `obs_rms.var[2]`).
+fn drop_non_finite(value: &mut serde_json::Value, path: &str) -> anyhow::Result<()> {
+    use serde_json::Value;
+    match value {
+        Value::String(s) => {
+            if let Some(token) = s.strip_prefix(NON_FINITE) {
+                let read = ["clip_obs", "epsilon", "obs_rms.count"].contains(&path)
+                    || path.starts_with("obs_rms.mean")
+                    || path.starts_with("obs_rms.var");
+                ensure!(
+                    !read,
+                    "{path} is {token}: the statistics must be finite numbers (Python's json.dump \
+                     writes a NaN or infinite float as the non-JSON token {token})"
+                );
+                *value = Value::Null;
+            }
+        }
+        Value::Array(items) => {
+            for (i, item) in items.iter_mut().enumerate() {
+                drop_non_finite(item, &format!("{path}[{i}]"))?;
+            }
+        }
+        Value::Object(fields) => {
+            for (key, item) in fields.iter_mut() {
+                let path = if path.is_empty() {
+                    key.clone()
+                } else {
+                    format!("{path}.{key}")
+                };
+                drop_non_finite(item, &path)?;
+            }
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
 /// `VecNormalize.obs_rms`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ObsRms {
@@ -130,10 +218,21 @@ pub struct ObsRms {
 impl VecNormalizeStats {
     /// Parses the JSON text of a statistics file.
     ///
+    /// Python's `json.dump` writes non-finite floats as the bare tokens
+    /// `NaN`, `Infinity` and `-Infinity`, which JSON does not allow. They
+    /// are accepted in fields microrl does not read (dropped as `null`) and
+    /// refused, naming the field (`obs_rms.mean[1]`), in those it reads.
+    ///
     /// # Errors
-    /// Malformed JSON or missing fields, with serde's position.
+    /// Malformed JSON or missing fields, with serde's position; a
+    /// non-finite token in a field microrl reads.
     pub fn parse(text: &str) -> anyhow::Result<Self> {
-        Ok(serde_json::from_str(text)?)
+        let Some(quoted) = quote_non_finite(text) else {
+            return Ok(serde_json::from_str(text)?);
+        };
+        let mut value: serde_json::Value = serde_json::from_str(&quoted)?;
+        drop_non_finite(&mut value, "")?;
+        Ok(serde_json::from_value(value)?)
     }
 
     /// The frozen normaliser that feeds the network what VecNormalize fed it.
@@ -164,8 +263,10 @@ impl VecNormalizeStats {
         );
         let count = self.obs_rms.count.unwrap_or(1e-4);
         ensure!(
-            count.is_finite() && count > 0.0 && (count as f32) > 0.0,
-            "obs_rms.count {count} must be finite and > 0"
+            count.is_finite() && (count as f32) > 0.0 && (count as f32).is_finite(),
+            "obs_rms.count = {} must be > 0 and at most {:e} (microrl keeps it as an f32)",
+            number_text(count),
+            f32::MAX
         );
         for i in 0..N {
             let (mean, var) = (self.obs_rms.mean[i], self.obs_rms.var[i]);
@@ -220,6 +321,10 @@ pub struct Imported {
     pub tensors: Vec<String>,
     /// Whether the policy normalises observations (VecNormalize statistics).
     pub normalised: bool,
+    /// The hidden layers' activation.
+    pub activation: Activation,
+    /// Whether the file stated it, `--activation` gave it, or it was assumed.
+    pub activation_source: ActivationSource,
 }
 
 /// Maps the actor of a safetensors `state_dict` (`file`'s bytes) trained
@@ -240,19 +345,48 @@ pub fn import(
     stats: Option<&VecNormalizeStats>,
     env: EnvName,
 ) -> anyhow::Result<Imported> {
+    import_with(layout, file, stats, env, None)
+}
+
+/// [`import`] of an MLP whose hidden layers use `activation` (`None`: what
+/// the file's `activation_fn` metadata states, else tanh, assumed).
+///
+/// # Errors
+/// As [`import`]; also a file whose `activation_fn` is neither tanh nor
+/// ReLU, or differs from `activation`.
+pub fn import_with(
+    layout: Layout,
+    file: &[u8],
+    stats: Option<&VecNormalizeStats>,
+    env: EnvName,
+    activation: Option<Activation>,
+) -> anyhow::Result<Imported> {
     let tensors = SafeTensors::deserialize(file).context("not a safetensors file")?;
     let (_, header) = SafeTensors::read_metadata(file).context("not a safetensors file")?;
-    if let Some(activation) = header
+    let stated = header
         .metadata()
         .as_ref()
-        .and_then(|m| m.get("activation_fn"))
-    {
-        ensure!(
-            activation.to_ascii_lowercase().contains("tanh"),
-            "the file's activation_fn is {activation}: microrl imports tanh MLPs \
-             (SB3's and CleanRL's default for PPO)"
-        );
-    }
+        .and_then(|m| m.get("activation_fn"));
+    let (activation, how) = match (stated, activation) {
+        (Some(text), given) => {
+            let Some(stated) = parse_activation(text) else {
+                bail!(
+                    "the file's activation_fn is {text}: microrl imports tanh and ReLU MLPs \
+                     (tanh is SB3's and CleanRL's default for PPO)"
+                );
+            };
+            if let Some(given) = given {
+                ensure!(
+                    given == stated,
+                    "the file's activation_fn is {text} but --activation {} was given",
+                    given.name()
+                );
+            }
+            (stated, ActivationSource::Stated)
+        }
+        (None, Some(given)) => (given, ActivationSource::Given),
+        (None, None) => (Activation::Tanh, ActivationSource::Assumed),
+    };
     let arch = match env {
         EnvName::Cartpole => {
             let first = format!("{}.weight", layout.layer(false, 0, 3));
@@ -266,6 +400,7 @@ pub fn import(
         EnvName::CartpoleContinuous => Arch::CartpoleContinuous,
         EnvName::Pendulum => Arch::Pendulum,
     };
+    let arch = arch.with_activation(activation);
     let source = Source {
         layout,
         tensors: &tensors,
@@ -277,13 +412,47 @@ pub fn import(
         Arch::CartpoleSmall => source.map::<CartPoleSmallPolicy, 4>(stats)?,
         Arch::CartpoleContinuous => source.map::<CartPoleContinuousPolicy, 4>(stats)?,
         Arch::Pendulum => source.map::<PendulumPolicy, 3>(stats)?,
+        Arch::CartpoleRelu => source.map::<CartPoleReluPolicy, 4>(stats)?,
+        Arch::CartpoleSmallRelu => source.map::<CartPoleSmallReluPolicy, 4>(stats)?,
+        Arch::CartpoleContinuousRelu => source.map::<CartPoleContinuousReluPolicy, 4>(stats)?,
+        Arch::PendulumRelu => source.map::<PendulumReluPolicy, 3>(stats)?,
     };
     Ok(Imported {
         arch,
         blob,
         tensors: names,
         normalised: stats.is_some_and(|s| s.norm_obs),
+        activation,
+        activation_source: how,
     })
+}
+
+/// Where [`import`]'s activation came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ActivationSource {
+    /// The file's `activation_fn` metadata.
+    Stated,
+    /// `--activation`.
+    Given,
+    /// Neither: tanh, SB3's and CleanRL's default for PPO, assumed.
+    Assumed,
+}
+
+/// The activation an `activation_fn` metadata entry names: its last word,
+/// case-insensitive, is `tanh` or `relu` (`Tanh`, `ReLU`, `nn.ReLU`,
+/// `<class 'torch.nn.modules.activation.ReLU'>`); anything else
+/// (`LeakyReLU`, `ReLU6`, `ELU`) is `None`.
+fn parse_activation(text: &str) -> Option<Activation> {
+    let word = text
+        .split(|c: char| !c.is_ascii_alphanumeric())
+        .rfind(|w| !w.is_empty())?
+        .to_ascii_lowercase();
+    match word.as_str() {
+        "tanh" => Some(Activation::Tanh),
+        "relu" => Some(Activation::Relu),
+        _ => None,
+    }
 }
 
 /// What [`import`] reads from.
@@ -352,6 +521,57 @@ fn shape_text(shape: &[usize]) -> String {
     )
 }
 
+/// `value` as a person reads it: plain, or in scientific notation when very
+/// large or small (`1e30`, not thirty-one digits).
+fn number_text<T>(value: T) -> String
+where
+    T: Copy + Into<f64> + std::fmt::Display + std::fmt::LowerExp,
+{
+    let a = value.into().abs();
+    if a.is_finite() && a != 0.0 && !(1e-4..1e6).contains(&a) {
+        format!("{value:e}")
+    } else {
+        format!("{value}")
+    }
+}
+
+/// Element `k` of a row-major tensor of `shape` as a PyTorch index (`[3, 5]`).
+fn index_text(shape: &[usize], mut k: usize) -> String {
+    let mut index = vec![0; shape.len()];
+    for (d, &n) in shape.iter().enumerate().rev() {
+        index[d] = k % n.max(1);
+        k /= n.max(1);
+    }
+    shape_text(&index)
+}
+
+/// Refuses a source tensor with a value microrl's policy format cannot hold,
+/// naming the tensor as the file does, the element and the bound: NaN or
+/// infinite anywhere, and for `log_std` a value outside
+/// [`LOG_STD_MIN`](microrl::policy::LOG_STD_MIN)`..=`[`LOG_STD_MAX`](microrl::policy::LOG_STD_MAX).
+fn check_values(name: &str, shape: &[usize], values: &[f32], log_std: bool) -> anyhow::Result<()> {
+    use microrl::policy::{LOG_STD_MAX, LOG_STD_MIN};
+    if let Some(k) = values.iter().position(|v| !v.is_finite()) {
+        bail!(
+            "tensor `{name}` holds {} at {}: microrl's policies hold finite numbers only",
+            values[k],
+            index_text(shape, k)
+        );
+    }
+    if log_std
+        && let Some(k) = values
+            .iter()
+            .position(|v| !(LOG_STD_MIN..=LOG_STD_MAX).contains(v))
+    {
+        bail!(
+            "tensor `{name}` holds {} at {}: log_std must lie in [{LOG_STD_MIN}, {LOG_STD_MAX}]",
+            number_text(values[k]),
+            index_text(shape, k)
+        );
+    }
+    Ok(())
+}
+
 impl Source<'_> {
     /// The source tensor `name` as `f32`s in PyTorch's (row-major) order.
     fn read(&self, name: &str, expected: &[usize]) -> anyhow::Result<Vec<f32>> {
@@ -391,8 +611,11 @@ impl Source<'_> {
     ) -> anyhow::Result<(Vec<u8>, Vec<String>)> {
         let mut policy = arch::load::<P>(&arch::init_blob(self.arch, 0)?)?;
         let mut names = Vec::new();
-        for (i, name, shape, is_weight) in actor_tensors::<P>(self.layout) {
-            let values = self.read(&name, &shape)?;
+        let tensors = actor_tensors::<P>(self.layout);
+        for (i, name, shape, is_weight) in &tensors {
+            let (i, is_weight) = (*i, *is_weight);
+            let values = self.read(name, shape)?;
+            check_values(name, shape, &values, kind(P::shape(i).tag) == tag::LOG_STD)?;
             let dst = policy.tensor_mut(i);
             if is_weight {
                 // PyTorch [out, in] row-major → microrl out × in column-major.
@@ -405,7 +628,7 @@ impl Source<'_> {
             } else {
                 dst.copy_from_slice(&values);
             }
-            names.push(name);
+            names.push(name.clone());
         }
         if let Some(stats) = stats {
             let norm = stats
@@ -416,13 +639,24 @@ impl Source<'_> {
                 policy.tensor_mut(first + t).copy_from_slice(norm.tensor(t));
             }
         }
+        // The values were checked above; what the core still refuses is
+        // named by the file's tensor name where there is one.
+        let name_of = |index: u32| {
+            tensors
+                .iter()
+                .find(|(i, ..)| *i == index as usize)
+                .map_or_else(
+                    || format!("{index} (the observation statistics)"),
+                    |t| format!("`{}`", t.1),
+                )
+        };
         let blob = serialize::to_vec(&*policy).map_err(|e| match e {
-            microrl::Error::NonFinite => anyhow::anyhow!("a tensor holds a NaN or an infinity"),
-            microrl::Error::OutOfDomain { .. } => anyhow::anyhow!(
-                "the imported policy is out of microrl's domain ({e}; log_std must lie in [{}, {}])",
-                microrl::policy::LOG_STD_MIN,
-                microrl::policy::LOG_STD_MAX
-            ),
+            microrl::Error::OutOfDomain { tensor, reason } => {
+                anyhow::anyhow!(
+                    "tensor {} is out of microrl's domain: {reason}",
+                    name_of(tensor)
+                )
+            }
             e => anyhow::anyhow!("{e}"),
         })?;
         Ok((blob, names))
@@ -456,10 +690,18 @@ pub fn export(layout: Layout, blob: &[u8]) -> anyhow::Result<Exported> {
         Arch::CartpoleSmall => unmap::<CartPoleSmallPolicy, 4>(layout, blob)?,
         Arch::CartpoleContinuous => unmap::<CartPoleContinuousPolicy, 4>(layout, blob)?,
         Arch::Pendulum => unmap::<PendulumPolicy, 3>(layout, blob)?,
+        Arch::CartpoleRelu => unmap::<CartPoleReluPolicy, 4>(layout, blob)?,
+        Arch::CartpoleSmallRelu => unmap::<CartPoleSmallReluPolicy, 4>(layout, blob)?,
+        Arch::CartpoleContinuousRelu => unmap::<CartPoleContinuousReluPolicy, 4>(layout, blob)?,
+        Arch::PendulumRelu => unmap::<PendulumReluPolicy, 3>(layout, blob)?,
     };
     // One metadata entry: the crate writes the metadata map in hash order,
     // and a single entry keeps the file byte-for-byte reproducible.
-    let metadata = HashMap::from([("activation_fn".to_owned(), "Tanh".to_owned())]);
+    let activation = match arch.activation() {
+        Activation::Tanh => "Tanh",
+        Activation::Relu => "ReLU",
+    };
+    let metadata = HashMap::from([("activation_fn".to_owned(), activation.to_owned())]);
     let views = tensors
         .iter()
         .map(|(name, shape, bytes)| {
@@ -515,6 +757,7 @@ pub fn import_command(
     file: &Path,
     vecnormalize: Option<&Path>,
     env: EnvName,
+    activation: Option<Activation>,
     out: &Path,
 ) -> anyhow::Result<Report> {
     let bytes = std::fs::read(file).with_context(|| format!("reading {}", file.display()))?;
@@ -526,8 +769,16 @@ pub fn import_command(
         }
         None => None,
     };
-    let imported = import(layout, &bytes, stats.as_ref(), env)
+    let imported = import_with(layout, &bytes, stats.as_ref(), env, activation)
         .with_context(|| format!("importing {}", file.display()))?;
+    if imported.activation_source == ActivationSource::Assumed {
+        eprintln!(
+            "note: {} does not state its activation (no activation_fn metadata): assuming tanh, \
+             SB3's and CleanRL's default; pass --activation relu for a policy trained with \
+             activation_fn=nn.ReLU",
+            file.display()
+        );
+    }
     atomic::write_file(out, &imported.blob)?;
     let crc = serialize::crc32(&imported.blob[..imported.blob.len() - 4]);
     Ok(Report {
@@ -548,6 +799,7 @@ pub fn import_command(
         )],
         json: json!({
             "command": "import", "from": layout, "env": env.name(), "arch": imported.arch,
+            "activation": imported.activation, "activation_source": imported.activation_source,
             "tensors": imported.tensors, "normalised": imported.normalised, "path": out,
             "bytes": imported.blob.len(), "crc32": format!("{crc:08x}"),
         }),

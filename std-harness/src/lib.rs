@@ -8,10 +8,12 @@
 
 pub mod arch;
 pub mod atomic;
+pub mod batch;
 pub mod commands;
 pub mod curve;
 pub mod eval;
 pub mod interop;
+pub mod limits;
 pub mod overlay;
 pub mod plot;
 pub mod preference;

@@ -293,8 +293,9 @@ enum Command {
     Validate {
         #[command(flatten)]
         args: TrainArgs,
-        /// Number of seeds (0..N).
-        #[arg(long, default_value_t = 10)]
+        /// Number of seeds (0..N; at most 1024).
+        #[arg(long, default_value_t = 10,
+              value_parser = clap::value_parser!(u64).range(..=microrl_harness::limits::MAX_SEEDS))]
         seeds: u64,
         /// Evaluation return a seed must reach (default: the task's solved threshold).
         #[arg(long, allow_hyphen_values = true)]
@@ -334,7 +335,7 @@ enum Command {
         vecnormalize: Option<PathBuf>,
     },
     /// Import the actor of a Stable-Baselines3 or CleanRL PPO policy (a safetensors
-    /// state_dict, tanh MLP) and its VecNormalize statistics as a microrl policy file.
+    /// state_dict, tanh or ReLU MLP) and its VecNormalize statistics as a microrl policy file.
     Import {
         /// The policy's `state_dict`, saved with `safetensors.torch.save_file`.
         file: PathBuf,
@@ -348,6 +349,11 @@ enum Command {
         /// Task the policy acts in.
         #[arg(long, value_enum)]
         env: EnvName,
+        /// The hidden layers' activation (SB3's `activation_fn`). Default:
+        /// the file's `activation_fn` metadata, else tanh (said on standard
+        /// error); a file that states another is refused.
+        #[arg(long, value_enum)]
+        activation: Option<microrl_harness::arch::Activation>,
         /// Output policy file.
         #[arg(long)]
         out: PathBuf,
@@ -386,8 +392,11 @@ enum Command {
         #[command(flatten)]
         policy: PolicyFile,
     },
-    /// The deployed policy's command at one observation.
-    #[command(override_usage = "microrl act <POLICY> --obs <OBS> [OPTIONS]")]
+    /// The deployed policy's command at one observation, or at every
+    /// observation of a file (--obs-file).
+    #[command(
+        override_usage = "microrl act <POLICY> --obs <OBS> [OPTIONS]\n       microrl act <POLICY> --obs-file <FILE> [--out <OUT>] [OPTIONS]"
+    )]
     Act {
         /// Policy architecture (default: recognised from the file).
         #[arg(long, value_enum)]
@@ -395,8 +404,16 @@ enum Command {
         #[command(flatten)]
         policy: PolicyFile,
         /// Comma-separated observation, e.g. 0.01,0.0,-0.02,0.03.
-        #[arg(long, required = true, value_delimiter = ',', allow_hyphen_values = true, value_parser = observation)]
+        #[arg(long, required_unless_present = "obs_file", value_delimiter = ',', allow_hyphen_values = true, value_parser = observation)]
         obs: Vec<f32>,
+        /// Observations, one a row: a CSV of numbers (a header row is
+        /// skipped) or a NumPy .npy float32/float64 array [N, OBS].
+        #[arg(long, value_name = "FILE", conflicts_with = "obs")]
+        obs_file: Option<PathBuf>,
+        /// With --obs-file: write the actions here (CSV, or .npy: int64 [N]
+        /// or float32 [N, ACT]) instead of to standard output.
+        #[arg(long, requires = "obs_file")]
+        out: Option<PathBuf>,
     },
 }
 
@@ -541,8 +558,9 @@ fn run(cli: Cli) -> anyhow::Result<bool> {
             from,
             vecnormalize,
             env,
+            activation,
             out,
-        } => interop::import_command(from, &file, vecnormalize.as_deref(), env, &out)?,
+        } => interop::import_command(from, &file, vecnormalize.as_deref(), env, activation, &out)?,
         Command::Init { arch, seed, out } => {
             let out = out.unwrap_or_else(|| commands::default_policy_path(arch));
             commands::init(arch, seed, &out)?
@@ -564,7 +582,16 @@ fn run(cli: Cli) -> anyhow::Result<bool> {
             },
         )?,
         Command::Inspect { policy } => commands::inspect(&policy.path())?,
-        Command::Act { arch, policy, obs } => commands::act(arch, &policy.path(), &obs)?,
+        Command::Act {
+            arch,
+            policy,
+            obs_file: Some(file),
+            out,
+            ..
+        } => microrl_harness::batch::act_file(arch, &policy.path(), &file, out.as_deref())?,
+        Command::Act {
+            arch, policy, obs, ..
+        } => commands::act(arch, &policy.path(), &obs)?,
     };
     for line in &report.lines {
         println!("{line}");

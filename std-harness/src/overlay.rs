@@ -58,8 +58,11 @@ pub struct Run {
     pub dir: PathBuf,
     /// From its `summary.json`.
     pub identity: RunIdentity,
-    /// Its `curve.csv`.
+    /// Its `curve.csv`, as drawn: whole, or decimated to the picture when
+    /// long ([`LearningCurve::read_csv_for_plot`]).
     pub curve: LearningCurve,
+    /// The number of rows of its `curve.csv`.
+    pub rows: u64,
 }
 
 impl Run {
@@ -89,11 +92,16 @@ pub fn read_run(dir: &Path) -> anyhow::Result<Run> {
         .with_context(|| format!("reading {}", summary.display()))?;
     let identity: RunIdentity = serde_json::from_str(&text)
         .with_context(|| format!("{} is not a run summary", summary.display()))?;
-    let curve = LearningCurve::read_csv(&dir.join(CURVE_CSV_FILE))?;
+    let (curve, rows) = LearningCurve::read_csv_for_plot(
+        &dir.join(CURVE_CSV_FILE),
+        plot::DEFAULT_WIDTH as usize,
+        plot::DEFAULT_HEIGHT as usize,
+    )?;
     Ok(Run {
         dir: dir.to_path_buf(),
         identity,
         curve,
+        rows,
     })
 }
 

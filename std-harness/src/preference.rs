@@ -40,6 +40,20 @@ pub const MINIBATCH: usize = 64;
 
 type Seg = Segment<4, SEGMENT_LEN>;
 
+/// `--segments` at most 100 000: the training segments take 804 bytes each
+/// and the held-out set half as many again, so 100 000 is about 120 MB —
+/// a hundred times the default (1 000), and far more distinct clips than the
+/// 4-32-32-1 model needs (300 already give ≥ 0.9 held-out accuracy).
+pub const MAX_SEGMENTS: usize = 100_000;
+/// `--pairs` at most 10 000 000: 8 bytes per pair, with the true and given
+/// labels of the training and held-out pairs about 240 MB; 2 500 times the
+/// default (4 000).
+pub const MAX_PAIRS: usize = 10_000_000;
+/// `--epochs` at most 100 000 passes over the pairs: 3 000 times the default
+/// (30); the model converges within tens of epochs, and the bound keeps a
+/// typo (4294967295) from running for ever.
+pub const MAX_EPOCHS: u32 = 100_000;
+
 /// Options of `microrl reward-model`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct PreferenceOptions {
@@ -160,10 +174,33 @@ pub fn reward_model(opts: &PreferenceOptions) -> anyhow::Result<Report> {
     if opts.segments < 2 || opts.pairs == 0 || opts.epochs == 0 {
         bail!("--segments must be >= 2, --pairs and --epochs >= 1");
     }
+    for (option, value, max) in [
+        ("--segments", opts.segments, MAX_SEGMENTS),
+        ("--pairs", opts.pairs, MAX_PAIRS),
+        ("--epochs", opts.epochs as usize, MAX_EPOCHS as usize),
+    ] {
+        if value > max {
+            bail!("{option} {value} is above its maximum of {max}");
+        }
+    }
     let mut rng = Xoshiro128pp::seed_from_u64(opts.seed);
     let mut held_rng = Xoshiro128pp::seed_from_u64(opts.seed ^ 0x9e37_79b9_7f4a_7c15);
     let train = collect(&mut rng, opts.segments);
     let held = collect(&mut held_rng, opts.segments / 2 + 1);
+    // The oracle only answers pairs of different `live`: with none, the
+    // labelling below would look for one for ever.
+    for (set, segs) in [("training", &train), ("held-out", &held)] {
+        if segs.iter().all(|s| s.live == segs[0].live) {
+            bail!(
+                "--segments {}: all {} {set} segments (seed {}) stayed upright for {} steps, \
+                 so no pair can be labelled; use more --segments",
+                opts.segments,
+                segs.len(),
+                opts.seed,
+                segs[0].live
+            );
+        }
+    }
     let (_, mut pairs) = label(&mut rng, &train, opts.pairs, opts.noise);
     let (held_truth, held_given) = label(&mut held_rng, &held, opts.pairs / 2 + 1, opts.noise);
 

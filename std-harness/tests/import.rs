@@ -272,15 +272,19 @@ fn wrong_shapes_missing_tensors_and_wrong_envs_are_refused_naming_the_tensor() {
     let e = import(&cartpole, "cleanrl", "cartpole");
     assert!(e.contains("no tensor `actor.0.weight`"), "{e}");
 
-    // A ReLU network (metadata) is refused; a file without metadata is taken as tanh.
-    let relu = edited(
+    // An activation other than tanh and ReLU (metadata) is refused; a file
+    // without metadata is taken as tanh (ReLU: tests/hardening.rs).
+    let leaky = edited(
         &dir,
-        "relu.safetensors",
+        "leaky.safetensors",
         |_| {},
-        Some(HashMap::from([("activation_fn".into(), "ReLU".into())])),
+        Some(HashMap::from([(
+            "activation_fn".into(),
+            "LeakyReLU".into(),
+        )])),
     );
-    let e = import(&relu, "sb3", "cartpole");
-    assert!(e.contains("activation_fn is ReLU"), "{e}");
+    let e = import(&leaky, "sb3", "cartpole");
+    assert!(e.contains("activation_fn is LeakyReLU"), "{e}");
 
     // A NaN weight.
     let nan = edited(
