@@ -891,3 +891,22 @@ fn plot_of_a_huge_curve_is_bounded_by_the_picture() {
     assert!(count([44, 160, 44]) > 500, "{}", count([44, 160, 44]));
     fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn too_many_environment_copies_are_refused_naming_the_bound() {
+    let dir = temp_dir("n-envs");
+    let config = dir.join("many.toml");
+    std::fs::write(&config, "n_envs = 40\nn_steps = 8\n").unwrap();
+    let line = refused(&[
+        "train",
+        "--config",
+        s(&config),
+        "--out",
+        s(&dir.join("run")),
+    ]);
+    assert!(
+        line.contains("`n_envs` = 40") && line.contains("16"),
+        "{line}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

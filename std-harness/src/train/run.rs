@@ -253,6 +253,11 @@ where
 {
     let start = Instant::now();
     agent.configure(config)?;
+    anyhow::ensure!(
+        agent.n_envs() <= MAX_ENVS,
+        "invalid configuration: `n_envs` = {} is above the {MAX_ENVS} environment copies `microrl train` steps side by side",
+        agent.n_envs()
+    );
     let mut envs: Box<VecEnv<E, MAX_ENVS>> =
         Box::new(VecEnv::new(std::array::from_fn(|_| env.clone())));
     let run_config = opts.run_config();
