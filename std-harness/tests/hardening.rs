@@ -910,3 +910,82 @@ fn too_many_environment_copies_are_refused_naming_the_bound() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A run of `args` (which must include `--checkpoint-every 1 --out OUT`)
+/// killed as soon as its first checkpoint is on disk; `true` if one was
+/// left behind in `<out>.checkpoint/`.
+fn killed_after_a_checkpoint(args: &[&str], out: &Path) -> bool {
+    let mut name = out.file_name().unwrap().to_os_string();
+    name.push(".checkpoint");
+    let state = out.with_file_name(name).join("state.mrlc");
+    for _ in 0..5 {
+        let _ = fs::remove_dir_all(out);
+        let mut child = Command::new(env!("CARGO_BIN_EXE_microrl"))
+            .args(args)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        while child.try_wait().unwrap().is_none() && !state.is_file() {
+            std::thread::sleep(std::time::Duration::from_micros(200));
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+        if state.is_file() {
+            return true;
+        }
+    }
+    false
+}
+
+#[test]
+fn checkpoint_every_zero_or_without_an_output_is_refused() {
+    let dir = temp_dir("ckpt-every");
+    let v = dir.join("v");
+    let common = [
+        "validate",
+        "--seeds",
+        "1",
+        "--steps",
+        "3000",
+        "--no-early-stop",
+        "--threshold",
+        "0",
+    ];
+    let line = refused(&[&common[..], &["--checkpoint-every", "0", "--out", s(&v)]].concat());
+    assert!(
+        line.contains("--checkpoint-every") && line.contains("> 0"),
+        "{line}"
+    );
+    let line = refused(&[&common[..], &["--checkpoint-every", "5"]].concat());
+    assert!(
+        line.contains("--checkpoint-every") && line.contains("--out"),
+        "{line}"
+    );
+
+    // A checkpoint whose progress.json says `checkpoint_every: 0`.
+    let out = dir.join("run");
+    let args = [
+        "train",
+        "--steps",
+        "6000",
+        "--no-early-stop",
+        "--small",
+        "--checkpoint-every",
+        "1",
+        "--out",
+        s(&out),
+    ];
+    assert!(killed_after_a_checkpoint(&args, &out), "no checkpoint");
+    let progress = dir.join("run.checkpoint").join("progress.json");
+    let mut json: serde_json::Value =
+        serde_json::from_slice(&fs::read(&progress).unwrap()).unwrap();
+    json["checkpoint_every"] = 0.into();
+    fs::write(&progress, json.to_string()).unwrap();
+    let line = refused(&["train", "--resume", s(&out)]);
+    assert!(
+        line.contains("checkpoint_every") && line.contains("progress.json") && line.contains("> 0"),
+        "{line}"
+    );
+    let _ = fs::remove_dir_all(&dir);
+}

@@ -83,6 +83,11 @@ pub fn resume(out: &Path, progress_bar: bool) -> anyhow::Result<TrainSummary> {
     let state = read(CHECKPOINT_STATE)?;
     let saved: Progress = serde_json::from_slice(&read(CHECKPOINT_PROGRESS)?)
         .with_context(|| format!("parsing {}", dir.join(CHECKPOINT_PROGRESS).display()))?;
+    anyhow::ensure!(
+        saved.checkpoint_every != Some(0),
+        "{}: `checkpoint_every` must be > 0 (the run's --checkpoint-every), not 0",
+        dir.join(CHECKPOINT_PROGRESS).display()
+    );
     let config: toml::Table = serde_json::from_value(saved.config.clone())
         .context("the checkpoint's configuration is not a table")?;
     let opts = TrainOptions {
