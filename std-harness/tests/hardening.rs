@@ -989,3 +989,26 @@ fn checkpoint_every_zero_or_without_an_output_is_refused() {
     );
     let _ = fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn a_plant_key_given_twice_is_refused_naming_it() {
+    let dir = temp_dir("plant-twice");
+    let out = dir.join("run");
+    for plant in [
+        &["--plant", "masspole=0.3,masspole=0.5"][..],
+        &["--plant", "masspole=0.3", "--plant", "masspole=0.5"][..],
+    ] {
+        let args = [&["train", "--steps", "10", "--out", s(&out)][..], plant].concat();
+        let line = refused(&args);
+        assert!(
+            line.contains("--plant") && line.contains("`masspole`") && line.contains("twice"),
+            "{line}"
+        );
+        let line = refused(&[&["eval", "--episodes", "1", "missing.mrlp"][..], plant].concat());
+        assert!(
+            line.contains("`masspole`") && line.contains("twice"),
+            "{line}"
+        );
+    }
+    let _ = fs::remove_dir_all(&dir);
+}
