@@ -1012,3 +1012,53 @@ fn a_plant_key_given_twice_is_refused_naming_it() {
     }
     let _ = fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn a_schedule_without_its_end_is_refused_naming_it() {
+    let dir = temp_dir("schedule-end");
+    let config = dir.join("c.toml");
+    let out = dir.join("run");
+    for algo in ["ppo", "a2c"] {
+        for text in [
+            "learning_rate = { start = 1e-3 }\n",
+            "learning_rate = { end = 0.0 }\n",
+        ] {
+            fs::write(&config, text).unwrap();
+            let line = refused(&[
+                "train",
+                "--algo",
+                algo,
+                "--steps",
+                "10",
+                "--config",
+                s(&config),
+                "--out",
+                s(&out),
+            ]);
+            assert!(
+                line.contains("learning_rate") && line.contains("missing field"),
+                "{algo} {text}: {line}"
+            );
+        }
+    }
+    // A whole schedule still replaces the default.
+    fs::write(&config, "learning_rate = { start = 1e-3, end = 1e-4 }\n").unwrap();
+    let (ok, _, err) = microrl(&[
+        "train",
+        "--steps",
+        "10",
+        "--config",
+        s(&config),
+        "--out",
+        s(&out),
+        "--json",
+    ]);
+    assert!(ok, "{err}");
+    let json: serde_json::Value =
+        serde_json::from_slice(&fs::read(out.join("summary.json")).unwrap()).unwrap();
+    assert_eq!(
+        json["config"]["learning_rate"]["end"].as_f64().unwrap() as f32,
+        1e-4
+    );
+    let _ = fs::remove_dir_all(&dir);
+}
