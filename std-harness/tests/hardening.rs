@@ -1062,3 +1062,40 @@ fn a_schedule_without_its_end_is_refused_naming_it() {
     );
     let _ = fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn an_infinite_clip_range_round_trips_through_json() {
+    let dir = temp_dir("inf-clip");
+    // `--config summary.json` of a PPO-penalty run.
+    let a = dir.join("a");
+    let b = dir.join("b");
+    let penalty = [
+        "train",
+        "--algo",
+        "ppo-penalty",
+        "--steps",
+        "3000",
+        "--no-early-stop",
+    ];
+    let (ok, _, err) = microrl(&[&penalty[..], &["--out", s(&a)]].concat());
+    assert!(ok, "{err}");
+    let summary = |d: &Path| -> serde_json::Value {
+        serde_json::from_slice(&fs::read(d.join("summary.json")).unwrap()).unwrap()
+    };
+    assert_eq!(summary(&a)["config"]["clip_range"], "inf");
+    let config = a.join("summary.json");
+    let (ok, _, err) = microrl(&[&penalty[..], &["--config", s(&config), "--out", s(&b)]].concat());
+    assert!(ok, "{err}");
+    assert_eq!(summary(&a)["config"], summary(&b)["config"]);
+    assert_eq!(summary(&a)["policy_crc32"], summary(&b)["policy_crc32"]);
+
+    // `--resume` of a killed PPO-penalty run.
+    let out = dir.join("run");
+    let args = [&penalty[..], &["--checkpoint-every", "1", "--out", s(&out)]].concat();
+    assert!(killed_after_a_checkpoint(&args, &out), "no checkpoint");
+    let (ok, _, err) = microrl(&["train", "--resume", s(&out)]);
+    assert!(ok, "{err}");
+    assert_eq!(summary(&out)["config"], summary(&a)["config"]);
+    assert_eq!(summary(&out)["policy_crc32"], summary(&a)["policy_crc32"]);
+    let _ = fs::remove_dir_all(&dir);
+}
