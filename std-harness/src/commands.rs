@@ -262,13 +262,7 @@ pub fn resume(dir: &Path) -> anyhow::Result<Report> {
 
 /// `microrl train`: trains one seed and writes the policy, curve and plot.
 pub fn train(opts: &TrainOptions) -> anyhow::Result<Report> {
-    if opts.checkpoint_every.is_some() && opts.out.is_none() {
-        anyhow::bail!("--checkpoint-every needs an output directory (--out)");
-    }
-    anyhow::ensure!(
-        opts.checkpoint_every != Some(0),
-        "--checkpoint-every must be > 0"
-    );
+    opts.check()?;
     summary_report(train::train(opts)?)
 }
 

@@ -123,7 +123,7 @@ struct PlantArgs {
     /// The plant's physical parameters that differ from Gymnasium's, as
     /// KEY=VALUE (CartPole: gravity, masscart, masspole, length — half the
     /// pole —, force_mag, tau; Pendulum: g, m, l, max_speed, max_torque, dt),
-    /// e.g. `--plant masspole=0.3,length=1.0`.
+    /// e.g. `--plant masspole=0.3,length=1.0`; each KEY at most once.
     #[arg(long, value_name = "KEY=VALUE", value_delimiter = ',')]
     plant: Vec<String>,
 }
@@ -139,7 +139,13 @@ impl PlantArgs {
                 .trim()
                 .parse()
                 .with_context(|| format!("--plant {pair}: `{}` is not a number", value.trim()))?;
-            table.insert(key.trim().to_string(), toml::Value::Float(value));
+            let key = key.trim();
+            anyhow::ensure!(
+                table
+                    .insert(key.to_string(), toml::Value::Float(value))
+                    .is_none(),
+                "--plant {pair}: `{key}` given twice (each parameter once, as in a TOML config)"
+            );
         }
         Ok(table)
     }

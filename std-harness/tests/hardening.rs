@@ -910,3 +910,192 @@ fn too_many_environment_copies_are_refused_naming_the_bound() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A run of `args` (which must include `--checkpoint-every 1 --out OUT`)
+/// killed as soon as its first checkpoint is on disk; `true` if one was
+/// left behind in `<out>.checkpoint/`.
+fn killed_after_a_checkpoint(args: &[&str], out: &Path) -> bool {
+    let mut name = out.file_name().unwrap().to_os_string();
+    name.push(".checkpoint");
+    let state = out.with_file_name(name).join("state.mrlc");
+    for _ in 0..5 {
+        let _ = fs::remove_dir_all(out);
+        let mut child = Command::new(env!("CARGO_BIN_EXE_microrl"))
+            .args(args)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        while child.try_wait().unwrap().is_none() && !state.is_file() {
+            std::thread::sleep(std::time::Duration::from_micros(200));
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+        if state.is_file() {
+            return true;
+        }
+    }
+    false
+}
+
+#[test]
+fn checkpoint_every_zero_or_without_an_output_is_refused() {
+    let dir = temp_dir("ckpt-every");
+    let v = dir.join("v");
+    let common = [
+        "validate",
+        "--seeds",
+        "1",
+        "--steps",
+        "3000",
+        "--no-early-stop",
+        "--threshold",
+        "0",
+    ];
+    let line = refused(&[&common[..], &["--checkpoint-every", "0", "--out", s(&v)]].concat());
+    assert!(
+        line.contains("--checkpoint-every") && line.contains("> 0"),
+        "{line}"
+    );
+    let line = refused(&[&common[..], &["--checkpoint-every", "5"]].concat());
+    assert!(
+        line.contains("--checkpoint-every") && line.contains("--out"),
+        "{line}"
+    );
+
+    // A checkpoint whose progress.json says `checkpoint_every: 0`.
+    let out = dir.join("run");
+    let args = [
+        "train",
+        "--steps",
+        "6000",
+        "--no-early-stop",
+        "--small",
+        "--checkpoint-every",
+        "1",
+        "--out",
+        s(&out),
+    ];
+    assert!(killed_after_a_checkpoint(&args, &out), "no checkpoint");
+    let progress = dir.join("run.checkpoint").join("progress.json");
+    let mut json: serde_json::Value =
+        serde_json::from_slice(&fs::read(&progress).unwrap()).unwrap();
+    json["checkpoint_every"] = 0.into();
+    fs::write(&progress, json.to_string()).unwrap();
+    let line = refused(&["train", "--resume", s(&out)]);
+    assert!(
+        line.contains("checkpoint_every") && line.contains("progress.json") && line.contains("> 0"),
+        "{line}"
+    );
+    let _ = fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_plant_key_given_twice_is_refused_naming_it() {
+    let dir = temp_dir("plant-twice");
+    let out = dir.join("run");
+    for plant in [
+        &["--plant", "masspole=0.3,masspole=0.5"][..],
+        &["--plant", "masspole=0.3", "--plant", "masspole=0.5"][..],
+    ] {
+        let args = [&["train", "--steps", "10", "--out", s(&out)][..], plant].concat();
+        let line = refused(&args);
+        assert!(
+            line.contains("--plant") && line.contains("`masspole`") && line.contains("twice"),
+            "{line}"
+        );
+        let line = refused(&[&["eval", "--episodes", "1", "missing.mrlp"][..], plant].concat());
+        assert!(
+            line.contains("`masspole`") && line.contains("twice"),
+            "{line}"
+        );
+    }
+    let _ = fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_schedule_without_its_end_is_refused_naming_it() {
+    let dir = temp_dir("schedule-end");
+    let config = dir.join("c.toml");
+    let out = dir.join("run");
+    for algo in ["ppo", "a2c"] {
+        for text in [
+            "learning_rate = { start = 1e-3 }\n",
+            "learning_rate = { end = 0.0 }\n",
+        ] {
+            fs::write(&config, text).unwrap();
+            let line = refused(&[
+                "train",
+                "--algo",
+                algo,
+                "--steps",
+                "10",
+                "--config",
+                s(&config),
+                "--out",
+                s(&out),
+            ]);
+            assert!(
+                line.contains("learning_rate") && line.contains("missing field"),
+                "{algo} {text}: {line}"
+            );
+        }
+    }
+    // A whole schedule still replaces the default.
+    fs::write(&config, "learning_rate = { start = 1e-3, end = 1e-4 }\n").unwrap();
+    let (ok, _, err) = microrl(&[
+        "train",
+        "--steps",
+        "10",
+        "--config",
+        s(&config),
+        "--out",
+        s(&out),
+        "--json",
+    ]);
+    assert!(ok, "{err}");
+    let json: serde_json::Value =
+        serde_json::from_slice(&fs::read(out.join("summary.json")).unwrap()).unwrap();
+    assert_eq!(
+        json["config"]["learning_rate"]["end"].as_f64().unwrap() as f32,
+        1e-4
+    );
+    let _ = fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn an_infinite_clip_range_round_trips_through_json() {
+    let dir = temp_dir("inf-clip");
+    // `--config summary.json` of a PPO-penalty run.
+    let a = dir.join("a");
+    let b = dir.join("b");
+    let penalty = [
+        "train",
+        "--algo",
+        "ppo-penalty",
+        "--steps",
+        "3000",
+        "--no-early-stop",
+    ];
+    let (ok, _, err) = microrl(&[&penalty[..], &["--out", s(&a)]].concat());
+    assert!(ok, "{err}");
+    let summary = |d: &Path| -> serde_json::Value {
+        serde_json::from_slice(&fs::read(d.join("summary.json")).unwrap()).unwrap()
+    };
+    assert_eq!(summary(&a)["config"]["clip_range"], "inf");
+    let config = a.join("summary.json");
+    let (ok, _, err) = microrl(&[&penalty[..], &["--config", s(&config), "--out", s(&b)]].concat());
+    assert!(ok, "{err}");
+    assert_eq!(summary(&a)["config"], summary(&b)["config"]);
+    assert_eq!(summary(&a)["policy_crc32"], summary(&b)["policy_crc32"]);
+
+    // `--resume` of a killed PPO-penalty run.
+    let out = dir.join("run");
+    let args = [&penalty[..], &["--checkpoint-every", "1", "--out", s(&out)]].concat();
+    assert!(killed_after_a_checkpoint(&args, &out), "no checkpoint");
+    let (ok, _, err) = microrl(&["train", "--resume", s(&out)]);
+    assert!(ok, "{err}");
+    assert_eq!(summary(&out)["config"], summary(&a)["config"]);
+    assert_eq!(summary(&out)["policy_crc32"], summary(&a)["policy_crc32"]);
+    let _ = fs::remove_dir_all(&dir);
+}

@@ -51,7 +51,7 @@ impl Observer {
             anchor: opts.anchor.clone(),
             weights: opts.weights,
             reward_model: opts.reward_model.clone(),
-            config: serde_json::to_value(config)?,
+            config: config_json(config)?,
             iterations,
             recent: self.recent.oldest_ordered().map(|r| r.to_bits()).collect(),
             curve: self

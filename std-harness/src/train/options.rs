@@ -106,7 +106,8 @@ impl TrainOptions {
     }
 
     /// Checks the options the command line sets, naming the option: a zero
-    /// `--steps` budget or `--eval-episodes`, a non-finite `--threshold`, and
+    /// `--steps` budget or `--eval-episodes`, a non-finite `--threshold`, a
+    /// zero `--checkpoint-every` or one without an output directory, and
     /// whatever else the core's [`RunConfig::validate`] refuses.
     ///
     /// # Errors
@@ -124,6 +125,14 @@ impl TrainOptions {
             self.threshold.is_finite(),
             "--threshold must be a finite number, not {}",
             self.threshold
+        );
+        anyhow::ensure!(
+            self.checkpoint_every != Some(0),
+            "--checkpoint-every must be > 0 (iterations between checkpoints)"
+        );
+        anyhow::ensure!(
+            self.checkpoint_every.is_none() || self.out.is_some(),
+            "--checkpoint-every needs an output directory (--out): checkpoints are written next to it"
         );
         self.run_config().validate().map_err(|e| match e {
             microrl::Error::InvalidConfig { field, reason } => {

@@ -25,7 +25,7 @@ impl Overrides {
                     path.display()
                 )
             })?;
-            let table: toml::Table = serde_json::from_value(config.clone())
+            let table = json_config(config)
                 .with_context(|| format!("{}: `config` is not a table", path.display()))?;
             return Ok(Overrides(table));
         }
@@ -50,5 +50,94 @@ impl Overrides {
                 e.message().trim().replace('\n', " ")
             )
         })
+    }
+}
+
+/// The JSON form of an algorithm's configuration (`summary.json`'s `config`,
+/// a checkpoint's `progress.json`): serde_json's, except that a non-finite
+/// float — PPO-penalty's `clip_range = inf` —, which JSON cannot hold and
+/// serde_json writes as `null`, is written as the string `"inf"`, `"-inf"`
+/// or `"nan"`; [`json_config`] reads those back as the float.
+///
+/// # Errors
+/// The configuration does not serialise (not a struct of TOML values).
+pub fn config_json<T: serde::Serialize>(config: &T) -> anyhow::Result<serde_json::Value> {
+    fn patch(json: &mut serde_json::Value, toml: &toml::Value) {
+        match toml {
+            toml::Value::Float(x) if !x.is_finite() && json.is_null() => {
+                let text = if x.is_nan() {
+                    "nan"
+                } else if *x > 0.0 {
+                    "inf"
+                } else {
+                    "-inf"
+                };
+                *json = serde_json::Value::String(text.into());
+            }
+            toml::Value::Table(table) => {
+                if let Some(object) = json.as_object_mut() {
+                    for (key, value) in object.iter_mut() {
+                        if let Some(t) = table.get(key) {
+                            patch(value, t);
+                        }
+                    }
+                }
+            }
+            toml::Value::Array(items) => {
+                if let Some(array) = json.as_array_mut() {
+                    for (value, t) in array.iter_mut().zip(items) {
+                        patch(value, t);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    let mut json = serde_json::to_value(config)?;
+    patch(&mut json, &toml::Value::try_from(config)?);
+    Ok(json)
+}
+
+/// The configuration table of [`config_json`]'s JSON: the strings `"inf"`,
+/// `"-inf"` and `"nan"` read as those floats.
+///
+/// # Errors
+/// Not a JSON object, or a `null` value (named).
+pub fn json_config(json: &serde_json::Value) -> anyhow::Result<toml::Table> {
+    fn value(key: &str, json: &serde_json::Value) -> anyhow::Result<toml::Value> {
+        use serde_json::Value as J;
+        Ok(match json {
+            J::Null => anyhow::bail!("`{key}` is null"),
+            J::Bool(b) => toml::Value::Boolean(*b),
+            J::Number(n) => match n.as_i64() {
+                Some(i) => toml::Value::Integer(i),
+                None => toml::Value::Float(
+                    n.as_f64()
+                        .with_context(|| format!("`{key}`: {n} is out of range"))?,
+                ),
+            },
+            J::String(s) => match s.as_str() {
+                "inf" => toml::Value::Float(f64::INFINITY),
+                "-inf" => toml::Value::Float(f64::NEG_INFINITY),
+                "nan" => toml::Value::Float(f64::NAN),
+                _ => toml::Value::String(s.clone()),
+            },
+            J::Array(items) => toml::Value::Array(
+                items
+                    .iter()
+                    .map(|v| value(key, v))
+                    .collect::<anyhow::Result<_>>()?,
+            ),
+            J::Object(object) => toml::Value::Table(
+                object
+                    .iter()
+                    .map(|(k, v)| Ok((k.clone(), value(k, v)?)))
+                    .collect::<anyhow::Result<_>>()?,
+            ),
+        })
+    }
+    match value("config", json)? {
+        toml::Value::Table(table) => Ok(table),
+        other => anyhow::bail!("invalid type: {}, expected a table", other.type_str()),
     }
 }

@@ -210,7 +210,8 @@ impl AlgoConfig {
     }
 
     /// The defaults with `overrides` merged over them (nested tables such as
-    /// `adam` or a `{ start, end }` schedule merge key by key).
+    /// `adam` merge key by key; a `{ start, end }` schedule is replaced
+    /// whole, and one missing `start` or `end` is refused).
     ///
     /// # Errors
     /// A key the algorithm does not have, or a value of the wrong type; both
@@ -243,9 +244,15 @@ impl AlgoConfig {
                 .try_into()
                 .map_err(|e| anyhow::anyhow!("config for {}: {e}", algo.name()))
         }
+        /// A `{ start, end }` schedule: replaced whole, never merged, so
+        /// that one without its `end` is refused rather than completed
+        /// from the default's.
+        fn schedule(table: &toml::Table) -> bool {
+            table.len() == 2 && table.contains_key("start") && table.contains_key("end")
+        }
         fn merge(slot: &mut toml::Value, value: toml::Value) {
             match (slot, value) {
-                (toml::Value::Table(into), toml::Value::Table(from)) => {
+                (toml::Value::Table(into), toml::Value::Table(from)) if !schedule(into) => {
                     for (k, v) in from {
                         match into.get_mut(&k) {
                             Some(s) => merge(s, v),

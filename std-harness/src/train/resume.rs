@@ -83,8 +83,13 @@ pub fn resume(out: &Path, progress_bar: bool) -> anyhow::Result<TrainSummary> {
     let state = read(CHECKPOINT_STATE)?;
     let saved: Progress = serde_json::from_slice(&read(CHECKPOINT_PROGRESS)?)
         .with_context(|| format!("parsing {}", dir.join(CHECKPOINT_PROGRESS).display()))?;
-    let config: toml::Table = serde_json::from_value(saved.config.clone())
-        .context("the checkpoint's configuration is not a table")?;
+    anyhow::ensure!(
+        saved.checkpoint_every != Some(0),
+        "{}: `checkpoint_every` must be > 0 (the run's --checkpoint-every), not 0",
+        dir.join(CHECKPOINT_PROGRESS).display()
+    );
+    let config =
+        json_config(&saved.config).context("the checkpoint's configuration is not a table")?;
     let opts = TrainOptions {
         overrides: Overrides(config),
         threshold: saved.threshold,

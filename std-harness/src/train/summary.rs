@@ -57,7 +57,10 @@ pub struct TrainSummary {
     /// Diagnostics of the last update (rollout-based algorithms).
     pub last_update: Option<Diagnostics>,
     /// The algorithm's full effective configuration (its field names as
-    /// keys): `--config summary.json` reads it back.
+    /// keys): `--config summary.json` reads it back. A non-finite float
+    /// (PPO-penalty's `clip_range`) is the string `"inf"`, `"-inf"` or
+    /// `"nan"` (JSON has no infinity).
+    #[serde(serialize_with = "config_as_json")]
     pub config: AlgoConfig,
     /// The training loop's configuration.
     pub run: RunConfig,
@@ -125,4 +128,11 @@ impl AsDiagnostics for AcStats {
     fn diagnostics(&self) -> Option<Diagnostics> {
         None
     }
+}
+
+/// [`TrainSummary::config`] as [`config_json`] writes it.
+fn config_as_json<S: serde::Serializer>(config: &AlgoConfig, s: S) -> Result<S::Ok, S::Error> {
+    config_json(config)
+        .map_err(serde::ser::Error::custom)?
+        .serialize(s)
 }
