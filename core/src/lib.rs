@@ -172,7 +172,8 @@ pub struct DocsSpeed;
 /// What a program that trains or deploys usually needs, in one `use`:
 /// `use microrl::prelude::*;`.
 pub mod prelude {
-    pub use crate::algo::{A2cConfig, AcConfig, PpoConfig, ReinforceConfig};
+    pub use crate::algo::offpolicy::OffPolicy;
+    pub use crate::algo::{A2cConfig, AcConfig, PpoConfig, ReinforceConfig, SacConfig, Td3Config};
     pub use crate::env::{ActionSpace, Continuous, Discrete, Env, Step};
     pub use crate::train::{Agent, Deployed, Hooks, Learner, RunConfig, Trainer};
     pub use crate::{Controller, Error, Params, SVector, agent, serialize};

@@ -15,10 +15,12 @@
 //! [`Ppo::collect_envs`](crate::algo::Ppo::collect_envs) steps the copies in
 //! use round by round (copy 0, 1, …, `n_envs − 1`, then again: the
 //! step-major order of SB3's rollout buffer, so transition `t·n_envs + e` is
-//! step `t` of copy `e`) and [`Trainer::run_envs`] drives it like
-//! [`Trainer::run`]; a checkpoint ([`Trainer::save_envs`]) holds every copy
-//! and every cursor. With `n_envs = 1` the run is the single-environment run
-//! ([`Trainer::run`]) bit for bit.
+//! step `t` of copy `e`). The [`Trainer`] takes a `VecEnv` wherever it
+//! takes one environment ([`Trainer::start`], [`Trainer::run`],
+//! [`Trainer::save`], [`Trainer::resume`]; see
+//! [`Envs`](crate::train::Envs)); a checkpoint holds every copy and every
+//! cursor. With `n_envs = 1` the run is the single-environment run bit for
+//! bit.
 //!
 //! Reward scaling ([`PpoConfig::normalize_reward`]) over copies keeps SB3
 //! `VecNormalize`'s per-copy returns: each copy's running discounted return
@@ -42,8 +44,8 @@
 //! let mut envs = VecEnv::new([CartPole::new(); 8]);
 //! let mut eval_env = CartPole::new();
 //! let run = RunConfig::new(512, 475.0);
-//! let mut trainer = Trainer::<_, Xoshiro128PlusPlus>::start_envs(&mut *agent, &mut envs, run, 0)?;
-//! let outcome = trainer.run_envs(&mut *agent, &mut envs, &mut eval_env, &mut ())?;
+//! let mut trainer = Trainer::<_, Xoshiro128PlusPlus>::start(&mut *agent, &mut envs, run, 0)?;
+//! let outcome = trainer.run(&mut *agent, &mut envs, &mut eval_env, &mut ())?;
 //! assert_eq!(outcome.steps, 512);
 //! # Ok::<(), microrl::Error>(())
 //! ```
@@ -51,9 +53,10 @@
 //! [`PpoConfig::n_envs`]: crate::algo::PpoConfig::n_envs
 //! [`PpoConfig::normalize_reward`]: crate::algo::PpoConfig::normalize_reward
 //! [`Trainer`]: crate::train::Trainer
+//! [`Trainer::start`]: crate::train::Trainer::start
 //! [`Trainer::run`]: crate::train::Trainer::run
-//! [`Trainer::run_envs`]: crate::train::Trainer::run_envs
-//! [`Trainer::save_envs`]: crate::train::Trainer::save_envs
+//! [`Trainer::save`]: crate::train::Trainer::save
+//! [`Trainer::resume`]: crate::train::Trainer::resume
 
 use nalgebra::SVector;
 use rand_core::Rng;
@@ -383,9 +386,9 @@ mod tests {
         let mut copies = Box::new(Agent::new(config));
         let mut envs = VecEnv::new([CartPole::new(); 3]);
         let mut eval_env = CartPole::new();
-        let mut vec_trainer = Run::start_envs(&mut *copies, &mut envs, run, 9).unwrap();
+        let mut vec_trainer = Run::start(&mut *copies, &mut envs, run, 9).unwrap();
         let vec_outcome = vec_trainer
-            .run_envs(&mut *copies, &mut envs, &mut eval_env, &mut ())
+            .run(&mut *copies, &mut envs, &mut eval_env, &mut ())
             .unwrap();
         assert_eq!(envs.n_envs(), 1);
         assert_eq!(vec_outcome, outcome);
@@ -401,9 +404,9 @@ mod tests {
         // A one-copy checkpoint is the single checkpoint, byte for byte.
         let mut one = VecEnv::new([env]);
         one.cursors[0] = trainer.cursor.clone();
-        let mut a = std::vec![0u8; Run::checkpoint_len_envs::<Agent, CartPole, 1>()];
+        let mut a = std::vec![0u8; Run::checkpoint_len::<Agent, VecEnv<CartPole, 1>>()];
         let mut b = std::vec![0u8; Run::checkpoint_len::<Agent, CartPole>()];
-        assert_eq!(trainer.save_envs(&*single, &one, &mut a), Ok(a.len()));
+        assert_eq!(trainer.save(&*single, &one, &mut a), Ok(a.len()));
         assert_eq!(trainer.save(&*single, &env, &mut b), Ok(b.len()));
         assert_eq!(a, b);
     }
@@ -452,7 +455,7 @@ mod tests {
             let mut agent = Box::new(Agent::new(config));
             let before = bits(&agent);
             let mut envs = VecEnv::new([CartPole::new(); 4]);
-            let result = Run::start_envs(&mut *agent, &mut envs, run, 1);
+            let result = Run::start(&mut *agent, &mut envs, run, 1);
             assert!(
                 matches!(result, Err(Error::InvalidConfig { field: f, .. }) if f == field),
                 "{config:?}: {result:?}"

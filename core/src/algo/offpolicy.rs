@@ -1,8 +1,10 @@
 //! What the off-policy learners ([`sac`](super::sac), [`td3`](super::td3))
 //! share: twin critics `Q(s, a)` on `concat(s, a)`, Polyak-averaged target
 //! networks, the map from the actor's `[−1, 1]` to the actuator bounds, the
-//! deployed [`TanhPolicy`], PyTorch's default layer initialisation, and the
-//! random draws of one minibatch ([`Draws`]).
+//! deployed [`TanhPolicy`], PyTorch's default layer initialisation, the
+//! random draws of one minibatch ([`Draws`]), the loop settings named as
+//! SB3's ([`Schedule`]) and the learning loop's environment step
+//! ([`OffPolicy::step`]: act, store, train).
 //!
 //! **Action scale.** Both actors end in `tanh`, so their actions lie in
 //! `[−1, 1]` per dimension; that is what the replay buffer stores and the
@@ -12,12 +14,15 @@
 use nalgebra::SVector;
 use rand_core::Rng;
 
-use super::Controller;
-use crate::env::{ActionSpace, Continuous};
+use super::replay::{ReplayBuffer, Transition};
+use super::{Controller, Cursor, Episode};
+use crate::config::{check, unit};
+use crate::env::{ActionSpace, Continuous, Env};
 use crate::error::{Error, check_all_finite};
 use crate::impl_params;
 use crate::math;
 use crate::nn::Layer;
+use crate::optim::check_lr;
 use crate::params::{Params, tag};
 use crate::rng;
 
@@ -174,6 +179,221 @@ impl<const ACT: usize, const BATCH: usize> Draws<ACT, BATCH> {
         self.len = len;
         Ok(())
     }
+}
+
+impl<const ACT: usize, const BATCH: usize> Draws<ACT, BATCH> {
+    /// Transition `k` of the minibatch: `replay`'s entry at `indices[k]`.
+    ///
+    /// # Errors
+    /// [`Error::InvalidInput`] for `k` past the indices or an index past
+    /// the stored transitions.
+    pub fn sample<const OBS: usize, const CAP: usize>(
+        &self,
+        replay: &ReplayBuffer<OBS, ACT, CAP>,
+        k: usize,
+    ) -> Result<Transition<OBS, ACT>, Error> {
+        self.indices
+            .get(k)
+            .and_then(|&i| replay.get(i as usize))
+            .ok_or(Error::InvalidInput {
+                what: "minibatch index past the stored transitions",
+            })
+    }
+
+    /// Checks that the minibatch holds `1..=BATCH` samples, each naming a
+    /// stored transition.
+    ///
+    /// # Errors
+    /// [`Error::InvalidInput`] otherwise.
+    pub fn check<const OBS: usize, const CAP: usize>(
+        &self,
+        replay: &ReplayBuffer<OBS, ACT, CAP>,
+    ) -> Result<(), Error> {
+        if self.len == 0 || self.len > BATCH {
+            return Err(Error::InvalidInput {
+                what: "minibatch must hold 1..=BATCH samples",
+            });
+        }
+        for k in 0..self.len {
+            self.sample(replay, k)?;
+        }
+        Ok(())
+    }
+}
+
+/// The settings SAC and TD3 share, named as SB3's: the replay ring's size,
+/// the minibatch, the targets' Polyak rate, the discount, the learning
+/// rate, and when the learning loop trains.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Schedule {
+    /// Transitions the replay ring keeps (`≤ CAP`).
+    pub buffer_size: u32,
+    /// Environment steps of uniformly random actions before learning starts.
+    pub learning_starts: u32,
+    /// Minibatch size (`≤ BATCH`).
+    pub batch_size: u32,
+    /// Polyak coefficient `τ` of the target networks.
+    pub tau: f32,
+    /// Discount `γ`.
+    pub gamma: f32,
+    /// Environment steps between training rounds.
+    pub train_freq: u32,
+    /// Gradient steps per training round.
+    pub gradient_steps: u32,
+    /// Adam learning rate of every network.
+    pub learning_rate: f32,
+}
+
+impl Schedule {
+    /// Checks every field for an agent with replay capacity `capacity` and
+    /// minibatch capacity `batch`.
+    ///
+    /// # Errors
+    /// [`Error::InvalidConfig`] naming the first offending field.
+    pub fn validate(&self, capacity: usize, batch: usize) -> Result<(), Error> {
+        check(
+            "buffer_size",
+            self.buffer_size > 0 && self.buffer_size as usize <= capacity,
+            "must be in 1..=CAP (the replay buffer's capacity)",
+        )?;
+        check(
+            "batch_size",
+            self.batch_size > 0 && self.batch_size as usize <= batch,
+            "must be in 1..=BATCH (the agent's minibatch capacity)",
+        )?;
+        check(
+            "tau",
+            self.tau > 0.0 && self.tau <= 1.0,
+            "must be in (0, 1]",
+        )?;
+        unit("gamma", self.gamma)?;
+        check("train_freq", self.train_freq > 0, "must be > 0")?;
+        check("gradient_steps", self.gradient_steps > 0, "must be > 0")?;
+        check_lr(self.learning_rate)
+    }
+
+    /// The gradient steps made right after environment step number `steps`
+    /// (counted from 1): `gradient_steps` when `steps` is past
+    /// `learning_starts` and a multiple of `train_freq`, else 0.
+    pub fn updates_after(&self, steps: u64) -> u32 {
+        if steps > u64::from(self.learning_starts)
+            && steps.is_multiple_of(u64::from(self.train_freq))
+        {
+            self.gradient_steps
+        } else {
+            0
+        }
+    }
+}
+
+/// What the learning loop's environment step ([`step`](Self::step))
+/// needs of an off-policy agent; implemented by [`Sac`](super::sac::Sac)
+/// and [`Td3`](super::td3::Td3).
+pub trait OffPolicy<const OBS: usize, const ACT: usize> {
+    /// What one gradient step reports.
+    type Stats;
+
+    /// The agent's validated [`Schedule`].
+    ///
+    /// # Errors
+    /// [`Error::InvalidConfig`] naming the first invalid field of the
+    /// agent's configuration.
+    fn schedule(&self) -> Result<Schedule, Error>;
+
+    /// A training action for `obs` in `[−1, 1]` (what the replay buffer
+    /// stores).
+    ///
+    /// # Errors
+    /// [`Error::NonFinite`] for a non-finite observation or network output.
+    fn explore_action<R: Rng + ?Sized>(
+        &self,
+        obs: &SVector<f32, OBS>,
+        rng: &mut R,
+    ) -> Result<SVector<f32, ACT>, Error>;
+
+    /// The actuator bounds.
+    fn space(&self) -> &Continuous<ACT>;
+
+    /// Stores a transition and counts the environment step; returns the
+    /// new step count.
+    ///
+    /// # Errors
+    /// The replay buffer's refusal (nothing changes then).
+    fn record(&mut self, transition: &Transition<OBS, ACT>) -> Result<u64, Error>;
+
+    /// One gradient step on a minibatch drawn from `rng`.
+    ///
+    /// # Errors
+    /// The update's first error.
+    fn train_once<R: Rng + ?Sized>(&mut self, rng: &mut R) -> Result<Self::Stats, Error>;
+
+    /// Environment steps taken.
+    fn env_steps(&self) -> u64;
+
+    /// One environment step of training: act (uniformly at random for the
+    /// first `learning_starts` steps, then
+    /// [`explore_action`](Self::explore_action)), step `env` through
+    /// `cursor` (which resets it at an episode's end and reports the
+    /// episode to `on_episode`), store the transition, and every
+    /// `train_freq` steps past `learning_starts` run `gradient_steps`
+    /// updates. Returns the last update's statistics, if any ran.
+    ///
+    /// # Errors
+    /// [`Error::InvalidConfig`] for an invalid configuration,
+    /// [`Error::NonFinite`] for a non-finite observation, reward, network
+    /// output or gradient, and the environment's own errors. Before the
+    /// transition is stored nothing of the agent has changed.
+    fn step<E, R>(
+        &mut self,
+        env: &mut E,
+        cursor: &mut Cursor<SVector<f32, OBS>>,
+        rng: &mut R,
+        mut on_episode: impl FnMut(Episode),
+    ) -> Result<Option<Self::Stats>, Error>
+    where
+        E: Env<Obs = SVector<f32, OBS>, Space = Continuous<ACT>>,
+        R: Rng + ?Sized,
+    {
+        let schedule = self.schedule()?;
+        let obs = cursor.obs;
+        check_all_finite(obs.as_slice())?;
+        let action = if self.env_steps() < u64::from(schedule.learning_starts) {
+            SVector::<f32, ACT>::from_fn(|_, _| rng::uniform_range(rng, -1.0, 1.0))
+        } else {
+            self.explore_action(&obs, rng)?
+        };
+        let command = to_bounds(self.space(), &action);
+        let step = cursor.advance(env, command, rng, &mut on_episode)?;
+        // Every value was checked (the observation above, the reward and
+        // the next observation by `advance`, the action is in [−1, 1]).
+        let steps = self.record(&Transition {
+            obs,
+            action,
+            reward: step.reward,
+            next_obs: step.obs,
+            terminated: step.terminated,
+        })?;
+        let mut stats = None;
+        for _ in 0..schedule.updates_after(steps) {
+            stats = Some(self.train_once(rng)?);
+        }
+        Ok(stats)
+    }
+}
+
+/// `env`'s action space, checked: finite bounds with `low ≤ high`.
+///
+/// # Errors
+/// [`Error::NonFinite`] or [`Error::OutOfDomain`] for bad bounds.
+pub fn checked_space<E, const ACT: usize>(env: &E) -> Result<Continuous<ACT>, Error>
+where
+    E: Env<Space = Continuous<ACT>>,
+{
+    let space = env.action_space();
+    check_all_finite(&space.low)?;
+    check_all_finite(&space.high)?;
+    space.check_domain()?;
+    Ok(space)
 }
 
 /// The deployed policy of both off-policy learners: a network whose last

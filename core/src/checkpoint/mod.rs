@@ -86,7 +86,7 @@
 //! | end − 4 | 4 | CRC-32 ([`crc32`]) of every preceding byte |
 //!
 //! A run over `MAX_ENVS` environment copies ([`VecEnv`](crate::vec_env::VecEnv),
-//! [`Trainer::save_envs`](crate::train::Trainer::save_envs)) saves every copy and its cursor in place of the
+//! [`Trainer::save`](crate::train::Trainer::save)) saves every copy and its cursor in place of the
 //! single environment and cursor: the same layout with `MAX_ENVS` of each,
 //! so a one-copy checkpoint is the single-environment one byte for byte
 //! (format [`VERSION`]), and a checkpoint of another number of copies is
@@ -124,6 +124,7 @@ use crate::env::EnvState;
 use crate::error::Error;
 use crate::rng::RngState;
 use crate::serialize::crc32;
+use crate::train::Envs;
 use crate::train::EvalKind;
 
 /// Magic number at the start of every checkpoint.
@@ -169,20 +170,18 @@ const fn trainer_len_copies(obs: usize, rng_words: usize, copies: usize) -> usiz
     config + cursor + counters + solved + selection + next_eval + 3 * 4 * rng_words
 }
 
-/// Size in bytes of the checkpoint of agent `L` training on `E` with RNG
-/// streams `R`. A `const fn`, so a buffer can be declared as
-/// `[u8; checkpoint_len::<Agent, CartPole, Xoshiro128pp>()]`.
-pub const fn checkpoint_len<L: AgentState, E: EnvState, R: RngState>() -> usize {
-    copies_len::<L, E, R>(1)
-}
-
-/// Size in bytes of the checkpoint of a run over a
-/// [`VecEnv<E, MAX_ENVS>`](crate::vec_env::VecEnv) ([`Trainer::save_envs`](crate::train::Trainer::save_envs)):
-/// every copy and its cursor are saved, in use or not. With `MAX_ENVS = 1`
-/// it is [`checkpoint_len`], and the checkpoints are the same bytes.
-pub const fn checkpoint_len_envs<L: AgentState, E: EnvState, R: RngState, const MAX_ENVS: usize>()
--> usize {
-    copies_len::<L, E, R>(MAX_ENVS)
+/// Size in bytes of the checkpoint of agent `L` training on `V` (one
+/// environment, or a [`VecEnv<E, MAX_ENVS>`](crate::vec_env::VecEnv) whose
+/// copies are all saved, in use or not) with RNG streams `R`. A `const fn`,
+/// so a buffer can be declared as
+/// `[u8; checkpoint_len::<Agent, CartPole, Xoshiro128pp>()]`. With
+/// `MAX_ENVS = 1` it is the single environment's size, and the checkpoints
+/// are the same bytes.
+pub const fn checkpoint_len<L: AgentState, V: Envs, R: RngState>() -> usize
+where
+    V::Env: EnvState,
+{
+    copies_len::<L, V::Env, R>(V::COPIES)
 }
 
 /// The checkpoint's size with `copies` environment copies.

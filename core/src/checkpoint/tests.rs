@@ -315,9 +315,9 @@ fn copies_resume_bit_identically(
     };
     let reference = {
         let (mut agent, mut envs, mut eval_env) = fresh();
-        let mut trainer = T::start_envs(&mut *agent, &mut envs, run, 7).unwrap();
+        let mut trainer = T::start(&mut *agent, &mut envs, run, 7).unwrap();
         let outcome = trainer
-            .run_envs(&mut *agent, &mut envs, &mut eval_env, &mut ())
+            .run(&mut *agent, &mut envs, &mut eval_env, &mut ())
             .unwrap();
         (agent.digest(), outcome, envs)
     };
@@ -327,16 +327,16 @@ fn copies_resume_bit_identically(
     let r = &reference.2;
     assert!(r.cursors[..3].iter().all(|c| c.steps == 2_016 / 3));
     assert!(r.envs[0] != r.envs[1] && r.envs[1] != r.envs[2]);
-    let mut buf = vec![0u8; T::checkpoint_len_envs::<PpoAgent, CartPole, MAX>()];
+    let mut buf = vec![0u8; T::checkpoint_len::<PpoAgent, VecEnv<CartPole, MAX>>()];
     for stop in [1, 3, 7, 20] {
         let (mut agent, mut envs, mut eval_env) = fresh();
-        let mut trainer = T::start_envs(&mut *agent, &mut envs, run, 7).unwrap();
+        let mut trainer = T::start(&mut *agent, &mut envs, run, 7).unwrap();
         for _ in 0..stop {
             trainer
-                .iterate_envs(&mut *agent, &mut envs, &mut eval_env, &mut ())
+                .iterate(&mut *agent, &mut envs, &mut eval_env, &mut ())
                 .unwrap();
         }
-        assert_eq!(trainer.save_envs(&*agent, &envs, &mut buf), Ok(buf.len()));
+        assert_eq!(trainer.save(&*agent, &envs, &mut buf), Ok(buf.len()));
         let saved = (agent.digest(), envs.clone());
         // Mid-episode copies carry a discounted return exactly when
         // rewards are scaled.
@@ -348,12 +348,12 @@ fn copies_resume_bit_identically(
         );
 
         let (mut agent, mut envs, mut eval_env) = fresh();
-        let mut trainer = T::resume_envs(&mut *agent, &mut envs, &buf).unwrap();
+        let mut trainer = T::resume(&mut *agent, &mut envs, &buf).unwrap();
         assert_eq!(agent.digest(), saved.0);
         assert_eq!((envs.envs, &envs.cursors), (saved.1.envs, &saved.1.cursors));
         assert_eq!(envs.n_envs(), 3);
         let outcome = trainer
-            .run_envs(&mut *agent, &mut envs, &mut eval_env, &mut ())
+            .run(&mut *agent, &mut envs, &mut eval_env, &mut ())
             .unwrap();
         assert_eq!(outcome, reference.1, "outcome after resuming at {stop}");
         assert_eq!(
@@ -391,7 +391,7 @@ fn ppo_over_environment_copies_with_reward_scaling_resumes_bit_identically() {
     recrc(&mut buf);
     let (mut agent, mut envs, _) = fresh();
     assert_eq!(
-        T::resume_envs(&mut *agent, &mut envs, &buf).err(),
+        T::resume(&mut *agent, &mut envs, &buf).err(),
         Some(Error::UnsupportedVersion)
     );
 }
@@ -433,17 +433,17 @@ fn ppo_over_environment_copies_resumes_bit_identically() {
     assert_eq!(single_buf[4..6], VERSION.to_le_bytes());
     let mut copies = Envs::new([CartPole::new(); MAX]);
     assert_eq!(
-        T::resume_envs(&mut *one, &mut copies, &single_buf).err(),
+        T::resume(&mut *one, &mut copies, &single_buf).err(),
         Some(Error::ShapeMismatch)
     );
     let mut three = VecEnv::new([CartPole::new(); 3]);
     assert_eq!(
-        T::resume_envs(&mut *agent, &mut three, &buf).err(),
+        T::resume(&mut *agent, &mut three, &buf).err(),
         Some(Error::ShapeMismatch)
     );
     let mut two = VecEnv::new([CartPole::new(); 2]);
     assert!(matches!(
-        T::resume_envs(&mut *agent, &mut two, &buf),
+        T::resume(&mut *agent, &mut two, &buf),
         Err(Error::InvalidConfig {
             field: "n_envs",
             ..
@@ -454,7 +454,7 @@ fn ppo_over_environment_copies_resumes_bit_identically() {
     bad[last_copy..last_copy + 8].copy_from_slice(&f64::NAN.to_bits().to_le_bytes());
     recrc(&mut bad);
     let mut envs = Envs::new([CartPole::new(); MAX]);
-    assert!(T::resume_envs(&mut *agent, &mut envs, &bad).is_err());
+    assert!(T::resume(&mut *agent, &mut envs, &bad).is_err());
     assert_eq!(agent.digest(), before);
     assert!(envs.envs.iter().all(|e| *e == CartPole::new()));
     assert!(envs.cursors.iter().all(|c| *c == Cursor::idle()));

@@ -10,65 +10,41 @@ use crate::env::{Env, EnvState};
 use crate::error::Error;
 use crate::rng::RngState;
 use crate::serialize::crc32;
-use crate::train::{EvalKind, Evaluation, Learner, RunConfig, Trainer};
-use crate::vec_env::VecEnv;
+use crate::train::{Envs, EvalKind, Evaluation, Learner, RunConfig, Trainer};
 
 impl<const OBS: usize, R: Rng + RngState> Trainer<SVector<f32, OBS>, R> {
     /// [`checkpoint_len`] for this trainer's RNG: the buffer
-    /// [`save`](Self::save) needs.
-    pub const fn checkpoint_len<L: AgentState, E: EnvState>() -> usize {
-        checkpoint_len::<L, E, R>()
-    }
-
-    /// [`checkpoint_len_envs`] for this trainer's RNG: the buffer
-    /// [`save_envs`](Self::save_envs) needs.
-    pub const fn checkpoint_len_envs<L: AgentState, E: EnvState, const MAX_ENVS: usize>() -> usize {
-        checkpoint_len_envs::<L, E, R, MAX_ENVS>()
+    /// [`save`](Self::save) needs for `agent` and `envs` of types `L`, `V`
+    /// (one environment, or a [`VecEnv`](crate::vec_env::VecEnv) of copies).
+    pub const fn checkpoint_len<L: AgentState, V: Envs>() -> usize
+    where
+        V::Env: EnvState,
+    {
+        checkpoint_len::<L, V, R>()
     }
 
     /// Writes a checkpoint of the run — this trainer, `agent` and the
-    /// training environment `env` — into the start of `out`; returns the
+    /// training environment `envs` — into the start of `out`; returns the
     /// number of bytes written ([`checkpoint_len`]). Call it between
     /// [`iterate`](Self::iterate) calls (see the [module docs](crate::checkpoint)).
+    /// A run over a [`VecEnv`](crate::vec_env::VecEnv) saves all
+    /// `MAX_ENVS` copies and their cursors (in use or not) in place of the
+    /// trainer's own cursor; with `MAX_ENVS = 1` that is the checkpoint of
+    /// the single-environment run byte for byte.
     ///
     /// # Errors
     /// [`Error::BufferTooSmall`] if `out` is shorter than
     /// [`checkpoint_len`]; [`Error::MidIteration`] if a PPO rollout awaits
     /// its update; [`Error::NonFinite`]/[`Error::OutOfDomain`] for a value a
     /// resume would refuse. Nothing is written on error.
-    pub fn save<L, E>(&self, agent: &L, env: &E, out: &mut [u8]) -> Result<usize, Error>
+    pub fn save<L, V, E>(&self, agent: &L, envs: &V, out: &mut [u8]) -> Result<usize, Error>
     where
         L: Learner<E> + AgentState,
+        V: Envs<Env = E>,
         E: Env<Obs = SVector<f32, OBS>> + EnvState,
     {
-        self.save_copies(
-            agent,
-            core::slice::from_ref(&self.cursor),
-            core::slice::from_ref(env),
-            out,
-        )
-    }
-
-    /// [`save`](Self::save) for a run over environment copies
-    /// ([`run_envs`](Self::run_envs)): the checkpoint holds all `MAX_ENVS`
-    /// copies of `envs` and their cursors (in use or not) in place of the
-    /// trainer's own cursor and environment; its size is
-    /// [`checkpoint_len_envs`]. With `MAX_ENVS = 1` it is the checkpoint
-    /// [`save`](Self::save) writes for that copy and cursor, byte for byte.
-    ///
-    /// # Errors
-    /// As [`save`](Self::save). Nothing is written on error.
-    pub fn save_envs<L, E, const MAX_ENVS: usize>(
-        &self,
-        agent: &L,
-        envs: &VecEnv<E, MAX_ENVS>,
-        out: &mut [u8],
-    ) -> Result<usize, Error>
-    where
-        L: Learner<E> + AgentState,
-        E: Env<Obs = SVector<f32, OBS>> + EnvState,
-    {
-        self.save_copies(agent, &envs.cursors, &envs.envs, out)
+        let (copies, cursors) = envs.copies(&self.cursor);
+        self.save_copies(agent, cursors, copies, out)
     }
 
     /// The checkpoint of the run with environment copies `envs` and their
@@ -193,60 +169,34 @@ impl<const OBS: usize, R: Rng + RngState> Trainer<SVector<f32, OBS>, R> {
 
     /// Resumes a run from a checkpoint written by [`save`](Self::save):
     /// restores `agent` (whose `config` must be the run's; its weights and
-    /// statistics may be anything, e.g. `ZERO`) and the training environment
-    /// `env`, and returns the trainer. Continuing with
-    /// [`iterate`](Self::iterate)/[`run`](Self::run) then reproduces the
-    /// uninterrupted run bit for bit.
+    /// statistics may be anything, e.g. `ZERO`) and the training
+    /// environment `envs` (every copy and cursor of a
+    /// [`VecEnv`](crate::vec_env::VecEnv), whose agent's
+    /// [`n_envs`](Learner::n_envs) copies are then in use), and returns the
+    /// trainer. Continuing with [`iterate`](Self::iterate)/[`run`](Self::run)
+    /// then reproduces the uninterrupted run bit for bit.
     ///
     /// # Errors
-    /// In the order checked: [`Error::Truncated`], [`Error::BadMagic`],
+    /// In the order checked: [`Error::InvalidConfig`] naming `n_envs` when
+    /// the agent needs more copies than a `VecEnv` holds,
+    /// [`Error::Truncated`], [`Error::BadMagic`],
     /// [`Error::UnsupportedVersion`], [`Error::TrailingBytes`],
     /// [`Error::ChecksumMismatch`], [`Error::ShapeMismatch`] (a checkpoint of
-    /// another agent, network, environment or RNG), then
+    /// another agent, network, environment, RNG or number of copies), then
     /// [`Error::InvalidConfig`], [`Error::NonFinite`], [`Error::OutOfDomain`]
     /// or [`Error::InvalidState`] for a value out of range. `agent` and
-    /// `env` are unchanged on error.
-    pub fn resume<L, E>(agent: &mut L, env: &mut E, bytes: &[u8]) -> Result<Self, Error>
+    /// `envs` are unchanged on error.
+    pub fn resume<L, V, E>(agent: &mut L, envs: &mut V, bytes: &[u8]) -> Result<Self, Error>
     where
         L: Learner<E> + AgentState,
-        E: Env<Obs = SVector<f32, OBS>> + EnvState,
-    {
-        let mut cursor = [Cursor::idle()];
-        let mut trainer =
-            Self::resume_copies(agent, core::slice::from_mut(env), &mut cursor, bytes)?;
-        let [cursor] = cursor;
-        trainer.cursor = cursor;
-        Ok(trainer)
-    }
-
-    /// [`resume`](Self::resume) of a checkpoint written by
-    /// [`save_envs`](Self::save_envs): restores `agent` (whose `config`
-    /// must be the run's) and every copy and cursor of `envs`, and puts the
-    /// agent's [`n_envs`](Learner::n_envs) copies in use. Continuing with
-    /// [`run_envs`](Self::run_envs) reproduces the uninterrupted run bit for
-    /// bit.
-    ///
-    /// # Errors
-    /// As [`resume`](Self::resume) (a checkpoint of another `MAX_ENVS` is a
-    /// [`Error::ShapeMismatch`]), and [`Error::InvalidConfig`] naming
-    /// `n_envs` when the agent needs more than `MAX_ENVS` copies. `agent`
-    /// and `envs` are unchanged on error.
-    pub fn resume_envs<L, E, const MAX_ENVS: usize>(
-        agent: &mut L,
-        envs: &mut VecEnv<E, MAX_ENVS>,
-        bytes: &[u8],
-    ) -> Result<Self, Error>
-    where
-        L: Learner<E> + AgentState,
+        V: Envs<Env = E>,
         E: Env<Obs = SVector<f32, OBS>> + EnvState,
     {
         let n_envs = agent.n_envs();
-        VecEnv::<E, MAX_ENVS>::check(n_envs)?;
-        let mut cursors: [Cursor<SVector<f32, OBS>>; MAX_ENVS] =
-            core::array::from_fn(|_| Cursor::idle());
-        let trainer = Self::resume_copies(agent, &mut envs.envs, &mut cursors, bytes)?;
-        envs.cursors = cursors;
-        envs.set_n_envs(n_envs);
+        let (mut trainer, cursor) = envs.restore(n_envs, |copies, cursors| {
+            Self::resume_copies(agent, copies, cursors, bytes)
+        })?;
+        trainer.cursor = cursor;
         Ok(trainer)
     }
 

@@ -27,10 +27,11 @@
 //! - **Environment copies.** PPO and A2C can collect each rollout from
 //!   `n_envs` copies of the environment side by side (SB3's `n_envs ×
 //!   n_steps`): the caller owns the copies and their cursors in a
-//!   [`VecEnv`](crate::vec_env::VecEnv) and drives the run with [`Trainer::start_envs`],
-//!   [`Trainer::run_envs`] (and [`Trainer::save_envs`] /
-//!   [`Trainer::resume_envs`] for checkpoints); with one copy that run is
-//!   the single-environment run bit for bit.
+//!   [`VecEnv`](crate::vec_env::VecEnv) and passes it to the same
+//!   [`Trainer::start`], [`Trainer::run`], [`Trainer::save`] and
+//!   [`Trainer::resume`] as one environment ([`Envs`]); with one copy that
+//!   run is the single-environment run bit for bit. A single-environment
+//!   user's types never mention `MAX_ENVS`.
 //! - **Deterministic.** Given the seeds, a run is bit-identical on every
 //!   platform: the loop adds no randomness of its own, and evaluation
 //!   streams never perturb the training stream.
@@ -53,9 +54,11 @@
 //! ```
 
 mod config;
+mod envs;
 mod trainer;
 
 pub use config::*;
+pub use envs::Envs;
 pub use trainer::*;
 
 use core::marker::PhantomData;

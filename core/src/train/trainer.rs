@@ -10,7 +10,6 @@ use rand_core::{Rng, SeedableRng};
 use crate::algo::{Cursor, evaluate};
 use crate::env::Env;
 use crate::error::Error;
-use crate::vec_env::VecEnv;
 
 use super::*;
 
@@ -84,95 +83,61 @@ impl<const OBS: usize, R: Rng> Trainer<SVector<f32, OBS>, R> {
         }
     }
 
-    /// [`start`](Self::start) for a run over environment copies (see
-    /// [`VecEnv`]): seeds the three streams from `seed`, initialises `agent`
-    /// for copy 0 from the training stream, then resets the agent's
-    /// [`n_envs`](Learner::n_envs) copies, copy 0 first. With one copy this
-    /// is [`start`](Self::start) bit for bit. The trainer's own
-    /// [`cursor`](Self::cursor) stays [idle](Cursor::idle): every copy's
-    /// episode is in `envs.cursors`.
+    /// The usual start: seeds the three streams from `seed` ([`select_seed`],
+    /// [`report_seed`]), initialises `agent` for the training environment
+    /// from the training stream, then resets it — `envs` is one environment,
+    /// or a [`VecEnv`](crate::vec_env::VecEnv) of copies (see [`Envs`]),
+    /// whose agent's [`n_envs`](Learner::n_envs) copies are reset, copy 0
+    /// first. With one copy the two are the same run bit for bit.
     ///
     /// # Errors
     /// [`Error::InvalidConfig`] from the run or the agent's configuration,
-    /// or naming `n_envs` when the agent needs more copies than `MAX_ENVS`;
-    /// neither `agent` nor `envs` changes then.
-    pub fn start_envs<L, E, const MAX_ENVS: usize>(
+    /// or naming `n_envs` when the agent needs more copies than a `VecEnv`
+    /// holds; neither `agent` nor `envs` changes then.
+    pub fn start<L, V, E>(
         agent: &mut L,
-        envs: &mut VecEnv<E, MAX_ENVS>,
+        envs: &mut V,
         config: RunConfig,
         seed: u64,
     ) -> Result<Self, Error>
     where
         L: Learner<E>,
+        V: Envs<Env = E>,
         E: Env<Obs = SVector<f32, OBS>>,
         R: SeedableRng,
     {
         config.validate()?;
-        let n_envs = agent.n_envs();
-        VecEnv::<E, MAX_ENVS>::check(n_envs)?;
-        let first = envs.envs.first().ok_or(Error::config(
-            "n_envs",
-            "must be > 0 and at most the VecEnv's MAX_ENVS copies",
-        ))?;
         let mut rng = R::seed_from_u64(seed);
-        agent.init(first, &mut rng)?;
-        envs.start(n_envs, &mut rng)?;
+        let cursor = envs.start_run(agent, &mut rng)?;
         Ok(Self::from_parts(
             config,
-            Cursor::idle(),
+            cursor,
             rng,
             R::seed_from_u64(select_seed(seed)),
             R::seed_from_u64(report_seed(seed)),
         ))
     }
 
-    /// The usual start: seeds the three streams from `seed` ([`select_seed`],
-    /// [`report_seed`]), initialises `agent` for `env` from the training
-    /// stream, then resets `env`.
-    ///
-    /// # Errors
-    /// [`Error::InvalidConfig`] from the run or the agent's configuration.
-    pub fn start<L, E>(
-        agent: &mut L,
-        env: &mut E,
-        config: RunConfig,
-        seed: u64,
-    ) -> Result<Self, Error>
-    where
-        L: Learner<E>,
-        E: Env<Obs = SVector<f32, OBS>>,
-        R: SeedableRng,
-    {
-        config.validate()?;
-        let mut rng = R::seed_from_u64(seed);
-        agent.init(env, &mut rng)?;
-        Self::new(
-            config,
-            env,
-            rng,
-            R::seed_from_u64(select_seed(seed)),
-            R::seed_from_u64(report_seed(seed)),
-        )
-    }
-
-    /// One iteration of `agent` on `env`, then the evaluation due (on
-    /// `eval_env`, from the selection stream).
+    /// One iteration of `agent` on `envs` (one environment or copies, see
+    /// [`Envs`]), then the evaluation due (on `eval_env`, from the
+    /// selection stream).
     ///
     /// # Errors
     /// The agent's, the environment's or the evaluation's first error.
-    pub fn iterate<L, E, H>(
+    pub fn iterate<L, V, E, H>(
         &mut self,
         agent: &mut L,
-        env: &mut E,
+        envs: &mut V,
         eval_env: &mut E,
         hooks: &mut H,
     ) -> Result<Progress, Error>
     where
         L: Learner<E>,
+        V: Envs<Env = E>,
         E: Env<Obs = SVector<f32, OBS>>,
         H: Hooks<L::Stats>,
     {
-        self.train_step(agent, env, hooks)?;
+        self.train_step(agent, envs, hooks)?;
         self.evaluate_due(agent, eval_env, hooks)
     }
 
@@ -203,48 +168,21 @@ impl<const OBS: usize, R: Rng> Trainer<SVector<f32, OBS>, R> {
         Ok(progress)
     }
 
-    /// [`iterate`](Self::iterate) over the environment copies in use in
-    /// `envs` ([`Learner::iterate_envs`]), then the evaluation due (on
-    /// `eval_env`, from the selection stream).
-    ///
-    /// # Errors
-    /// As [`iterate`](Self::iterate).
-    pub fn iterate_envs<L, E, H, const MAX_ENVS: usize>(
-        &mut self,
-        agent: &mut L,
-        envs: &mut VecEnv<E, MAX_ENVS>,
-        eval_env: &mut E,
-        hooks: &mut H,
-    ) -> Result<Progress, Error>
-    where
-        L: Learner<E>,
-        E: Env<Obs = SVector<f32, OBS>>,
-        H: Hooks<L::Stats>,
-    {
-        let (copies, cursors) = envs.in_use();
-        let episodes = &mut self.episodes;
-        let stats = agent.iterate_envs(copies, cursors, &mut self.rng, &mut |e| {
-            *episodes += 1;
-            hooks.on_episode(e);
-        })?;
-        self.count_update(agent, &stats, hooks);
-        self.evaluate_due(agent, eval_env, hooks)
-    }
-
     /// One [`Learner::iterate`], counting episodes and updates.
-    fn train_step<L, E, H>(
+    fn train_step<L, V, E, H>(
         &mut self,
         agent: &mut L,
-        env: &mut E,
+        envs: &mut V,
         hooks: &mut H,
     ) -> Result<(), Error>
     where
         L: Learner<E>,
+        V: Envs<Env = E>,
         E: Env<Obs = SVector<f32, OBS>>,
         H: Hooks<L::Stats>,
     {
         let episodes = &mut self.episodes;
-        let stats = agent.iterate(env, &mut self.cursor, &mut self.rng, &mut |e| {
+        let stats = envs.train(agent, &mut self.cursor, &mut self.rng, &mut |e| {
             *episodes += 1;
             hooks.on_episode(e);
         })?;
@@ -354,52 +292,61 @@ impl<const OBS: usize, R: Rng> Trainer<SVector<f32, OBS>, R> {
 
     /// Iterates until the budget is spent, the deciding evaluation passes
     /// (with early stop) or a hook breaks; then the reported evaluation.
-    /// (With one environment, e.g. a real plant, see
+    /// `envs` is one environment or copies ([`Envs`]). (With one
+    /// environment and no other to evaluate on, e.g. a real plant, see
     /// [`run_single`](Self::run_single).)
     ///
     /// # Errors
     /// The first error of an iteration or an evaluation; the agent keeps
     /// every update made before it.
-    pub fn run<L, E, H>(
+    pub fn run<L, V, E, H>(
         &mut self,
         agent: &mut L,
-        env: &mut E,
+        envs: &mut V,
         eval_env: &mut E,
         hooks: &mut H,
     ) -> Result<Outcome, Error>
     where
         L: Learner<E>,
+        V: Envs<Env = E>,
         E: Env<Obs = SVector<f32, OBS>>,
         H: Hooks<L::Stats>,
     {
-        self.drive(agent, env, Some(eval_env), hooks, |_, _, _, _| {
+        self.run_with(agent, envs, eval_env, hooks, |_, _, _, _| {
             ControlFlow::Continue(())
         })
     }
 
-    /// [`run`](Self::run), calling `between(trainer, agent, env, hooks)` after
-    /// every iteration that does not end the run — the place to save a
-    /// checkpoint ([`Trainer::save`](crate::checkpoint)) or to feed a
+    /// [`run`](Self::run), calling `between(trainer, agent, envs, hooks)`
+    /// after every iteration that does not end the run — the place to save
+    /// a checkpoint ([`Trainer::save`](crate::checkpoint)) or to feed a
     /// watchdog; `Break` stops the run there (then the reported evaluation
     /// as usual).
     ///
     /// # Errors
     /// As [`run`](Self::run).
-    pub fn run_with<L, E, H, F>(
+    pub fn run_with<L, V, E, H, F>(
         &mut self,
         agent: &mut L,
-        env: &mut E,
+        envs: &mut V,
         eval_env: &mut E,
         hooks: &mut H,
-        between: F,
+        mut between: F,
     ) -> Result<Outcome, Error>
     where
         L: Learner<E>,
+        V: Envs<Env = E>,
         E: Env<Obs = SVector<f32, OBS>>,
         H: Hooks<L::Stats>,
-        F: FnMut(&Self, &L, &E, &mut H) -> ControlFlow<()>,
+        F: FnMut(&Self, &L, &V, &mut H) -> ControlFlow<()>,
     {
-        self.drive(agent, env, Some(eval_env), hooks, between)
+        while agent.steps() < self.config.total_steps {
+            let progress = self.iterate(agent, envs, eval_env, hooks)?;
+            if self.ends_run(&progress, hooks) || between(self, agent, envs, hooks).is_break() {
+                break;
+            }
+        }
+        self.finish(agent, eval_env, hooks)
     }
 
     /// [`run`](Self::run) on a single environment (see
@@ -419,63 +366,13 @@ impl<const OBS: usize, R: Rng> Trainer<SVector<f32, OBS>, R> {
         E: Env<Obs = SVector<f32, OBS>>,
         H: Hooks<L::Stats>,
     {
-        self.drive(agent, env, None, hooks, |_, _, _, _| {
-            ControlFlow::Continue(())
-        })
-    }
-
-    /// [`run`](Self::run) over the environment copies in use in `envs`
-    /// (started by [`start_envs`](Self::start_envs) or
-    /// [`resume_envs`](Self::resume_envs)).
-    ///
-    /// # Errors
-    /// As [`run`](Self::run).
-    pub fn run_envs<L, E, H, const MAX_ENVS: usize>(
-        &mut self,
-        agent: &mut L,
-        envs: &mut VecEnv<E, MAX_ENVS>,
-        eval_env: &mut E,
-        hooks: &mut H,
-    ) -> Result<Outcome, Error>
-    where
-        L: Learner<E>,
-        E: Env<Obs = SVector<f32, OBS>>,
-        H: Hooks<L::Stats>,
-    {
-        self.run_envs_with(agent, envs, eval_env, hooks, |_, _, _, _| {
-            ControlFlow::Continue(())
-        })
-    }
-
-    /// [`run_with`](Self::run_with) over the environment copies in use in
-    /// `envs`: `between(trainer, agent, envs, hooks)` after every iteration
-    /// that does not end the run (the place for
-    /// [`save_envs`](Self::save_envs)).
-    ///
-    /// # Errors
-    /// As [`run`](Self::run).
-    pub fn run_envs_with<L, E, H, F, const MAX_ENVS: usize>(
-        &mut self,
-        agent: &mut L,
-        envs: &mut VecEnv<E, MAX_ENVS>,
-        eval_env: &mut E,
-        hooks: &mut H,
-        mut between: F,
-    ) -> Result<Outcome, Error>
-    where
-        L: Learner<E>,
-        E: Env<Obs = SVector<f32, OBS>>,
-        H: Hooks<L::Stats>,
-        F: FnMut(&Self, &L, &VecEnv<E, MAX_ENVS>, &mut H) -> ControlFlow<()>,
-    {
         while agent.steps() < self.config.total_steps {
-            let progress = self.iterate_envs(agent, envs, eval_env, hooks)?;
-            let stop = self.ends_run(&progress, hooks);
-            if stop || between(self, agent, envs, hooks).is_break() {
+            let progress = self.iterate_single(agent, env, hooks)?;
+            if self.ends_run(&progress, hooks) {
                 break;
             }
         }
-        self.finish(agent, eval_env, hooks)
+        self.finish(agent, env, hooks)
     }
 
     /// Whether the run ends after an iteration: a hook breaks, or (with
@@ -483,41 +380,6 @@ impl<const OBS: usize, R: Rng> Trainer<SVector<f32, OBS>, R> {
     fn ends_run<S, H: Hooks<S>>(&self, progress: &Progress, hooks: &mut H) -> bool {
         hooks.on_iteration(progress).is_break()
             || (self.config.early_stop && progress.solved_at_step.is_some())
-    }
-
-    /// The training loop of one environment ([`run_envs_with`](Self::run_envs_with)
-    /// is the same loop over copies): iterate until the budget is spent, the
-    /// deciding evaluation passes (with early stop), a hook or `between`
-    /// breaks; then the reported evaluation (on `env` itself without an
-    /// `eval_env`).
-    fn drive<L, E, H, F>(
-        &mut self,
-        agent: &mut L,
-        env: &mut E,
-        mut eval_env: Option<&mut E>,
-        hooks: &mut H,
-        mut between: F,
-    ) -> Result<Outcome, Error>
-    where
-        L: Learner<E>,
-        E: Env<Obs = SVector<f32, OBS>>,
-        H: Hooks<L::Stats>,
-        F: FnMut(&Self, &L, &E, &mut H) -> ControlFlow<()>,
-    {
-        while agent.steps() < self.config.total_steps {
-            let progress = match eval_env.as_deref_mut() {
-                Some(eval_env) => self.iterate(agent, env, eval_env, hooks)?,
-                None => self.iterate_single(agent, env, hooks)?,
-            };
-            let stop = self.ends_run(&progress, hooks);
-            if stop || between(self, agent, env, hooks).is_break() {
-                break;
-            }
-        }
-        match eval_env {
-            Some(eval_env) => self.finish(agent, eval_env, hooks),
-            None => self.finish(agent, env, hooks),
-        }
     }
 
     /// Ends a run driven by [`iterate`](Self::iterate) calls of the

@@ -274,12 +274,12 @@ where
     type Run<const OBS: usize> = Trainer<SVector<f32, OBS>, Xoshiro128pp>;
     let (mut trainer, mut iterations, wall_before) = match resumed {
         None => {
-            let trainer = Run::<OBS>::start_envs(agent, &mut *envs, run_config, opts.seed)
+            let trainer = Run::<OBS>::start(agent, &mut *envs, run_config, opts.seed)
                 .map_err(anyhow::Error::msg)?;
             (trainer, 0, 0.0)
         }
         Some((state, saved)) => {
-            let trainer = Run::<OBS>::resume_envs(agent, &mut *envs, &state)
+            let trainer = Run::<OBS>::resume(agent, &mut *envs, &state)
                 .map_err(|e| anyhow::anyhow!("resuming from the checkpoint: {e}"))?;
             anyhow::ensure!(
                 trainer.config == run_config,
@@ -302,9 +302,9 @@ where
             }
             let elapsed = wall_before + start.elapsed().as_secs_f64();
             let written = (|| -> anyhow::Result<()> {
-                let mut state = vec![0u8; Run::<OBS>::checkpoint_len_envs::<L, E, MAX_ENVS>()];
+                let mut state = vec![0u8; Run::<OBS>::checkpoint_len::<L, VecEnv<E, MAX_ENVS>>()];
                 let len = trainer
-                    .save_envs(agent, envs, &mut state)
+                    .save(agent, envs, &mut state)
                     .map_err(|e| anyhow::anyhow!("writing a checkpoint: {e}"))?;
                 let progress = observer.save(opts, &config, iterations, elapsed)?;
                 crate::atomic::write_run_dir(
@@ -324,7 +324,7 @@ where
             }
         };
     let outcome = trainer
-        .run_envs_with(agent, &mut *envs, &mut eval_env, &mut observer, checkpoint)
+        .run_with(agent, &mut *envs, &mut eval_env, &mut observer, checkpoint)
         .map_err(|e| anyhow::anyhow!("training failed at step {}: {e}", agent.steps()))?;
     if let Some(e) = checkpoint_error {
         return Err(e);

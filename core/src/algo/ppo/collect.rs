@@ -155,7 +155,7 @@ impl<A: Actor<OBS>, C: Critic<OBS>, const OBS: usize, const N: usize, const CHUN
         if self.config.n_envs != 1 {
             return Err(Error::config(
                 "n_envs",
-                "must be 1 to collect from one environment (collect_envs, Trainer::run_envs)",
+                "must be 1 to collect from one environment (collect_envs, Trainer::run)",
             ));
         }
         self.collect_transaction(

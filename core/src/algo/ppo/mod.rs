@@ -200,7 +200,7 @@ impl<A: Actor<OBS>, C: Critic<OBS>, const OBS: usize, const N: usize, const CHUN
     /// temporary the size of a network). Environment copies' discounted
     /// returns live in their caller-owned cursors: restart the copies too
     /// ([`VecEnv::start`](crate::vec_env::VecEnv::start), which
-    /// [`Trainer::start_envs`](crate::train::Trainer::start_envs) calls).
+    /// [`Trainer::start`](crate::train::Trainer::start) calls).
     ///
     /// # Errors
     /// [`Error::InvalidConfig`] if the configuration does not

@@ -1,8 +1,9 @@
 //! SAC's hyper-parameters, named as SB3's `SAC` arguments.
 
-use crate::config::{check, unit};
+use crate::algo::offpolicy::Schedule;
+use crate::config::check;
 use crate::error::Error;
-use crate::optim::{AdamConfig, check_lr};
+use crate::optim::AdamConfig;
 
 /// The entropy coefficient `α` (SB3's `ent_coef`).
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -129,31 +130,27 @@ impl SacConfig {
         self.target_entropy.unwrap_or(-(act_dim as f32))
     }
 
+    /// The settings shared with the other off-policy learner.
+    pub const fn schedule(&self) -> Schedule {
+        Schedule {
+            buffer_size: self.buffer_size,
+            learning_starts: self.learning_starts,
+            batch_size: self.batch_size,
+            tau: self.tau,
+            gamma: self.gamma,
+            train_freq: self.train_freq,
+            gradient_steps: self.gradient_steps,
+            learning_rate: self.learning_rate,
+        }
+    }
+
     /// Checks every field for an agent with replay capacity `capacity` and
     /// minibatch capacity `batch`.
     ///
     /// # Errors
     /// [`Error::InvalidConfig`] naming the first offending field.
     pub fn validate(&self, capacity: usize, batch: usize) -> Result<(), Error> {
-        check(
-            "buffer_size",
-            self.buffer_size > 0 && self.buffer_size as usize <= capacity,
-            "must be in 1..=CAP (the replay buffer's capacity)",
-        )?;
-        check(
-            "batch_size",
-            self.batch_size > 0 && self.batch_size as usize <= batch,
-            "must be in 1..=BATCH (the agent's minibatch capacity)",
-        )?;
-        check(
-            "tau",
-            self.tau > 0.0 && self.tau <= 1.0,
-            "must be in (0, 1]",
-        )?;
-        unit("gamma", self.gamma)?;
-        check("train_freq", self.train_freq > 0, "must be > 0")?;
-        check("gradient_steps", self.gradient_steps > 0, "must be > 0")?;
-        check_lr(self.learning_rate)?;
+        self.schedule().validate(capacity, batch)?;
         let alpha = self.ent_coef.initial();
         check(
             "ent_coef",

@@ -13,7 +13,7 @@ use nalgebra::SVector;
 use rand_core::Rng;
 
 use super::{Sac, SacPolicy, SacStats};
-use crate::algo::offpolicy::to_bounds;
+use crate::algo::offpolicy::{OffPolicy, to_bounds};
 use crate::algo::{Controller, Cursor, Episode};
 use crate::env::{Continuous, Env};
 use crate::error::Error;
@@ -43,20 +43,6 @@ where
         out.net.second = Dense::from_parts(actor.mu.weight, actor.mu.bias);
         out.space = self.space;
     }
-
-    /// Gradient steps the last environment step made: `gradient_steps`
-    /// when the step count is past `learning_starts` and a multiple of
-    /// `train_freq`, else 0.
-    fn last_step_updates(&self) -> u64 {
-        let c = &self.config;
-        if self.steps > u64::from(c.learning_starts)
-            && self.steps.is_multiple_of(u64::from(c.train_freq))
-        {
-            u64::from(c.gradient_steps)
-        } else {
-            0
-        }
-    }
 }
 
 impl<
@@ -85,7 +71,7 @@ where
     /// reads it right after each iteration, so its count of updates is
     /// [`n_updates`](Sac::n_updates)).
     fn updates_per_iteration(&self) -> u64 {
-        self.last_step_updates()
+        u64::from(self.config.schedule().updates_after(self.steps))
     }
 
     fn export(&self, out: &mut SacPolicy<T, H, ACT>) {
@@ -120,7 +106,7 @@ where
         rng: &mut R,
         on_episode: &mut dyn FnMut(Episode),
     ) -> Result<Option<SacStats>, Error> {
-        self.step(env, cursor, rng, on_episode)
+        OffPolicy::step(self, env, cursor, rng, on_episode)
     }
 }
 

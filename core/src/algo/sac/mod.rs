@@ -90,11 +90,12 @@ pub use update::SacStats;
 use nalgebra::SVector;
 use rand_core::Rng;
 
-use super::offpolicy::{Draws, TanhPolicy, Twin, to_bounds, torch_default_init};
+use super::offpolicy::{
+    Draws, OffPolicy, Schedule, TanhPolicy, Twin, checked_space, to_bounds, torch_default_init,
+};
 use super::replay::{ReplayBuffer, Transition};
-use super::{Cursor, Episode};
 use crate::env::{Continuous, Env};
-use crate::error::{Error, check_all_finite};
+use crate::error::Error;
 use crate::math;
 use crate::nn::{Chain, Dense, Layer, Mlp, Relu, Tanh};
 use crate::optim::{Optimizer, TrainState};
@@ -222,11 +223,7 @@ where
         R: Rng + ?Sized,
     {
         self.config.validate(CAP, BATCH)?;
-        let space = env.action_space();
-        check_all_finite(&space.low)?;
-        check_all_finite(&space.high)?;
-        space.check_domain()?;
-        self.space = space;
+        self.space = checked_space(env)?;
         let adam = self.config.adam;
         self.actor.optimizer.config = adam;
         self.critic.optimizer.config = adam;
@@ -272,61 +269,6 @@ where
         rng::fill_normal(rng, eps.as_mut_slice());
         let (action, _) = self.actor.params.sample_with(obs, &eps)?;
         Ok((action, to_bounds(&self.space, &action)))
-    }
-
-    /// One environment step of training (see the [module docs](self)):
-    /// act (uniformly at random for the first `learning_starts` steps,
-    /// then [`explore`](Self::explore)), step `env` through `cursor`
-    /// (which resets it at an episode's end and reports the episode to
-    /// `on_episode`), store the transition, and every `train_freq` steps
-    /// past `learning_starts` run `gradient_steps` updates. Returns the
-    /// last update's statistics, if any ran.
-    ///
-    /// # Errors
-    /// [`Error::InvalidConfig`] for an invalid configuration,
-    /// [`Error::NonFinite`] for a non-finite observation, reward, network
-    /// output or gradient, and the environment's own errors. Before the
-    /// transition is stored nothing of the agent has changed.
-    pub fn step<E, R>(
-        &mut self,
-        env: &mut E,
-        cursor: &mut Cursor<SVector<f32, OBS>>,
-        rng: &mut R,
-        mut on_episode: impl FnMut(Episode),
-    ) -> Result<Option<SacStats>, Error>
-    where
-        E: Env<Obs = SVector<f32, OBS>, Space = Continuous<ACT>>,
-        R: Rng + ?Sized,
-    {
-        let c = self.config;
-        c.validate(CAP, BATCH)?;
-        let obs = cursor.obs;
-        check_all_finite(obs.as_slice())?;
-        let action = if self.steps < u64::from(c.learning_starts) {
-            SVector::<f32, ACT>::from_fn(|_, _| rng::uniform_range(rng, -1.0, 1.0))
-        } else {
-            self.explore(&obs, rng)?.0
-        };
-        let step = cursor.advance(env, to_bounds(&self.space, &action), rng, &mut on_episode)?;
-        // Every value was checked (the observation above, the reward and
-        // the next observation by `advance`, the action is in [−1, 1]).
-        self.replay.push(&Transition {
-            obs,
-            action,
-            reward: step.reward,
-            next_obs: step.obs,
-            terminated: step.terminated,
-        })?;
-        self.steps = self.steps.saturating_add(1);
-        let mut stats = None;
-        if self.steps > u64::from(c.learning_starts)
-            && self.steps.is_multiple_of(u64::from(c.train_freq))
-        {
-            for _ in 0..c.gradient_steps {
-                stats = Some(self.update(rng)?);
-            }
-        }
-        Ok(stats)
     }
 
     /// One gradient step on a minibatch of `batch_size` transitions drawn
@@ -385,5 +327,54 @@ where
             .field("replay_len", &self.replay.len())
             .field("alpha", &self.alpha())
             .finish_non_exhaustive()
+    }
+}
+
+/// The learning loop's step ([`OffPolicy::step`]) on this agent.
+impl<
+    T,
+    Q,
+    const OBS: usize,
+    const ACT: usize,
+    const OA: usize,
+    const H: usize,
+    const CAP: usize,
+    const BATCH: usize,
+> OffPolicy<OBS, ACT> for Sac<T, Q, OBS, ACT, OA, H, CAP, BATCH>
+where
+    T: Layer<Input = SVector<f32, OBS>, Output = SVector<f32, H>>,
+    Q: Layer<Input = SVector<f32, OA>, Output = SVector<f32, 1>>,
+{
+    type Stats = SacStats;
+
+    fn schedule(&self) -> Result<Schedule, Error> {
+        self.config.validate(CAP, BATCH)?;
+        Ok(self.config.schedule())
+    }
+
+    fn explore_action<R: Rng + ?Sized>(
+        &self,
+        obs: &SVector<f32, OBS>,
+        rng: &mut R,
+    ) -> Result<SVector<f32, ACT>, Error> {
+        Ok(self.explore(obs, rng)?.0)
+    }
+
+    fn space(&self) -> &Continuous<ACT> {
+        &self.space
+    }
+
+    fn record(&mut self, transition: &Transition<OBS, ACT>) -> Result<u64, Error> {
+        self.replay.push(transition)?;
+        self.steps = self.steps.saturating_add(1);
+        Ok(self.steps)
+    }
+
+    fn train_once<R: Rng + ?Sized>(&mut self, rng: &mut R) -> Result<SacStats, Error> {
+        self.update(rng)
+    }
+
+    fn env_steps(&self) -> u64 {
+        self.steps
     }
 }

@@ -10,9 +10,10 @@ use rand_core::Rng;
 use rand_xoshiro::Xoshiro128PlusPlus;
 
 use super::*;
-use crate::algo::offpolicy::{Draws, critic_input};
+use crate::algo::offpolicy::{Draws, OffPolicy, critic_input};
 use crate::algo::{Controller, Cursor, evaluate};
 use crate::env::{Continuous, Env, Pendulum, Step};
+use crate::error::check_all_finite;
 use crate::nn::fd;
 
 /// A 3-observation plant with one actuator in `[−2, 2]` whose reward turns

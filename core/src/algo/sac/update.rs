@@ -5,7 +5,6 @@ use nalgebra::SVector;
 
 use super::Sac;
 use crate::algo::offpolicy::{Draws, action_part, critic_input, polyak};
-use crate::algo::replay::Transition;
 use crate::error::{Error, check_finite};
 use crate::nn::Layer;
 
@@ -43,17 +42,6 @@ where
     T: Layer<Input = SVector<f32, OBS>, Output = SVector<f32, H>>,
     Q: Layer<Input = SVector<f32, OA>, Output = SVector<f32, 1>>,
 {
-    /// Transition `draws.indices[k]` of the replay buffer.
-    fn sampled(&self, draws: &Draws<ACT, BATCH>, k: usize) -> Result<Transition<OBS, ACT>, Error> {
-        draws
-            .indices
-            .get(k)
-            .and_then(|&i| self.replay.get(i as usize))
-            .ok_or(Error::InvalidInput {
-                what: "minibatch index past the stored transitions",
-            })
-    }
-
     /// One gradient step on the minibatch `draws` names (its replay indices
     /// and noises), in the order of the [module docs](super): critics,
     /// actor, `log α`, then the targets when the interval is due. The
@@ -69,15 +57,8 @@ where
     /// configuration — each optimiser step refuses without writing, and
     /// the steps before it in this update stay applied.
     pub fn update_with(&mut self, draws: &Draws<ACT, BATCH>) -> Result<SacStats, Error> {
+        draws.check(&self.replay)?;
         let n = draws.len;
-        if n == 0 || n > BATCH {
-            return Err(Error::InvalidInput {
-                what: "minibatch must hold 1..=BATCH samples",
-            });
-        }
-        for k in 0..n {
-            self.sampled(draws, k)?;
-        }
         let c = self.config;
         let lr = c.learning_rate;
         let inv_n = 1.0 / n as f32;
@@ -90,7 +71,7 @@ where
         // Critics: J_Q = ½ Σᵢ mean((Qᵢ(s, a) − q_target)²), ∂J_Q/∂Qᵢ = (Qᵢ − q_target)/B.
         self.critic.zero_grad();
         for k in 0..n {
-            let t = self.sampled(draws, k)?;
+            let t = draws.sample(&self.replay, k)?;
             let (next_action, next_logp) = self
                 .actor
                 .params
@@ -132,7 +113,7 @@ where
         self.actor.zero_grad();
         self.critic.zero_grad();
         for k in 0..n {
-            let t = self.sampled(draws, k)?;
+            let t = draws.sample(&self.replay, k)?;
             let (action, log_prob) = self.actor.params.sample_train(
                 &t.obs,
                 &draws.pi_noise[k],

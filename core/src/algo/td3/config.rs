@@ -1,9 +1,10 @@
 //! TD3's hyper-parameters, named as SB3's `TD3` arguments.
 
+use crate::algo::offpolicy::Schedule;
 use crate::algo::sac::ADAM_TORCH;
-use crate::config::{check, non_negative, positive_or_off, unit};
+use crate::config::{check, non_negative, positive_or_off};
 use crate::error::Error;
-use crate::optim::{AdamConfig, check_lr};
+use crate::optim::AdamConfig;
 
 /// TD3 hyper-parameters. Defaults are SB3's `TD3` (except `buffer_size`,
 /// which must fit the agent's replay capacity `CAP`; Adam's `ε` is
@@ -97,31 +98,27 @@ impl Td3Config {
         },
     };
 
+    /// The settings shared with the other off-policy learner.
+    pub const fn schedule(&self) -> Schedule {
+        Schedule {
+            buffer_size: self.buffer_size,
+            learning_starts: self.learning_starts,
+            batch_size: self.batch_size,
+            tau: self.tau,
+            gamma: self.gamma,
+            train_freq: self.train_freq,
+            gradient_steps: self.gradient_steps,
+            learning_rate: self.learning_rate,
+        }
+    }
+
     /// Checks every field for an agent with replay capacity `capacity` and
     /// minibatch capacity `batch`.
     ///
     /// # Errors
     /// [`Error::InvalidConfig`] naming the first offending field.
     pub fn validate(&self, capacity: usize, batch: usize) -> Result<(), Error> {
-        check(
-            "buffer_size",
-            self.buffer_size > 0 && self.buffer_size as usize <= capacity,
-            "must be in 1..=CAP (the replay buffer's capacity)",
-        )?;
-        check(
-            "batch_size",
-            self.batch_size > 0 && self.batch_size as usize <= batch,
-            "must be in 1..=BATCH (the agent's minibatch capacity)",
-        )?;
-        check(
-            "tau",
-            self.tau > 0.0 && self.tau <= 1.0,
-            "must be in (0, 1]",
-        )?;
-        unit("gamma", self.gamma)?;
-        check("train_freq", self.train_freq > 0, "must be > 0")?;
-        check("gradient_steps", self.gradient_steps > 0, "must be > 0")?;
-        check_lr(self.learning_rate)?;
+        self.schedule().validate(capacity, batch)?;
         positive_or_off("action_noise", self.action_noise)?;
         check("policy_delay", self.policy_delay > 0, "must be > 0")?;
         non_negative("target_policy_noise", self.target_policy_noise)?;

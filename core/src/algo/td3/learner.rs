@@ -11,7 +11,7 @@ use nalgebra::SVector;
 use rand_core::Rng;
 
 use super::{Td3, Td3Stats};
-use crate::algo::offpolicy::{TanhPolicy, act_tanh};
+use crate::algo::offpolicy::{OffPolicy, TanhPolicy, act_tanh};
 use crate::algo::{Controller, Cursor, Episode};
 use crate::env::{Continuous, Env};
 use crate::error::Error;
@@ -37,20 +37,6 @@ where
     pub fn export(&self, out: &mut TanhPolicy<N, ACT>) {
         out.net.copy_from(&self.actor.params);
         out.space = self.space;
-    }
-
-    /// Gradient steps the last environment step made: `gradient_steps`
-    /// when the step count is past `learning_starts` and a multiple of
-    /// `train_freq`, else 0.
-    fn last_step_updates(&self) -> u64 {
-        let c = &self.config;
-        if self.steps > u64::from(c.learning_starts)
-            && self.steps.is_multiple_of(u64::from(c.train_freq))
-        {
-            u64::from(c.gradient_steps)
-        } else {
-            0
-        }
     }
 }
 
@@ -79,7 +65,7 @@ where
     /// reads it right after each iteration, so its count of updates is
     /// [`n_updates`](Td3::n_updates)).
     fn updates_per_iteration(&self) -> u64 {
-        self.last_step_updates()
+        u64::from(self.config.schedule().updates_after(self.steps))
     }
 
     fn export(&self, out: &mut TanhPolicy<N, ACT>) {
@@ -113,7 +99,7 @@ where
         rng: &mut R,
         on_episode: &mut dyn FnMut(Episode),
     ) -> Result<Option<Td3Stats>, Error> {
-        self.step(env, cursor, rng, on_episode)
+        OffPolicy::step(self, env, cursor, rng, on_episode)
     }
 }
 

@@ -64,9 +64,10 @@ pub use update::Td3Stats;
 use nalgebra::SVector;
 use rand_core::Rng;
 
-use super::offpolicy::{Draws, TanhPolicy, Twin, to_bounds, torch_default_init};
+use super::offpolicy::{
+    Draws, OffPolicy, Schedule, TanhPolicy, Twin, checked_space, to_bounds, torch_default_init,
+};
 use super::replay::{ReplayBuffer, Transition};
-use super::{Cursor, Episode};
 use crate::env::{Continuous, Env};
 use crate::error::{Error, check_all_finite};
 use crate::math;
@@ -188,11 +189,7 @@ where
         R: Rng + ?Sized,
     {
         self.config.validate(CAP, BATCH)?;
-        let space = env.action_space();
-        check_all_finite(&space.low)?;
-        check_all_finite(&space.high)?;
-        space.check_domain()?;
-        self.space = space;
+        self.space = checked_space(env)?;
         self.actor.optimizer.config = self.config.adam;
         self.critic.optimizer.config = self.config.adam;
         self.actor.optimizer.reset();
@@ -231,58 +228,6 @@ where
             }
         }
         Ok((action, to_bounds(&self.space, &action)))
-    }
-
-    /// One environment step of training, as [`Sac::step`](super::sac::Sac::step):
-    /// act (uniformly at random for the first `learning_starts` steps, then
-    /// [`explore`](Self::explore)), step `env` through `cursor`, store the
-    /// transition, and every `train_freq` steps past `learning_starts` run
-    /// `gradient_steps` updates. Returns the last update's statistics, if
-    /// any ran.
-    ///
-    /// # Errors
-    /// [`Error::InvalidConfig`] for an invalid configuration,
-    /// [`Error::NonFinite`] for a non-finite observation, reward, network
-    /// output or gradient, and the environment's own errors. Before the
-    /// transition is stored nothing of the agent has changed.
-    pub fn step<E, R>(
-        &mut self,
-        env: &mut E,
-        cursor: &mut Cursor<SVector<f32, OBS>>,
-        rng: &mut R,
-        mut on_episode: impl FnMut(Episode),
-    ) -> Result<Option<Td3Stats>, Error>
-    where
-        E: Env<Obs = SVector<f32, OBS>, Space = Continuous<ACT>>,
-        R: Rng + ?Sized,
-    {
-        let c = self.config;
-        c.validate(CAP, BATCH)?;
-        let obs = cursor.obs;
-        check_all_finite(obs.as_slice())?;
-        let action = if self.steps < u64::from(c.learning_starts) {
-            SVector::<f32, ACT>::from_fn(|_, _| rng::uniform_range(rng, -1.0, 1.0))
-        } else {
-            self.explore(&obs, rng)?.0
-        };
-        let step = cursor.advance(env, to_bounds(&self.space, &action), rng, &mut on_episode)?;
-        self.replay.push(&Transition {
-            obs,
-            action,
-            reward: step.reward,
-            next_obs: step.obs,
-            terminated: step.terminated,
-        })?;
-        self.steps = self.steps.saturating_add(1);
-        let mut stats = None;
-        if self.steps > u64::from(c.learning_starts)
-            && self.steps.is_multiple_of(u64::from(c.train_freq))
-        {
-            for _ in 0..c.gradient_steps {
-                stats = Some(self.update(rng)?);
-            }
-        }
-        Ok(stats)
     }
 
     /// One gradient step on a minibatch of `batch_size` transitions drawn
@@ -339,5 +284,53 @@ where
             .field("n_updates", &self.n_updates)
             .field("replay_len", &self.replay.len())
             .finish_non_exhaustive()
+    }
+}
+
+/// The learning loop's step ([`OffPolicy::step`]) on this agent.
+impl<
+    N,
+    Q,
+    const OBS: usize,
+    const ACT: usize,
+    const OA: usize,
+    const CAP: usize,
+    const BATCH: usize,
+> OffPolicy<OBS, ACT> for Td3<N, Q, OBS, ACT, OA, CAP, BATCH>
+where
+    N: Layer<Input = SVector<f32, OBS>, Output = SVector<f32, ACT>>,
+    Q: Layer<Input = SVector<f32, OA>, Output = SVector<f32, 1>>,
+{
+    type Stats = Td3Stats;
+
+    fn schedule(&self) -> Result<Schedule, Error> {
+        self.config.validate(CAP, BATCH)?;
+        Ok(self.config.schedule())
+    }
+
+    fn explore_action<R: Rng + ?Sized>(
+        &self,
+        obs: &SVector<f32, OBS>,
+        rng: &mut R,
+    ) -> Result<SVector<f32, ACT>, Error> {
+        Ok(self.explore(obs, rng)?.0)
+    }
+
+    fn space(&self) -> &Continuous<ACT> {
+        &self.space
+    }
+
+    fn record(&mut self, transition: &Transition<OBS, ACT>) -> Result<u64, Error> {
+        self.replay.push(transition)?;
+        self.steps = self.steps.saturating_add(1);
+        Ok(self.steps)
+    }
+
+    fn train_once<R: Rng + ?Sized>(&mut self, rng: &mut R) -> Result<Td3Stats, Error> {
+        self.update(rng)
+    }
+
+    fn env_steps(&self) -> u64 {
+        self.steps
     }
 }

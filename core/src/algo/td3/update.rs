@@ -5,7 +5,6 @@ use nalgebra::SVector;
 
 use super::Td3;
 use crate::algo::offpolicy::{Draws, action_part, critic_input, polyak};
-use crate::algo::replay::Transition;
 use crate::error::{Error, check_all_finite, check_finite};
 use crate::math;
 use crate::nn::Layer;
@@ -36,17 +35,6 @@ where
     N: Layer<Input = SVector<f32, OBS>, Output = SVector<f32, ACT>>,
     Q: Layer<Input = SVector<f32, OA>, Output = SVector<f32, 1>>,
 {
-    /// Transition `draws.indices[k]` of the replay buffer.
-    fn sampled(&self, draws: &Draws<ACT, BATCH>, k: usize) -> Result<Transition<OBS, ACT>, Error> {
-        draws
-            .indices
-            .get(k)
-            .and_then(|&i| self.replay.get(i as usize))
-            .ok_or(Error::InvalidInput {
-                what: "minibatch index past the stored transitions",
-            })
-    }
-
     /// One gradient step on the minibatch `draws` names (its replay
     /// indices and the standard normal `ε′` of the target smoothing; its
     /// `pi_noise` is not used): the critic step, and on every
@@ -62,15 +50,8 @@ where
     /// refuses without writing, the critic step of this update stays applied
     /// when the actor's is refused.
     pub fn update_with(&mut self, draws: &Draws<ACT, BATCH>) -> Result<Td3Stats, Error> {
+        draws.check(&self.replay)?;
         let n = draws.len;
-        if n == 0 || n > BATCH {
-            return Err(Error::InvalidInput {
-                what: "minibatch must hold 1..=BATCH samples",
-            });
-        }
-        for k in 0..n {
-            self.sampled(draws, k)?;
-        }
         let c = self.config;
         let inv_n = 1.0 / n as f32;
         let mut stats = Td3Stats::default();
@@ -79,7 +60,7 @@ where
         // Critics: J_Q = Σᵢ mean((Qᵢ − q_target)²), ∂J_Q/∂Qᵢ = 2(Qᵢ − q_target)/B.
         self.critic.zero_grad();
         for k in 0..n {
-            let t = self.sampled(draws, k)?;
+            let t = draws.sample(&self.replay, k)?;
             check_all_finite(draws.next_noise[k].as_slice())?;
             // ã′ = clip(μ′(s′) + clip(σ̃ ε′, −c, c), −1, 1)
             let mut next_action = self.actor_target.forward(&t.next_obs);
@@ -127,7 +108,7 @@ where
             self.critic.zero_grad();
             let mut actor_loss = 0.0f32;
             for k in 0..n {
-                let t = self.sampled(draws, k)?;
+                let t = draws.sample(&self.replay, k)?;
                 let action = self
                     .actor
                     .params
