@@ -10,7 +10,8 @@
 //! memory, measured with `core::mem::size_of` on the very types the firmware
 //! links.
 
-use microrl::env::{ActionSpace, CartPole, CartPoleContinuous, Env, Pendulum};
+use microrl::algo::offpolicy::{TanhPolicy, torch_default_init};
+use microrl::env::{ActionSpace, CartPole, CartPoleContinuous, Continuous, Env, Pendulum};
 use microrl::nn::{Mlp, Relu};
 use microrl::optim::{Adam, TrainState};
 use microrl::policy::{Actor, CategoricalActor, Controller, GaussianActor, Policy};
@@ -37,6 +38,14 @@ pub type CartPoleContinuousReluPolicy = Policy<GaussianActor<Mlp<4, 64, 1, Relu>
 /// [`PendulumPolicy`] with ReLU hidden layers.
 pub type PendulumReluPolicy = Policy<GaussianActor<Mlp<3, 64, 1, Relu>, 1>, 3>;
 
+/// The deployed policy of SAC and TD3 on continuous CartPole:
+/// `tanh(μ(s))` of a 4-64-64-1 ReLU network, scaled to the bounds.
+pub type CartPoleContinuousSquashedPolicy =
+    microrl::Deployed<agent::Sac<CartPoleContinuous, 64, 1, 1, 5>>;
+/// The deployed policy of SAC and TD3 on Pendulum: 3-64-64-1 ReLU, tanh
+/// output scaled to the torque bounds.
+pub type PendulumSquashedPolicy = microrl::Deployed<agent::Sac<Pendulum, 64, 1, 1, 4>>;
+
 /// A named architecture.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, Serialize)]
 #[serde(rename_all = "kebab-case")]
@@ -57,11 +66,15 @@ pub enum Arch {
     CartpoleContinuousRelu,
     /// Gaussian 3-64-64-1 with ReLU hidden layers (imported; Pendulum).
     PendulumRelu,
+    /// Deterministic 4-64-64-1 ReLU, tanh-squashed output (SAC, TD3; continuous CartPole).
+    CartpoleContinuousSquashed,
+    /// Deterministic 3-64-64-1 ReLU, tanh-squashed output (SAC, TD3; Pendulum).
+    PendulumSquashed,
 }
 
 impl Arch {
     /// Every architecture, in display order.
-    pub const ALL: [Arch; 8] = [
+    pub const ALL: [Arch; 10] = [
         Arch::Cartpole,
         Arch::CartpoleSmall,
         Arch::CartpoleContinuous,
@@ -70,6 +83,8 @@ impl Arch {
         Arch::CartpoleSmallRelu,
         Arch::CartpoleContinuousRelu,
         Arch::PendulumRelu,
+        Arch::CartpoleContinuousSquashed,
+        Arch::PendulumSquashed,
     ];
 
     /// The name used on the command line and in JSON.
@@ -83,6 +98,8 @@ impl Arch {
             Arch::CartpoleSmallRelu => "cartpole-small-relu",
             Arch::CartpoleContinuousRelu => "cartpole-continuous-relu",
             Arch::PendulumRelu => "pendulum-relu",
+            Arch::CartpoleContinuousSquashed => "cartpole-continuous-squashed",
+            Arch::PendulumSquashed => "pendulum-squashed",
         }
     }
 
@@ -97,6 +114,8 @@ impl Arch {
             Arch::CartpoleSmallRelu => "4-32-32-2 categorical relu",
             Arch::CartpoleContinuousRelu => "4-64-64-1 gaussian relu",
             Arch::PendulumRelu => "3-64-64-1 gaussian relu",
+            Arch::CartpoleContinuousSquashed => "4-64-64-1 relu, tanh-squashed (SAC/TD3)",
+            Arch::PendulumSquashed => "3-64-64-1 relu, tanh-squashed (SAC/TD3)",
         }
     }
 
@@ -106,9 +125,20 @@ impl Arch {
             Arch::Cartpole | Arch::CartpoleSmall | Arch::CartpoleRelu | Arch::CartpoleSmallRelu => {
                 EnvName::Cartpole
             }
-            Arch::CartpoleContinuous | Arch::CartpoleContinuousRelu => EnvName::CartpoleContinuous,
-            Arch::Pendulum | Arch::PendulumRelu => EnvName::Pendulum,
+            Arch::CartpoleContinuous
+            | Arch::CartpoleContinuousRelu
+            | Arch::CartpoleContinuousSquashed => EnvName::CartpoleContinuous,
+            Arch::Pendulum | Arch::PendulumRelu | Arch::PendulumSquashed => EnvName::Pendulum,
         }
+    }
+
+    /// A deterministic SAC/TD3 policy (`tanh(μ(s))` scaled to the bounds)
+    /// rather than PPO's stochastic one.
+    pub fn squashed(self) -> bool {
+        matches!(
+            self,
+            Arch::CartpoleContinuousSquashed | Arch::PendulumSquashed
+        )
     }
 
     /// The activation of the hidden layers.
@@ -139,16 +169,6 @@ impl Arch {
         }
     }
 
-    /// The architecture `microrl train` uses for `env` (`small`: 4-32-32 CartPole).
-    pub fn for_env(env: EnvName, small: bool) -> Arch {
-        match env {
-            EnvName::Cartpole if small => Arch::CartpoleSmall,
-            EnvName::Cartpole => Arch::Cartpole,
-            EnvName::CartpoleContinuous => Arch::CartpoleContinuous,
-            EnvName::Pendulum => Arch::Pendulum,
-        }
-    }
-
     /// Observation size.
     pub fn obs_dim(self) -> usize {
         match self.env() {
@@ -169,6 +189,10 @@ impl Arch {
             Arch::CartpoleSmallRelu => load::<CartPoleSmallReluPolicy>(blob).is_ok(),
             Arch::CartpoleContinuousRelu => load::<CartPoleContinuousReluPolicy>(blob).is_ok(),
             Arch::PendulumRelu => load::<PendulumReluPolicy>(blob).is_ok(),
+            Arch::CartpoleContinuousSquashed => {
+                load::<CartPoleContinuousSquashedPolicy>(blob).is_ok()
+            }
+            Arch::PendulumSquashed => load::<PendulumSquashedPolicy>(blob).is_ok(),
         })
     }
 
@@ -183,6 +207,10 @@ impl Arch {
             Arch::CartpoleSmallRelu => Footprint::of::<CartPoleSmallReluPolicy, 4>(self),
             Arch::CartpoleContinuousRelu => Footprint::of::<CartPoleContinuousReluPolicy, 4>(self),
             Arch::PendulumRelu => Footprint::of::<PendulumReluPolicy, 3>(self),
+            Arch::CartpoleContinuousSquashed => {
+                Footprint::squashed::<CartPoleContinuousSquashedPolicy, _>(self)
+            }
+            Arch::PendulumSquashed => Footprint::squashed::<PendulumSquashedPolicy, _>(self),
         }
     }
 }
@@ -227,6 +255,37 @@ impl Footprint {
     }
 }
 
+impl Footprint {
+    /// Figures for a deployed SAC/TD3 policy `TanhPolicy<N, 1>`: the
+    /// training state and cache are those of its network.
+    fn squashed<P, N>(arch: Arch) -> Self
+    where
+        P: Params + IsSquashed<Net = N>,
+        N: microrl::nn::Layer,
+    {
+        Footprint {
+            arch,
+            layers: arch.layers(),
+            params: N::LEN,
+            inference_bytes: core::mem::size_of::<P>(),
+            train_state_bytes: core::mem::size_of::<TrainState<N>>(),
+            adam_bytes: core::mem::size_of::<Adam<N>>(),
+            cache_bytes: core::mem::size_of::<N::Cache>(),
+            blob_bytes: serialize::encoded_len::<P>(),
+        }
+    }
+}
+
+/// Names the network inside a `TanhPolicy<N, ACT>`.
+pub trait IsSquashed {
+    /// The network.
+    type Net;
+}
+
+impl<N, const ACT: usize> IsSquashed for TanhPolicy<N, ACT> {
+    type Net = N;
+}
+
 /// Names the actor type inside a `Policy<A, OBS>`.
 pub trait IsPolicy<const OBS: usize> {
     /// The actor.
@@ -265,6 +324,18 @@ pub fn init_blob(arch: Arch, seed: u64) -> anyhow::Result<Vec<u8>> {
         policy.space = env.action_space();
         serialize::to_vec(&*policy)
     }
+    /// PyTorch's default initialisation (SAC's and TD3's) and the bounds.
+    fn squashed<P, E>(env: &E, seed: u64) -> Result<Vec<u8>, microrl::Error>
+    where
+        P: Params + IsSquashed + SetSquashed<E>,
+        E: Env,
+    {
+        use rand_core::SeedableRng;
+        let mut rng = rand_xoshiro::Xoshiro128PlusPlus::seed_from_u64(seed);
+        let mut policy = Box::new(P::ZERO);
+        policy.init_from(env, &mut rng);
+        serialize::to_vec(&*policy)
+    }
     type Actor4<P> = <P as IsPolicy<4>>::Actor;
     type Actor3<P> = <P as IsPolicy<3>>::Actor;
     let blob = match arch {
@@ -282,6 +353,10 @@ pub fn init_blob(arch: Arch, seed: u64) -> anyhow::Result<Vec<u8>> {
             fresh::<Actor4<CartPoleContinuousReluPolicy>, _, 4>(&CartPoleContinuous::new(), seed)
         }
         Arch::PendulumRelu => fresh::<Actor3<PendulumReluPolicy>, _, 3>(&Pendulum::new(), seed),
+        Arch::CartpoleContinuousSquashed => {
+            squashed::<CartPoleContinuousSquashedPolicy, _>(&CartPoleContinuous::new(), seed)
+        }
+        Arch::PendulumSquashed => squashed::<PendulumSquashedPolicy, _>(&Pendulum::new(), seed),
     };
     Ok(blob?)
 }
@@ -383,6 +458,10 @@ pub fn actor(arch: Arch, blob: &[u8]) -> anyhow::Result<Acting> {
         Arch::CartpoleSmallRelu => categorical::<32, Relu>(arch, blob),
         Arch::CartpoleContinuousRelu => gaussian::<CartPoleContinuousReluPolicy, 4>(arch, blob),
         Arch::PendulumRelu => gaussian::<PendulumReluPolicy, 3>(arch, blob),
+        Arch::CartpoleContinuousSquashed => {
+            gaussian::<CartPoleContinuousSquashedPolicy, 4>(arch, blob)
+        }
+        Arch::PendulumSquashed => gaussian::<PendulumSquashedPolicy, 3>(arch, blob),
     }
 }
 
@@ -412,6 +491,28 @@ where
         (0..<microrl::env::Continuous<1> as ActionSpace>::DIM)
             .map(|i| [self.space.low[i], self.space.high[i]])
             .collect()
+    }
+}
+
+impl<N> HasBounds for TanhPolicy<N, 1> {
+    fn bounds(&self) -> Vec<[f32; 2]> {
+        vec![[self.space.low[0], self.space.high[0]]]
+    }
+}
+
+/// A fresh SAC/TD3 policy for an environment: PyTorch's default
+/// initialisation of the network and the environment's bounds.
+pub trait SetSquashed<E> {
+    /// Initialises the network from `rng` and takes `env`'s bounds.
+    fn init_from(&mut self, env: &E, rng: &mut rand_xoshiro::Xoshiro128PlusPlus);
+}
+
+impl<N: Params, E: Env<Space = Continuous<ACT>>, const ACT: usize> SetSquashed<E>
+    for TanhPolicy<N, ACT>
+{
+    fn init_from(&mut self, env: &E, rng: &mut rand_xoshiro::Xoshiro128PlusPlus) {
+        torch_default_init(&mut self.net, rng);
+        self.space = env.action_space();
     }
 }
 

@@ -100,8 +100,9 @@ pub fn eval(
         microrl::algo::evaluate(&*policy, &mut env, episodes, rng).map_err(anyhow::Error::msg)
     }
     use crate::arch::{
-        CartPoleContinuousPolicy, CartPoleContinuousReluPolicy, CartPolePolicy, CartPoleReluPolicy,
-        CartPoleSmallPolicy, CartPoleSmallReluPolicy, PendulumPolicy, PendulumReluPolicy,
+        CartPoleContinuousPolicy, CartPoleContinuousReluPolicy, CartPoleContinuousSquashedPolicy,
+        CartPolePolicy, CartPoleReluPolicy, CartPoleSmallPolicy, CartPoleSmallReluPolicy,
+        PendulumPolicy, PendulumReluPolicy, PendulumSquashedPolicy,
     };
     fn metered<P, E, const OBS: usize>(
         blob: &[u8],
@@ -178,6 +179,20 @@ pub fn eval(
             &mut rng,
         )?,
         Arch::Pendulum => metered::<PendulumPolicy, _, 3>(
+            blob,
+            Pendulum::with_params(plant_params(plant)?)
+                .map_err(|e| anyhow::anyhow!("invalid --plant: {e}"))?,
+            episodes,
+            &mut rng,
+        )?,
+        Arch::CartpoleContinuousSquashed => metered::<CartPoleContinuousSquashedPolicy, _, 4>(
+            blob,
+            CartPoleContinuous::with_params(plant_params(plant)?)
+                .map_err(|e| anyhow::anyhow!("invalid --plant: {e}"))?,
+            episodes,
+            &mut rng,
+        )?,
+        Arch::PendulumSquashed => metered::<PendulumSquashedPolicy, _, 3>(
             blob,
             Pendulum::with_params(plant_params(plant)?)
                 .map_err(|e| anyhow::anyhow!("invalid --plant: {e}"))?,

@@ -213,6 +213,9 @@ pub fn import_with(
         Arch::CartpoleSmallRelu => source.map::<CartPoleSmallReluPolicy, 4>(stats)?,
         Arch::CartpoleContinuousRelu => source.map::<CartPoleContinuousReluPolicy, 4>(stats)?,
         Arch::PendulumRelu => source.map::<PendulumReluPolicy, 3>(stats)?,
+        Arch::CartpoleContinuousSquashed | Arch::PendulumSquashed => {
+            bail!("importing SAC/TD3 actors is not supported yet")
+        }
     };
     Ok(Imported {
         arch,
@@ -491,6 +494,10 @@ pub fn export(layout: Layout, blob: &[u8]) -> anyhow::Result<Exported> {
         Arch::CartpoleSmallRelu => unmap::<CartPoleSmallReluPolicy, 4>(layout, blob)?,
         Arch::CartpoleContinuousRelu => unmap::<CartPoleContinuousReluPolicy, 4>(layout, blob)?,
         Arch::PendulumRelu => unmap::<PendulumReluPolicy, 3>(layout, blob)?,
+        Arch::CartpoleContinuousSquashed | Arch::PendulumSquashed => bail!(
+            "{}: exporting SAC/TD3 policies to safetensors is not supported yet",
+            arch.name()
+        ),
     };
     // One metadata entry: the crate writes the metadata map in hash order,
     // and a single entry keeps the file byte-for-byte reproducible.

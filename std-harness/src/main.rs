@@ -180,6 +180,8 @@ impl TrainArgs {
             (Algo::PpoPenalty, EnvName::Cartpole) => 150_000,
             (Algo::Trpo, EnvName::Cartpole) => 200_000,
             (Algo::Grpo | Algo::Gspo, EnvName::Cartpole) => 300_000,
+            (Algo::Sac | Algo::Td3, EnvName::Pendulum) => 20_000,
+            (Algo::Sac | Algo::Td3, _) => 50_000,
             _ => 500_000,
         });
         Ok(TrainOptions {

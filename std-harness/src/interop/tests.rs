@@ -52,6 +52,11 @@ fn export_then_import_is_the_identity() {
     for layout in [Layout::Sb3, Layout::Cleanrl] {
         for arch in Arch::ALL {
             let blob = arch::init_blob(arch, 7).unwrap();
+            if arch.squashed() {
+                let err = export(layout, &blob).unwrap_err().to_string();
+                assert!(err.contains("not supported yet"), "{err}");
+                continue;
+            }
             let out = export(layout, &blob).unwrap();
             assert_eq!(out.arch, arch);
             assert!(out.stats.is_none());

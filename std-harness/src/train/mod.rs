@@ -60,6 +60,14 @@ pub const GRPO_STEPS: usize = 4096;
 pub const A2C_STEPS: usize = 32;
 /// REINFORCE keeps episodes of up to this many steps whole (CartPole's limit).
 pub const REINFORCE_STEPS: usize = 500;
+/// SAC/TD3 replay ring capacity: RL Zoo's Pendulum run (20 000 steps) fits
+/// whole (the ring is boxed: ~0.9 MB on continuous CartPole).
+pub const OFFPOLICY_CAP: usize = 20_000;
+/// SAC/TD3 minibatch capacity (SB3's `batch_size` 256).
+pub const OFFPOLICY_BATCH: usize = 256;
+/// SAC/TD3: environment steps between evaluations (one iteration is one
+/// environment step).
+pub const OFFPOLICY_EVAL_INTERVAL: u64 = 1000;
 /// Online actor-critic: steps between evaluations.
 pub const AC_EVAL_INTERVAL: u64 = 1000;
 /// PPO on Pendulum: steps between evaluations (every rollout for the other

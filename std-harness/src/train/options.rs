@@ -166,6 +166,7 @@ impl TrainOptions {
         RunConfig {
             eval_interval: match (self.algo, self.env) {
                 (Algo::Ac, _) => AC_EVAL_INTERVAL,
+                (Algo::Sac | Algo::Td3, _) => OFFPOLICY_EVAL_INTERVAL,
                 (Algo::Ppo | Algo::PpoPenalty, EnvName::Pendulum) => PENDULUM_EVAL_INTERVAL,
                 _ => 1,
             },

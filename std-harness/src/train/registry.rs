@@ -3,7 +3,11 @@
 //! ([`Configure`]).
 
 use anyhow::{Context, bail};
-use microrl::algo::{A2cConfig, AcConfig, GrpoConfig, Ppo, PpoConfig, ReinforceConfig, TrpoConfig};
+use microrl::SVector;
+use microrl::algo::{
+    A2cConfig, AcConfig, GrpoConfig, Ppo, PpoConfig, ReinforceConfig, SacConfig, Td3Config,
+    TrpoConfig,
+};
 use microrl::env::{CartPole, CartPoleContinuous, Env, Pendulum};
 use microrl::optim::Schedule;
 use serde::{Deserialize, Serialize};
@@ -66,6 +70,12 @@ pub enum Algo {
     Ac,
     /// REINFORCE with a learned baseline.
     Reinforce,
+    /// SAC: off-policy, twin critics, a tanh-squashed Gaussian actor and a
+    /// learned entropy coefficient (continuous actions).
+    Sac,
+    /// TD3: off-policy, twin critics, target smoothing and delayed actor
+    /// updates (continuous actions).
+    Td3,
 }
 
 impl Algo {
@@ -80,6 +90,8 @@ impl Algo {
             Algo::A2c => "a2c",
             Algo::Ac => "ac",
             Algo::Reinforce => "reinforce",
+            Algo::Sac => "sac",
+            Algo::Td3 => "td3",
         }
     }
 }
@@ -102,6 +114,10 @@ pub enum AlgoConfig {
     Reinforce(ReinforceConfig),
     /// The online actor-critic.
     Ac(AcConfig),
+    /// SAC.
+    Sac(SacConfig),
+    /// TD3.
+    Td3(Td3Config),
 }
 
 impl AlgoConfig {
@@ -206,6 +222,24 @@ impl AlgoConfig {
                 gamma,
                 ..AcConfig::DEFAULT
             }),
+            // RL Zoo's Pendulum-v1 settings; SB3's defaults elsewhere. The
+            // replay ring holds the whole budget up to OFFPOLICY_CAP.
+            Algo::Sac => AlgoConfig::Sac(SacConfig {
+                buffer_size: replay_size(steps),
+                ..if pendulum {
+                    SacConfig::PENDULUM
+                } else {
+                    SacConfig::DEFAULT
+                }
+            }),
+            Algo::Td3 => AlgoConfig::Td3(Td3Config {
+                buffer_size: replay_size(steps),
+                ..if pendulum {
+                    Td3Config::PENDULUM
+                } else {
+                    Td3Config::DEFAULT
+                }
+            }),
         }
     }
 
@@ -272,6 +306,8 @@ impl AlgoConfig {
             AlgoConfig::A2c(c) => AlgoConfig::A2c(merged(&c, o, algo)?),
             AlgoConfig::Reinforce(c) => AlgoConfig::Reinforce(merged(&c, o, algo)?),
             AlgoConfig::Ac(c) => AlgoConfig::Ac(merged(&c, o, algo)?),
+            AlgoConfig::Sac(c) => AlgoConfig::Sac(merged(&c, o, algo)?),
+            AlgoConfig::Td3(c) => AlgoConfig::Td3(merged(&c, o, algo)?),
         })
     }
 
@@ -282,7 +318,9 @@ impl AlgoConfig {
             AlgoConfig::Trpo(c) => Some(c.to_ppo()),
             AlgoConfig::A2c(c) => Some(c.to_ppo()),
             AlgoConfig::Reinforce(c) => Some(c.into()),
-            AlgoConfig::Ac(_) | AlgoConfig::Grpo(_) => None,
+            AlgoConfig::Ac(_) | AlgoConfig::Grpo(_) | AlgoConfig::Sac(_) | AlgoConfig::Td3(_) => {
+                None
+            }
         }
     }
 }
@@ -374,6 +412,61 @@ where
                 Ok(())
             }
             _ => bail!("a rollout algorithm's config given to the online actor-critic"),
+        }
+    }
+}
+
+/// The replay ring's size for a budget of `steps`: all of it, at most
+/// [`OFFPOLICY_CAP`].
+fn replay_size(steps: u64) -> u32 {
+    u32::try_from(steps.clamp(1, OFFPOLICY_CAP as u64)).unwrap_or(u32::MAX)
+}
+
+impl<
+    T,
+    Q,
+    const OBS: usize,
+    const ACT: usize,
+    const OA: usize,
+    const H: usize,
+    const CAP: usize,
+    const BATCH: usize,
+> Configure for microrl::algo::Sac<T, Q, OBS, ACT, OA, H, CAP, BATCH>
+where
+    T: microrl::nn::Layer<Input = SVector<f32, OBS>, Output = SVector<f32, H>>,
+    Q: microrl::nn::Layer<Input = SVector<f32, OA>, Output = SVector<f32, 1>>,
+{
+    fn configure(&mut self, config: AlgoConfig) -> anyhow::Result<()> {
+        match config {
+            AlgoConfig::Sac(c) => {
+                self.config = c;
+                Ok(())
+            }
+            _ => bail!("another algorithm's config given to SAC"),
+        }
+    }
+}
+
+impl<
+    N,
+    Q,
+    const OBS: usize,
+    const ACT: usize,
+    const OA: usize,
+    const CAP: usize,
+    const BATCH: usize,
+> Configure for microrl::algo::Td3<N, Q, OBS, ACT, OA, CAP, BATCH>
+where
+    N: microrl::nn::Layer<Input = SVector<f32, OBS>, Output = SVector<f32, ACT>>,
+    Q: microrl::nn::Layer<Input = SVector<f32, OA>, Output = SVector<f32, 1>>,
+{
+    fn configure(&mut self, config: AlgoConfig) -> anyhow::Result<()> {
+        match config {
+            AlgoConfig::Td3(c) => {
+                self.config = c;
+                Ok(())
+            }
+            _ => bail!("another algorithm's config given to TD3"),
         }
     }
 }

@@ -99,12 +99,37 @@ pub(crate) fn train_from(
             run(opts, config, &mut *agent, $env, $env, resumed)
         }};
     }
-    macro_rules! by_algo {
-        ($env_ty:ty, $h:literal, $ppo_n:expr, $env:expr) => {
-            by_algo!($env_ty, $h, $ppo_n, $env, $env)
+    // SAC and TD3 act in a continuous space: their arm only exists for
+    // the continuous plants (`oa`: observations + actions, the critics' input).
+    macro_rules! offpolicy {
+        ($env_ty:ty, $h:literal, $env:expr, $eval:expr, oa = $oa:literal) => {
+            match opts.algo {
+                Algo::Sac => go!(
+                    agent::Sac<$env_ty, $h, OFFPOLICY_CAP, OFFPOLICY_BATCH, $oa>,
+                    $env,
+                    $eval
+                ),
+                _ => go!(
+                    agent::Td3<$env_ty, $h, OFFPOLICY_CAP, OFFPOLICY_BATCH, $oa>,
+                    $env,
+                    $eval
+                ),
+            }
         };
-        ($env_ty:ty, $h:literal, $ppo_n:expr, $env:expr, $eval:expr) => {
+        ($env_ty:ty, $h:literal, $env:expr, $eval:expr) => {
+            bail!(
+                "--algo {}: SAC and TD3 need a continuous action space (--env pendulum or cartpole-continuous)",
+                opts.algo.name()
+            )
+        };
+    }
+    macro_rules! by_algo {
+        ($env_ty:ty, $h:literal, $ppo_n:expr, $env:expr $(, oa = $oa:literal)?) => {
+            by_algo!($env_ty, $h, $ppo_n, $env, $env $(, oa = $oa)?)
+        };
+        ($env_ty:ty, $h:literal, $ppo_n:expr, $env:expr, $eval:expr $(, oa = $oa:literal)?) => {
             match (opts.algo, opts.weights.value) {
+                (Algo::Sac | Algo::Td3, _) => offpolicy!($env_ty, $h, $env, $eval $(, oa = $oa)?),
                 (Algo::Ppo, _) if opts.anchor.is_some() => go_anchored!(
                     agent::Anchored<$env_ty, $h, { $ppo_n }>,
                     $env,
@@ -172,7 +197,7 @@ pub(crate) fn train_from(
             let plant = CartPoleContinuous::with_params(plant_params(&opts.plant)?)
                 .map_err(|e| anyhow::anyhow!("invalid --plant: {e}"))?;
             match opts.weights.reward {
-                None => by_algo!(CartPoleContinuous, 64, PPO_CONTINUOUS_STEPS, plant),
+                None => by_algo!(CartPoleContinuous, 64, PPO_CONTINUOUS_STEPS, plant, oa = 5),
                 // Trained on the fused channels, judged on the plant's own
                 // reward (the upright channel alone, exactly).
                 Some(w) => by_algo!(
@@ -181,7 +206,8 @@ pub(crate) fn train_from(
                     PPO_CONTINUOUS_STEPS,
                     Weighted::new(plant, w)
                         .map_err(|e| anyhow::anyhow!("invalid --reward-weights: {e}"))?,
-                    Weighted::new(plant, [1.0, 0.0]).expect("valid weights")
+                    Weighted::new(plant, [1.0, 0.0]).expect("valid weights"),
+                    oa = 5
                 ),
             }
         }
@@ -190,7 +216,8 @@ pub(crate) fn train_from(
             64,
             PPO_CONTINUOUS_STEPS,
             Pendulum::with_params(plant_params(&opts.plant)?)
-                .map_err(|e| anyhow::anyhow!("invalid --plant: {e}"))?
+                .map_err(|e| anyhow::anyhow!("invalid --plant: {e}"))?,
+            oa = 4
         ),
     }
 }

@@ -124,6 +124,18 @@ impl AsDiagnostics for UpdateStats {
     }
 }
 
+impl AsDiagnostics for Option<microrl::algo::sac::SacStats> {
+    fn diagnostics(&self) -> Option<Diagnostics> {
+        None
+    }
+}
+
+impl AsDiagnostics for Option<microrl::algo::td3::Td3Stats> {
+    fn diagnostics(&self) -> Option<Diagnostics> {
+        None
+    }
+}
+
 impl AsDiagnostics for AcStats {
     fn diagnostics(&self) -> Option<Diagnostics> {
         None
