@@ -28,7 +28,15 @@ mod sealed {
 pub type CursorOf<V> = Cursor<<<V as Envs>::Env as Env>::Obs>;
 
 /// The training side of a run: an environment `E` itself, or a
-/// [`VecEnv<E, MAX_ENVS>`](VecEnv) of copies (see the [module docs](self)).
+/// [`VecEnv<E, MAX_ENVS>`](VecEnv) of copies — so that
+/// [`Trainer`](super::Trainer)'s start, iterate, run, save and resume are
+/// one API for both.
+///
+/// A single-environment user writes `Trainer::start(&mut agent, &mut env,
+/// …)` and never meets `MAX_ENVS`; a user of copies passes `&mut vec_env`
+/// to the same calls. The trait is sealed: its methods are the trainer's
+/// plumbing, implemented for exactly these two cases. With one copy in a
+/// `VecEnv` a run is the single-environment run bit for bit.
 pub trait Envs: sealed::Sealed {
     /// The environment (of every copy).
     type Env: Env;

@@ -19,7 +19,7 @@ pub struct Trainer<O, R> {
     /// How the run is driven and judged.
     pub config: RunConfig,
     /// The training episode in progress (of a single-environment run; a
-    /// run over a [`VecEnv`] keeps one cursor per copy there, and this one
+    /// run over a [`VecEnv`](crate::vec_env::VecEnv) keeps one cursor per copy there, and this one
     /// stays [idle](Cursor::idle)).
     pub cursor: Cursor<O>,
     /// The training stream (sampling, shuffles, resets).
