@@ -38,8 +38,8 @@ struct TrainArgs {
     #[arg(long)]
     steps: Option<u64>,
     /// Hyper-parameters: a TOML file whose keys are the fields of the
-    /// algorithm's config (PpoConfig / A2cConfig / ReinforceConfig / AcConfig,
-    /// e.g. `gamma = 0.98`, `learning_rate = 3e-4` or `{ start = 1e-3, end = 0.0 }`,
+    /// algorithm's config (PpoConfig / A2cConfig / ReinforceConfig / AcConfig /
+    /// TrpoConfig / GrpoConfig / SacConfig / Td3Config, e.g. `gamma = 0.98`, `learning_rate = 3e-4` or `{ start = 1e-3, end = 0.0 }`,
     /// `max_grad_norm = false`, PPO's `n_envs = 8` environment copies of
     /// `n_steps = 32` steps a rollout, `[adam] eps = 1e-5`), merged over the
     /// tuned defaults; or a run's summary.json to reproduce that run.
