@@ -10,7 +10,10 @@
 //!   `mlp_extractor.policy_net.{0,2}` (the tanh hidden layers), `action_net`
 //!   (logits or Gaussian mean) and `log_std` (`[ACT]`); CleanRL's `ppo.py`
 //!   has `actor.{0,2,4}`, `ppo_continuous_action.py` has `actor_mean.{0,2,4}`
-//!   and `actor_logstd` (`[1, ACT]`).
+//!   and `actor_logstd` (`[1, ACT]`). SB3's SAC and TD3 actors are
+//!   recognised by their names (SAC: `actor.latent_pi.{0,2}` and the mean
+//!   head `actor.mu`; TD3: `actor.mu.{0,2,4}`, see [`Family`]) and map onto
+//!   the `*-squashed` architectures (`tanh(μ(s))` scaled to the bounds).
 //! - **Mapped tensor by tensor onto microrl's format.** The destination is
 //!   the [`Policy`](microrl::Policy) type of an [`Arch`] — the same types the
 //!   firmware links — and is walked through [`Params`]: every tensor's
@@ -59,9 +62,9 @@ use serde::Serialize;
 use serde_json::json;
 
 use crate::arch::{
-    self, Activation, Arch, CartPoleContinuousPolicy, CartPoleContinuousReluPolicy, CartPolePolicy,
-    CartPoleReluPolicy, CartPoleSmallPolicy, CartPoleSmallReluPolicy, PendulumPolicy,
-    PendulumReluPolicy,
+    self, Activation, Arch, CartPoleContinuousPolicy, CartPoleContinuousReluPolicy,
+    CartPoleContinuousSquashedPolicy, CartPolePolicy, CartPoleReluPolicy, CartPoleSmallPolicy,
+    CartPoleSmallReluPolicy, PendulumPolicy, PendulumReluPolicy, PendulumSquashedPolicy,
 };
 use crate::atomic;
 use crate::commands::Report;
@@ -103,6 +106,43 @@ impl Layout {
         match self {
             Layout::Sb3 => ("log_std", vec![act]),
             Layout::Cleanrl => ("actor_logstd", vec![1, act]),
+        }
+    }
+}
+
+/// Which SB3 actor a `state_dict` holds: PPO/A2C's `MlpPolicy`, or an
+/// off-policy agent's deterministic-at-test-time actor (SAC's squashed
+/// Gaussian: `actor.latent_pi.{0,2}` and the mean head `actor.mu`; TD3's
+/// `actor.mu.{0,2,4}`). SAC's `actor.log_std` head and every critic are
+/// not read: the deployed policy is `tanh(μ(s))` scaled to the bounds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Family {
+    OnPolicy,
+    Sac,
+    Td3,
+}
+
+impl Family {
+    /// The family of `tensors` in `layout`.
+    fn of(layout: Layout, tensors: &SafeTensors<'_>) -> Family {
+        if layout != Layout::Sb3 {
+            Family::OnPolicy
+        } else if tensors.tensor("actor.latent_pi.0.weight").is_ok() {
+            Family::Sac
+        } else if tensors.tensor("actor.mu.0.weight").is_ok() {
+            Family::Td3
+        } else {
+            Family::OnPolicy
+        }
+    }
+
+    /// The module path of dense layer `k` of `layers` (without `.weight`).
+    fn layer(self, layout: Layout, gaussian: bool, k: usize, layers: usize) -> String {
+        match self {
+            Family::OnPolicy => layout.layer(gaussian, k, layers),
+            Family::Sac if k + 1 == layers => "actor.mu".to_owned(),
+            Family::Sac => format!("actor.latent_pi.{}", 2 * k),
+            Family::Td3 => format!("actor.mu.{}", 2 * k),
         }
     }
 }
@@ -164,6 +204,10 @@ pub fn import_with(
         .metadata()
         .as_ref()
         .and_then(|m| m.get("activation_fn"));
+    let family = Family::of(layout, &tensors);
+    if family != Family::OnPolicy {
+        return import_offpolicy(layout, family, &tensors, stats, env, stated, activation);
+    }
     let (activation, how) = match (stated, activation) {
         (Some(text), given) => {
             let Some(stated) = parse_activation(text) else {
@@ -200,6 +244,7 @@ pub fn import_with(
     let arch = arch.with_activation(activation);
     let source = Source {
         layout,
+        family,
         tensors: &tensors,
         arch,
         env,
@@ -214,7 +259,7 @@ pub fn import_with(
         Arch::CartpoleContinuousRelu => source.map::<CartPoleContinuousReluPolicy, 4>(stats)?,
         Arch::PendulumRelu => source.map::<PendulumReluPolicy, 3>(stats)?,
         Arch::CartpoleContinuousSquashed | Arch::PendulumSquashed => {
-            bail!("importing SAC/TD3 actors is not supported yet")
+            unreachable!("on-policy tensors map onto the Gaussian and categorical architectures")
         }
     };
     Ok(Imported {
@@ -223,6 +268,64 @@ pub fn import_with(
         tensors: names,
         normalised: stats.is_some_and(|s| s.norm_obs),
         activation,
+        activation_source: how,
+    })
+}
+
+/// [`import`] of an SB3 SAC or TD3 actor: ReLU hidden layers (SB3's
+/// default for both; a file stating another activation is refused), onto
+/// the task's `*-squashed` architecture. VecNormalize statistics do not
+/// apply (SB3's off-policy agents and microrl's train on raw observations).
+fn import_offpolicy(
+    layout: Layout,
+    family: Family,
+    tensors: &SafeTensors<'_>,
+    stats: Option<&VecNormalizeStats>,
+    env: EnvName,
+    stated: Option<&String>,
+    given: Option<Activation>,
+) -> anyhow::Result<Imported> {
+    let algo = if family == Family::Sac { "SAC" } else { "TD3" };
+    ensure!(
+        stats.is_none(),
+        "--vecnormalize: an SB3 {algo} actor reads raw observations; microrl's SAC/TD3 policies hold no normaliser"
+    );
+    let how = match (stated.map(|t| parse_activation(t)), given) {
+        (Some(Some(Activation::Relu)), _) => ActivationSource::Stated,
+        (Some(_), _) => bail!(
+            "the file's activation_fn is {}: microrl imports SB3 {algo} actors with ReLU hidden layers (SB3's default)",
+            stated.map_or("", |t| t.as_str())
+        ),
+        (None, Some(Activation::Relu)) => ActivationSource::Given,
+        (None, Some(Activation::Tanh)) => {
+            bail!("--activation tanh: microrl imports SB3 {algo} actors with ReLU hidden layers")
+        }
+        (None, None) => ActivationSource::Assumed,
+    };
+    let arch = match env {
+        EnvName::Pendulum => Arch::PendulumSquashed,
+        EnvName::CartpoleContinuous => Arch::CartpoleContinuousSquashed,
+        EnvName::Cartpole => bail!(
+            "an SB3 {algo} actor acts in a continuous space: use --env pendulum or cartpole-continuous"
+        ),
+    };
+    let source = Source {
+        layout,
+        family,
+        tensors,
+        arch,
+        env,
+    };
+    let (blob, names) = match arch {
+        Arch::PendulumSquashed => source.map::<PendulumSquashedPolicy, 3>(None)?,
+        _ => source.map::<CartPoleContinuousSquashedPolicy, 4>(None)?,
+    };
+    Ok(Imported {
+        arch,
+        blob,
+        tensors: names,
+        normalised: false,
+        activation: Activation::Relu,
         activation_source: how,
     })
 }
@@ -258,6 +361,7 @@ fn parse_activation(text: &str) -> Option<Activation> {
 /// What [`import`] reads from.
 struct Source<'a> {
     layout: Layout,
+    family: Family,
     tensors: &'a SafeTensors<'a>,
     arch: Arch,
     env: EnvName,
@@ -271,7 +375,10 @@ fn kind(shape_tag: u32) -> u32 {
 
 /// Where each actor tensor of policy type `P` comes from: the source name,
 /// its PyTorch shape and whether it is a weight matrix (transposed).
-fn actor_tensors<P: Params>(layout: Layout) -> Vec<(usize, String, Vec<usize>, bool)> {
+fn actor_tensors<P: Params>(
+    layout: Layout,
+    family: Family,
+) -> Vec<(usize, String, Vec<usize>, bool)> {
     let shapes: Vec<_> = (0..P::TENSORS).map(P::shape).collect();
     let layers = shapes.iter().filter(|s| kind(s.tag) == tag::WEIGHT).count();
     let gaussian = shapes.iter().any(|s| kind(s.tag) == tag::LOG_STD);
@@ -282,14 +389,14 @@ fn actor_tensors<P: Params>(layout: Layout) -> Vec<(usize, String, Vec<usize>, b
         match kind(s.tag) {
             tag::WEIGHT => out.push((
                 i,
-                format!("{}.weight", layout.layer(gaussian, layer, layers)),
+                format!("{}.weight", family.layer(layout, gaussian, layer, layers)),
                 vec![rows, cols],
                 true,
             )),
             tag::BIAS => {
                 out.push((
                     i,
-                    format!("{}.bias", layout.layer(gaussian, layer, layers)),
+                    format!("{}.bias", family.layer(layout, gaussian, layer, layers)),
                     vec![rows],
                     false,
                 ));
@@ -411,7 +518,7 @@ impl Source<'_> {
     ) -> anyhow::Result<(Vec<u8>, Vec<String>)> {
         let mut policy = arch::load::<P>(&arch::init_blob(self.arch, 0)?)?;
         let mut names = Vec::new();
-        let tensors = actor_tensors::<P>(self.layout);
+        let tensors = actor_tensors::<P>(self.layout, self.family);
         for (i, name, shape, is_weight) in &tensors {
             let (i, is_weight) = (*i, *is_weight);
             let values = self.read(name, shape)?;
@@ -531,7 +638,7 @@ type Unmapped = (
 fn unmap<P: Params, const OBS: usize>(layout: Layout, blob: &[u8]) -> anyhow::Result<Unmapped> {
     let policy = arch::load::<P>(blob)?;
     let mut out = Vec::new();
-    for (i, name, shape, is_weight) in actor_tensors::<P>(layout) {
+    for (i, name, shape, is_weight) in actor_tensors::<P>(layout, Family::OnPolicy) {
         let src = policy.tensor(i);
         let values: Vec<f32> = if is_weight {
             let (rows, cols) = (shape[0], shape[1]);
@@ -575,7 +682,13 @@ pub fn import_command(
     };
     let imported = import_with(layout, &bytes, stats.as_ref(), env, activation)
         .with_context(|| format!("importing {}", file.display()))?;
-    if imported.activation_source == ActivationSource::Assumed {
+    if imported.activation_source == ActivationSource::Assumed && imported.arch.squashed() {
+        eprintln!(
+            "note: {} does not state its activation (no activation_fn metadata): assuming ReLU, \
+             SB3's default for SAC and TD3",
+            file.display()
+        );
+    } else if imported.activation_source == ActivationSource::Assumed {
         eprintln!(
             "note: {} does not state its activation (no activation_fn metadata): assuming tanh, \
              SB3's and CleanRL's default; pass --activation relu for a policy trained with \

@@ -90,6 +90,7 @@ fn import(name: &str, layout: Layout, env: EnvName) -> interop::Imported {
 
 type CartPolePolicy = microrl::agent::Policy<microrl::env::CartPole, 64>;
 type PendulumPolicy = microrl::agent::Policy<microrl::env::Pendulum, 64>;
+type PendulumSquashedPolicy = microrl_harness::arch::PendulumSquashedPolicy;
 
 fn load<P: Params>(blob: &[u8]) -> Box<P> {
     let mut policy = Box::new(P::ZERO);
@@ -171,6 +172,78 @@ fn gaussian(name: &str, layout: Layout) {
     assert!(
         max_action <= MEAN_TOL,
         "{name}: max |Δ action| {max_action}"
+    );
+}
+
+/// The deployed SAC/TD3 policy (`tanh(μ(s))` of the actor, scaled to the
+/// bounds) equals SB3's `predict(obs, deterministic=True)` within
+/// [`MEAN_TOL`], and its network output SB3's actor output in `[−1, 1]`.
+fn squashed(name: &str, expected_tensors: &[&str]) {
+    let imported = import(name, Layout::Sb3, EnvName::Pendulum);
+    assert_eq!(imported.tensors, expected_tensors, "{name}");
+    let policy = load::<PendulumSquashedPolicy>(&imported.blob);
+    assert_eq!((policy.space.low, policy.space.high), ([-2.0], [2.0]));
+    let parity = read(&format!("{name}.parity.safetensors"));
+    let parity = SafeTensors::deserialize(&parity).unwrap();
+    let (shape, obs) = f32s(&parity, "obs");
+    assert_eq!(shape[1], 3);
+    let (_, squashed) = f32s(&parity, "mean");
+    let (_, actions) = f32s(&parity, "action");
+    let (mut max_squashed, mut max_action, mut saturated) = (0.0f32, 0.0f32, 0);
+    for ((o, &want), &action) in obs.chunks_exact(3).zip(&squashed).zip(&actions) {
+        let o = SVector::<f32, 3>::from_column_slice(o);
+        let ours = policy.net.forward(&o)[0];
+        let command = policy.act(&o).unwrap()[0];
+        max_squashed = max_squashed.max((ours - want).abs());
+        max_action = max_action.max((command - action).abs());
+        saturated += usize::from(want.abs() > 0.999);
+    }
+    println!(
+        "{name}: {} observations ({saturated} saturated beyond |0.999|), \
+         max |Δ tanh(μ)| {max_squashed:.3e}, max |Δ action| {max_action:.3e}",
+        actions.len()
+    );
+    assert!(
+        max_squashed <= MEAN_TOL,
+        "{name}: max |Δ tanh(μ)| {max_squashed}"
+    );
+    assert!(
+        max_action <= 2.0 * MEAN_TOL,
+        "{name}: max |Δ action| {max_action}"
+    );
+    assert!(
+        saturated < actions.len(),
+        "{name}: a policy saturated everywhere"
+    );
+}
+
+#[test]
+fn sb3_sac_pendulum_acts_as_sb3() {
+    squashed(
+        "sb3-sac-pendulum",
+        &[
+            "actor.latent_pi.0.weight",
+            "actor.latent_pi.0.bias",
+            "actor.latent_pi.2.weight",
+            "actor.latent_pi.2.bias",
+            "actor.mu.weight",
+            "actor.mu.bias",
+        ],
+    );
+}
+
+#[test]
+fn sb3_td3_pendulum_acts_as_sb3() {
+    squashed(
+        "sb3-td3-pendulum",
+        &[
+            "actor.mu.0.weight",
+            "actor.mu.0.bias",
+            "actor.mu.2.weight",
+            "actor.mu.2.bias",
+            "actor.mu.4.weight",
+            "actor.mu.4.bias",
+        ],
     );
 }
 

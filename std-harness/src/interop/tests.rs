@@ -5,7 +5,7 @@ use microrl::normalize;
 
 #[test]
 fn sb3_and_cleanrl_names() {
-    let sb3: Vec<_> = actor_tensors::<CartPolePolicy>(Layout::Sb3)
+    let sb3: Vec<_> = actor_tensors::<CartPolePolicy>(Layout::Sb3, Family::OnPolicy)
         .into_iter()
         .map(|(_, n, s, _)| (n, s))
         .collect();
@@ -24,7 +24,7 @@ fn sb3_and_cleanrl_names() {
         p.into_iter().map(|(_, n, ..)| n).collect::<Vec<_>>()
     };
     assert_eq!(
-        names(actor_tensors::<PendulumPolicy>(Layout::Cleanrl)),
+        names(actor_tensors::<PendulumPolicy>(Layout::Cleanrl, Family::OnPolicy)),
         [
             "actor_mean.0.weight",
             "actor_mean.0.bias",
@@ -36,11 +36,11 @@ fn sb3_and_cleanrl_names() {
         ]
     );
     assert_eq!(
-        names(actor_tensors::<CartPoleSmallPolicy>(Layout::Cleanrl))[4],
+        names(actor_tensors::<CartPoleSmallPolicy>(Layout::Cleanrl, Family::OnPolicy))[4],
         "actor.4.weight"
     );
     assert_eq!(
-        names(actor_tensors::<PendulumPolicy>(Layout::Sb3))[6],
+        names(actor_tensors::<PendulumPolicy>(Layout::Sb3, Family::OnPolicy))[6],
         "log_std"
     );
 }
