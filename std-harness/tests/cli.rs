@@ -1,51 +1,11 @@
 //! The `microrl` binary as a user runs it: exit codes and the `--json` contract
 //! (exactly one JSON object, on the last line of standard output).
 
+mod common;
+
 use std::process::Command;
 
-fn microrl(args: &[&str]) -> (bool, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_microrl"))
-        .args(args)
-        .output()
-        .expect("run microrl");
-    (
-        out.status.success(),
-        String::from_utf8(out.stdout).unwrap(),
-        String::from_utf8(out.stderr).unwrap(),
-    )
-}
-
-/// Runs microrl expecting a refusal: a non-zero exit and exactly one line on
-/// standard error, `error: …`, even with backtraces switched on (anyhow would
-/// print one). Returns that line.
-fn refused(args: &[&str]) -> String {
-    let out = Command::new(env!("CARGO_BIN_EXE_microrl"))
-        .args(args)
-        .env("RUST_BACKTRACE", "1")
-        .output()
-        .expect("run microrl");
-    let stderr = String::from_utf8(out.stderr).unwrap();
-    assert!(!out.status.success(), "{args:?} accepted: {stderr}");
-    assert!(out.status.code().is_some(), "{args:?}: killed by a signal");
-    assert_one_line_error(&stderr, args);
-    stderr.trim_end().to_string()
-}
-
-fn assert_one_line_error(stderr: &str, what: impl std::fmt::Debug) {
-    let lines: Vec<&str> = stderr.trim_end().lines().collect();
-    assert!(
-        lines.len() == 1 && lines[0].starts_with("error: "),
-        "{what:?}: not a one-line error:\n{stderr}"
-    );
-    assert!(!stderr.contains("panicked"), "{what:?}: {stderr}");
-}
-
-fn last_json(stdout: &str) -> serde_json::Value {
-    let last = stdout.lines().last().expect("some output");
-    let value: serde_json::Value = serde_json::from_str(last).expect("last line is JSON");
-    assert!(value.is_object());
-    value
-}
+use common::{assert_one_line_error, last_json, listing, microrl, refused, temp_dir};
 
 #[test]
 fn info_json() {
@@ -113,13 +73,6 @@ fn init_inspect_act() {
     assert!(!ok);
     assert!(stderr.contains("CRC-32"), "{stderr}");
     std::fs::remove_dir_all(&dir).unwrap();
-}
-
-fn temp_dir(name: &str) -> std::path::PathBuf {
-    let dir = std::env::temp_dir().join(format!("microrl-cli-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
 }
 
 #[test]
@@ -508,16 +461,6 @@ fn validate_jobs_beyond_memory_is_an_error_not_a_panic() {
         stderr.contains("could not start training thread"),
         "{stderr}"
     );
-}
-
-/// Every file directly in `dir`, sorted.
-fn listing(dir: &std::path::Path) -> Vec<String> {
-    let mut names: Vec<String> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .collect();
-    names.sort();
-    names
 }
 
 const RUN_FILES: [&str; 4] = ["curve.csv", "curve.png", "policy.mrlp", "summary.json"];

@@ -4,75 +4,15 @@
 //! import messages name the tensor or field; batch `act`; `plot` of a huge
 //! curve.
 
+mod common;
+
 use std::fs;
 use std::io::Read;
 use std::os::unix::fs::FileTypeExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-fn microrl(args: &[&str]) -> (bool, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_microrl"))
-        .args(args)
-        .env("RUST_BACKTRACE", "1")
-        .output()
-        .expect("run microrl");
-    (
-        out.status.success(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8(out.stderr).unwrap(),
-    )
-}
-
-/// Runs microrl expecting a refusal: a non-zero exit (not a signal) and
-/// exactly one line on standard error, `error: …`. Returns that line.
-fn refused(args: &[&str]) -> String {
-    let out = Command::new(env!("CARGO_BIN_EXE_microrl"))
-        .args(args)
-        .env("RUST_BACKTRACE", "1")
-        .output()
-        .expect("run microrl");
-    let stderr = String::from_utf8(out.stderr).unwrap();
-    assert!(!out.status.success(), "{args:?} accepted: {stderr}");
-    assert!(out.status.code().is_some(), "{args:?}: killed by a signal");
-    let lines: Vec<&str> = stderr.trim_end().lines().collect();
-    assert!(
-        lines.len() == 1 && lines[0].starts_with("error: "),
-        "{args:?}: not a one-line error:\n{stderr}"
-    );
-    assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
-    lines[0].to_owned()
-}
-
-fn last_json(stdout: &str) -> serde_json::Value {
-    let last = stdout.lines().last().expect("some output");
-    serde_json::from_str(last).expect("last line is JSON")
-}
-
-fn temp_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("microrl-harden-{name}-{}", std::process::id()));
-    let _ = fs::remove_dir_all(&dir);
-    fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
-fn s(p: &Path) -> &str {
-    p.to_str().unwrap()
-}
-
-fn listing(dir: &Path) -> Vec<String> {
-    let mut names: Vec<String> = fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .collect();
-    names.sort();
-    names
-}
-
-fn fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../tests/fixtures/sb3")
-        .join(name)
-}
+use common::{fixture, last_json, listing, microrl, refused, s, temp_dir};
 
 fn is_root() -> bool {
     Command::new("id")

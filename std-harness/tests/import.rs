@@ -2,53 +2,15 @@
 //! them: the SB3 fixtures of `tests/fixtures/sb3/` in, microrl policy files
 //! out and back, and every refusal one `error: …` line naming what was wrong.
 
+mod common;
+
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use safetensors::tensor::TensorView;
 use safetensors::{Dtype, SafeTensors};
 
-fn fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../tests/fixtures/sb3")
-        .join(name)
-}
-
-fn temp_dir(test: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("microrl-import-{}-{test}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
-fn microrl(args: &[&str]) -> (bool, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_microrl"))
-        .args(args)
-        .env("RUST_BACKTRACE", "1")
-        .output()
-        .expect("run microrl");
-    (
-        out.status.success(),
-        String::from_utf8(out.stdout).unwrap(),
-        String::from_utf8(out.stderr).unwrap(),
-    )
-}
-
-/// The one `error: …` line of a refused command.
-fn refused(args: &[&str]) -> String {
-    let (ok, _, stderr) = microrl(args);
-    assert!(!ok, "{args:?} accepted");
-    let lines: Vec<&str> = stderr.trim_end().lines().collect();
-    assert!(
-        lines.len() == 1 && lines[0].starts_with("error: "),
-        "{args:?}: not a one-line error:\n{stderr}"
-    );
-    lines[0].to_owned()
-}
-
-fn s(p: &Path) -> &str {
-    p.to_str().unwrap()
-}
+use common::{fixture, microrl, refused, s, temp_dir};
 
 /// The SB3 CartPole fixture with `edit` applied to its (name, shape, bytes)
 /// tensors and `metadata`, written to `dir/name`.
