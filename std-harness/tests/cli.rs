@@ -5,7 +5,7 @@ mod common;
 
 use std::process::Command;
 
-use common::{assert_one_line_error, last_json, listing, microrl, refused, temp_dir};
+use common::{assert_one_line_error, fails_naming, last_json, listing, microrl, refused, temp_dir};
 
 #[test]
 fn info_json() {
@@ -69,9 +69,7 @@ fn init_inspect_act() {
     let mut blob = std::fs::read(&path).unwrap();
     blob[40] ^= 0x10;
     std::fs::write(&path, &blob).unwrap();
-    let (ok, _, stderr) = microrl(&["inspect", path_str]);
-    assert!(!ok);
-    assert!(stderr.contains("CRC-32"), "{stderr}");
+    fails_naming(&["inspect", path_str], "CRC-32");
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
@@ -130,9 +128,7 @@ fn train_eval_export() {
     assert!(ok, "{stderr}");
     assert!(last_json(&stdout)["mean"].as_f64().unwrap() >= 475.0);
     // The wrong task's policy type is refused, not misread.
-    let (ok, _, stderr) = microrl(&["eval", policy_str, "--env", "pendulum"]);
-    assert!(!ok);
-    assert!(stderr.contains("not pendulum"), "{stderr}");
+    fails_naming(&["eval", policy_str, "--env", "pendulum"], "not pendulum");
     // `act` and `inspect` accept the file `train` wrote and name its architecture.
     let (ok, stdout, stderr) =
         microrl(&["act", policy_str, "--obs", "0.01,0,-0.02,0.03", "--json"]);
@@ -253,9 +249,10 @@ fn small_architecture_trains_evaluates_and_exports() {
         std::fs::read(&policy).unwrap()
     );
     // --small is the CartPole architecture only.
-    let (ok, _, stderr) = microrl(&["train", "--small", "--env", "pendulum", "--steps", "10"]);
-    assert!(!ok);
-    assert!(stderr.contains("--small"), "{stderr}");
+    fails_naming(
+        &["train", "--small", "--env", "pendulum", "--steps", "10"],
+        "--small",
+    );
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
@@ -279,13 +276,9 @@ fn config_overrides_are_checked() {
     assert_eq!(last_json(&stdout)["steps"], 512);
     // A key the algorithm does not have is an error, not silently ignored.
     std::fs::write(&config, "actor_lr = 1e-3\n").unwrap();
-    let (ok, _, stderr) = microrl(&["train", "--steps", "512", "--config", cfg]);
-    assert!(!ok);
-    assert!(stderr.contains("actor_lr"), "{stderr}");
+    fails_naming(&["train", "--steps", "512", "--config", cfg], "actor_lr");
     std::fs::write(&config, "not_a_key = 1\n").unwrap();
-    let (ok, _, stderr) = microrl(&["train", "--steps", "512", "--config", cfg]);
-    assert!(!ok);
-    assert!(stderr.contains("not_a_key"), "{stderr}");
+    fails_naming(&["train", "--steps", "512", "--config", cfg], "not_a_key");
     // Out-of-range values are refused before any rollout, naming the field.
     // Every optional switch (a number, or `false` for off) refuses NaN,
     // negative and zero values too; the online actor-critic's own keys as well.

@@ -44,6 +44,13 @@ pub fn refused(args: &[&str]) -> String {
     stderr.trim_end().to_owned()
 }
 
+/// Runs microrl expecting a failure whose standard error mentions `needle`.
+pub fn fails_naming(args: &[&str], needle: &str) {
+    let (ok, _, stderr) = microrl(args);
+    assert!(!ok, "{args:?} accepted");
+    assert!(stderr.contains(needle), "{stderr}");
+}
+
 /// `stderr` is exactly one line, `error: …`, and no panic.
 pub fn assert_one_line_error(stderr: &str, what: impl std::fmt::Debug) {
     let lines: Vec<&str> = stderr.trim_end().lines().collect();
