@@ -168,9 +168,24 @@ fn harness_run(algo: Algo, steps: u64, name: &str) -> (TrainSummary, Vec<u8>) {
 /// desktop's run of the same protocol: the same first passing step, the same
 /// reported evaluation bits and the same weights.
 fn assert_solved_like_desktop(run: &Run, summary: &TrainSummary, blob: &[u8]) {
-    let solved = run.line("INFO solved:");
-    let step = summary.solved_at_step.expect("the desktop run solves");
     assert!(summary.solved, "{summary:?}");
+    let desktop_fnv = params_fnv(&load_small(blob));
+    let (step, updates) = (summary.solved_at_step, summary.updates);
+    assert_solved_line(run, step, updates, summary.eval_mean, desktop_fnv);
+}
+
+/// The MCU's `solved:` line against a desktop run: the same first passing
+/// step (`solved_at_step`) and number of `updates`, the same reported
+/// evaluation bits (`eval`) and the same weights (`policy_fnv`).
+fn assert_solved_line(
+    run: &Run,
+    solved_at_step: Option<u64>,
+    updates: u64,
+    eval: f32,
+    policy_fnv: u32,
+) {
+    let solved = run.line("INFO solved:");
+    let step = solved_at_step.expect("the desktop run solves");
     assert_eq!(
         after(solved, "step").parse::<u64>().unwrap(),
         step,
@@ -178,17 +193,17 @@ fn assert_solved_like_desktop(run: &Run, summary: &TrainSummary, blob: &[u8]) {
     );
     assert_eq!(
         after(solved, "updates").parse::<u64>().unwrap(),
-        summary.updates,
+        updates,
         "MCU and desktop made different numbers of updates"
     );
     assert_eq!(
         bits_after(solved, "eval"),
-        summary.eval_mean.to_bits(),
+        eval.to_bits(),
         "MCU and desktop reported evaluations differ"
     );
     assert_eq!(
         hex(after(solved, "policy_fnv")),
-        params_fnv(&load_small(blob)),
+        policy_fnv,
         "MCU and desktop learned different weights"
     );
 }
@@ -471,30 +486,28 @@ fn plant_learns_the_simulated_motor() {
 }
 
 /// The MCU's `solved:` line against a desktop run of the same `Trainer`
-/// configuration: the same first passing step and number of updates, the
-/// same reported evaluation bits and the same weights (`policy_fnv`).
+/// configuration ([`assert_solved_line`]).
 fn assert_solved_like_outcome(run: &Run, outcome: &Outcome, policy_fnv: u32) {
-    let solved = run.line("INFO solved:");
-    let step = outcome.solved_at_step.expect("the desktop run solves");
-    assert_eq!(
-        after(solved, "step").parse::<u64>().unwrap(),
-        step,
-        "MCU and desktop solved at different steps"
-    );
-    assert_eq!(
-        after(solved, "updates").parse::<u64>().unwrap(),
-        outcome.updates,
-        "MCU and desktop made different numbers of updates"
-    );
-    assert_eq!(
-        bits_after(solved, "eval"),
-        outcome.report.mean.to_bits(),
-        "MCU and desktop reported evaluations differ"
-    );
-    assert_eq!(
-        hex(after(solved, "policy_fnv")),
-        policy_fnv,
-        "MCU and desktop learned different weights"
+    let (step, updates, eval) = (outcome.solved_at_step, outcome.updates, outcome.report.mean);
+    assert_solved_line(run, step, updates, eval, policy_fnv);
+}
+
+/// A firmware CartPole trainer's run: `total_steps`, an evaluation every
+/// `eval_interval` steps, early stop at [`CartPole::SOLVED_RETURN`].
+fn cartpole_run(total_steps: u64, eval_interval: u64) -> RunConfig {
+    RunConfig {
+        eval_interval,
+        ..RunConfig::new(total_steps, CartPole::SOLVED_RETURN)
+    }
+}
+
+/// Asserts that `name`'s static RAM plus peak stack ([`ram_and_stack`]) is
+/// at most `budget` bytes.
+fn assert_ram_within(elfs: &HashMap<String, PathBuf>, name: &str, run: &Run, budget: u64) {
+    let total = ram_and_stack(name, &elfs[name], run);
+    assert!(
+        total <= budget,
+        "{name} static RAM + peak stack {total} B > {budget} B"
     );
 }
 
@@ -531,59 +544,71 @@ fn desktop_cartpole<L: Learner<CartPole>>(agent: &mut L, run_config: RunConfig) 
     outcome
 }
 
+/// Firmware trainer `name` against `agent` trained on the desktop with
+/// `run_config` ([`desktop_cartpole`]): exit status 0, the same solving
+/// step, evaluation and weights (`fnv` checksums the agent's policy), and
+/// static RAM plus peak stack within `budget` bytes.
+fn trains_like_desktop_within<L: Learner<CartPole>>(
+    elfs: &HashMap<String, PathBuf>,
+    name: &str,
+    agent: &mut L,
+    run_config: RunConfig,
+    fnv: impl Fn(&L) -> u32,
+    budget: u64,
+) {
+    let run = run_ok(elfs, name, false);
+    let outcome = desktop_cartpole(agent, run_config);
+    assert_solved_like_outcome(&run, &outcome, fnv(agent));
+    assert_ram_within(elfs, name, &run, budget);
+}
+
 #[test]
 fn train_ppo_tiny_solves_like_the_desktop_within_32_kb() {
     let Some(elfs) = firmware() else { return };
-    let run = run_ok(elfs, "train-ppo-tiny", false);
-
+    let run_config = cartpole_run(100_000, 1);
     // train-ppo-tiny's configuration on the desktop: 4-16-16 actor and
     // critic, 128-step rollout, PpoConfig::CARTPOLE over 100 000 steps, an
     // evaluation after every rollout, seed 0.
-    let run_config = RunConfig {
-        eval_interval: 1,
-        ..RunConfig::new(100_000, CartPole::SOLVED_RETURN)
-    };
-    let mut agent = Box::new(agent::Ppo::<CartPole, 16, 128>::ZERO);
+    type Agent = agent::Ppo<CartPole, 16, 128>;
+    let mut agent = Box::new(Agent::ZERO);
     agent.config = PpoConfig {
         total_steps: run_config.total_steps,
         ..PpoConfig::CARTPOLE
     };
-    let outcome = desktop_cartpole(&mut *agent, run_config);
-    assert_solved_like_outcome(&run, &outcome, weights_fnv(agent.actor(), &agent.obs_norm));
-
-    let total = ram_and_stack("train-ppo-tiny", &elfs["train-ppo-tiny"], &run);
-    assert!(
-        total <= PPO_TINY_RAM_BUDGET,
-        "train-ppo-tiny static RAM + peak stack {total} B > {PPO_TINY_RAM_BUDGET} B"
+    let fnv = |a: &Agent| weights_fnv(a.actor(), &a.obs_norm);
+    trains_like_desktop_within(
+        elfs,
+        "train-ppo-tiny",
+        &mut *agent,
+        run_config,
+        fnv,
+        PPO_TINY_RAM_BUDGET,
     );
 }
 
 #[test]
 fn train_ac_tiny_solves_like_the_desktop_within_16_kb() {
     let Some(elfs) = firmware() else { return };
-    let run = run_ok(elfs, "train-ac-tiny", false);
-
+    let run_config = cartpole_run(60_000, 1_000);
     // train-ac-tiny's configuration on the desktop: 4-12-12 actor and
     // critic, AcConfig::DEFAULT with learning rates 1e-3 (actor) and 3e-3
     // (critic), 60 000 steps, an evaluation every 1 000, seed 0.
-    let run_config = RunConfig {
-        eval_interval: 1_000,
-        ..RunConfig::new(60_000, CartPole::SOLVED_RETURN)
-    };
-    let mut agent = Box::new(agent::ActorCritic::<CartPole, 12>::ZERO);
+    type Agent = agent::ActorCritic<CartPole, 12>;
+    let mut agent = Box::new(Agent::ZERO);
     agent.config = AcConfig {
         total_steps: run_config.total_steps,
         actor_lr: Schedule::Constant(1e-3),
         critic_lr: Schedule::Constant(3e-3),
         ..AcConfig::DEFAULT
     };
-    let outcome = desktop_cartpole(&mut *agent, run_config);
-    assert_solved_like_outcome(&run, &outcome, weights_fnv(agent.actor(), &agent.obs_norm));
-
-    let total = ram_and_stack("train-ac-tiny", &elfs["train-ac-tiny"], &run);
-    assert!(
-        total <= AC_TINY_RAM_BUDGET,
-        "train-ac-tiny static RAM + peak stack {total} B > {AC_TINY_RAM_BUDGET} B"
+    let fnv = |a: &Agent| weights_fnv(a.actor(), &a.obs_norm);
+    trains_like_desktop_within(
+        elfs,
+        "train-ac-tiny",
+        &mut *agent,
+        run_config,
+        fnv,
+        AC_TINY_RAM_BUDGET,
     );
 }
 
@@ -652,14 +677,7 @@ fn kernel_matches_the_core_bit_for_bit() {
     // and 4-32-32-2 over thousands of observations and five weight scales,
     // tanh, VSQRT and the arg max on near ties.
     let run = run_ok(elfs, "kernel-check", false);
-    for what in [
-        "tanh",
-        "sqrt",
-        "mode",
-        "18-64-64-4",
-        "4-64-64-2",
-        "4-32-32-2",
-    ] {
+    for what in "tanh sqrt mode 18-64-64-4 4-64-64-2 4-32-32-2".split_whitespace() {
         let line = run.line(&format!("INFO kernel-check {what}:"));
         let cases: u64 = after(line, &format!("{what}:")).parse().expect("a count");
         assert!(cases >= 5000, "{line}");
@@ -674,29 +692,18 @@ fn bench_reports_every_instruction_count() {
     // `-icount shift=0`: one virtual nanosecond per instruction; `bench`
     // calibrates its SysTick counter against that and exits 1 if it cannot.
     let run = run_ok(elfs, "bench", true);
-    for name in [
-        "mlp-4-64-64-2",
-        "act-4-64-64-2",
-        "policy-4-64-64-2",
-        "mlp-18-64-64-4",
-        "act-18-64-64-4",
-        "policy-18-64-64-4",
-        "mlp-4-32-32-2",
-        "act-4-32-32-2",
-        "policy-4-32-32-2",
-        "mlp-4-64-64-2-asm",
-        "act-4-64-64-2-asm",
-        "policy-4-64-64-2-asm",
-        "mlp-18-64-64-4-asm",
-        "act-18-64-64-4-asm",
-        "policy-18-64-64-4-asm",
-        "mlp-4-32-32-2-asm",
-        "act-4-32-32-2-asm",
-        "policy-4-32-32-2-asm",
-        "ac-step",
-        "ppo-collect-256",
-        "ppo-update-256",
-    ] {
+    // Every inference figure: forward pass, mode and act of each network,
+    // with the core's code and with the assembly kernels; then training.
+    let mut names = Vec::new();
+    for asm in ["", "-asm"] {
+        for net in ["4-64-64-2", "18-64-64-4", "4-32-32-2"] {
+            for kind in ["mlp", "act", "policy"] {
+                names.push(format!("{kind}-{net}{asm}"));
+            }
+        }
+    }
+    names.extend(["ac-step", "ppo-collect-256", "ppo-update-256"].map(String::from));
+    for name in &names {
         let line = run.line(&format!("INFO bench {name}:"));
         let count: u64 = after(line, &format!("{name}:")).parse().expect("a count");
         assert!(count > 0, "{line}");
