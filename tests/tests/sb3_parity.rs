@@ -174,34 +174,22 @@ fn gaussian(name: &str, layout: Layout) {
     );
 }
 
+/// Every fixture as its source: a discrete policy takes the same action on
+/// every observation ([`categorical`]), a Gaussian one has the same mean and
+/// command ([`gaussian`]).
 #[test]
-fn sb3_cartpole_acts_as_sb3_on_every_observation() {
-    categorical("sb3-cartpole", Layout::Sb3);
-}
-
-#[test]
-fn sb3_cartpole_with_vecnormalize_acts_as_sb3_on_every_observation() {
-    categorical("sb3-cartpole-vecnorm", Layout::Sb3);
-}
-
-#[test]
-fn sb3_pendulum_mean_and_command_match_sb3() {
-    gaussian("sb3-pendulum", Layout::Sb3);
-}
-
-#[test]
-fn sb3_pendulum_with_vecnormalize_mean_and_command_match_sb3() {
-    gaussian("sb3-pendulum-vecnorm", Layout::Sb3);
-}
-
-#[test]
-fn cleanrl_cartpole_acts_as_cleanrl_on_every_observation() {
-    categorical("cleanrl-cartpole", Layout::Cleanrl);
-}
-
-#[test]
-fn cleanrl_pendulum_mean_and_command_match_cleanrl() {
-    gaussian("cleanrl-pendulum", Layout::Cleanrl);
+fn imported_policies_act_as_their_source_on_every_observation() {
+    let categorical: fn(&str, Layout) = categorical;
+    for (name, layout, check) in [
+        ("sb3-cartpole", Layout::Sb3, categorical),
+        ("sb3-cartpole-vecnorm", Layout::Sb3, categorical),
+        ("cleanrl-cartpole", Layout::Cleanrl, categorical),
+        ("sb3-pendulum", Layout::Sb3, gaussian),
+        ("sb3-pendulum-vecnorm", Layout::Sb3, gaussian),
+        ("cleanrl-pendulum", Layout::Cleanrl, gaussian),
+    ] {
+        check(name, layout);
+    }
 }
 
 /// Exporting an imported policy reproduces the source's actor tensors bit
