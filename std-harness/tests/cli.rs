@@ -5,7 +5,9 @@ mod common;
 
 use std::process::Command;
 
-use common::{assert_one_line_error, fails_naming, last_json, listing, microrl, refused, temp_dir};
+use common::{
+    assert_one_line_error, fails_naming, last_json, listing, microrl, refused, succeeds, temp_dir,
+};
 
 #[test]
 fn info_json() {
@@ -23,8 +25,7 @@ fn init_inspect_act() {
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join("cartpole.mrlp");
     let path_str = path.to_str().unwrap();
-    let (ok, stdout, stderr) = microrl(&["init", "--seed", "3", "--out", path_str, "--json"]);
-    assert!(ok, "{stderr}");
+    let stdout = succeeds(&["init", "--seed", "3", "--out", path_str, "--json"]);
     assert_eq!(last_json(&stdout)["bytes"], 18604);
     let (ok, stdout, _) = microrl(&["inspect", path_str, "--json"]);
     assert!(ok);
@@ -35,7 +36,7 @@ fn init_inspect_act() {
     assert!(action.as_u64().unwrap() < 2);
     // Every command takes its policy file as POLICY; `--policy POLICY` still
     // works (hidden), and spaces around the observation's numbers are fine.
-    let (ok, stdout, stderr) = microrl(&[
+    let stdout = succeeds(&[
         "act",
         "--policy",
         path_str,
@@ -43,7 +44,6 @@ fn init_inspect_act() {
         "-0.01, 0, 0.02, 0",
         "--json",
     ]);
-    assert!(ok, "{stderr}");
     assert_eq!(last_json(&stdout)["action"]["discrete"], action);
     let (ok, stdout, _) = microrl(&["inspect", "--policy", path_str, "--json"]);
     assert!(ok);
@@ -78,8 +78,7 @@ fn train_eval_export() {
     let dir = temp_dir("train");
     let out = dir.join("run");
     let out_str = out.to_str().unwrap();
-    let (ok, stdout, stderr) = microrl(&["train", "--seed", "0", "--out", out_str, "--json"]);
-    assert!(ok, "{stderr}");
+    let stdout = succeeds(&["train", "--seed", "0", "--out", out_str, "--json"]);
     let json = last_json(&stdout);
     for key in [
         "env",
@@ -124,8 +123,7 @@ fn train_eval_export() {
     // The saved policy (actor + frozen normaliser) evaluates to the same figure.
     let policy = out.join("policy.mrlp");
     let policy_str = policy.to_str().unwrap();
-    let (ok, stdout, stderr) = microrl(&["eval", policy_str, "--episodes", "20", "--json"]);
-    assert!(ok, "{stderr}");
+    let stdout = succeeds(&["eval", policy_str, "--episodes", "20", "--json"]);
     assert!(last_json(&stdout)["mean"].as_f64().unwrap() >= 475.0);
     // The wrong task's policy type is refused, not misread.
     fails_naming(&["eval", policy_str, "--env", "pendulum"], "not pendulum");
@@ -134,15 +132,14 @@ fn train_eval_export() {
         microrl(&["act", policy_str, "--obs", "0.01,0,-0.02,0.03", "--json"]);
     assert!(ok, "{stderr}");
     assert!(last_json(&stdout)["action"]["discrete"].as_u64().unwrap() < 2);
-    let (ok, stdout, stderr) = microrl(&["inspect", policy_str, "--json"]);
-    assert!(ok, "{stderr}");
+    let stdout = succeeds(&["inspect", policy_str, "--json"]);
     assert_eq!(last_json(&stdout)["arch"], "cartpole");
 
     // summary.json records the full configuration: training again from it
     // reproduces the policy byte for byte.
     let again = dir.join("again");
     let summary = out.join("summary.json");
-    let (ok, _, stderr) = microrl(&[
+    succeeds(&[
         "train",
         "--seed",
         "0",
@@ -151,21 +148,19 @@ fn train_eval_export() {
         "--out",
         again.to_str().unwrap(),
     ]);
-    assert!(ok, "{stderr}");
     assert_eq!(
         std::fs::read(again.join("policy.mrlp")).unwrap(),
         std::fs::read(&policy).unwrap()
     );
 
     let rs = dir.join("policy.rs");
-    let (ok, stdout, stderr) = microrl(&[
+    let stdout = succeeds(&[
         "export",
         policy_str,
         "--out",
         rs.to_str().unwrap(),
         "--json",
     ]);
-    assert!(ok, "{stderr}");
     let bytes = last_json(&stdout)["bytes"].as_u64().unwrap();
     let src = std::fs::read_to_string(&rs).unwrap();
     assert!(src.contains(&format!("pub static POLICY: [u8; {bytes}]")));
@@ -238,12 +233,10 @@ fn small_architecture_trains_evaluates_and_exports() {
     let policy = out.join("policy.mrlp");
     assert_eq!(std::fs::metadata(&policy).unwrap().len(), 5292);
     let policy_str = policy.to_str().unwrap();
-    let (ok, stdout, stderr) = microrl(&["eval", policy_str, "--json"]);
-    assert!(ok, "{stderr}");
+    let stdout = succeeds(&["eval", policy_str, "--json"]);
     assert!(last_json(&stdout)["mean"].as_f64().unwrap() >= 475.0);
     let raw = dir.join("small.mrlp");
-    let (ok, _, stderr) = microrl(&["export", policy_str, "--out", raw.to_str().unwrap()]);
-    assert!(ok, "{stderr}");
+    succeeds(&["export", policy_str, "--out", raw.to_str().unwrap()]);
     assert_eq!(
         std::fs::read(&raw).unwrap(),
         std::fs::read(&policy).unwrap()
@@ -262,7 +255,7 @@ fn config_overrides_are_checked() {
     let config = dir.join("ppo.toml");
     std::fs::write(&config, "learning_rate = 5e-4\nepochs = 4\n").unwrap();
     let cfg = config.to_str().unwrap();
-    let (ok, stdout, stderr) = microrl(&[
+    let stdout = succeeds(&[
         "train",
         "--steps",
         "512",
@@ -272,7 +265,6 @@ fn config_overrides_are_checked() {
         dir.join("r").to_str().unwrap(),
         "--json",
     ]);
-    assert!(ok, "{stderr}");
     assert_eq!(last_json(&stdout)["steps"], 512);
     // A key the algorithm does not have is an error, not silently ignored.
     std::fs::write(&config, "actor_lr = 1e-3\n").unwrap();
@@ -318,8 +310,7 @@ fn config_overrides_are_checked() {
     assert!(line.contains("line 1"), "{line}");
     // Nested keys merge over the defaults; a feature switches off with `false`.
     std::fs::write(&config, "max_grad_norm = false\n[adam]\neps = 1e-7\n").unwrap();
-    let (ok, stdout, stderr) = microrl(&["train", "--steps", "512", "--config", cfg, "--json"]);
-    assert!(ok, "{stderr}");
+    let stdout = succeeds(&["train", "--steps", "512", "--config", cfg, "--json"]);
     let json = last_json(&stdout);
     assert_eq!(json["config"]["max_grad_norm"], false);
     assert_eq!(
@@ -366,8 +357,7 @@ fn zero_budgets_episodes_and_jobs_are_refused_naming_the_option() {
     let dir = temp_dir("zero");
     let policy = dir.join("p.mrlp");
     let policy = policy.to_str().unwrap();
-    let (ok, _, stderr) = microrl(&["init", "--out", policy]);
-    assert!(ok, "{stderr}");
+    succeeds(&["init", "--out", policy]);
     // A directory that is not a run is refused before training, untouched.
     let mine = dir.join("mine");
     std::fs::create_dir(&mine).unwrap();
@@ -542,8 +532,7 @@ fn complete_run(run: &std::path::Path) -> u64 {
             .expect("summary.json parses");
     let policy = summary["policy"].as_str().expect("policy path");
     assert!(std::path::Path::new(policy).is_file(), "{policy}");
-    let (ok, stdout, stderr) = microrl(&["inspect", policy, "--json"]);
-    assert!(ok, "{stderr}");
+    let stdout = succeeds(&["inspect", policy, "--json"]);
     assert_eq!(
         last_json(&stdout)["crc32"],
         summary["policy_crc32"],
@@ -715,8 +704,7 @@ fn plot_overlays_runs_of_one_task_and_refuses_the_rest() {
         let out = dir.join(name);
         let mut all = vec!["train", "--steps", "2048", "--out", out.to_str().unwrap()];
         all.extend_from_slice(args);
-        let (ok, _, stderr) = microrl(&all);
-        assert!(ok, "{stderr}");
+        succeeds(&all);
         out
     };
     let a = train("a", &["--seed", "0"]);
@@ -901,7 +889,7 @@ fn reward_and_value_weights_are_refused_naming_the_option() {
 /// Multi-reward, multi-critic PPO trains end to end and records its weights.
 #[test]
 fn multi_critic_ppo_trains_and_records_its_weights() {
-    let (ok, stdout, stderr) = microrl(&[
+    let stdout = succeeds(&[
         "train",
         "--env",
         "cartpole-continuous",
@@ -916,7 +904,6 @@ fn multi_critic_ppo_trains_and_records_its_weights() {
         "2",
         "--json",
     ]);
-    assert!(ok, "{stderr}");
     let json = last_json(&stdout);
     assert_eq!(
         json["weights"]["reward"],

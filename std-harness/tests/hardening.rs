@@ -10,9 +10,10 @@ use std::fs;
 use std::io::Read;
 use std::os::unix::fs::FileTypeExt;
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
 
-use common::{fixture, last_json, listing, microrl, refused, s, temp_dir};
+use common::{fixture, last_json, listing, microrl, refused, s, succeeds, temp_dir};
 
 fn is_root() -> bool {
     Command::new("id")
@@ -51,8 +52,7 @@ fn an_output_fifo_is_written_through_not_replaced() {
         .write(true)
         .open(&fifo)
         .unwrap();
-    let (ok, stdout, stderr) = microrl(&["init", "--seed", "3", "--out", s(&fifo), "--json"]);
-    assert!(ok, "{stderr}");
+    let stdout = succeeds(&["init", "--seed", "3", "--out", s(&fifo), "--json"]);
     assert!(
         fs::symlink_metadata(&fifo).unwrap().file_type().is_fifo(),
         "the FIFO was replaced"
@@ -62,12 +62,10 @@ fn an_output_fifo_is_written_through_not_replaced() {
     pipe.read_exact(&mut got).unwrap();
     // What came through the pipe is the policy file init writes.
     let file = dir.join("p.mrlp");
-    let (ok, _, stderr) = microrl(&["init", "--seed", "3", "--out", s(&file)]);
-    assert!(ok, "{stderr}");
+    succeeds(&["init", "--seed", "3", "--out", s(&file)]);
     assert_eq!(got, fs::read(&file).unwrap());
     // Export writes through the FIFO too.
-    let (ok, _, stderr) = microrl(&["export", s(&file), "--out", s(&fifo)]);
-    assert!(ok, "{stderr}");
+    succeeds(&["export", s(&file), "--out", s(&fifo)]);
     assert!(fs::symlink_metadata(&fifo).unwrap().file_type().is_fifo());
     pipe.read_exact(&mut got).unwrap();
     assert_eq!(got, fs::read(&file).unwrap());
@@ -113,8 +111,7 @@ fn an_output_device_node_is_written_through_and_its_errors_reported() {
         return;
     }
     let policy = dir.join("p.mrlp");
-    let (ok, _, stderr) = microrl(&["init", "--out", s(&policy)]);
-    assert!(ok, "{stderr}");
+    succeeds(&["init", "--out", s(&policy)]);
     let err = refused(&["init", "--out", s(&full)]);
     assert!(
         err.contains("No space left on device") && err.contains(s(&full)),
@@ -145,12 +142,10 @@ fn an_output_device_node_is_written_through_and_its_errors_reported() {
         let err = refused(args);
         assert!(err.contains("No space left on device"), "{args:?}: {err}");
     }
-    let (ok, _, stderr) = microrl(&["init", "--out", s(&null)]);
-    assert!(ok, "{stderr}");
+    succeeds(&["init", "--out", s(&null)]);
     let link = dir.join("link");
     std::os::unix::fs::symlink(&null, &link).unwrap();
-    let (ok, _, stderr) = microrl(&["export", s(&policy), "--out", s(&link)]);
-    assert!(ok, "{stderr}");
+    succeeds(&["export", s(&policy), "--out", s(&link)]);
     for node in [&full, &null] {
         let kind = fs::symlink_metadata(node).unwrap().file_type();
         assert!(kind.is_char_device(), "{} was replaced", node.display());
@@ -189,8 +184,7 @@ fn out_dev_stdout_writes_to_standard_output() {
             .is_symlink()
     );
     let file = dir.join("p.mrlp");
-    let (ok, _, stderr) = microrl(&["init", "--seed", "3", "--out", s(&file)]);
-    assert!(ok, "{stderr}");
+    succeeds(&["init", "--seed", "3", "--out", s(&file)]);
     let blob = fs::read(&file).unwrap();
     assert!(out.stdout.starts_with(&blob), "the policy is not on stdout");
     assert_eq!(listing(&dir), ["p.mrlp", "stdout"]);
@@ -212,8 +206,7 @@ fn stale_temporary_files_of_a_killed_write_are_removed() {
     for name in [&dead, &live, &other, &unrelated] {
         fs::write(dir.join(name), b"partial").unwrap();
     }
-    let (ok, _, stderr) = microrl(&["init", "--out", s(&dir.join("p.mrlp"))]);
-    assert!(ok, "{stderr}");
+    succeeds(&["init", "--out", s(&dir.join("p.mrlp"))]);
     let mut expected = vec![live, other, unrelated, "p.mrlp".to_string()];
     expected.sort();
     assert_eq!(listing(&dir), expected);
@@ -232,8 +225,7 @@ fn stale_checkpoint_staging_is_removed_when_the_run_is_written() {
     let live = dir.join("run.checkpoint.tmp-1-0");
     fs::create_dir(&live).unwrap();
     let run = dir.join("run");
-    let (ok, _, stderr) = microrl(&["train", "--steps", "1024", "--out", s(&run)]);
-    assert!(ok, "{stderr}");
+    succeeds(&["train", "--steps", "1024", "--out", s(&run)]);
     assert_eq!(listing(&dir), ["run", "run.checkpoint.tmp-1-0"]);
     fs::remove_dir_all(&dir).unwrap();
 }
@@ -264,24 +256,45 @@ fn size_options_are_bounded_naming_the_option_and_the_bound() {
     fs::remove_dir_all(&dir).unwrap();
 }
 
-/// Runs microrl, killing it after `secs` seconds; `None` if it had to be killed.
-fn microrl_within(args: &[&str], secs: u64) -> Option<std::process::Output> {
+/// Spawns `microrl args` (standard output and error captured if `capture`,
+/// else discarded) and polls it every `poll` until it exits or `stop()`
+/// says to stop it; then kills it. Returns its output if it exited by itself.
+fn microrl_until(
+    args: &[&str],
+    capture: bool,
+    poll: Duration,
+    mut stop: impl FnMut() -> bool,
+) -> Option<Output> {
+    let stdio = || {
+        if capture {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        }
+    };
     let mut child = Command::new(env!("CARGO_BIN_EXE_microrl"))
         .args(args)
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
+        .stdout(stdio())
+        .stderr(stdio())
         .spawn()
         .unwrap();
-    let start = std::time::Instant::now();
-    while start.elapsed().as_secs() < secs {
+    while !stop() {
         if child.try_wait().unwrap().is_some() {
             return Some(child.wait_with_output().unwrap());
         }
-        std::thread::sleep(std::time::Duration::from_millis(50));
+        std::thread::sleep(poll);
     }
     let _ = child.kill();
     let _ = child.wait();
     None
+}
+
+/// Runs microrl, killing it after `secs` seconds; `None` if it had to be killed.
+fn microrl_within(args: &[&str], secs: u64) -> Option<Output> {
+    let start = Instant::now();
+    microrl_until(args, true, Duration::from_millis(50), || {
+        start.elapsed().as_secs() >= secs
+    })
 }
 
 /// Segments that all stayed upright equally long give no pair to label:
@@ -441,7 +454,7 @@ fn import_refusals_name_the_tensor_or_field_and_the_bound() {
         ),
     )
     .unwrap();
-    let (ok, _, stderr) = microrl(&[
+    succeeds(&[
         "import",
         "--from",
         "sb3",
@@ -453,7 +466,6 @@ fn import_refusals_name_the_tensor_or_field_and_the_bound() {
         "--out",
         s(&out),
     ]);
-    assert!(ok, "{stderr}");
     fs::remove_dir_all(&dir).unwrap();
 }
 
@@ -478,8 +490,7 @@ fn npy(descr: &str, shape: &str, data: &[u8]) -> Vec<u8> {
 fn act_on_a_file_of_observations() {
     let dir = temp_dir("batch-act");
     let policy = dir.join("p.mrlp");
-    let (ok, _, stderr) = microrl(&["init", "--seed", "5", "--out", s(&policy)]);
-    assert!(ok, "{stderr}");
+    succeeds(&["init", "--seed", "5", "--out", s(&policy)]);
     let obs: [[f32; 4]; 4] = [
         [0.01, 0.0, -0.02, 0.03],
         [0.1, -0.5, 0.2, 1.5],
@@ -490,8 +501,7 @@ fn act_on_a_file_of_observations() {
         .iter()
         .map(|o| {
             let text = o.map(|x| x.to_string()).join(",");
-            let (ok, stdout, stderr) = microrl(&["act", s(&policy), "--obs", &text, "--json"]);
-            assert!(ok, "{stderr}");
+            let stdout = succeeds(&["act", s(&policy), "--obs", &text, "--json"]);
             last_json(&stdout)["action"]["discrete"].as_u64().unwrap()
         })
         .collect();
@@ -502,8 +512,7 @@ fn act_on_a_file_of_observations() {
     }
     let csv_file = dir.join("obs.csv");
     fs::write(&csv_file, &csv).unwrap();
-    let (ok, stdout, stderr) = microrl(&["act", s(&policy), "--obs-file", s(&csv_file)]);
-    assert!(ok, "{stderr}");
+    let stdout = succeeds(&["act", s(&policy), "--obs-file", s(&csv_file)]);
     let expected: Vec<String> = std::iter::once("action".to_string())
         .chain(single.iter().map(u64::to_string))
         .collect();
@@ -520,7 +529,7 @@ fn act_on_a_file_of_observations() {
         let npy_file = dir.join("obs.npy");
         fs::write(&npy_file, npy(descr, "(4, 4)", &data)).unwrap();
         let out = dir.join("actions.npy");
-        let (ok, stdout, stderr) = microrl(&[
+        let stdout = succeeds(&[
             "act",
             s(&policy),
             "--obs-file",
@@ -529,7 +538,6 @@ fn act_on_a_file_of_observations() {
             s(&out),
             "--json",
         ]);
-        assert!(ok, "{stderr}");
         assert_eq!(last_json(&stdout)["rows"], 4);
         let want: Vec<u8> = single
             .iter()
@@ -544,12 +552,11 @@ fn act_on_a_file_of_observations() {
 
     // A Gaussian policy: float32 [N, 1] commands, or CSV into --out.
     let pendulum = dir.join("pendulum.mrlp");
-    let (ok, _, stderr) = microrl(&["init", "--arch", "pendulum", "--out", s(&pendulum)]);
-    assert!(ok, "{stderr}");
+    succeeds(&["init", "--arch", "pendulum", "--out", s(&pendulum)]);
     let pobs = dir.join("pendulum.csv");
     fs::write(&pobs, "1,0,0\n0,1,-3\n").unwrap();
     let out = dir.join("commands.csv");
-    let (ok, _, stderr) = microrl(&[
+    succeeds(&[
         "act",
         s(&pendulum),
         "--obs-file",
@@ -557,7 +564,6 @@ fn act_on_a_file_of_observations() {
         "--out",
         s(&out),
     ]);
-    assert!(ok, "{stderr}");
     let text = fs::read_to_string(&out).unwrap();
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(lines.len(), 3, "{text}");
@@ -569,7 +575,7 @@ fn act_on_a_file_of_observations() {
         .unwrap() as f32;
     assert_eq!(lines[2].parse::<f32>().unwrap(), command);
     let out = dir.join("commands.npy");
-    let (ok, _, stderr) = microrl(&[
+    succeeds(&[
         "act",
         s(&pendulum),
         "--obs-file",
@@ -577,7 +583,6 @@ fn act_on_a_file_of_observations() {
         "--out",
         s(&out),
     ]);
-    assert!(ok, "{stderr}");
     assert!(
         fs::read(&out)
             .unwrap()
@@ -621,7 +626,7 @@ fn actions_on_parity(dir: &Path, policy: &Path, parity: &str) -> (Vec<i64>, Vec<
     let obs_file = dir.join("parity-obs.npy");
     fs::write(&obs_file, npy("<f4", &format!("({n}, 4)"), obs.data())).unwrap();
     let out = dir.join("parity-actions.npy");
-    let (ok, _, stderr) = microrl(&[
+    succeeds(&[
         "act",
         s(policy),
         "--obs-file",
@@ -629,7 +634,6 @@ fn actions_on_parity(dir: &Path, policy: &Path, parity: &str) -> (Vec<i64>, Vec<
         "--out",
         s(&out),
     ]);
-    assert!(ok, "{stderr}");
     let ours = fs::read(&out).unwrap();
     let ours: Vec<i64> = ours[ours.len() - 8 * n..]
         .chunks_exact(8)
@@ -710,14 +714,13 @@ fn a_relu_policy_imports_with_activation_relu_and_the_assumption_is_said() {
     let (ok, stdout, _) = microrl(&["inspect", s(&relu), "--json"]);
     assert!(ok);
     assert_eq!(last_json(&stdout)["arch"], "cartpole-relu");
-    let (ok, stdout, stderr) = microrl(&["eval", s(&relu), "--episodes", "3", "--json"]);
-    assert!(ok, "{stderr}");
+    let stdout = succeeds(&["eval", s(&relu), "--episodes", "3", "--json"]);
     assert_eq!(last_json(&stdout)["arch"], "cartpole-relu");
 
     // Exported, the file states ReLU; imported again, no option is needed
     // and the policy is the same file.
     let exported = dir.join("relu.safetensors");
-    let (ok, _, stderr) = microrl(&[
+    succeeds(&[
         "export",
         s(&relu),
         "--format",
@@ -725,7 +728,6 @@ fn a_relu_policy_imports_with_activation_relu_and_the_assumption_is_said() {
         "--out",
         s(&exported),
     ]);
-    assert!(ok, "{stderr}");
     let again = dir.join("again.mrlp");
     let (ok, stdout, stderr) = microrl(&[
         "import",
@@ -860,17 +862,7 @@ fn killed_after_a_checkpoint(args: &[&str], out: &Path) -> bool {
     let state = out.with_file_name(name).join("state.mrlc");
     for _ in 0..5 {
         let _ = fs::remove_dir_all(out);
-        let mut child = Command::new(env!("CARGO_BIN_EXE_microrl"))
-            .args(args)
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .unwrap();
-        while child.try_wait().unwrap().is_none() && !state.is_file() {
-            std::thread::sleep(std::time::Duration::from_micros(200));
-        }
-        let _ = child.kill();
-        let _ = child.wait();
+        microrl_until(args, false, Duration::from_micros(200), || state.is_file());
         if state.is_file() {
             return true;
         }

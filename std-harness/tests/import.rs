@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use safetensors::tensor::TensorView;
 use safetensors::{Dtype, SafeTensors};
 
-use common::{fixture, microrl, refused, s, temp_dir};
+use common::{fixture, microrl, refused, s, succeeds, temp_dir};
 
 /// The SB3 CartPole fixture with `edit` applied to its (name, shape, bytes)
 /// tensors and `metadata`, written to `dir/name`.
@@ -45,7 +45,7 @@ fn edited(
 fn import_then_export_round_trips_and_evaluates() {
     let dir = temp_dir("round-trip");
     let policy = dir.join("sb3.mrlp");
-    let (ok, stdout, stderr) = microrl(&[
+    let stdout = succeeds(&[
         "import",
         "--from",
         "sb3",
@@ -56,7 +56,6 @@ fn import_then_export_round_trips_and_evaluates() {
         s(&policy),
         "--json",
     ]);
-    assert!(ok, "{stderr}");
     let json: serde_json::Value = serde_json::from_str(stdout.lines().last().unwrap()).unwrap();
     assert_eq!(json["arch"], "cartpole");
     assert_eq!(json["tensors"].as_array().unwrap().len(), 6);
@@ -69,7 +68,7 @@ fn import_then_export_round_trips_and_evaluates() {
 
     // Positional POLICY (`--policy` is an alias), SB3 names by default.
     let out = dir.join("back.safetensors");
-    let (ok, _, stderr) = microrl(&[
+    succeeds(&[
         "export",
         s(&policy),
         "--format",
@@ -77,7 +76,6 @@ fn import_then_export_round_trips_and_evaluates() {
         "--out",
         s(&out),
     ]);
-    assert!(ok, "{stderr}");
     let back = std::fs::read(&out).unwrap();
     let back = SafeTensors::deserialize(&back).unwrap();
     let source = std::fs::read(fixture("sb3-cartpole.safetensors")).unwrap();
@@ -117,7 +115,7 @@ fn vecnormalize_statistics_travel_both_ways() {
     let dir = temp_dir("vecnormalize");
     let policy = dir.join("p.mrlp");
     let stats = fixture("sb3-pendulum-vecnorm.vecnormalize.json");
-    let (ok, _, stderr) = microrl(&[
+    succeeds(&[
         "import",
         "--from",
         "sb3",
@@ -129,7 +127,6 @@ fn vecnormalize_statistics_travel_both_ways() {
         "--out",
         s(&policy),
     ]);
-    assert!(ok, "{stderr}");
     let out = dir.join("p.safetensors");
     let export = [
         "export",

@@ -44,6 +44,13 @@ pub fn refused(args: &[&str]) -> String {
     stderr.trim_end().to_owned()
 }
 
+/// Runs microrl expecting success; returns its standard output.
+pub fn succeeds(args: &[&str]) -> String {
+    let (ok, stdout, stderr) = microrl(args);
+    assert!(ok, "{stderr}");
+    stdout
+}
+
 /// Runs microrl expecting a failure whose standard error mentions `needle`.
 pub fn fails_naming(args: &[&str], needle: &str) {
     let (ok, _, stderr) = microrl(args);
