@@ -13,7 +13,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{fixture, last_json, listing, microrl, refused, s, succeeds, temp_dir};
+use common::{
+    Tensors, fixture, fixture_tensors, last_json, listing, microrl, refused, s, succeeds, temp_dir,
+    write_tensors,
+};
 
 fn is_root() -> bool {
     Command::new("id")
@@ -330,31 +333,11 @@ fn reward_model_without_a_labellable_pair_is_refused_not_hung() {
 
 /// The SB3 fixture `name` with `edit` applied to its (name, shape, bytes)
 /// tensors, written to `dir/out`.
-fn edited_fixture(
-    dir: &Path,
-    name: &str,
-    out: &str,
-    edit: impl FnOnce(&mut Vec<(String, Vec<usize>, Vec<u8>)>),
-) -> PathBuf {
-    use safetensors::tensor::TensorView;
-    let bytes = fs::read(fixture(name)).unwrap();
-    let file = safetensors::SafeTensors::deserialize(&bytes).unwrap();
-    let mut tensors: Vec<_> = file
-        .iter()
-        .map(|(n, t)| (n.to_owned(), t.shape().to_vec(), t.data().to_vec()))
-        .collect();
-    let (_, header) = safetensors::SafeTensors::read_metadata(&bytes).unwrap();
-    let metadata = header.metadata().clone();
+fn edited_fixture(dir: &Path, name: &str, out: &str, edit: impl FnOnce(&mut Tensors)) -> PathBuf {
+    let (mut tensors, metadata) = fixture_tensors(name);
     edit(&mut tensors);
-    let views: Vec<_> = tensors
-        .iter()
-        .map(|(n, shape, data)| {
-            let view = TensorView::new(safetensors::Dtype::F32, shape.clone(), data).unwrap();
-            (n.clone(), view)
-        })
-        .collect();
     let path = dir.join(out);
-    fs::write(&path, safetensors::serialize(views, metadata).unwrap()).unwrap();
+    write_tensors(&path, &tensors, metadata);
     path
 }
 

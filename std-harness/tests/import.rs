@@ -7,37 +7,24 @@ mod common;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use safetensors::tensor::TensorView;
-use safetensors::{Dtype, SafeTensors};
+use safetensors::SafeTensors;
 
-use common::{fixture, microrl, refused, s, succeeds, temp_dir};
+use common::{
+    Tensors, fixture, fixture_tensors, microrl, refused, s, succeeds, temp_dir, write_tensors,
+};
 
 /// The SB3 CartPole fixture with `edit` applied to its (name, shape, bytes)
 /// tensors and `metadata`, written to `dir/name`.
 fn edited(
     dir: &Path,
     name: &str,
-    edit: impl FnOnce(&mut Vec<(String, Vec<usize>, Vec<u8>)>),
+    edit: impl FnOnce(&mut Tensors),
     metadata: Option<HashMap<String, String>>,
 ) -> PathBuf {
-    let bytes = std::fs::read(fixture("sb3-cartpole.safetensors")).unwrap();
-    let file = SafeTensors::deserialize(&bytes).unwrap();
-    let mut tensors: Vec<_> = file
-        .iter()
-        .map(|(n, t)| (n.to_owned(), t.shape().to_vec(), t.data().to_vec()))
-        .collect();
+    let (mut tensors, _) = fixture_tensors("sb3-cartpole.safetensors");
     edit(&mut tensors);
-    let views: Vec<_> = tensors
-        .iter()
-        .map(|(n, shape, data)| {
-            (
-                n.clone(),
-                TensorView::new(Dtype::F32, shape.clone(), data).unwrap(),
-            )
-        })
-        .collect();
     let path = dir.join(name);
-    std::fs::write(&path, safetensors::serialize(views, metadata).unwrap()).unwrap();
+    write_tensors(&path, &tensors, metadata);
     path
 }
 

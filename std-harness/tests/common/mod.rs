@@ -8,9 +8,13 @@
 
 #![allow(dead_code)]
 
+use std::collections::HashMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+
+use safetensors::tensor::TensorView;
+use safetensors::{Dtype, SafeTensors};
 
 /// Runs `microrl args` (with `RUST_BACKTRACE=1`, so that an error that
 /// carried a backtrace would show it): success, standard output (lossy: an
@@ -109,4 +113,31 @@ pub fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../tests/fixtures/sb3")
         .join(name)
+}
+
+/// A safetensors file's tensors as (name, shape, bytes), in file order.
+pub type Tensors = Vec<(String, Vec<usize>, Vec<u8>)>;
+
+/// The tensors and the metadata of the SB3 fixture `name`.
+pub fn fixture_tensors(name: &str) -> (Tensors, Option<HashMap<String, String>>) {
+    let bytes = fs::read(fixture(name)).unwrap();
+    let file = SafeTensors::deserialize(&bytes).unwrap();
+    let tensors = file
+        .iter()
+        .map(|(n, t)| (n.to_owned(), t.shape().to_vec(), t.data().to_vec()))
+        .collect();
+    let (_, header) = SafeTensors::read_metadata(&bytes).unwrap();
+    (tensors, header.metadata().clone())
+}
+
+/// Writes `tensors` (all `f32`) and `metadata` to `path` as safetensors.
+pub fn write_tensors(path: &Path, tensors: &Tensors, metadata: Option<HashMap<String, String>>) {
+    let views: Vec<_> = tensors
+        .iter()
+        .map(|(n, shape, data)| {
+            let view = TensorView::new(Dtype::F32, shape.clone(), data).unwrap();
+            (n.clone(), view)
+        })
+        .collect();
+    fs::write(path, safetensors::serialize(views, metadata).unwrap()).unwrap();
 }
