@@ -28,6 +28,18 @@ fn edited(
     path
 }
 
+/// `microrl export POLICY --format safetensors --out OUT`.
+fn export_safetensors<'a>(policy: &'a Path, out: &'a Path) -> [&'a str; 6] {
+    [
+        "export",
+        s(policy),
+        "--format",
+        "safetensors",
+        "--out",
+        s(out),
+    ]
+}
+
 #[test]
 fn import_then_export_round_trips_and_evaluates() {
     let dir = temp_dir("round-trip");
@@ -55,14 +67,7 @@ fn import_then_export_round_trips_and_evaluates() {
 
     // Positional POLICY (`--policy` is an alias), SB3 names by default.
     let out = dir.join("back.safetensors");
-    succeeds(&[
-        "export",
-        s(&policy),
-        "--format",
-        "safetensors",
-        "--out",
-        s(&out),
-    ]);
+    succeeds(&export_safetensors(&policy, &out));
     let back = std::fs::read(&out).unwrap();
     let back = SafeTensors::deserialize(&back).unwrap();
     let source = std::fs::read(fixture("sb3-cartpole.safetensors")).unwrap();
@@ -115,14 +120,7 @@ fn vecnormalize_statistics_travel_both_ways() {
         s(&policy),
     ]);
     let out = dir.join("p.safetensors");
-    let export = [
-        "export",
-        s(&policy),
-        "--format",
-        "safetensors",
-        "--out",
-        s(&out),
-    ];
+    let export = export_safetensors(&policy, &out);
     let e = refused(&export);
     assert!(e.contains("pass --vecnormalize FILE.json"), "{e}");
     let json = dir.join("p.json");
