@@ -6,7 +6,8 @@ mod common;
 use std::process::Command;
 
 use common::{
-    assert_one_line_error, fails_naming, last_json, listing, microrl, refused, succeeds, temp_dir,
+    assert_one_line_error, fails_naming, last_json, listing, microrl, refused, remove_holding,
+    succeeds, temp_dir,
 };
 
 #[test]
@@ -680,8 +681,7 @@ fn a_killed_training_leaves_the_old_run_or_the_new_one() {
     // A complete run clears what the killed ones left beside the directory.
     assert!(train(KILLS + 1).status().unwrap().success());
     assert_eq!(complete_run(&run), KILLS + 1);
-    assert_eq!(listing(&dir), ["run"]);
-    std::fs::remove_dir_all(&dir).unwrap();
+    remove_holding(&dir, &["run"]);
 }
 
 /// Decodes a PNG into (width, height, RGB pixels).

@@ -14,8 +14,8 @@ use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use common::{
-    Tensors, fixture, fixture_tensors, last_json, listing, microrl, refused, s, succeeds, temp_dir,
-    write_tensors,
+    Tensors, fixture, fixture_tensors, last_json, listing, microrl, refused, remove_holding, s,
+    succeeds, temp_dir, write_tensors,
 };
 
 fn is_root() -> bool {
@@ -72,8 +72,7 @@ fn an_output_fifo_is_written_through_not_replaced() {
     assert!(fs::symlink_metadata(&fifo).unwrap().file_type().is_fifo());
     pipe.read_exact(&mut got).unwrap();
     assert_eq!(got, fs::read(&file).unwrap());
-    assert_eq!(listing(&dir), ["out.fifo", "p.mrlp"]);
-    fs::remove_dir_all(&dir).unwrap();
+    remove_holding(&dir, &["out.fifo", "p.mrlp"]);
 }
 
 /// A socket is not written through: refused, naming it, and left in place.
@@ -88,8 +87,7 @@ fn an_output_socket_is_refused_and_left_in_place() {
         "{err}"
     );
     assert!(fs::symlink_metadata(&sock).unwrap().file_type().is_socket());
-    assert_eq!(listing(&dir), ["s.sock"]);
-    fs::remove_dir_all(&dir).unwrap();
+    remove_holding(&dir, &["s.sock"]);
 }
 
 /// Character devices (made with `mknod`, so root only): `/dev/null`'s twin
@@ -159,8 +157,7 @@ fn an_output_device_node_is_written_through_and_its_errors_reported() {
             .file_type()
             .is_symlink()
     );
-    assert_eq!(listing(&dir), ["full", "link", "null", "p.mrlp"]);
-    fs::remove_dir_all(&dir).unwrap();
+    remove_holding(&dir, &["full", "link", "null", "p.mrlp"]);
 }
 
 /// `--out /dev/stdout` writes the file to standard output. (Tested through
@@ -190,8 +187,7 @@ fn out_dev_stdout_writes_to_standard_output() {
     succeeds(&["init", "--seed", "3", "--out", s(&file)]);
     let blob = fs::read(&file).unwrap();
     assert!(out.stdout.starts_with(&blob), "the policy is not on stdout");
-    assert_eq!(listing(&dir), ["p.mrlp", "stdout"]);
-    fs::remove_dir_all(&dir).unwrap();
+    remove_holding(&dir, &["p.mrlp", "stdout"]);
 }
 
 /// Temporary siblings left by a killed write (`.NAME.tmp-PID-N`, of a
@@ -229,8 +225,7 @@ fn stale_checkpoint_staging_is_removed_when_the_run_is_written() {
     fs::create_dir(&live).unwrap();
     let run = dir.join("run");
     succeeds(&["train", "--steps", "1024", "--out", s(&run)]);
-    assert_eq!(listing(&dir), ["run", "run.checkpoint.tmp-1-0"]);
-    fs::remove_dir_all(&dir).unwrap();
+    remove_holding(&dir, &["run", "run.checkpoint.tmp-1-0"]);
 }
 
 /// Every size option of `reward-model` and `validate --seeds` is bounded:
@@ -255,8 +250,7 @@ fn size_options_are_bounded_naming_the_option_and_the_bound() {
         let err = refused(&["validate", "--seeds", seeds, "--steps", "256"]);
         assert!(err.contains("--seeds") && err.contains("1024"), "{err}");
     }
-    assert_eq!(listing(&dir), Vec::<String>::new());
-    fs::remove_dir_all(&dir).unwrap();
+    remove_holding(&dir, &[]);
 }
 
 /// Spawns `microrl args` (standard output and error captured if `capture`,

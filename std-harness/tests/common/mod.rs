@@ -108,6 +108,13 @@ pub fn listing(dir: &Path) -> Vec<String> {
     names
 }
 
+/// Asserts that scratch directory `dir` holds exactly `names` (sorted:
+/// nothing left behind), then removes it.
+pub fn remove_holding(dir: &Path, names: &[&str]) {
+    assert_eq!(listing(dir), names);
+    fs::remove_dir_all(dir).unwrap();
+}
+
 /// The SB3 fixture `name` (`tests/fixtures/sb3/`).
 pub fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
