@@ -6,8 +6,8 @@ mod common;
 use std::process::Command;
 
 use common::{
-    assert_one_line_error, fails_naming, last_json, listing, microrl, refused, remove_holding,
-    succeeds, temp_dir,
+    assert_one_line_error, fails_naming, last_json, listing, microrl, refused, refused_naming,
+    remove_holding, succeeds, temp_dir,
 };
 
 #[test]
@@ -307,8 +307,7 @@ fn config_overrides_are_checked() {
     }
     // A malformed file is one line too, naming where.
     std::fs::write(&config, "gamma = \n").unwrap();
-    let line = refused(&["train", "--steps", "512", "--config", cfg]);
-    assert!(line.contains("line 1"), "{line}");
+    refused_naming(&["train", "--steps", "512", "--config", cfg], &["line 1"]);
     // Nested keys merge over the defaults; a feature switches off with `false`.
     std::fs::write(&config, "max_grad_norm = false\n[adam]\neps = 1e-7\n").unwrap();
     let stdout = succeeds(&["train", "--steps", "512", "--config", cfg, "--json"]);
@@ -740,17 +739,17 @@ fn plot_overlays_runs_of_one_task_and_refuses_the_rest() {
     // Refusals: one line each, the output left as it was.
     let not_a_run = dir.join("not-a-run");
     std::fs::create_dir_all(&not_a_run).unwrap();
-    let err = refused(&["plot", &path(&a), &path(&not_a_run), "--out", &path(&png)]);
-    assert!(
-        err.contains("not a run directory") && err.contains("summary.json"),
-        "{err}"
+    refused_naming(
+        &["plot", &path(&a), &path(&not_a_run), "--out", &path(&png)],
+        &["not a run directory", "summary.json"],
     );
-    let err = refused(&["plot", &path(&a.join("curve.csv")), "--out", &path(&png)]);
-    assert!(err.contains("not a directory"), "{err}");
-    let err = refused(&["plot", &path(&a), &path(&pendulum), "--out", &path(&png)]);
-    assert!(
-        err.contains("cartpole run") && err.contains("pendulum run"),
-        "{err}"
+    refused_naming(
+        &["plot", &path(&a.join("curve.csv")), "--out", &path(&png)],
+        &["not a directory"],
+    );
+    refused_naming(
+        &["plot", &path(&a), &path(&pendulum), "--out", &path(&png)],
+        &["cartpole run", "pendulum run"],
     );
     // The same task judged by another threshold.
     let other = dir.join("other-threshold");
@@ -760,10 +759,9 @@ fn plot_overlays_runs_of_one_task_and_refuses_the_rest() {
     let mut summary: serde_json::Value = serde_json::from_str(&summary).unwrap();
     summary["threshold"] = serde_json::json!(195.0);
     std::fs::write(other.join("summary.json"), summary.to_string()).unwrap();
-    let err = refused(&["plot", &path(&a), &path(&other), "--out", &path(&png)]);
-    assert!(
-        err.contains("threshold 475") && err.contains("threshold 195"),
-        "{err}"
+    refused_naming(
+        &["plot", &path(&a), &path(&other), "--out", &path(&png)],
+        &["threshold 475", "threshold 195"],
     );
     // A damaged curve names its file and line.
     std::fs::write(
@@ -773,18 +771,21 @@ fn plot_overlays_runs_of_one_task_and_refuses_the_rest() {
     .unwrap();
     summary["threshold"] = serde_json::json!(475.0);
     std::fs::write(other.join("summary.json"), summary.to_string()).unwrap();
-    let err = refused(&["plot", &path(&other), "--out", &path(&png)]);
-    assert!(err.contains("curve.csv") && err.contains("line 2"), "{err}");
-    let err = refused(&["plot", "--out", &path(&png)]);
-    assert!(err.contains("RUN_DIR"), "{err}");
+    refused_naming(
+        &["plot", &path(&other), "--out", &path(&png)],
+        &["curve.csv", "line 2"],
+    );
+    refused_naming(&["plot", "--out", &path(&png)], &["RUN_DIR"]);
     assert_eq!(std::fs::read(&png).unwrap(), before);
-    let err = refused(&[
-        "plot",
-        &path(&a),
-        "--out",
-        &path(&dir.join("no-such-dir/p.png")),
-    ]);
-    assert!(err.contains("no-such-dir"), "{err}");
+    refused_naming(
+        &[
+            "plot",
+            &path(&a),
+            "--out",
+            &path(&dir.join("no-such-dir/p.png")),
+        ],
+        &["no-such-dir"],
+    );
     std::fs::remove_dir_all(&dir).unwrap();
 }
 

@@ -62,6 +62,15 @@ pub fn fails_naming(args: &[&str], needle: &str) {
     assert!(stderr.contains(needle), "{stderr}");
 }
 
+/// [`refused`], with every one of `needles` in the error line; returns it.
+pub fn refused_naming(args: &[&str], needles: &[&str]) -> String {
+    let line = refused(args);
+    for needle in needles {
+        assert!(line.contains(needle), "{args:?}: no `{needle}` in {line}");
+    }
+    line
+}
+
 /// `stderr` is exactly one line, `error: …`, and no panic.
 pub fn assert_one_line_error(stderr: &str, what: impl std::fmt::Debug) {
     let lines: Vec<&str> = stderr.trim_end().lines().collect();
