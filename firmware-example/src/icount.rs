@@ -38,11 +38,36 @@
 
 #![forbid(unsafe_code)]
 
+use core::hint::black_box;
 use core::sync::atomic::{AtomicU32, Ordering};
 
+use cortex_m::asm::nop;
 use cortex_m::peripheral::SYST;
 use cortex_m::peripheral::syst::SystClkSource;
 use cortex_m_rt::exception;
+
+/// Instructions per iteration of [`nop_loop`] (`nop; subs; bne`), read from
+/// the disassembly (`arm-none-eabi-objdump -d`) on both targets.
+pub const NOP_LOOP_INSTRUCTIONS: u64 = 3;
+
+/// `n` iterations of a loop around one `nop`, the calibration's loop of
+/// known length. Not unrolled: LLVM's ARM backend does not runtime-unroll
+/// loops that contain inline assembly.
+#[inline(never)]
+pub fn nop_loop(n: u32) {
+    for _ in 0..n {
+        nop();
+    }
+}
+
+/// `reps` calls of `f(i)`, `i = 0, 1, …`, as one out-of-line loop (the
+/// measured block: the same loop for the operation and the empty body).
+#[inline(never)]
+pub fn repeat(reps: u32, mut f: impl FnMut(u32)) {
+    for i in 0..reps {
+        f(black_box(i));
+    }
+}
 
 /// SysTick reload value: the full 24 bits.
 pub const RELOAD: u32 = 0x00FF_FFFF;

@@ -143,6 +143,67 @@ macro_rules! run {
     };
 }
 
+/// The first run of a column `$c` (relative to `$p`): the input loads
+/// `$xr @ $xo`, then rows 0–11 of the column in `s0–s11`, the input in `s12`.
+macro_rules! col_head {
+    ([$($xr:literal @ $xo:literal),*] $p:literal, $c:literal) => {
+        run!([$($xr @ $xo),*] $p [
+            ("s0", $c, 0, "s12", "s16"), ("s1", $c, 1, "s12", "s17"),
+            ("s2", $c, 2, "s12", "s18"), ("s3", $c, 3, "s12", "s19"),
+            ("s4", $c, 4, "s12", "s20"), ("s5", $c, 5, "s12", "s21"),
+            ("s6", $c, 6, "s12", "s22"), ("s7", $c, 7, "s12", "s23"),
+            ("s8", $c, 8, "s12", "s24"), ("s9", $c, 9, "s12", "s25"),
+            ("s10", $c, 10, "s12", "s26"), ("s11", $c, 11, "s12", "s27"),
+        ])
+    };
+}
+
+/// The second run of two columns `$ca`, `$cb` (relative to `$p`): rows
+/// 12–15 of `$ca` (input `s12`), then rows 0–7 of `$cb` (input `s13`).
+macro_rules! col_pair {
+    ($p:literal, $ca:literal, $cb:literal) => {
+        run!([] $p [
+            ("s0", $ca, 12, "s12", "s28"), ("s1", $ca, 13, "s12", "s29"),
+            ("s2", $ca, 14, "s12", "s30"), ("s3", $ca, 15, "s12", "s31"),
+            ("s4", $cb, 0, "s13", "s16"), ("s5", $cb, 1, "s13", "s17"),
+            ("s6", $cb, 2, "s13", "s18"), ("s7", $cb, 3, "s13", "s19"),
+            ("s8", $cb, 4, "s13", "s20"), ("s9", $cb, 5, "s13", "s21"),
+            ("s10", $cb, 6, "s13", "s22"), ("s11", $cb, 7, "s13", "s23"),
+        ])
+    };
+}
+
+/// `$op $dᵢ, $aᵢ, $bᵢ` for every lane `i`, one instruction a line.
+macro_rules! lanes {
+    ($op:literal [$($d:literal),+] [$($a:literal),+] [$($b:literal),+]) => {
+        concat!($($op, " ", $d, ", ", $a, ", ", $b, "\n",)+)
+    };
+}
+
+/// `s0–s15 = s0–s15 · x` (`x` = `$x0` for `s0–s3`, … `$x3` for `s12–s15`),
+/// then the products added into `s28–s31` in order: four columns of
+/// [`matvec_4`].
+macro_rules! mac4 {
+    ($x0:literal, $x1:literal, $x2:literal, $x3:literal) => {
+        concat!(
+            lanes!("vmul.f32"
+                ["s0", "s1", "s2", "s3", "s4", "s5", "s6", "s7",
+                 "s8", "s9", "s10", "s11", "s12", "s13", "s14", "s15"]
+                ["s0", "s1", "s2", "s3", "s4", "s5", "s6", "s7",
+                 "s8", "s9", "s10", "s11", "s12", "s13", "s14", "s15"]
+                [$x0, $x0, $x0, $x0, $x1, $x1, $x1, $x1,
+                 $x2, $x2, $x2, $x2, $x3, $x3, $x3, $x3]),
+            lanes!("vadd.f32"
+                ["s28", "s29", "s30", "s31", "s28", "s29", "s30", "s31",
+                 "s28", "s29", "s30", "s31", "s28", "s29", "s30", "s31"]
+                ["s28", "s29", "s30", "s31", "s28", "s29", "s30", "s31",
+                 "s28", "s29", "s30", "s31", "s28", "s29", "s30", "s31"]
+                ["s0", "s1", "s2", "s3", "s4", "s5", "s6", "s7",
+                 "s8", "s9", "s10", "s11", "s12", "s13", "s14", "s15"]),
+        )
+    };
+}
+
 /// Three columns of a 16-row block (48 weights, columns `$ca`, `$cb`, `$cc`
 /// relative to `$p`, inputs at `{xp}` + `$xa`, `$xb`, `$xc`) in four runs of
 /// 12 weights in `s0–s11`; the three inputs go to `s12–s14` in the first
@@ -150,22 +211,8 @@ macro_rules! run {
 macro_rules! unit3 {
     ($p:literal, $ca:literal, $cb:literal, $cc:literal, $xa:literal, $xb:literal, $xc:literal) => {
         concat!(
-            run!(["s12" @ $xa, "s13" @ $xb, "s14" @ $xc] $p [
-                ("s0", $ca, 0, "s12", "s16"), ("s1", $ca, 1, "s12", "s17"),
-                ("s2", $ca, 2, "s12", "s18"), ("s3", $ca, 3, "s12", "s19"),
-                ("s4", $ca, 4, "s12", "s20"), ("s5", $ca, 5, "s12", "s21"),
-                ("s6", $ca, 6, "s12", "s22"), ("s7", $ca, 7, "s12", "s23"),
-                ("s8", $ca, 8, "s12", "s24"), ("s9", $ca, 9, "s12", "s25"),
-                ("s10", $ca, 10, "s12", "s26"), ("s11", $ca, 11, "s12", "s27"),
-            ]),
-            run!([] $p [
-                ("s0", $ca, 12, "s12", "s28"), ("s1", $ca, 13, "s12", "s29"),
-                ("s2", $ca, 14, "s12", "s30"), ("s3", $ca, 15, "s12", "s31"),
-                ("s4", $cb, 0, "s13", "s16"), ("s5", $cb, 1, "s13", "s17"),
-                ("s6", $cb, 2, "s13", "s18"), ("s7", $cb, 3, "s13", "s19"),
-                ("s8", $cb, 4, "s13", "s20"), ("s9", $cb, 5, "s13", "s21"),
-                ("s10", $cb, 6, "s13", "s22"), ("s11", $cb, 7, "s13", "s23"),
-            ]),
+            col_head!(["s12" @ $xa, "s13" @ $xb, "s14" @ $xc] $p, $ca),
+            col_pair!($p, $ca, $cb),
             run!([] $p [
                 ("s0", $cb, 8, "s13", "s24"), ("s1", $cb, 9, "s13", "s25"),
                 ("s2", $cb, 10, "s13", "s26"), ("s3", $cb, 11, "s13", "s27"),
@@ -191,14 +238,7 @@ macro_rules! unit3 {
 macro_rules! col1 {
     ($p:literal, $c:literal, $xa:literal) => {
         concat!(
-            run!(["s12" @ $xa] $p [
-                ("s0", $c, 0, "s12", "s16"), ("s1", $c, 1, "s12", "s17"),
-                ("s2", $c, 2, "s12", "s18"), ("s3", $c, 3, "s12", "s19"),
-                ("s4", $c, 4, "s12", "s20"), ("s5", $c, 5, "s12", "s21"),
-                ("s6", $c, 6, "s12", "s22"), ("s7", $c, 7, "s12", "s23"),
-                ("s8", $c, 8, "s12", "s24"), ("s9", $c, 9, "s12", "s25"),
-                ("s10", $c, 10, "s12", "s26"), ("s11", $c, 11, "s12", "s27"),
-            ]),
+            col_head!(["s12" @ $xa] $p, $c),
             run!([] $p [
                 ("s0", $c, 12, "s12", "s28"), ("s1", $c, 13, "s12", "s29"),
                 ("s2", $c, 14, "s12", "s30"), ("s3", $c, 15, "s12", "s31"),
@@ -212,22 +252,8 @@ macro_rules! col1 {
 macro_rules! col2 {
     ($p:literal, $ca:literal, $cb:literal, $xa:literal, $xb:literal) => {
         concat!(
-            run!(["s12" @ $xa, "s13" @ $xb] $p [
-                ("s0", $ca, 0, "s12", "s16"), ("s1", $ca, 1, "s12", "s17"),
-                ("s2", $ca, 2, "s12", "s18"), ("s3", $ca, 3, "s12", "s19"),
-                ("s4", $ca, 4, "s12", "s20"), ("s5", $ca, 5, "s12", "s21"),
-                ("s6", $ca, 6, "s12", "s22"), ("s7", $ca, 7, "s12", "s23"),
-                ("s8", $ca, 8, "s12", "s24"), ("s9", $ca, 9, "s12", "s25"),
-                ("s10", $ca, 10, "s12", "s26"), ("s11", $ca, 11, "s12", "s27"),
-            ]),
-            run!([] $p [
-                ("s0", $ca, 12, "s12", "s28"), ("s1", $ca, 13, "s12", "s29"),
-                ("s2", $ca, 14, "s12", "s30"), ("s3", $ca, 15, "s12", "s31"),
-                ("s4", $cb, 0, "s13", "s16"), ("s5", $cb, 1, "s13", "s17"),
-                ("s6", $cb, 2, "s13", "s18"), ("s7", $cb, 3, "s13", "s19"),
-                ("s8", $cb, 4, "s13", "s20"), ("s9", $cb, 5, "s13", "s21"),
-                ("s10", $cb, 6, "s13", "s22"), ("s11", $cb, 7, "s13", "s23"),
-            ]),
+            col_head!(["s12" @ $xa, "s13" @ $xb] $p, $ca),
+            col_pair!($p, $ca, $cb),
             run!([] $p [
                 ("s0", $cb, 8, "s13", "s24"), ("s1", $cb, 9, "s13", "s25"),
                 ("s2", $cb, 10, "s13", "s26"), ("s3", $cb, 11, "s13", "s27"),
@@ -366,39 +392,9 @@ fn matvec_4<const I: usize>(w: &[[f32; 4]; I], b: &[f32; 4], x: &[f32; I], z: &m
             ".rept {chunks}",
             "vldmia {xp}!, {{s16-s23}}",
             "vldmia {wp}!, {{s0-s15}}",
-            "vmul.f32 s0, s0, s16", "vmul.f32 s1, s1, s16",
-            "vmul.f32 s2, s2, s16", "vmul.f32 s3, s3, s16",
-            "vmul.f32 s4, s4, s17", "vmul.f32 s5, s5, s17",
-            "vmul.f32 s6, s6, s17", "vmul.f32 s7, s7, s17",
-            "vmul.f32 s8, s8, s18", "vmul.f32 s9, s9, s18",
-            "vmul.f32 s10, s10, s18", "vmul.f32 s11, s11, s18",
-            "vmul.f32 s12, s12, s19", "vmul.f32 s13, s13, s19",
-            "vmul.f32 s14, s14, s19", "vmul.f32 s15, s15, s19",
-            "vadd.f32 s28, s28, s0", "vadd.f32 s29, s29, s1",
-            "vadd.f32 s30, s30, s2", "vadd.f32 s31, s31, s3",
-            "vadd.f32 s28, s28, s4", "vadd.f32 s29, s29, s5",
-            "vadd.f32 s30, s30, s6", "vadd.f32 s31, s31, s7",
-            "vadd.f32 s28, s28, s8", "vadd.f32 s29, s29, s9",
-            "vadd.f32 s30, s30, s10", "vadd.f32 s31, s31, s11",
-            "vadd.f32 s28, s28, s12", "vadd.f32 s29, s29, s13",
-            "vadd.f32 s30, s30, s14", "vadd.f32 s31, s31, s15",
+            mac4!("s16", "s17", "s18", "s19"),
             "vldmia {wp}!, {{s0-s15}}",
-            "vmul.f32 s0, s0, s20", "vmul.f32 s1, s1, s20",
-            "vmul.f32 s2, s2, s20", "vmul.f32 s3, s3, s20",
-            "vmul.f32 s4, s4, s21", "vmul.f32 s5, s5, s21",
-            "vmul.f32 s6, s6, s21", "vmul.f32 s7, s7, s21",
-            "vmul.f32 s8, s8, s22", "vmul.f32 s9, s9, s22",
-            "vmul.f32 s10, s10, s22", "vmul.f32 s11, s11, s22",
-            "vmul.f32 s12, s12, s23", "vmul.f32 s13, s13, s23",
-            "vmul.f32 s14, s14, s23", "vmul.f32 s15, s15, s23",
-            "vadd.f32 s28, s28, s0", "vadd.f32 s29, s29, s1",
-            "vadd.f32 s30, s30, s2", "vadd.f32 s31, s31, s3",
-            "vadd.f32 s28, s28, s4", "vadd.f32 s29, s29, s5",
-            "vadd.f32 s30, s30, s6", "vadd.f32 s31, s31, s7",
-            "vadd.f32 s28, s28, s8", "vadd.f32 s29, s29, s9",
-            "vadd.f32 s30, s30, s10", "vadd.f32 s31, s31, s11",
-            "vadd.f32 s28, s28, s12", "vadd.f32 s29, s29, s13",
-            "vadd.f32 s30, s30, s14", "vadd.f32 s31, s31, s15",
+            mac4!("s20", "s21", "s22", "s23"),
             ".endr",
             "vstmia {zp}, {{s28-s31}}",
             chunks = const I / 8,
@@ -432,22 +428,20 @@ fn matvec_2<const I: usize>(w: &[[f32; 2]; I], b: &[f32; 2], x: &[f32; I], z: &m
             "1:",
             "vldmia {xp}!, {{s16-s23}}",
             "vldmia {wp}!, {{s0-s15}}",
-            "vmul.f32 s0, s0, s16", "vmul.f32 s1, s1, s16",
-            "vmul.f32 s2, s2, s17", "vmul.f32 s3, s3, s17",
-            "vmul.f32 s4, s4, s18", "vmul.f32 s5, s5, s18",
-            "vmul.f32 s6, s6, s19", "vmul.f32 s7, s7, s19",
-            "vmul.f32 s8, s8, s20", "vmul.f32 s9, s9, s20",
-            "vmul.f32 s10, s10, s21", "vmul.f32 s11, s11, s21",
-            "vmul.f32 s12, s12, s22", "vmul.f32 s13, s13, s22",
-            "vmul.f32 s14, s14, s23", "vmul.f32 s15, s15, s23",
-            "vadd.f32 s30, s30, s0", "vadd.f32 s31, s31, s1",
-            "vadd.f32 s30, s30, s2", "vadd.f32 s31, s31, s3",
-            "vadd.f32 s30, s30, s4", "vadd.f32 s31, s31, s5",
-            "vadd.f32 s30, s30, s6", "vadd.f32 s31, s31, s7",
-            "vadd.f32 s30, s30, s8", "vadd.f32 s31, s31, s9",
-            "vadd.f32 s30, s30, s10", "vadd.f32 s31, s31, s11",
-            "vadd.f32 s30, s30, s12", "vadd.f32 s31, s31, s13",
-            "vadd.f32 s30, s30, s14", "vadd.f32 s31, s31, s15",
+            lanes!("vmul.f32"
+                ["s0", "s1", "s2", "s3", "s4", "s5", "s6", "s7",
+                 "s8", "s9", "s10", "s11", "s12", "s13", "s14", "s15"]
+                ["s0", "s1", "s2", "s3", "s4", "s5", "s6", "s7",
+                 "s8", "s9", "s10", "s11", "s12", "s13", "s14", "s15"]
+                ["s16", "s16", "s17", "s17", "s18", "s18", "s19", "s19",
+                 "s20", "s20", "s21", "s21", "s22", "s22", "s23", "s23"]),
+            lanes!("vadd.f32"
+                ["s30", "s31", "s30", "s31", "s30", "s31", "s30", "s31",
+                 "s30", "s31", "s30", "s31", "s30", "s31", "s30", "s31"]
+                ["s30", "s31", "s30", "s31", "s30", "s31", "s30", "s31",
+                 "s30", "s31", "s30", "s31", "s30", "s31", "s30", "s31"]
+                ["s0", "s1", "s2", "s3", "s4", "s5", "s6", "s7",
+                 "s8", "s9", "s10", "s11", "s12", "s13", "s14", "s15"]),
             "subs {n}, {n}, #1",
             "bne 1b",
             "vstmia {zp}, {{s30-s31}}",
@@ -501,51 +495,13 @@ macro_rules! tail {
     };
 }
 
-/// One Horner step `p = p·x² + α` over the four lanes (`p` in `s8–s11`,
-/// `x²` in `s4–s7`).
-macro_rules! horner_p {
-    ($alpha:literal) => {
+/// One Horner step `y = y·x² + c` over the four lanes (`y` in `$y`: `p` in
+/// `s8–s11` or `q` in `s0–s3`; `x²` in `s4–s7`; `c` in `$c`).
+macro_rules! horner {
+    ([$($y:literal),+], $c:literal) => {
         concat!(
-            "vmul.f32 s8, s8, s4\n",
-            "vmul.f32 s9, s9, s5\n",
-            "vmul.f32 s10, s10, s6\n",
-            "vmul.f32 s11, s11, s7\n",
-            "vadd.f32 s8, s8, ",
-            $alpha,
-            "\n",
-            "vadd.f32 s9, s9, ",
-            $alpha,
-            "\n",
-            "vadd.f32 s10, s10, ",
-            $alpha,
-            "\n",
-            "vadd.f32 s11, s11, ",
-            $alpha,
-            "\n",
-        )
-    };
-}
-
-/// One Horner step `q = q·x² + β` over the four lanes (`q` in `s0–s3`).
-macro_rules! horner_q {
-    ($beta:literal) => {
-        concat!(
-            "vmul.f32 s0, s0, s4\n",
-            "vmul.f32 s1, s1, s5\n",
-            "vmul.f32 s2, s2, s6\n",
-            "vmul.f32 s3, s3, s7\n",
-            "vadd.f32 s0, s0, ",
-            $beta,
-            "\n",
-            "vadd.f32 s1, s1, ",
-            $beta,
-            "\n",
-            "vadd.f32 s2, s2, ",
-            $beta,
-            "\n",
-            "vadd.f32 s3, s3, ",
-            $beta,
-            "\n",
+            lanes!("vmul.f32" [$($y),+] [$($y),+] ["s4", "s5", "s6", "s7"]),
+            lanes!("vadd.f32" [$($y),+] [$($y),+] [$c, $c, $c, $c]),
         )
     };
 }
@@ -558,44 +514,23 @@ macro_rules! tanh4 {
             "vmov r0, r1, s0, s1\n",
             "vmov r2, r3, s2, s3\n",
             // x² = x·x
-            "vmul.f32 s4, s0, s0\n",
-            "vmul.f32 s5, s1, s1\n",
-            "vmul.f32 s6, s2, s2\n",
-            "vmul.f32 s7, s3, s3\n",
+            lanes!("vmul.f32" ["s4", "s5", "s6", "s7"] ["s0", "s1", "s2", "s3"] ["s0", "s1", "s2", "s3"]),
             // p = α₆·x² + α₅ (α₆ in s24, α₅ in s23), then the rest of Horner.
-            "vmul.f32 s8, s24, s4\n",
-            "vmul.f32 s9, s24, s5\n",
-            "vmul.f32 s10, s24, s6\n",
-            "vmul.f32 s11, s24, s7\n",
-            "vadd.f32 s8, s8, s23\n",
-            "vadd.f32 s9, s9, s23\n",
-            "vadd.f32 s10, s10, s23\n",
-            "vadd.f32 s11, s11, s23\n",
-            horner_p!("s22"),
-            horner_p!("s21"),
-            horner_p!("s20"),
-            horner_p!("s19"),
-            horner_p!("s18"),
+            lanes!("vmul.f32" ["s8", "s9", "s10", "s11"] ["s24", "s24", "s24", "s24"] ["s4", "s5", "s6", "s7"]),
+            lanes!("vadd.f32" ["s8", "s9", "s10", "s11"] ["s8", "s9", "s10", "s11"] ["s23", "s23", "s23", "s23"]),
+            horner!(["s8", "s9", "s10", "s11"], "s22"),
+            horner!(["s8", "s9", "s10", "s11"], "s21"),
+            horner!(["s8", "s9", "s10", "s11"], "s20"),
+            horner!(["s8", "s9", "s10", "s11"], "s19"),
+            horner!(["s8", "s9", "s10", "s11"], "s18"),
             // p = p·x
-            "vmul.f32 s8, s8, s0\n",
-            "vmul.f32 s9, s9, s1\n",
-            "vmul.f32 s10, s10, s2\n",
-            "vmul.f32 s11, s11, s3\n",
+            lanes!("vmul.f32" ["s8", "s9", "s10", "s11"] ["s8", "s9", "s10", "s11"] ["s0", "s1", "s2", "s3"]),
             // q = β₃·x² + β₂ (β₃ in s28, β₂ in s27), then β₁, β₀.
-            "vmul.f32 s0, s28, s4\n",
-            "vmul.f32 s1, s28, s5\n",
-            "vmul.f32 s2, s28, s6\n",
-            "vmul.f32 s3, s28, s7\n",
-            "vadd.f32 s0, s0, s27\n",
-            "vadd.f32 s1, s1, s27\n",
-            "vadd.f32 s2, s2, s27\n",
-            "vadd.f32 s3, s3, s27\n",
-            horner_q!("s26"),
-            horner_q!("s25"),
-            "vdiv.f32 s8, s8, s0\n",
-            "vdiv.f32 s9, s9, s1\n",
-            "vdiv.f32 s10, s10, s2\n",
-            "vdiv.f32 s11, s11, s3\n",
+            lanes!("vmul.f32" ["s0", "s1", "s2", "s3"] ["s28", "s28", "s28", "s28"] ["s4", "s5", "s6", "s7"]),
+            lanes!("vadd.f32" ["s0", "s1", "s2", "s3"] ["s0", "s1", "s2", "s3"] ["s27", "s27", "s27", "s27"]),
+            horner!(["s0", "s1", "s2", "s3"], "s26"),
+            horner!(["s0", "s1", "s2", "s3"], "s25"),
+            lanes!("vdiv.f32" ["s8", "s9", "s10", "s11"] ["s8", "s9", "s10", "s11"] ["s0", "s1", "s2", "s3"]),
             "vmov r4, r5, s8, s9\n",
             tail!("r0", "r4"),
             tail!("r1", "r5"),

@@ -4,7 +4,9 @@
 //! (semihosting under QEMU, RTT on a real board), the panic and HardFault
 //! handlers that end a QEMU run with a non-zero exit status, [`exit`], the
 //! defmt-logging training hooks ([`Log`]), the end-of-run report
-//! ([`finish`]) and the plant interface ([`plant`]).
+//! ([`finish`]), the training run the training binaries share ([`run`]),
+//! the inference binaries' CartPole episodes ([`episode`]), instruction
+//! counting ([`icount`]) and the plant interface ([`plant`]).
 //!
 //! Binaries: `train-ppo` and `train-ac` (CartPole learned on the MCU through
 //! `microrl::train::Trainer`), `train-resume` (`train-ppo`'s run checkpointed,
@@ -20,11 +22,13 @@
 #![no_std]
 #![deny(unsafe_code)]
 
+pub mod episode;
 pub mod icount;
 #[cfg(all(target_arch = "arm", target_abi = "eabihf"))]
 pub mod kernel;
 pub mod plant;
 mod progress;
+pub mod run;
 pub mod stack;
 
 #[cfg(all(feature = "semihosting", feature = "rtt"))]

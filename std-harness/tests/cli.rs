@@ -1,51 +1,14 @@
 //! The `microrl` binary as a user runs it: exit codes and the `--json` contract
 //! (exactly one JSON object, on the last line of standard output).
 
+mod common;
+
 use std::process::Command;
 
-fn microrl(args: &[&str]) -> (bool, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_microrl"))
-        .args(args)
-        .output()
-        .expect("run microrl");
-    (
-        out.status.success(),
-        String::from_utf8(out.stdout).unwrap(),
-        String::from_utf8(out.stderr).unwrap(),
-    )
-}
-
-/// Runs microrl expecting a refusal: a non-zero exit and exactly one line on
-/// standard error, `error: …`, even with backtraces switched on (anyhow would
-/// print one). Returns that line.
-fn refused(args: &[&str]) -> String {
-    let out = Command::new(env!("CARGO_BIN_EXE_microrl"))
-        .args(args)
-        .env("RUST_BACKTRACE", "1")
-        .output()
-        .expect("run microrl");
-    let stderr = String::from_utf8(out.stderr).unwrap();
-    assert!(!out.status.success(), "{args:?} accepted: {stderr}");
-    assert!(out.status.code().is_some(), "{args:?}: killed by a signal");
-    assert_one_line_error(&stderr, args);
-    stderr.trim_end().to_string()
-}
-
-fn assert_one_line_error(stderr: &str, what: impl std::fmt::Debug) {
-    let lines: Vec<&str> = stderr.trim_end().lines().collect();
-    assert!(
-        lines.len() == 1 && lines[0].starts_with("error: "),
-        "{what:?}: not a one-line error:\n{stderr}"
-    );
-    assert!(!stderr.contains("panicked"), "{what:?}: {stderr}");
-}
-
-fn last_json(stdout: &str) -> serde_json::Value {
-    let last = stdout.lines().last().expect("some output");
-    let value: serde_json::Value = serde_json::from_str(last).expect("last line is JSON");
-    assert!(value.is_object());
-    value
-}
+use common::{
+    assert_one_line_error, fails_naming, last_json, listing, microrl, refused, refused_naming,
+    remove_holding, succeeds, temp_dir,
+};
 
 #[test]
 fn info_json() {
@@ -63,8 +26,7 @@ fn init_inspect_act() {
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join("cartpole.mrlp");
     let path_str = path.to_str().unwrap();
-    let (ok, stdout, stderr) = microrl(&["init", "--seed", "3", "--out", path_str, "--json"]);
-    assert!(ok, "{stderr}");
+    let stdout = succeeds(&["init", "--seed", "3", "--out", path_str, "--json"]);
     assert_eq!(last_json(&stdout)["bytes"], 18604);
     let (ok, stdout, _) = microrl(&["inspect", path_str, "--json"]);
     assert!(ok);
@@ -75,7 +37,7 @@ fn init_inspect_act() {
     assert!(action.as_u64().unwrap() < 2);
     // Every command takes its policy file as POLICY; `--policy POLICY` still
     // works (hidden), and spaces around the observation's numbers are fine.
-    let (ok, stdout, stderr) = microrl(&[
+    let stdout = succeeds(&[
         "act",
         "--policy",
         path_str,
@@ -83,7 +45,6 @@ fn init_inspect_act() {
         "-0.01, 0, 0.02, 0",
         "--json",
     ]);
-    assert!(ok, "{stderr}");
     assert_eq!(last_json(&stdout)["action"]["discrete"], action);
     let (ok, stdout, _) = microrl(&["inspect", "--policy", path_str, "--json"]);
     assert!(ok);
@@ -109,17 +70,8 @@ fn init_inspect_act() {
     let mut blob = std::fs::read(&path).unwrap();
     blob[40] ^= 0x10;
     std::fs::write(&path, &blob).unwrap();
-    let (ok, _, stderr) = microrl(&["inspect", path_str]);
-    assert!(!ok);
-    assert!(stderr.contains("CRC-32"), "{stderr}");
+    fails_naming(&["inspect", path_str], "CRC-32");
     std::fs::remove_dir_all(&dir).unwrap();
-}
-
-fn temp_dir(name: &str) -> std::path::PathBuf {
-    let dir = std::env::temp_dir().join(format!("microrl-cli-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
 }
 
 #[test]
@@ -127,8 +79,7 @@ fn train_eval_export() {
     let dir = temp_dir("train");
     let out = dir.join("run");
     let out_str = out.to_str().unwrap();
-    let (ok, stdout, stderr) = microrl(&["train", "--seed", "0", "--out", out_str, "--json"]);
-    assert!(ok, "{stderr}");
+    let stdout = succeeds(&["train", "--seed", "0", "--out", out_str, "--json"]);
     let json = last_json(&stdout);
     for key in [
         "env",
@@ -173,27 +124,23 @@ fn train_eval_export() {
     // The saved policy (actor + frozen normaliser) evaluates to the same figure.
     let policy = out.join("policy.mrlp");
     let policy_str = policy.to_str().unwrap();
-    let (ok, stdout, stderr) = microrl(&["eval", policy_str, "--episodes", "20", "--json"]);
-    assert!(ok, "{stderr}");
+    let stdout = succeeds(&["eval", policy_str, "--episodes", "20", "--json"]);
     assert!(last_json(&stdout)["mean"].as_f64().unwrap() >= 475.0);
     // The wrong task's policy type is refused, not misread.
-    let (ok, _, stderr) = microrl(&["eval", policy_str, "--env", "pendulum"]);
-    assert!(!ok);
-    assert!(stderr.contains("not pendulum"), "{stderr}");
+    fails_naming(&["eval", policy_str, "--env", "pendulum"], "not pendulum");
     // `act` and `inspect` accept the file `train` wrote and name its architecture.
     let (ok, stdout, stderr) =
         microrl(&["act", policy_str, "--obs", "0.01,0,-0.02,0.03", "--json"]);
     assert!(ok, "{stderr}");
     assert!(last_json(&stdout)["action"]["discrete"].as_u64().unwrap() < 2);
-    let (ok, stdout, stderr) = microrl(&["inspect", policy_str, "--json"]);
-    assert!(ok, "{stderr}");
+    let stdout = succeeds(&["inspect", policy_str, "--json"]);
     assert_eq!(last_json(&stdout)["arch"], "cartpole");
 
     // summary.json records the full configuration: training again from it
     // reproduces the policy byte for byte.
     let again = dir.join("again");
     let summary = out.join("summary.json");
-    let (ok, _, stderr) = microrl(&[
+    succeeds(&[
         "train",
         "--seed",
         "0",
@@ -202,21 +149,19 @@ fn train_eval_export() {
         "--out",
         again.to_str().unwrap(),
     ]);
-    assert!(ok, "{stderr}");
     assert_eq!(
         std::fs::read(again.join("policy.mrlp")).unwrap(),
         std::fs::read(&policy).unwrap()
     );
 
     let rs = dir.join("policy.rs");
-    let (ok, stdout, stderr) = microrl(&[
+    let stdout = succeeds(&[
         "export",
         policy_str,
         "--out",
         rs.to_str().unwrap(),
         "--json",
     ]);
-    assert!(ok, "{stderr}");
     let bytes = last_json(&stdout)["bytes"].as_u64().unwrap();
     let src = std::fs::read_to_string(&rs).unwrap();
     assert!(src.contains(&format!("pub static POLICY: [u8; {bytes}]")));
@@ -289,20 +234,19 @@ fn small_architecture_trains_evaluates_and_exports() {
     let policy = out.join("policy.mrlp");
     assert_eq!(std::fs::metadata(&policy).unwrap().len(), 5292);
     let policy_str = policy.to_str().unwrap();
-    let (ok, stdout, stderr) = microrl(&["eval", policy_str, "--json"]);
-    assert!(ok, "{stderr}");
+    let stdout = succeeds(&["eval", policy_str, "--json"]);
     assert!(last_json(&stdout)["mean"].as_f64().unwrap() >= 475.0);
     let raw = dir.join("small.mrlp");
-    let (ok, _, stderr) = microrl(&["export", policy_str, "--out", raw.to_str().unwrap()]);
-    assert!(ok, "{stderr}");
+    succeeds(&["export", policy_str, "--out", raw.to_str().unwrap()]);
     assert_eq!(
         std::fs::read(&raw).unwrap(),
         std::fs::read(&policy).unwrap()
     );
     // --small is the CartPole architecture only.
-    let (ok, _, stderr) = microrl(&["train", "--small", "--env", "pendulum", "--steps", "10"]);
-    assert!(!ok);
-    assert!(stderr.contains("--small"), "{stderr}");
+    fails_naming(
+        &["train", "--small", "--env", "pendulum", "--steps", "10"],
+        "--small",
+    );
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
@@ -312,7 +256,7 @@ fn config_overrides_are_checked() {
     let config = dir.join("ppo.toml");
     std::fs::write(&config, "learning_rate = 5e-4\nepochs = 4\n").unwrap();
     let cfg = config.to_str().unwrap();
-    let (ok, stdout, stderr) = microrl(&[
+    let stdout = succeeds(&[
         "train",
         "--steps",
         "512",
@@ -322,17 +266,12 @@ fn config_overrides_are_checked() {
         dir.join("r").to_str().unwrap(),
         "--json",
     ]);
-    assert!(ok, "{stderr}");
     assert_eq!(last_json(&stdout)["steps"], 512);
     // A key the algorithm does not have is an error, not silently ignored.
     std::fs::write(&config, "actor_lr = 1e-3\n").unwrap();
-    let (ok, _, stderr) = microrl(&["train", "--steps", "512", "--config", cfg]);
-    assert!(!ok);
-    assert!(stderr.contains("actor_lr"), "{stderr}");
+    fails_naming(&["train", "--steps", "512", "--config", cfg], "actor_lr");
     std::fs::write(&config, "not_a_key = 1\n").unwrap();
-    let (ok, _, stderr) = microrl(&["train", "--steps", "512", "--config", cfg]);
-    assert!(!ok);
-    assert!(stderr.contains("not_a_key"), "{stderr}");
+    fails_naming(&["train", "--steps", "512", "--config", cfg], "not_a_key");
     // Out-of-range values are refused before any rollout, naming the field.
     // Every optional switch (a number, or `false` for off) refuses NaN,
     // negative and zero values too; the online actor-critic's own keys as well.
@@ -368,12 +307,10 @@ fn config_overrides_are_checked() {
     }
     // A malformed file is one line too, naming where.
     std::fs::write(&config, "gamma = \n").unwrap();
-    let line = refused(&["train", "--steps", "512", "--config", cfg]);
-    assert!(line.contains("line 1"), "{line}");
+    refused_naming(&["train", "--steps", "512", "--config", cfg], &["line 1"]);
     // Nested keys merge over the defaults; a feature switches off with `false`.
     std::fs::write(&config, "max_grad_norm = false\n[adam]\neps = 1e-7\n").unwrap();
-    let (ok, stdout, stderr) = microrl(&["train", "--steps", "512", "--config", cfg, "--json"]);
-    assert!(ok, "{stderr}");
+    let stdout = succeeds(&["train", "--steps", "512", "--config", cfg, "--json"]);
     let json = last_json(&stdout);
     assert_eq!(json["config"]["max_grad_norm"], false);
     assert_eq!(
@@ -420,8 +357,7 @@ fn zero_budgets_episodes_and_jobs_are_refused_naming_the_option() {
     let dir = temp_dir("zero");
     let policy = dir.join("p.mrlp");
     let policy = policy.to_str().unwrap();
-    let (ok, _, stderr) = microrl(&["init", "--out", policy]);
-    assert!(ok, "{stderr}");
+    succeeds(&["init", "--out", policy]);
     // A directory that is not a run is refused before training, untouched.
     let mine = dir.join("mine");
     std::fs::create_dir(&mine).unwrap();
@@ -510,16 +446,6 @@ fn validate_jobs_beyond_memory_is_an_error_not_a_panic() {
     );
 }
 
-/// Every file directly in `dir`, sorted.
-fn listing(dir: &std::path::Path) -> Vec<String> {
-    let mut names: Vec<String> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .collect();
-    names.sort();
-    names
-}
-
 const RUN_FILES: [&str; 4] = ["curve.csv", "curve.png", "policy.mrlp", "summary.json"];
 
 fn read_run(run: &std::path::Path) -> Vec<Vec<u8>> {
@@ -606,8 +532,7 @@ fn complete_run(run: &std::path::Path) -> u64 {
             .expect("summary.json parses");
     let policy = summary["policy"].as_str().expect("policy path");
     assert!(std::path::Path::new(policy).is_file(), "{policy}");
-    let (ok, stdout, stderr) = microrl(&["inspect", policy, "--json"]);
-    assert!(ok, "{stderr}");
+    let stdout = succeeds(&["inspect", policy, "--json"]);
     assert_eq!(
         last_json(&stdout)["crc32"],
         summary["policy_crc32"],
@@ -755,8 +680,7 @@ fn a_killed_training_leaves_the_old_run_or_the_new_one() {
     // A complete run clears what the killed ones left beside the directory.
     assert!(train(KILLS + 1).status().unwrap().success());
     assert_eq!(complete_run(&run), KILLS + 1);
-    assert_eq!(listing(&dir), ["run"]);
-    std::fs::remove_dir_all(&dir).unwrap();
+    remove_holding(&dir, &["run"]);
 }
 
 /// Decodes a PNG into (width, height, RGB pixels).
@@ -779,8 +703,7 @@ fn plot_overlays_runs_of_one_task_and_refuses_the_rest() {
         let out = dir.join(name);
         let mut all = vec!["train", "--steps", "2048", "--out", out.to_str().unwrap()];
         all.extend_from_slice(args);
-        let (ok, _, stderr) = microrl(&all);
-        assert!(ok, "{stderr}");
+        succeeds(&all);
         out
     };
     let a = train("a", &["--seed", "0"]);
@@ -816,17 +739,17 @@ fn plot_overlays_runs_of_one_task_and_refuses_the_rest() {
     // Refusals: one line each, the output left as it was.
     let not_a_run = dir.join("not-a-run");
     std::fs::create_dir_all(&not_a_run).unwrap();
-    let err = refused(&["plot", &path(&a), &path(&not_a_run), "--out", &path(&png)]);
-    assert!(
-        err.contains("not a run directory") && err.contains("summary.json"),
-        "{err}"
+    refused_naming(
+        &["plot", &path(&a), &path(&not_a_run), "--out", &path(&png)],
+        &["not a run directory", "summary.json"],
     );
-    let err = refused(&["plot", &path(&a.join("curve.csv")), "--out", &path(&png)]);
-    assert!(err.contains("not a directory"), "{err}");
-    let err = refused(&["plot", &path(&a), &path(&pendulum), "--out", &path(&png)]);
-    assert!(
-        err.contains("cartpole run") && err.contains("pendulum run"),
-        "{err}"
+    refused_naming(
+        &["plot", &path(&a.join("curve.csv")), "--out", &path(&png)],
+        &["not a directory"],
+    );
+    refused_naming(
+        &["plot", &path(&a), &path(&pendulum), "--out", &path(&png)],
+        &["cartpole run", "pendulum run"],
     );
     // The same task judged by another threshold.
     let other = dir.join("other-threshold");
@@ -836,10 +759,9 @@ fn plot_overlays_runs_of_one_task_and_refuses_the_rest() {
     let mut summary: serde_json::Value = serde_json::from_str(&summary).unwrap();
     summary["threshold"] = serde_json::json!(195.0);
     std::fs::write(other.join("summary.json"), summary.to_string()).unwrap();
-    let err = refused(&["plot", &path(&a), &path(&other), "--out", &path(&png)]);
-    assert!(
-        err.contains("threshold 475") && err.contains("threshold 195"),
-        "{err}"
+    refused_naming(
+        &["plot", &path(&a), &path(&other), "--out", &path(&png)],
+        &["threshold 475", "threshold 195"],
     );
     // A damaged curve names its file and line.
     std::fs::write(
@@ -849,18 +771,21 @@ fn plot_overlays_runs_of_one_task_and_refuses_the_rest() {
     .unwrap();
     summary["threshold"] = serde_json::json!(475.0);
     std::fs::write(other.join("summary.json"), summary.to_string()).unwrap();
-    let err = refused(&["plot", &path(&other), "--out", &path(&png)]);
-    assert!(err.contains("curve.csv") && err.contains("line 2"), "{err}");
-    let err = refused(&["plot", "--out", &path(&png)]);
-    assert!(err.contains("RUN_DIR"), "{err}");
+    refused_naming(
+        &["plot", &path(&other), "--out", &path(&png)],
+        &["curve.csv", "line 2"],
+    );
+    refused_naming(&["plot", "--out", &path(&png)], &["RUN_DIR"]);
     assert_eq!(std::fs::read(&png).unwrap(), before);
-    let err = refused(&[
-        "plot",
-        &path(&a),
-        "--out",
-        &path(&dir.join("no-such-dir/p.png")),
-    ]);
-    assert!(err.contains("no-such-dir"), "{err}");
+    refused_naming(
+        &[
+            "plot",
+            &path(&a),
+            "--out",
+            &path(&dir.join("no-such-dir/p.png")),
+        ],
+        &["no-such-dir"],
+    );
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
@@ -965,7 +890,7 @@ fn reward_and_value_weights_are_refused_naming_the_option() {
 /// Multi-reward, multi-critic PPO trains end to end and records its weights.
 #[test]
 fn multi_critic_ppo_trains_and_records_its_weights() {
-    let (ok, stdout, stderr) = microrl(&[
+    let stdout = succeeds(&[
         "train",
         "--env",
         "cartpole-continuous",
@@ -980,7 +905,6 @@ fn multi_critic_ppo_trains_and_records_its_weights() {
         "2",
         "--json",
     ]);
-    assert!(ok, "{stderr}");
     let json = last_json(&stdout);
     assert_eq!(
         json["weights"]["reward"],

@@ -2,88 +2,50 @@
 //! them: the SB3 fixtures of `tests/fixtures/sb3/` in, microrl policy files
 //! out and back, and every refusal one `error: …` line naming what was wrong.
 
+mod common;
+
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
-use safetensors::tensor::TensorView;
-use safetensors::{Dtype, SafeTensors};
+use safetensors::SafeTensors;
 
-fn fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../tests/fixtures/sb3")
-        .join(name)
-}
-
-fn temp_dir(test: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("microrl-import-{}-{test}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
-fn microrl(args: &[&str]) -> (bool, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_microrl"))
-        .args(args)
-        .env("RUST_BACKTRACE", "1")
-        .output()
-        .expect("run microrl");
-    (
-        out.status.success(),
-        String::from_utf8(out.stdout).unwrap(),
-        String::from_utf8(out.stderr).unwrap(),
-    )
-}
-
-/// The one `error: …` line of a refused command.
-fn refused(args: &[&str]) -> String {
-    let (ok, _, stderr) = microrl(args);
-    assert!(!ok, "{args:?} accepted");
-    let lines: Vec<&str> = stderr.trim_end().lines().collect();
-    assert!(
-        lines.len() == 1 && lines[0].starts_with("error: "),
-        "{args:?}: not a one-line error:\n{stderr}"
-    );
-    lines[0].to_owned()
-}
-
-fn s(p: &Path) -> &str {
-    p.to_str().unwrap()
-}
+use common::{
+    Tensors, fixture, fixture_tensors, microrl, refused, refused_naming, s, succeeds, temp_dir,
+    write_tensors,
+};
 
 /// The SB3 CartPole fixture with `edit` applied to its (name, shape, bytes)
 /// tensors and `metadata`, written to `dir/name`.
 fn edited(
     dir: &Path,
     name: &str,
-    edit: impl FnOnce(&mut Vec<(String, Vec<usize>, Vec<u8>)>),
+    edit: impl FnOnce(&mut Tensors),
     metadata: Option<HashMap<String, String>>,
 ) -> PathBuf {
-    let bytes = std::fs::read(fixture("sb3-cartpole.safetensors")).unwrap();
-    let file = SafeTensors::deserialize(&bytes).unwrap();
-    let mut tensors: Vec<_> = file
-        .iter()
-        .map(|(n, t)| (n.to_owned(), t.shape().to_vec(), t.data().to_vec()))
-        .collect();
+    let (mut tensors, _) = fixture_tensors("sb3-cartpole.safetensors");
     edit(&mut tensors);
-    let views: Vec<_> = tensors
-        .iter()
-        .map(|(n, shape, data)| {
-            (
-                n.clone(),
-                TensorView::new(Dtype::F32, shape.clone(), data).unwrap(),
-            )
-        })
-        .collect();
     let path = dir.join(name);
-    std::fs::write(&path, safetensors::serialize(views, metadata).unwrap()).unwrap();
+    write_tensors(&path, &tensors, metadata);
     path
+}
+
+/// `microrl export POLICY --format safetensors --out OUT`.
+fn export_safetensors<'a>(policy: &'a Path, out: &'a Path) -> [&'a str; 6] {
+    [
+        "export",
+        s(policy),
+        "--format",
+        "safetensors",
+        "--out",
+        s(out),
+    ]
 }
 
 #[test]
 fn import_then_export_round_trips_and_evaluates() {
     let dir = temp_dir("round-trip");
     let policy = dir.join("sb3.mrlp");
-    let (ok, stdout, stderr) = microrl(&[
+    let stdout = succeeds(&[
         "import",
         "--from",
         "sb3",
@@ -94,7 +56,6 @@ fn import_then_export_round_trips_and_evaluates() {
         s(&policy),
         "--json",
     ]);
-    assert!(ok, "{stderr}");
     let json: serde_json::Value = serde_json::from_str(stdout.lines().last().unwrap()).unwrap();
     assert_eq!(json["arch"], "cartpole");
     assert_eq!(json["tensors"].as_array().unwrap().len(), 6);
@@ -107,15 +68,7 @@ fn import_then_export_round_trips_and_evaluates() {
 
     // Positional POLICY (`--policy` is an alias), SB3 names by default.
     let out = dir.join("back.safetensors");
-    let (ok, _, stderr) = microrl(&[
-        "export",
-        s(&policy),
-        "--format",
-        "safetensors",
-        "--out",
-        s(&out),
-    ]);
-    assert!(ok, "{stderr}");
+    succeeds(&export_safetensors(&policy, &out));
     let back = std::fs::read(&out).unwrap();
     let back = SafeTensors::deserialize(&back).unwrap();
     let source = std::fs::read(fixture("sb3-cartpole.safetensors")).unwrap();
@@ -155,7 +108,7 @@ fn vecnormalize_statistics_travel_both_ways() {
     let dir = temp_dir("vecnormalize");
     let policy = dir.join("p.mrlp");
     let stats = fixture("sb3-pendulum-vecnorm.vecnormalize.json");
-    let (ok, _, stderr) = microrl(&[
+    succeeds(&[
         "import",
         "--from",
         "sb3",
@@ -167,18 +120,9 @@ fn vecnormalize_statistics_travel_both_ways() {
         "--out",
         s(&policy),
     ]);
-    assert!(ok, "{stderr}");
     let out = dir.join("p.safetensors");
-    let export = [
-        "export",
-        s(&policy),
-        "--format",
-        "safetensors",
-        "--out",
-        s(&out),
-    ];
-    let e = refused(&export);
-    assert!(e.contains("pass --vecnormalize FILE.json"), "{e}");
+    let export = export_safetensors(&policy, &out);
+    refused_naming(&export, &["pass --vecnormalize FILE.json"]);
     let json = dir.join("p.json");
     assert!(microrl(&[&export[..], &["--vecnormalize", s(&json)]].concat()).0);
     let written: serde_json::Value =

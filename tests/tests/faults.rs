@@ -17,6 +17,7 @@ use microrl::algo::{
 };
 use microrl::env::{ActionOf, CartPole, Env, Step};
 use microrl::nn::Network;
+use microrl::optim::TrainState;
 use microrl::policy::Actor;
 use microrl::train::{Learner, RunConfig, Trainer};
 use microrl::{Error, Params, SVector, agent};
@@ -82,6 +83,13 @@ impl Hash {
             self.floats(p.tensor(i));
         }
     }
+    /// A training state's parameters and Adam state (`m`, `v`, `t`).
+    fn train<P: Params>(&mut self, train: &TrainState<P>) {
+        self.params(&train.params);
+        self.params(&train.optimizer.m);
+        self.params(&train.optimizer.v);
+        self.u64(u64::from(train.optimizer.t));
+    }
 }
 
 /// The whole agent state of an algorithm, hashed.
@@ -91,10 +99,7 @@ trait StateHash {
 
 fn ppo_hash<A: Actor<4>, C: Network<4, 1>, const N: usize>(a: &Ppo<A, C, 4, N>) -> u64 {
     let mut h = Hash(0xcbf2_9ce4_8422_2325);
-    h.params(&a.train.params);
-    h.params(&a.train.optimizer.m);
-    h.params(&a.train.optimizer.v);
-    h.u64(u64::from(a.train.optimizer.t));
+    h.train(&a.train);
     h.params(&a.obs_norm);
     h.params(&a.return_norm);
     h.floats(&[a.discounted_return]);
@@ -135,10 +140,7 @@ impl<A: Actor<4>, C: Network<4, 1>, const N: usize> StateHash for Trpo<A, C, 4, 
 impl<A: Actor<4>, const N: usize, const CHUNK: usize> StateHash for Grpo<A, 4, N, CHUNK> {
     fn state_hash(&self) -> u64 {
         let mut h = Hash(0xcbf2_9ce4_8422_2325);
-        h.params(&self.train.params);
-        h.params(&self.train.optimizer.m);
-        h.params(&self.train.optimizer.v);
-        h.u64(u64::from(self.train.optimizer.t));
+        h.train(&self.train);
         h.params(&self.obs_norm);
         h.u64(self.steps);
         // A refused collect discards its rollout: nothing is ready.
@@ -150,14 +152,8 @@ impl<A: Actor<4>, const N: usize, const CHUNK: usize> StateHash for Grpo<A, 4, N
 impl<A: Actor<4>, C: Network<4, 1>> StateHash for ActorCritic<A, C, 4> {
     fn state_hash(&self) -> u64 {
         let mut h = Hash(0xcbf2_9ce4_8422_2325);
-        h.params(&self.actor.params);
-        h.params(&self.actor.optimizer.m);
-        h.params(&self.actor.optimizer.v);
-        h.u64(u64::from(self.actor.optimizer.t));
-        h.params(&self.critic.params);
-        h.params(&self.critic.optimizer.m);
-        h.params(&self.critic.optimizer.v);
-        h.u64(u64::from(self.critic.optimizer.t));
+        h.train(&self.actor);
+        h.train(&self.critic);
         h.params(&self.obs_norm);
         h.u64(self.steps);
         h.0
@@ -184,12 +180,18 @@ fn schedule(every: u64, until: u64) -> Vec<(u64, Fault)> {
         .collect()
 }
 
-/// Trains `agent` on faulty CartPole; checks every refusal left the agent
-/// unchanged and that training still solves. Returns the number of refusals.
-fn survive<L>(name: &str, agent: &mut L, run: RunConfig, every: u64) -> usize
+/// Trains `agent` on faulty CartPole for `total_steps` (a fault every
+/// `every` steps, an evaluation every `eval_interval`, solved at 475);
+/// checks every refusal left the agent unchanged and that training still
+/// solves. Returns the number of refusals.
+fn survive<L>(name: &str, agent: &mut L, total_steps: u64, eval_interval: u64, every: u64) -> usize
 where
     L: Learner<Faulty<CartPole>> + StateHash,
 {
+    let run = RunConfig {
+        eval_interval,
+        ..RunConfig::new(total_steps, 475.0)
+    };
     let faults = schedule(every, run.total_steps);
     let mut env = Faulty {
         inner: CartPole::new(),
@@ -245,11 +247,7 @@ fn ppo_survives_faults() {
         total_steps: 100_000,
         ..PpoConfig::CARTPOLE
     }));
-    let run = RunConfig {
-        eval_interval: 1,
-        ..RunConfig::new(100_000, 475.0)
-    };
-    survive("ppo", &mut *agent, run, 997);
+    survive("ppo", &mut *agent, 100_000, 1, 997);
 }
 
 #[test]
@@ -259,11 +257,7 @@ fn a2c_survives_faults() {
         ..A2cConfig::DEFAULT
     };
     let mut agent = Box::new(agent::A2c::<Faulty<CartPole>, 64, 32>::new(config.to_ppo()));
-    let run = RunConfig {
-        eval_interval: 1_000,
-        ..RunConfig::new(500_000, 475.0)
-    };
-    survive("a2c", &mut *agent, run, 1_999);
+    survive("a2c", &mut *agent, 500_000, 1_000, 1_999);
 }
 
 #[test]
@@ -271,11 +265,7 @@ fn reinforce_survives_faults() {
     let mut agent = Box::new(agent::Reinforce::<Faulty<CartPole>, 64, 500>::new(
         ReinforceConfig::DEFAULT,
     ));
-    let run = RunConfig {
-        eval_interval: 1,
-        ..RunConfig::new(500_000, 475.0)
-    };
-    survive("reinforce", &mut *agent, run, 9_973);
+    survive("reinforce", &mut *agent, 500_000, 1, 9_973);
 }
 
 #[test]
@@ -284,11 +274,7 @@ fn trpo_survives_faults() {
         critic_minibatches: 8,
         ..TrpoConfig::DEFAULT
     }));
-    let run = RunConfig {
-        eval_interval: 1,
-        ..RunConfig::new(200_000, 475.0)
-    };
-    survive("trpo", &mut *agent, run, 4_001);
+    survive("trpo", &mut *agent, 200_000, 1, 4_001);
 }
 
 #[test]
@@ -296,11 +282,7 @@ fn grpo_survives_faults() {
     let mut agent = Box::new(agent::Grpo::<Faulty<CartPole>, 64, 4096>::new(
         GrpoConfig::DEFAULT,
     ));
-    let run = RunConfig {
-        eval_interval: 1,
-        ..RunConfig::new(300_000, 475.0)
-    };
-    survive("grpo", &mut *agent, run, 1_999);
+    survive("grpo", &mut *agent, 300_000, 1, 1_999);
 }
 
 #[test]
@@ -309,11 +291,7 @@ fn online_actor_critic_survives_faults() {
         total_steps: 500_000,
         ..AcConfig::DEFAULT
     }));
-    let run = RunConfig {
-        eval_interval: 1_000,
-        ..RunConfig::new(500_000, 475.0)
-    };
-    survive("ac", &mut *agent, run, 997);
+    survive("ac", &mut *agent, 500_000, 1_000, 997);
 }
 
 /// An update needs a complete rollout it has not trained on: after a refused

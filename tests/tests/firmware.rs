@@ -48,17 +48,16 @@
 //! `MICRORL_REQUIRE_FIRMWARE=1` (CI); `MICRORL_SKIP_QEMU=1` skips them on
 //! purpose (README).
 
+mod qemu;
+
 use std::collections::HashMap;
-use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 use std::sync::OnceLock;
-use std::time::{Duration, Instant};
 
 use microrl::algo::{AcConfig, PpoConfig, evaluate};
 use microrl::env::{CartPole, CartPoleParams, Env};
 use microrl::optim::Schedule;
-use microrl::train::{Outcome, RunConfig, Trainer, report_seed};
+use microrl::train::{Learner, Outcome, RunConfig, Trainer, report_seed};
 use microrl::{Controller, Params, agent, serialize};
 use microrl_harness::train::{
     Algo, AnchorOptions, EnvName, Overrides, TrainOptions, TrainSummary, train,
@@ -66,282 +65,47 @@ use microrl_harness::train::{
 use rand_core::SeedableRng;
 use rand_xoshiro::Xoshiro128PlusPlus;
 
+use qemu::{CORTEX_M4F, Fnv1a, Run, after, firmware_dir, hex};
+
 /// The firmware's small CartPole policy type (`infer`, `train-ppo`, `train-ac`):
 /// 4-32-32-2 actor, frozen normaliser, discrete action space.
 type SmallPolicy = agent::Policy<CartPole, 32>;
 
-/// Opt-out: skip the firmware tests on purpose (documented in the README).
-const SKIP_VAR: &str = "MICRORL_SKIP_QEMU";
-/// CI: a missing QEMU or Cortex-M target fails the tests instead of skipping them.
-const REQUIRE_VAR: &str = "MICRORL_REQUIRE_FIRMWARE";
-/// The firmware's target.
-const TARGET: &str = "thumbv7em-none-eabihf";
-/// Longest a single firmware run may take before it counts as hung.
-const QEMU_TIMEOUT: Duration = Duration::from_secs(600);
+/// The binaries these tests boot.
+const BINS: &[&str] = &[
+    "infer",
+    "train-ppo",
+    "train-resume",
+    "train-ac",
+    "finetune",
+    "plant",
+    "train-ppo-tiny",
+    "train-ac-tiny",
+    "infer-plant",
+    "kernel-check",
+    "bench",
+];
 
-fn firmware_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../firmware-example")
-}
-
-fn env_is_1(var: &str) -> bool {
-    std::env::var_os(var).is_some_and(|v| v == "1")
-}
-
-/// One line on stderr that the test harness does not capture (it captures
-/// only the `print!` macros), so a skip is seen in a passing run.
-fn loud(message: &str) {
-    let _ = writeln!(std::io::stderr(), "{message}");
-}
-
-/// The built firmware ELFs by binary name, or `None` when skipped.
+/// The built firmware ELFs by binary name, built once per test run, or
+/// `None` when skipped ([`qemu::tools`]).
 fn firmware() -> Option<&'static HashMap<String, PathBuf>> {
-    enum Built {
-        Elfs(HashMap<String, PathBuf>),
-        Skip,
-        Failed(String),
-    }
-    static BUILT: OnceLock<Built> = OnceLock::new();
-    let built = BUILT.get_or_init(|| {
-        let required = env_is_1(REQUIRE_VAR);
-        if env_is_1(SKIP_VAR) {
-            if !required {
-                loud(&format!(
-                    "SKIPPING the firmware tests (QEMU, Cortex-M4F): {SKIP_VAR}=1"
-                ));
-                return Built::Skip;
-            }
-            loud(&format!("{REQUIRE_VAR}=1 overrides {SKIP_VAR}=1"));
-        }
-        if let Err(missing) = check_tools() {
-            if required {
-                return Built::Failed(format!("{REQUIRE_VAR}=1, but {missing}"));
-            }
-            loud(&format!(
-                "SKIPPING the firmware tests (QEMU, Cortex-M4F): {missing}"
-            ));
-            return Built::Skip;
-        }
-        match build_firmware() {
-            Ok(elfs) => Built::Elfs(elfs),
-            Err(e) => Built::Failed(e),
-        }
-    });
-    match built {
-        Built::Elfs(elfs) => Some(elfs),
-        Built::Skip => None,
-        Built::Failed(e) => panic!("{e}"),
-    }
+    static BUILT: OnceLock<Option<HashMap<String, PathBuf>>> = OnceLock::new();
+    BUILT
+        .get_or_init(|| qemu::tools(CORTEX_M4F).then(|| qemu::build(CORTEX_M4F, BINS)))
+        .as_ref()
 }
 
-/// `Err(what is missing and how to install it)` unless both the
-/// `thumbv7em-none-eabihf` target and `qemu-system-arm` are there.
-fn check_tools() -> Result<(), String> {
-    let mut missing = Vec::new();
-    let mut install = Vec::new();
-    if let Err(e) = check_target() {
-        missing.push(e);
-        install.push(format!("`rustup target add {TARGET}`"));
-    }
-    if let Err(e) = check_qemu() {
-        missing.push(e);
-        install.push(
-            "`apt-get install qemu-system-arm binutils-arm-none-eabi` (Debian/Ubuntu; \
-             macOS: `brew install qemu arm-none-eabi-binutils`)"
-                .to_owned(),
-        );
-    }
-    if missing.is_empty() {
-        Ok(())
-    } else {
-        Err(format!(
-            "missing {}: install with {} (or set {SKIP_VAR}=1 to skip these tests)",
-            missing.join(" and "),
-            install.join(" and ")
-        ))
-    }
-}
-
-/// The Cortex-M4F target of the toolchain the firmware builds with (the
-/// repository's `rust-toolchain.toml` applies in `firmware-example/`):
-/// `rustup target list --installed`, or without rustup the target's
-/// directory in the sysroot.
-fn check_target() -> Result<(), String> {
-    let missing = || format!("the Rust target `{TARGET}`");
-    let rustup = Command::new("rustup")
-        .current_dir(firmware_dir())
-        .args(["target", "list", "--installed"])
-        .output();
-    if let Ok(out) = rustup
-        && out.status.success()
-    {
-        let listed = String::from_utf8_lossy(&out.stdout)
-            .lines()
-            .any(|l| l.trim() == TARGET);
-        return if listed { Ok(()) } else { Err(missing()) };
-    }
-    let rustc = std::env::var("RUSTC").unwrap_or_else(|_| "rustc".into());
-    let sysroot = Command::new(rustc)
-        .current_dir(firmware_dir())
-        .args(["--print", "sysroot"])
-        .output()
-        .map_err(|_| missing())?;
-    let sysroot = PathBuf::from(String::from_utf8_lossy(&sysroot.stdout).trim());
-    if sysroot.join("lib/rustlib").join(TARGET).is_dir() {
-        Ok(())
-    } else {
-        Err(missing())
-    }
-}
-
-fn check_qemu() -> Result<(), String> {
-    match Command::new("qemu-system-arm").arg("--version").output() {
-        Ok(out) if out.status.success() => Ok(()),
-        Ok(out) => Err(format!(
-            "a working `qemu-system-arm` (`--version` failed: {})",
-            String::from_utf8_lossy(&out.stderr).trim()
-        )),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            Err("`qemu-system-arm` (not on PATH)".to_owned())
-        }
-        Err(e) => Err(format!("`qemu-system-arm` ({e})")),
-    }
-}
-
-fn build_firmware() -> Result<HashMap<String, PathBuf>, String> {
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    let out = Command::new(cargo)
-        .current_dir(firmware_dir())
-        .args([
-            "build",
-            "--release",
-            "--bins",
-            "--message-format=json-render-diagnostics",
-        ])
-        .stderr(Stdio::inherit())
-        .output()
-        .map_err(|e| format!("running cargo for firmware-example: {e}"))?;
-    if !out.status.success() {
-        return Err("building firmware-example failed (see above)".into());
-    }
-    let mut elfs = HashMap::new();
-    for line in String::from_utf8_lossy(&out.stdout).lines() {
-        let Ok(msg) = serde_json::from_str::<serde_json::Value>(line) else {
-            continue;
-        };
-        if msg["reason"] == "compiler-artifact"
-            && let (Some(name), Some(exe)) =
-                (msg["target"]["name"].as_str(), msg["executable"].as_str())
-        {
-            elfs.insert(name.to_owned(), PathBuf::from(exe));
-        }
-    }
-    Ok(elfs)
-}
-
-/// One decoded firmware run.
-struct Run {
-    /// QEMU's exit status (the firmware's semihosting exit code).
-    status: Option<i32>,
-    /// `LEVEL message` per defmt frame.
-    lines: Vec<String>,
-}
-
-impl Run {
-    /// The message of the first line starting with `LEVEL prefix`.
-    fn line(&self, level_and_prefix: &str) -> &str {
-        self.lines
-            .iter()
-            .find(|l| l.starts_with(level_and_prefix))
-            .unwrap_or_else(|| panic!("no `{level_and_prefix}` line in\n{}", self.lines.join("\n")))
-    }
-}
-
-/// Boots `elf` in QEMU, waits (at most [`QEMU_TIMEOUT`]) and decodes its output.
-fn run_qemu(elf: &Path, icount: bool) -> Run {
-    let mut cmd = Command::new("qemu-system-arm");
-    cmd.args(["-cpu", "cortex-m4", "-machine", "mps2-an386", "-nographic"])
-        .args(["-semihosting-config", "enable=on,target=native"]);
-    if icount {
-        cmd.args(["-icount", "shift=0"]);
-    }
-    let mut child = cmd
-        .arg("-kernel")
-        .arg(elf)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("start qemu-system-arm");
-    let mut stdout = child.stdout.take().expect("piped stdout");
-    let reader = std::thread::spawn(move || {
-        let mut bytes = Vec::new();
-        stdout.read_to_end(&mut bytes).map(|_| bytes)
-    });
-    let start = Instant::now();
-    let status = loop {
-        if let Some(status) = child.try_wait().expect("wait for qemu") {
-            break status;
-        }
-        if start.elapsed() > QEMU_TIMEOUT {
-            let _ = child.kill();
-            panic!("{} did not finish within {QEMU_TIMEOUT:?}", elf.display());
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    let bytes = reader
-        .join()
-        .expect("reader thread")
-        .expect("read qemu stdout");
-    let lines = decode_defmt(elf, &bytes);
-    for line in &lines {
-        println!(
-            "[{}] {line}",
-            elf.file_name().unwrap_or_default().to_string_lossy()
-        );
-    }
-    Run {
-        status: status.code(),
-        lines,
-    }
-}
-
-fn decode_defmt(elf: &Path, bytes: &[u8]) -> Vec<String> {
-    let elf_bytes = std::fs::read(elf).expect("read the firmware ELF");
-    let table = defmt_decoder::Table::parse(&elf_bytes)
-        .expect("parse the ELF's defmt table")
-        .expect("the ELF has defmt data");
-    let mut decoder = table.new_stream_decoder();
-    decoder.received(bytes);
-    let mut lines = Vec::new();
-    loop {
-        match decoder.decode() {
-            Ok(frame) => {
-                let level = frame.level().map_or("", |l| l.as_str());
-                lines.push(format!(
-                    "{} {}",
-                    level.to_uppercase(),
-                    frame.display_message()
-                ));
-            }
-            Err(defmt_decoder::DecodeError::UnexpectedEof) => break,
-            Err(defmt_decoder::DecodeError::Malformed) => {
-                panic!("malformed defmt frame after {lines:?}")
-            }
-        }
-    }
-    lines
-}
-
-/// The token after `key` in a whitespace-separated log message.
-fn after<'a>(message: &'a str, key: &str) -> &'a str {
-    let mut tokens = message.split_whitespace();
-    tokens
-        .by_ref()
-        .find(|t| *t == key)
-        .unwrap_or_else(|| panic!("no `{key}` in `{message}`"));
-    tokens
-        .next()
-        .unwrap_or_else(|| panic!("nothing after `{key}` in `{message}`"))
+/// Boots firmware binary `name` on the Cortex-M4F (with `-icount shift=0`
+/// iff `icount`), decodes its output and asserts that it exited with 0.
+fn run_ok(elfs: &HashMap<String, PathBuf>, name: &str, icount: bool) -> Run {
+    let run = qemu::boot(CORTEX_M4F, &elfs[name], icount);
+    assert_eq!(
+        run.status,
+        Some(0),
+        "{name} exit status\n{}",
+        run.lines.join("\n")
+    );
+    run
 }
 
 /// The `(0x…)` bits logged after a float: `key <value> (<bits>)`.
@@ -351,31 +115,6 @@ fn bits_after(message: &str, key: &str) -> u32 {
     hex(tokens
         .nth(1)
         .unwrap_or_else(|| panic!("no `{key} <value> (<bits>)` in `{message}`")))
-}
-
-/// `0x…` (optionally in parentheses) as a `u32`.
-fn hex(token: &str) -> u32 {
-    let t = token.trim_matches(|c| c == '(' || c == ')' || c == ',');
-    u32::from_str_radix(t.trim_start_matches("0x"), 16)
-        .unwrap_or_else(|e| panic!("`{token}` is not hex: {e}"))
-}
-
-/// The firmware's 32-bit FNV-1a (`microrl_firmware::Fnv1a`).
-#[derive(Clone, Copy)]
-struct Fnv1a(u32);
-
-impl Fnv1a {
-    fn new() -> Self {
-        Self(0x811c_9dc5)
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = (self.0 ^ u32::from(b)).wrapping_mul(0x0100_0193);
-        }
-    }
-    fn write_u32(&mut self, x: u32) {
-        self.write(&x.to_le_bytes());
-    }
 }
 
 /// `microrl_firmware::params_fnv`: the actor's tensors, then the normaliser's
@@ -405,35 +144,6 @@ fn load_small(blob: &[u8]) -> Box<SmallPolicy> {
     policy
 }
 
-/// What `infer` computes, on the desktop: per episode (return bits, length,
-/// actions FNV, observations FNV), and the overall checksums.
-fn infer_on_host(policy: &SmallPolicy, episodes: u32, seed: u64) -> Vec<(u32, u32, u32, u32)> {
-    let mut env = CartPole::new();
-    let mut rng = Xoshiro128PlusPlus::seed_from_u64(seed);
-    (0..episodes)
-        .map(|_| {
-            let mut obs = env.reset(&mut rng);
-            let (mut ret, mut len) = (0.0f32, 0u32);
-            let (mut actions, mut observations) = (Fnv1a::new(), Fnv1a::new());
-            loop {
-                for x in obs.iter() {
-                    observations.write_u32(x.to_bits());
-                }
-                let action = policy.act(&obs).expect("finite observation");
-                actions.write(&[action as u8]);
-                let step = env.step(action).expect("valid action");
-                ret += step.reward;
-                len += 1;
-                obs = step.obs;
-                if step.done() {
-                    break;
-                }
-            }
-            (ret.to_bits(), len, actions.0, observations.0)
-        })
-        .collect()
-}
-
 /// The exported policy `infer` embeds.
 fn committed_policy() -> Vec<u8> {
     std::fs::read(firmware_dir().join("policies/cartpole-small.mrlp")).expect("policy file")
@@ -458,9 +168,24 @@ fn harness_run(algo: Algo, steps: u64, name: &str) -> (TrainSummary, Vec<u8>) {
 /// desktop's run of the same protocol: the same first passing step, the same
 /// reported evaluation bits and the same weights.
 fn assert_solved_like_desktop(run: &Run, summary: &TrainSummary, blob: &[u8]) {
-    let solved = run.line("INFO solved:");
-    let step = summary.solved_at_step.expect("the desktop run solves");
     assert!(summary.solved, "{summary:?}");
+    let desktop_fnv = params_fnv(&load_small(blob));
+    let (step, updates) = (summary.solved_at_step, summary.updates);
+    assert_solved_line(run, step, updates, summary.eval_mean, desktop_fnv);
+}
+
+/// The MCU's `solved:` line against a desktop run: the same first passing
+/// step (`solved_at_step`) and number of `updates`, the same reported
+/// evaluation bits (`eval`) and the same weights (`policy_fnv`).
+fn assert_solved_line(
+    run: &Run,
+    solved_at_step: Option<u64>,
+    updates: u64,
+    eval: f32,
+    policy_fnv: u32,
+) {
+    let solved = run.line("INFO solved:");
+    let step = solved_at_step.expect("the desktop run solves");
     assert_eq!(
         after(solved, "step").parse::<u64>().unwrap(),
         step,
@@ -468,17 +193,17 @@ fn assert_solved_like_desktop(run: &Run, summary: &TrainSummary, blob: &[u8]) {
     );
     assert_eq!(
         after(solved, "updates").parse::<u64>().unwrap(),
-        summary.updates,
+        updates,
         "MCU and desktop made different numbers of updates"
     );
     assert_eq!(
         bits_after(solved, "eval"),
-        summary.eval_mean.to_bits(),
+        eval.to_bits(),
         "MCU and desktop reported evaluations differ"
     );
     assert_eq!(
         hex(after(solved, "policy_fnv")),
-        params_fnv(&load_small(blob)),
+        policy_fnv,
         "MCU and desktop learned different weights"
     );
 }
@@ -500,20 +225,14 @@ fn committed_policy_is_what_the_harness_trains() {
 #[test]
 fn infer_matches_desktop_bit_for_bit() {
     let Some(elfs) = firmware() else { return };
-    let run = run_qemu(&elfs["infer"], false);
-    assert_eq!(
-        run.status,
-        Some(0),
-        "infer exit status\n{}",
-        run.lines.join("\n")
-    );
+    let run = run_ok(elfs, "infer", false);
 
     let blob = committed_policy();
     let policy = load_small(&blob);
     let loaded = run.line("INFO policy loaded:");
     assert_eq!(after(loaded, "loaded:"), blob.len().to_string());
 
-    let host = infer_on_host(&policy, 5, 0);
+    let host = qemu::episodes_on_host(&*policy, 5, 0);
     let (mut actions_all, mut obs_all) = (Fnv1a::new(), Fnv1a::new());
     for (i, &(ret_bits, len, actions, observations)) in host.iter().enumerate() {
         let mcu = run.line(&format!("INFO episode {i}:"));
@@ -572,13 +291,7 @@ fn footprint(elf: &Path) -> (u64, u64) {
 #[test]
 fn train_ppo_solves_cartpole_like_the_desktop_within_budget() {
     let Some(elfs) = firmware() else { return };
-    let run = run_qemu(&elfs["train-ppo"], false);
-    assert_eq!(
-        run.status,
-        Some(0),
-        "train-ppo exit status\n{}",
-        run.lines.join("\n")
-    );
+    let run = run_ok(elfs, "train-ppo", false);
 
     let (summary, blob) = desktop_ppo();
     assert_solved_like_desktop(&run, summary, blob);
@@ -606,13 +319,7 @@ fn desktop_ppo() -> &'static (TrainSummary, Vec<u8>) {
 #[test]
 fn train_resume_after_reset_matches_the_uninterrupted_run() {
     let Some(elfs) = firmware() else { return };
-    let run = run_qemu(&elfs["train-resume"], false);
-    assert_eq!(
-        run.status,
-        Some(0),
-        "train-resume exit status\n{}",
-        run.lines.join("\n")
-    );
+    let run = run_ok(elfs, "train-resume", false);
     // It really was interrupted: a checkpoint saved after a few updates,
     // resumed from the buffer into a zeroed agent and fresh environments.
     let saved = run.line("INFO checkpoint:");
@@ -643,13 +350,7 @@ fn train_resume_after_reset_matches_the_uninterrupted_run() {
 #[test]
 fn train_ac_learns_like_the_desktop() {
     let Some(elfs) = firmware() else { return };
-    let run = run_qemu(&elfs["train-ac"], false);
-    assert_eq!(
-        run.status,
-        Some(0),
-        "train-ac exit status\n{}",
-        run.lines.join("\n")
-    );
+    let run = run_ok(elfs, "train-ac", false);
     // train-ac: seed 0, 60 000 steps, AcConfig::DEFAULT, an evaluation every
     // 1 000 steps — `microrl train --algo ac --small --steps 60000`.
     let (summary, blob) = harness_run(Algo::Ac, 60_000, "fw-train-ac");
@@ -666,13 +367,7 @@ fn train_ac_learns_like_the_desktop() {
 #[test]
 fn finetune_recovers_like_the_desktop() {
     let Some(elfs) = firmware() else { return };
-    let run = run_qemu(&elfs["finetune"], false);
-    assert_eq!(
-        run.status,
-        Some(0),
-        "finetune exit status\n{}",
-        run.lines.join("\n")
-    );
+    let run = run_ok(elfs, "finetune", false);
     let lines: Vec<&String> = run
         .lines
         .iter()
@@ -773,13 +468,7 @@ fn finetune_recovers_like_the_desktop() {
 #[test]
 fn plant_learns_the_simulated_motor() {
     let Some(elfs) = firmware() else { return };
-    let run = run_qemu(&elfs["plant"], false);
-    assert_eq!(
-        run.status,
-        Some(0),
-        "plant exit status\n{}",
-        run.lines.join("\n")
-    );
+    let run = run_ok(elfs, "plant", false);
     let solved = run.line("INFO solved:");
     let eval: f32 = after(solved, "eval").parse().expect("eval");
     // The learned policy beats the feed-forward controller on the same
@@ -797,30 +486,28 @@ fn plant_learns_the_simulated_motor() {
 }
 
 /// The MCU's `solved:` line against a desktop run of the same `Trainer`
-/// configuration: the same first passing step and number of updates, the
-/// same reported evaluation bits and the same weights (`policy_fnv`).
+/// configuration ([`assert_solved_line`]).
 fn assert_solved_like_outcome(run: &Run, outcome: &Outcome, policy_fnv: u32) {
-    let solved = run.line("INFO solved:");
-    let step = outcome.solved_at_step.expect("the desktop run solves");
-    assert_eq!(
-        after(solved, "step").parse::<u64>().unwrap(),
-        step,
-        "MCU and desktop solved at different steps"
-    );
-    assert_eq!(
-        after(solved, "updates").parse::<u64>().unwrap(),
-        outcome.updates,
-        "MCU and desktop made different numbers of updates"
-    );
-    assert_eq!(
-        bits_after(solved, "eval"),
-        outcome.report.mean.to_bits(),
-        "MCU and desktop reported evaluations differ"
-    );
-    assert_eq!(
-        hex(after(solved, "policy_fnv")),
-        policy_fnv,
-        "MCU and desktop learned different weights"
+    let (step, updates, eval) = (outcome.solved_at_step, outcome.updates, outcome.report.mean);
+    assert_solved_line(run, step, updates, eval, policy_fnv);
+}
+
+/// A firmware CartPole trainer's run: `total_steps`, an evaluation every
+/// `eval_interval` steps, early stop at [`CartPole::SOLVED_RETURN`].
+fn cartpole_run(total_steps: u64, eval_interval: u64) -> RunConfig {
+    RunConfig {
+        eval_interval,
+        ..RunConfig::new(total_steps, CartPole::SOLVED_RETURN)
+    }
+}
+
+/// Asserts that `name`'s static RAM plus peak stack ([`ram_and_stack`]) is
+/// at most `budget` bytes.
+fn assert_ram_within(elfs: &HashMap<String, PathBuf>, name: &str, run: &Run, budget: u64) {
+    let total = ram_and_stack(name, &elfs[name], run);
+    assert!(
+        total <= budget,
+        "{name} static RAM + peak stack {total} B > {budget} B"
     );
 }
 
@@ -843,83 +530,85 @@ const AC_TINY_RAM_BUDGET: u64 = 16 * 1024;
 /// `infer-plant`'s flash budget: text + data.
 const INFER_PLANT_FLASH_BUDGET: u64 = 16 * 1024;
 
+/// `agent`'s run on the desktop as a firmware CartPole trainer runs it (a
+/// training and an evaluation CartPole, `Xoshiro128PlusPlus` from seed 0,
+/// no hooks); asserts that it solved CartPole.
+fn desktop_cartpole<L: Learner<CartPole>>(agent: &mut L, run_config: RunConfig) -> Outcome {
+    let (mut env, mut eval_env) = (CartPole::new(), CartPole::new());
+    let mut trainer =
+        Trainer::<_, Xoshiro128PlusPlus>::start(agent, &mut env, run_config, 0).unwrap();
+    let outcome = trainer
+        .run(agent, &mut env, &mut eval_env, &mut ())
+        .unwrap();
+    assert!(outcome.solved(CartPole::SOLVED_RETURN), "{outcome:?}");
+    outcome
+}
+
+/// Firmware trainer `name` against `agent` trained on the desktop with
+/// `run_config` ([`desktop_cartpole`]): exit status 0, the same solving
+/// step, evaluation and weights (`fnv` checksums the agent's policy), and
+/// static RAM plus peak stack within `budget` bytes.
+fn trains_like_desktop_within<L: Learner<CartPole>>(
+    elfs: &HashMap<String, PathBuf>,
+    name: &str,
+    agent: &mut L,
+    run_config: RunConfig,
+    fnv: impl Fn(&L) -> u32,
+    budget: u64,
+) {
+    let run = run_ok(elfs, name, false);
+    let outcome = desktop_cartpole(agent, run_config);
+    assert_solved_like_outcome(&run, &outcome, fnv(agent));
+    assert_ram_within(elfs, name, &run, budget);
+}
+
 #[test]
 fn train_ppo_tiny_solves_like_the_desktop_within_32_kb() {
     let Some(elfs) = firmware() else { return };
-    let run = run_qemu(&elfs["train-ppo-tiny"], false);
-    assert_eq!(
-        run.status,
-        Some(0),
-        "train-ppo-tiny exit status\n{}",
-        run.lines.join("\n")
-    );
-
+    let run_config = cartpole_run(100_000, 1);
     // train-ppo-tiny's configuration on the desktop: 4-16-16 actor and
     // critic, 128-step rollout, PpoConfig::CARTPOLE over 100 000 steps, an
     // evaluation after every rollout, seed 0.
-    let run_config = RunConfig {
-        eval_interval: 1,
-        ..RunConfig::new(100_000, CartPole::SOLVED_RETURN)
-    };
-    let mut agent = Box::new(agent::Ppo::<CartPole, 16, 128>::ZERO);
+    type Agent = agent::Ppo<CartPole, 16, 128>;
+    let mut agent = Box::new(Agent::ZERO);
     agent.config = PpoConfig {
         total_steps: run_config.total_steps,
         ..PpoConfig::CARTPOLE
     };
-    let (mut env, mut eval_env) = (CartPole::new(), CartPole::new());
-    let mut trainer =
-        Trainer::<_, Xoshiro128PlusPlus>::start(&mut *agent, &mut env, run_config, 0).unwrap();
-    let outcome = trainer
-        .run(&mut *agent, &mut env, &mut eval_env, &mut ())
-        .unwrap();
-    assert!(outcome.solved(CartPole::SOLVED_RETURN), "{outcome:?}");
-    assert_solved_like_outcome(&run, &outcome, weights_fnv(agent.actor(), &agent.obs_norm));
-
-    let total = ram_and_stack("train-ppo-tiny", &elfs["train-ppo-tiny"], &run);
-    assert!(
-        total <= PPO_TINY_RAM_BUDGET,
-        "train-ppo-tiny static RAM + peak stack {total} B > {PPO_TINY_RAM_BUDGET} B"
+    let fnv = |a: &Agent| weights_fnv(a.actor(), &a.obs_norm);
+    trains_like_desktop_within(
+        elfs,
+        "train-ppo-tiny",
+        &mut *agent,
+        run_config,
+        fnv,
+        PPO_TINY_RAM_BUDGET,
     );
 }
 
 #[test]
 fn train_ac_tiny_solves_like_the_desktop_within_16_kb() {
     let Some(elfs) = firmware() else { return };
-    let run = run_qemu(&elfs["train-ac-tiny"], false);
-    assert_eq!(
-        run.status,
-        Some(0),
-        "train-ac-tiny exit status\n{}",
-        run.lines.join("\n")
-    );
-
+    let run_config = cartpole_run(60_000, 1_000);
     // train-ac-tiny's configuration on the desktop: 4-12-12 actor and
     // critic, AcConfig::DEFAULT with learning rates 1e-3 (actor) and 3e-3
     // (critic), 60 000 steps, an evaluation every 1 000, seed 0.
-    let run_config = RunConfig {
-        eval_interval: 1_000,
-        ..RunConfig::new(60_000, CartPole::SOLVED_RETURN)
-    };
-    let mut agent = Box::new(agent::ActorCritic::<CartPole, 12>::ZERO);
+    type Agent = agent::ActorCritic<CartPole, 12>;
+    let mut agent = Box::new(Agent::ZERO);
     agent.config = AcConfig {
         total_steps: run_config.total_steps,
         actor_lr: Schedule::Constant(1e-3),
         critic_lr: Schedule::Constant(3e-3),
         ..AcConfig::DEFAULT
     };
-    let (mut env, mut eval_env) = (CartPole::new(), CartPole::new());
-    let mut trainer =
-        Trainer::<_, Xoshiro128PlusPlus>::start(&mut *agent, &mut env, run_config, 0).unwrap();
-    let outcome = trainer
-        .run(&mut *agent, &mut env, &mut eval_env, &mut ())
-        .unwrap();
-    assert!(outcome.solved(CartPole::SOLVED_RETURN), "{outcome:?}");
-    assert_solved_like_outcome(&run, &outcome, weights_fnv(agent.actor(), &agent.obs_norm));
-
-    let total = ram_and_stack("train-ac-tiny", &elfs["train-ac-tiny"], &run);
-    assert!(
-        total <= AC_TINY_RAM_BUDGET,
-        "train-ac-tiny static RAM + peak stack {total} B > {AC_TINY_RAM_BUDGET} B"
+    let fnv = |a: &Agent| weights_fnv(a.actor(), &a.obs_norm);
+    trains_like_desktop_within(
+        elfs,
+        "train-ac-tiny",
+        &mut *agent,
+        run_config,
+        fnv,
+        AC_TINY_RAM_BUDGET,
     );
 }
 
@@ -927,13 +616,7 @@ fn train_ac_tiny_solves_like_the_desktop_within_16_kb() {
 fn infer_plant_commands_like_the_desktop_within_16_kb_of_flash() {
     let Some(elfs) = firmware() else { return };
     let elf = &elfs["infer-plant"];
-    let run = run_qemu(elf, false);
-    assert_eq!(
-        run.status,
-        Some(0),
-        "infer-plant exit status\n{}",
-        run.lines.join("\n")
-    );
+    let run = run_ok(elfs, "infer-plant", false);
 
     // The replayed plant's observations (build.rs: every 8th of the
     // recorded file) and the committed policy's command at each, on the
@@ -993,27 +676,14 @@ fn kernel_matches_the_core_bit_for_bit() {
     // core on the MCU: forward pass, mode and act of 18-64-64-4, 4-64-64-2
     // and 4-32-32-2 over thousands of observations and five weight scales,
     // tanh, VSQRT and the arg max on near ties.
-    let run = run_qemu(&elfs["kernel-check"], false);
-    for what in [
-        "tanh",
-        "sqrt",
-        "mode",
-        "18-64-64-4",
-        "4-64-64-2",
-        "4-32-32-2",
-    ] {
+    let run = run_ok(elfs, "kernel-check", false);
+    for what in "tanh sqrt mode 18-64-64-4 4-64-64-2 4-32-32-2".split_whitespace() {
         let line = run.line(&format!("INFO kernel-check {what}:"));
         let cases: u64 = after(line, &format!("{what}:")).parse().expect("a count");
         assert!(cases >= 5000, "{line}");
         assert_eq!(after(line, "cases,"), "0", "{line}");
     }
     run.line("INFO kernel-check: bit-identical");
-    assert_eq!(
-        run.status,
-        Some(0),
-        "kernel-check exit status\n{}",
-        run.lines.join("\n")
-    );
 }
 
 #[test]
@@ -1021,36 +691,19 @@ fn bench_reports_every_instruction_count() {
     let Some(elfs) = firmware() else { return };
     // `-icount shift=0`: one virtual nanosecond per instruction; `bench`
     // calibrates its SysTick counter against that and exits 1 if it cannot.
-    let run = run_qemu(&elfs["bench"], true);
-    assert_eq!(
-        run.status,
-        Some(0),
-        "bench exit status\n{}",
-        run.lines.join("\n")
-    );
-    for name in [
-        "mlp-4-64-64-2",
-        "act-4-64-64-2",
-        "policy-4-64-64-2",
-        "mlp-18-64-64-4",
-        "act-18-64-64-4",
-        "policy-18-64-64-4",
-        "mlp-4-32-32-2",
-        "act-4-32-32-2",
-        "policy-4-32-32-2",
-        "mlp-4-64-64-2-asm",
-        "act-4-64-64-2-asm",
-        "policy-4-64-64-2-asm",
-        "mlp-18-64-64-4-asm",
-        "act-18-64-64-4-asm",
-        "policy-18-64-64-4-asm",
-        "mlp-4-32-32-2-asm",
-        "act-4-32-32-2-asm",
-        "policy-4-32-32-2-asm",
-        "ac-step",
-        "ppo-collect-256",
-        "ppo-update-256",
-    ] {
+    let run = run_ok(elfs, "bench", true);
+    // Every inference figure: forward pass, mode and act of each network,
+    // with the core's code and with the assembly kernels; then training.
+    let mut names = Vec::new();
+    for asm in ["", "-asm"] {
+        for net in ["4-64-64-2", "18-64-64-4", "4-32-32-2"] {
+            for kind in ["mlp", "act", "policy"] {
+                names.push(format!("{kind}-{net}{asm}"));
+            }
+        }
+    }
+    names.extend(["ac-step", "ppo-collect-256", "ppo-update-256"].map(String::from));
+    for name in &names {
         let line = run.line(&format!("INFO bench {name}:"));
         let count: u64 = after(line, &format!("{name}:")).parse().expect("a count");
         assert!(count > 0, "{line}");

@@ -31,13 +31,11 @@ use std::ops::Range;
 use std::path::PathBuf;
 use std::sync::OnceLock;
 
-use microrl::env::{CartPole, Env};
+use microrl::env::CartPole;
 use microrl::{Controller, SVector, agent, serialize};
 use microrl_harness::interop::{self, Layout};
 use microrl_harness::train::EnvName;
 use qemu::{Board, CORTEX_M0, CORTEX_M4F, Fnv1a};
-use rand_core::SeedableRng;
-use rand_xoshiro::Xoshiro128PlusPlus;
 use safetensors::SafeTensors;
 
 type ImportedPolicy = agent::Policy<CartPole, 64>;
@@ -124,38 +122,10 @@ fn imported_on_host() -> (u32, Vec<(u32, u32, u32, u32)>) {
         assert_eq!(action, usize::from(want), "the desktop differs from SB3");
         actions.write(&[action as u8]);
     }
-    (actions.0, episodes_on_host(&*policy, IMPORTED_EPISODES))
-}
-
-/// CartPole episodes from seed 0 as the firmware plays them.
-fn episodes_on_host<P: Controller<4, Action = usize>>(
-    policy: &P,
-    episodes: u32,
-) -> Vec<(u32, u32, u32, u32)> {
-    let mut env = CartPole::new();
-    let mut rng = Xoshiro128PlusPlus::seed_from_u64(0);
-    (0..episodes)
-        .map(|_| {
-            let mut obs = env.reset(&mut rng);
-            let (mut ret, mut len) = (0.0f32, 0u32);
-            let (mut actions, mut observations) = (Fnv1a::new(), Fnv1a::new());
-            loop {
-                for x in obs.iter() {
-                    observations.write_u32(x.to_bits());
-                }
-                let action = policy.act(&obs).unwrap();
-                actions.write(&[action as u8]);
-                let step = env.step(action).unwrap();
-                ret += step.reward;
-                len += 1;
-                obs = step.obs;
-                if step.done() {
-                    break;
-                }
-            }
-            (ret.to_bits(), len, actions.0, observations.0)
-        })
-        .collect()
+    (
+        actions.0,
+        qemu::episodes_on_host(&*policy, IMPORTED_EPISODES, 0),
+    )
 }
 
 /// The episode lines of a run against the desktop's episodes.
@@ -239,7 +209,7 @@ fn infer_on_cortex_m0_matches_the_desktop_bit_for_bit() {
     serialize::load(&mut *policy, &blob).unwrap();
     let run = qemu::run(CORTEX_M0, &elfs["infer"]);
     assert_eq!(run.status, Some(0), "infer failed on the Cortex-M0");
-    assert_episodes(&run, &episodes_on_host(&*policy, INFER_EPISODES));
+    assert_episodes(&run, &qemu::episodes_on_host(&*policy, INFER_EPISODES, 0));
     println!(
         "Cortex-M0 infer: flash + static RAM {:?} bytes, {}",
         qemu::footprint(&elfs["infer"]),

@@ -138,41 +138,27 @@ fn continuous(a: f64) -> SVector<f32, 1> {
     SVector::from([a32])
 }
 
-impl Replay<4> for CartPole {
-    fn set(&mut self, s: &[f64]) {
-        self.set_state(array(s));
-    }
-    fn get(&self) -> Vec<f64> {
-        self.state().to_vec()
-    }
-    fn action(a: f64) -> usize {
-        discrete(a)
-    }
+/// `Replay` of an environment with `set_state`/`state` over `[f32; $n]`
+/// and an action made from Gymnasium's by `$action`.
+macro_rules! replay {
+    ($env:ty, $n:literal, $act:ty, $action:ident) => {
+        impl Replay<$n> for $env {
+            fn set(&mut self, s: &[f64]) {
+                self.set_state(array(s));
+            }
+            fn get(&self) -> Vec<f64> {
+                self.state().to_vec()
+            }
+            fn action(a: f64) -> $act {
+                $action(a)
+            }
+        }
+    };
 }
 
-impl Replay<4> for CartPoleContinuous {
-    fn set(&mut self, s: &[f64]) {
-        self.set_state(array(s));
-    }
-    fn get(&self) -> Vec<f64> {
-        self.state().to_vec()
-    }
-    fn action(a: f64) -> SVector<f32, 1> {
-        continuous(a)
-    }
-}
-
-impl Replay<3> for Pendulum {
-    fn set(&mut self, s: &[f64]) {
-        self.set_state(array(s));
-    }
-    fn get(&self) -> Vec<f64> {
-        self.state().to_vec()
-    }
-    fn action(a: f64) -> SVector<f32, 1> {
-        continuous(a)
-    }
-}
+replay!(CartPole, 4, usize, discrete);
+replay!(CartPoleContinuous, 4, SVector<f32, 1>, continuous);
+replay!(Pendulum, 3, SVector<f32, 1>, continuous);
 
 #[derive(Clone, Copy, PartialEq)]
 enum Mode {

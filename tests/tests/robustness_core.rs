@@ -583,6 +583,17 @@ struct Endless {
     t: u64,
 }
 
+impl Endless {
+    /// Rewards `reward` a step; ends after `ends_after` steps.
+    fn new(reward: f32, ends_after: u64) -> Self {
+        Self {
+            reward,
+            ends_after,
+            t: 0,
+        }
+    }
+}
+
 impl Env for Endless {
     type Obs = SVector<f32, 1>;
     type Space = Discrete<2>;
@@ -609,11 +620,7 @@ impl Env for Endless {
 #[test]
 fn cursor_episode_length_saturates() {
     let mut rng = microrl_tests::rng(30);
-    let mut env = Endless {
-        reward: 1.0,
-        ends_after: u64::MAX,
-        t: 0,
-    };
+    let mut env = Endless::new(1.0, u64::MAX);
     let mut cursor = Cursor::start(&mut env, &mut rng);
     cursor.len = u32::MAX - 1; // as after 2³² − 1 steps
     let mut episodes = Vec::new();
@@ -645,11 +652,7 @@ fn cursor_episode_length_saturates() {
 #[test]
 fn cursor_return_keeps_growing_past_two_to_the_24() {
     let mut rng = microrl_tests::rng(31);
-    let mut env = Endless {
-        reward: 1.0,
-        ends_after: u64::MAX,
-        t: 0,
-    };
+    let mut env = Endless::new(1.0, u64::MAX);
     let mut cursor = Cursor::start(&mut env, &mut rng);
     cursor.ret = 16_777_216.0; // 2²⁴, as after 2²⁴ unit rewards
     let mut episodes = Vec::new();
@@ -663,11 +666,7 @@ fn cursor_return_keeps_growing_past_two_to_the_24() {
     assert_eq!(episodes.len(), 1);
     assert_eq!(episodes[0].ret, 16_777_218.0);
     // A return beyond f32's range is reported saturated, not as +∞.
-    let mut env = Endless {
-        reward: f32::MAX,
-        ends_after: 3,
-        t: 0,
-    };
+    let mut env = Endless::new(f32::MAX, 3);
     let mut cursor = Cursor::start(&mut env, &mut rng);
     let mut reported = Vec::new();
     for _ in 0..3 {
@@ -684,11 +683,7 @@ fn cursor_return_keeps_growing_past_two_to_the_24() {
 fn evaluate_stops_an_episode_that_never_ends() {
     let always_left = |_: &SVector<f32, 1>| Ok::<_, Error>(0usize);
     let mut rng = microrl_tests::rng(32);
-    let mut env = Endless {
-        reward: 1.0,
-        ends_after: u64::MAX,
-        t: 0,
-    };
+    let mut env = Endless::new(1.0, u64::MAX);
     assert_eq!(
         evaluate_capped(&always_left, &mut env, 3, 1_000, &mut rng),
         Err(Error::EpisodeTooLong { max_steps: 1_000 })

@@ -217,8 +217,9 @@ fn squashed(name: &str, expected_tensors: &[&str]) {
     );
 }
 
+/// SB3's SAC and TD3 actors, imported, act as SB3's `predict` ([`squashed`]).
 #[test]
-fn sb3_sac_pendulum_acts_as_sb3() {
+fn sb3_sac_and_td3_actors_act_as_sb3() {
     squashed(
         "sb3-sac-pendulum",
         &[
@@ -230,51 +231,31 @@ fn sb3_sac_pendulum_acts_as_sb3() {
             "actor.mu.bias",
         ],
     );
-}
-
-#[test]
-fn sb3_td3_pendulum_acts_as_sb3() {
+    let td3: Vec<String> = (0..3)
+        .flat_map(|k| ["weight", "bias"].map(|t| format!("actor.mu.{}.{t}", 2 * k)))
+        .collect();
     squashed(
         "sb3-td3-pendulum",
-        &[
-            "actor.mu.0.weight",
-            "actor.mu.0.bias",
-            "actor.mu.2.weight",
-            "actor.mu.2.bias",
-            "actor.mu.4.weight",
-            "actor.mu.4.bias",
-        ],
+        &td3.iter().map(String::as_str).collect::<Vec<_>>(),
     );
 }
 
+/// Every fixture as its source: a discrete policy takes the same action on
+/// every observation ([`categorical`]), a Gaussian one has the same mean and
+/// command ([`gaussian`]).
 #[test]
-fn sb3_cartpole_acts_as_sb3_on_every_observation() {
-    categorical("sb3-cartpole", Layout::Sb3);
-}
-
-#[test]
-fn sb3_cartpole_with_vecnormalize_acts_as_sb3_on_every_observation() {
-    categorical("sb3-cartpole-vecnorm", Layout::Sb3);
-}
-
-#[test]
-fn sb3_pendulum_mean_and_command_match_sb3() {
-    gaussian("sb3-pendulum", Layout::Sb3);
-}
-
-#[test]
-fn sb3_pendulum_with_vecnormalize_mean_and_command_match_sb3() {
-    gaussian("sb3-pendulum-vecnorm", Layout::Sb3);
-}
-
-#[test]
-fn cleanrl_cartpole_acts_as_cleanrl_on_every_observation() {
-    categorical("cleanrl-cartpole", Layout::Cleanrl);
-}
-
-#[test]
-fn cleanrl_pendulum_mean_and_command_match_cleanrl() {
-    gaussian("cleanrl-pendulum", Layout::Cleanrl);
+fn imported_policies_act_as_their_source_on_every_observation() {
+    let categorical: fn(&str, Layout) = categorical;
+    for (name, layout, check) in [
+        ("sb3-cartpole", Layout::Sb3, categorical),
+        ("sb3-cartpole-vecnorm", Layout::Sb3, categorical),
+        ("cleanrl-cartpole", Layout::Cleanrl, categorical),
+        ("sb3-pendulum", Layout::Sb3, gaussian),
+        ("sb3-pendulum-vecnorm", Layout::Sb3, gaussian),
+        ("cleanrl-pendulum", Layout::Cleanrl, gaussian),
+    ] {
+        check(name, layout);
+    }
 }
 
 /// Exporting an imported policy reproduces the source's actor tensors bit

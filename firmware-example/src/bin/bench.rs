@@ -51,7 +51,7 @@ use microrl::nn::{Dense, Identity, Layer, Mlp};
 use microrl::normalize::RunningNorm;
 use microrl::policy::CategoricalActor;
 use microrl::{Controller, Params, Policy, SVector, agent};
-use microrl_firmware::icount::Ticks;
+use microrl_firmware::icount::{NOP_LOOP_INSTRUCTIONS, Ticks, nop_loop, repeat};
 use microrl_firmware::kernel::{self, OutputLayer};
 use microrl_firmware::{exit, log_stack, ok_or_exit};
 use rand_core::SeedableRng;
@@ -82,27 +82,6 @@ const INFER_REPS: u32 = 1000;
 const AC_REPS: u32 = 500;
 /// Observations cycled through by the inference benchmarks.
 const N_OBS: usize = 8;
-
-/// Instructions per iteration of [`nop_loop`] (`nop; subs; bne`), read from
-/// the disassembly (`arm-none-eabi-objdump -d`).
-const NOP_LOOP_INSTRUCTIONS: u64 = 3;
-
-/// `n` iterations of a loop around one `nop`. Not unrolled: LLVM's ARM
-/// backend does not runtime-unroll loops that contain inline assembly.
-#[inline(never)]
-fn nop_loop(n: u32) {
-    for _ in 0..n {
-        nop();
-    }
-}
-
-/// `reps` calls of `f(i)`, `i = 0, 1, …`, as one out-of-line loop.
-#[inline(never)]
-fn repeat(reps: u32, mut f: impl FnMut(u32)) {
-    for i in 0..reps {
-        f(black_box(i));
-    }
-}
 
 /// Instructions per operation: `(ticks(body) − ticks(empty)) · ipt / reps`,
 /// rounded. Logs `bench <name>: <n> instructions (…)`.

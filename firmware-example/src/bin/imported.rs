@@ -28,12 +28,12 @@
 
 use core::hint::black_box;
 
-use cortex_m::asm::nop;
 use cortex_m_rt::entry;
-use microrl::env::{CartPole, Env};
+use microrl::env::CartPole;
 use microrl::nn::Layer;
 use microrl::{Controller, SVector, agent};
-use microrl_firmware::icount::Ticks;
+use microrl_firmware::episode::play;
+use microrl_firmware::icount::{NOP_LOOP_INSTRUCTIONS, Ticks, nop_loop, repeat};
 use microrl_firmware::{Fnv1a, exit, log_stack, ok_or_exit};
 use rand_core::SeedableRng;
 use rand_xoshiro::Xoshiro128PlusPlus;
@@ -53,9 +53,6 @@ const EPISODES: u32 = 2;
 const SEED: u64 = 0;
 /// Forward passes per instruction-count measurement.
 const REPS: u32 = 64;
-/// Instructions per iteration of [`nop_loop`] (`nop; subs; bne`, from the
-/// disassembly on both targets).
-const NOP_LOOP_INSTRUCTIONS: u64 = 3;
 
 fn observation(bytes: &[u8]) -> SVector<f32, 4> {
     SVector::<f32, 4>::from_fn(|i, _| {
@@ -98,30 +95,9 @@ fn main() -> ! {
     let mut env = CartPole::new();
     let mut rng = Xoshiro128PlusPlus::seed_from_u64(SEED);
     for episode in 0..EPISODES {
-        let mut obs = env.reset(&mut rng);
-        let (mut ret, mut len) = (0.0f32, 0u32);
-        let (mut actions, mut observations) = (Fnv1a::default(), Fnv1a::default());
-        loop {
-            observations.write_f32s(obs.as_slice());
-            let action = ok_or_exit(POLICY.act(&obs), "act");
-            actions.write(&[action as u8]);
-            let step = ok_or_exit(env.step(action), "step");
-            ret += step.reward;
-            len += 1;
-            obs = step.obs;
-            if step.done() {
-                break;
-            }
+        if let Err(failed) = play(&mut env, &mut rng, |obs| POLICY.act(obs), episode) {
+            ok_or_exit(Err(failed.error), failed.what)
         }
-        defmt::info!(
-            "episode {=u32}: return {=f32} ({=u32:#010x}) len {=u32} actions_fnv {=u32:#010x} obs_fnv {=u32:#010x}",
-            episode,
-            ret,
-            ret.to_bits(),
-            len,
-            actions.0,
-            observations.0
-        );
     }
 
     // Instruction counts.
@@ -167,20 +143,4 @@ fn main() -> ! {
     );
     log_stack();
     exit(agree == n)
-}
-
-/// `n` iterations of a loop around one `nop`.
-#[inline(never)]
-fn nop_loop(n: u32) {
-    for _ in 0..n {
-        nop();
-    }
-}
-
-/// `reps` calls of `f(i)` as one out-of-line loop.
-#[inline(never)]
-fn repeat(reps: u32, mut f: impl FnMut(u32)) {
-    for i in 0..reps {
-        f(black_box(i));
-    }
 }

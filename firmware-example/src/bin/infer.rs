@@ -19,8 +19,9 @@
 use cortex_m_rt::entry;
 #[cfg(not(all(target_arch = "arm", target_abi = "eabihf")))]
 use microrl::Controller;
-use microrl::env::{CartPole, Env};
+use microrl::env::CartPole;
 use microrl::{Params, agent, serialize};
+use microrl_firmware::episode::{Failed, play};
 #[cfg(all(target_arch = "arm", target_abi = "eabihf"))]
 use microrl_firmware::kernel;
 use microrl_firmware::{Fnv1a, exit, log_stack};
@@ -76,57 +77,22 @@ fn main() -> ! {
     let mut total = 0.0f32;
 
     for episode in 0..EPISODES {
-        let mut obs = env.reset(&mut rng);
-        let (mut ret, mut len) = (0.0f32, 0u32);
-        let (mut actions, mut observations) = (Fnv1a::default(), Fnv1a::default());
-        loop {
-            for x in obs.iter() {
-                observations.write_u32(x.to_bits());
+        let played = match play(&mut env, &mut rng, |obs| policy.act(obs), episode) {
+            Ok(played) => played,
+            Err(Failed { what, step, error }) => {
+                defmt::error!(
+                    "episode {=u32} step {=u32}: {=str} failed: {}",
+                    episode,
+                    step,
+                    what,
+                    error
+                );
+                exit(false);
             }
-            let action = match policy.act(&obs) {
-                Ok(a) => a,
-                Err(e) => {
-                    defmt::error!(
-                        "episode {=u32} step {=u32}: act failed: {}",
-                        episode,
-                        len,
-                        e
-                    );
-                    exit(false);
-                }
-            };
-            actions.write(&[action as u8]);
-            let step = match env.step(action) {
-                Ok(s) => s,
-                Err(e) => {
-                    defmt::error!(
-                        "episode {=u32} step {=u32}: step failed: {}",
-                        episode,
-                        len,
-                        e
-                    );
-                    exit(false);
-                }
-            };
-            ret += step.reward;
-            len += 1;
-            obs = step.obs;
-            if step.done() {
-                break;
-            }
-        }
-        defmt::info!(
-            "episode {=u32}: return {=f32} ({=u32:#010x}) len {=u32} actions_fnv {=u32:#010x} obs_fnv {=u32:#010x}",
-            episode,
-            ret,
-            ret.to_bits(),
-            len,
-            actions.0,
-            observations.0
-        );
-        actions_all.write_u32(actions.0);
-        obs_all.write_u32(observations.0);
-        total += ret;
+        };
+        actions_all.write_u32(played.actions.0);
+        obs_all.write_u32(played.observations.0);
+        total += played.ret;
     }
     defmt::info!(
         "done: {=u32} episodes, mean return {=f32}, actions_fnv {=u32:#010x} obs_fnv {=u32:#010x}",

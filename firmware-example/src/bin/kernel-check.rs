@@ -167,13 +167,26 @@ where
             }
         }
     }
+    report(name, cases, mismatches)
+}
+
+/// Logs `kernel-check <what>: <cases> cases, <mismatches> mismatches`;
+/// returns `mismatches`.
+fn report(what: &str, cases: u32, mismatches: u32) -> u32 {
     defmt::info!(
         "kernel-check {=str}: {=u32} cases, {=u32} mismatches",
-        name,
+        what,
         cases,
         mismatches
     );
     mismatches
+}
+
+/// Cases `0..n` of a check, `agrees(i)` for each in order; [`report`]s and
+/// returns the mismatches.
+fn check_cases(what: &str, n: u32, mut agrees: impl FnMut(u32) -> bool) -> u32 {
+    let mismatches = (0..n).filter(|&i| !agrees(i)).count() as u32;
+    report(what, n, mismatches)
 }
 
 /// `tanh` on random bit patterns (every class of `f32`) and on a dense sweep
@@ -240,42 +253,25 @@ fn check_tanh(rng: &mut Xoshiro128PlusPlus) -> u32 {
         };
     }
     check(&mut z, &mut cases);
-    defmt::info!(
-        "kernel-check tanh: {=u32} cases, {=u32} mismatches",
-        cases,
-        mismatches
-    );
-    mismatches
+    report("tanh", cases, mismatches)
 }
 
 /// `kernel::sqrt` (`VSQRT`) against `math::sqrt` on random bit patterns.
 fn check_sqrt(rng: &mut Xoshiro128PlusPlus) -> u32 {
-    let mut mismatches = 0u32;
-    let n = 100_000u32;
-    for i in 0..n {
+    check_cases("sqrt", 100_000, |i| {
         let x = match i % 3 {
             0 => f32::from_bits(rng.next_u32()),
             1 => f32::from_bits(rng.next_u32() & 0x7fff_ffff),
             _ => microrl::rng::uniform(rng) * 16.0,
         };
-        if !same(kernel::sqrt(x), microrl::math::sqrt(x)) {
-            mismatches += 1;
-        }
-    }
-    defmt::info!(
-        "kernel-check sqrt: {=u32} cases, {=u32} mismatches",
-        n,
-        mismatches
-    );
-    mismatches
+        same(kernel::sqrt(x), microrl::math::sqrt(x))
+    })
 }
 
 /// The arg max of near-tied logits: the core's log-softmax decides ties
 /// that the logits alone do not.
 fn check_mode(rng: &mut Xoshiro128PlusPlus) -> u32 {
-    let mut mismatches = 0u32;
-    let n = 20_000u32;
-    for i in 0..n {
+    check_cases("mode", 20_000, |i| {
         let base = uniform(rng, [1.0f32, 30.0, 1e4][i as usize % 3]);
         let mut l = SVector::<f32, 4>::zeros();
         for x in l.iter_mut() {
@@ -288,16 +284,8 @@ fn check_mode(rng: &mut Xoshiro128PlusPlus) -> u32 {
             };
         }
         let core = Categorical::from_logits(&l).map(|d| d.mode());
-        if core != Categorical::mode_of_logits(&l) {
-            mismatches += 1;
-        }
-    }
-    defmt::info!(
-        "kernel-check mode: {=u32} cases, {=u32} mismatches",
-        n,
-        mismatches
-    );
-    mismatches
+        core == Categorical::mode_of_logits(&l)
+    })
 }
 
 #[entry]

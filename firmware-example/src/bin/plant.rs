@@ -34,11 +34,12 @@
 use cortex_m_rt::entry;
 use microrl::algo::{AcConfig, evaluate};
 use microrl::env::Env;
-use microrl::train::{RunConfig, Trainer, report_seed};
+use microrl::train::{RunConfig, report_seed};
 use microrl::{Controller, Params, agent, serialize};
 use microrl_firmware::plant::sim::{FeedForward, SimMotor, TrackSpeed};
 use microrl_firmware::plant::{Plant, PlantEnv, Task};
-use microrl_firmware::{Log, finish, ok_or_exit, params_fnv};
+use microrl_firmware::run::{SEED, TrainingAgent, train};
+use microrl_firmware::{finish, ok_or_exit, params_fnv};
 use rand_core::SeedableRng;
 use rand_xoshiro::Xoshiro128PlusPlus;
 use static_cell::ConstStaticCell;
@@ -51,7 +52,6 @@ type Agent = agent::ActorCritic<Motor, 16>;
 /// What a board loads and runs.
 type Deployed = microrl::Deployed<Agent>;
 
-const SEED: u64 = 0;
 /// Control steps between evaluations (and progress lines).
 const EVAL_INTERVAL: u64 = 1_000;
 const RUN: RunConfig = RunConfig {
@@ -66,10 +66,7 @@ static AGENT: ConstStaticCell<Agent> = ConstStaticCell::new(Agent::ZERO);
 #[entry]
 fn main() -> ! {
     let agent = AGENT.take();
-    agent.config = AcConfig {
-        total_steps: RUN.total_steps,
-        ..AcConfig::DEFAULT
-    };
+    agent.configure(AcConfig::DEFAULT, RUN.total_steps);
     defmt::info!(
         "plant: simulated DC motor, actor 2-16-16-1 (Gaussian), critic 2-16-16-1, agent {=usize} bytes static, solved at {=f32}",
         size_of::<Agent>(),
@@ -79,13 +76,7 @@ fn main() -> ! {
     // 1. Train. Two simulated motors: one to learn on, one to evaluate on.
     let mut env = PlantEnv::new(SimMotor::new(), TrackSpeed);
     let mut eval_env = PlantEnv::new(SimMotor::new(), TrackSpeed);
-    let trainer = Trainer::<_, Xoshiro128PlusPlus>::start(agent, &mut env, RUN, SEED);
-    let mut trainer = ok_or_exit(trainer, "start");
-    let mut log = Log::every(EVAL_INTERVAL);
-    let outcome = ok_or_exit(
-        trainer.run(agent, &mut env, &mut eval_env, &mut log),
-        "training",
-    );
+    let outcome = train(agent, &mut env, &mut eval_env, RUN, EVAL_INTERVAL);
 
     // The baseline on the reported evaluation's start states.
     let mut rng = Xoshiro128PlusPlus::seed_from_u64(report_seed(SEED));
@@ -137,9 +128,5 @@ fn main() -> ! {
         );
     }
 
-    finish(
-        &outcome,
-        RUN.threshold,
-        params_fnv(agent.actor(), &agent.obs_norm),
-    )
+    finish(&outcome, RUN.threshold, agent.policy_fnv())
 }

@@ -4,7 +4,7 @@
 //! `agent::ActorCritic<CartPole, 12>`: a 4-12-12-2 categorical actor and a
 //! 4-12-12-1 critic (471 parameters together; with gradients and Adam's two
 //! moments 7 536 B), one activation cache per network and the observation
-//! normaliser — no rollout buffer — in a `static` ([`ConstStaticCell`]
+//! normaliser — no rollout buffer — in a `static` (`ConstStaticCell`
 //! holding `ZERO`, in `.bss`).
 //!
 //! Every environment step is one update (TD error `δ = r + γ V(s') − V(s)`,
@@ -13,7 +13,7 @@
 //! (`AcConfig::DEFAULT` otherwise): actor learning rate `1e-3` (default
 //! `3e-4`), critic `3e-3` (default `1e-3`); with the defaults 4-12-12 solves
 //! 19 of 20 seeds within 100 000 steps, with these 50 of 50 within 39 000
-//! (desktop, seeds 0–49). The loop is the core's [`Trainer`], an evaluation
+//! (desktop, seeds 0–49). The loop is the core's `Trainer`, an evaluation
 //! every 1 000 steps, budget 60 000; seed 0 is run here, bit for bit the
 //! desktop's (host test `train_ac_tiny_solves_like_the_desktop_within_16_kb`).
 //!
@@ -21,66 +21,43 @@
 //! `thumbv6m-none-eabi` (QEMU `microbit`) and learns the same weights there
 //! in software floating point.
 //!
-//! Logs every 1 000 steps ([`Log`]); exits 0 iff solved.
+//! Logs every 1 000 steps (`Log`); exits 0 iff solved.
 
 #![no_std]
 #![no_main]
 #![forbid(unsafe_code)]
 
-use cortex_m_rt::entry;
 use microrl::agent;
 use microrl::algo::AcConfig;
-use microrl::env::{CartPole, Env};
+use microrl::env::CartPole;
 use microrl::optim::Schedule;
-use microrl::train::{RunConfig, Trainer};
-use microrl_firmware::{Log, finish, ok_or_exit, params_fnv};
-use rand_xoshiro::Xoshiro128PlusPlus;
-use static_cell::ConstStaticCell;
+use microrl::train::RunConfig;
+use microrl_firmware::run::cartpole_run;
 
 /// Hidden width of both networks.
 const H: usize = 12;
 type Agent = agent::ActorCritic<CartPole, H>;
 
-const SEED: u64 = 0;
 /// Online steps between evaluations (and progress lines).
 const EVAL_INTERVAL: u64 = 1_000;
 /// Budget 60 000 steps, an evaluation every 1 000, early stop.
-const RUN: RunConfig = RunConfig {
-    eval_interval: EVAL_INTERVAL,
-    ..RunConfig::new(60_000, CartPole::SOLVED_RETURN)
-};
+const RUN: RunConfig = cartpole_run(60_000, EVAL_INTERVAL);
 /// The tiny networks' hyper-parameters: `AcConfig::DEFAULT` with larger
 /// learning rates.
 const CONFIG: AcConfig = AcConfig {
-    total_steps: RUN.total_steps,
     actor_lr: Schedule::Constant(1e-3),
     critic_lr: Schedule::Constant(3e-3),
     ..AcConfig::DEFAULT
 };
 
-static AGENT: ConstStaticCell<Agent> = ConstStaticCell::new(Agent::ZERO);
-
-#[entry]
-fn main() -> ! {
-    let agent = AGENT.take();
-    agent.config = CONFIG;
-    defmt::info!(
-        "ac-tiny: cartpole, actor 4-{=usize}-{=usize}-2, critic 4-{=usize}-{=usize}-1, agent {=usize} bytes static",
-        H,
-        H,
-        H,
-        H,
-        size_of::<Agent>()
-    );
-    let (mut env, mut eval_env) = (CartPole::new(), CartPole::new());
-    let trainer = Trainer::<_, Xoshiro128PlusPlus>::start(agent, &mut env, RUN, SEED);
-    let mut trainer = ok_or_exit(trainer, "start");
-    let mut log = Log::every(EVAL_INTERVAL);
-    let outcome = trainer.run(agent, &mut env, &mut eval_env, &mut log);
-    let outcome = ok_or_exit(outcome, "training");
-    finish(
-        &outcome,
-        RUN.threshold,
-        params_fnv(agent.actor(), &agent.obs_norm),
-    )
-}
+microrl_firmware::cartpole_trainer!(
+    Agent,
+    CONFIG,
+    RUN,
+    EVAL_INTERVAL,
+    "ac-tiny: cartpole, actor 4-{=usize}-{=usize}-2, critic 4-{=usize}-{=usize}-1, agent {=usize} bytes static",
+    H,
+    H,
+    H,
+    H
+);

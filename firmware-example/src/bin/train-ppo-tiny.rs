@@ -6,31 +6,28 @@
 //! weights, gradients and Adam's two moments: 12 080 B), a 128-step rollout
 //! (48 B a step: 6 KB) and the per-sample activations of one sample per
 //! network (`CHUNK` = 1, the Cortex-M default) — one value in a `static`
-//! ([`ConstStaticCell`] holding `ZERO`, in `.bss`).
+//! (`ConstStaticCell` holding `ZERO`, in `.bss`).
 //!
 //! Same algorithm and loop as `train-ppo` (`PpoConfig::CARTPOLE`: 10 epochs
 //! × 4 minibatches, here of 32 samples; learning rate `1e-3 → 0` and clip
 //! range `0.2 → 0` annealed over the 100 000-step budget; the core's
-//! [`Trainer`] with an evaluation after every rollout), only the sizes
+//! `Trainer` with an evaluation after every rollout), only the sizes
 //! differ. Over seeds 0–49 on the desktop every run solves CartPole
 //! (deciding and reported evaluations ≥ 475) within 20 864 steps; seed 0
 //! is run here, bit for bit the desktop's (host test
 //! `train_ppo_tiny_solves_like_the_desktop_within_32_kb`).
 //!
-//! Logs one line per update ([`Log`]); exits 0 iff solved.
+//! Logs one line per update (`Log`); exits 0 iff solved.
 
 #![no_std]
 #![no_main]
 #![forbid(unsafe_code)]
 
-use cortex_m_rt::entry;
 use microrl::agent;
 use microrl::algo::PpoConfig;
-use microrl::env::{CartPole, Env};
-use microrl::train::{RunConfig, Trainer};
-use microrl_firmware::{Log, finish, ok_or_exit, params_fnv};
-use rand_xoshiro::Xoshiro128PlusPlus;
-use static_cell::ConstStaticCell;
+use microrl::env::CartPole;
+use microrl::train::RunConfig;
+use microrl_firmware::run::cartpole_run;
 
 /// Hidden width of both networks.
 const H: usize = 16;
@@ -38,40 +35,19 @@ const H: usize = 16;
 const N: usize = 128;
 type Agent = agent::Ppo<CartPole, H, N>;
 
-const SEED: u64 = 0;
 /// Budget 100 000 steps (the learning rate and clip range anneal over it),
 /// evaluation after every rollout, early stop.
-const RUN: RunConfig = RunConfig {
-    eval_interval: 1,
-    ..RunConfig::new(100_000, CartPole::SOLVED_RETURN)
-};
+const RUN: RunConfig = cartpole_run(100_000, 1);
 
-static AGENT: ConstStaticCell<Agent> = ConstStaticCell::new(Agent::ZERO);
-
-#[entry]
-fn main() -> ! {
-    let agent = AGENT.take();
-    agent.config = PpoConfig {
-        total_steps: RUN.total_steps,
-        ..PpoConfig::CARTPOLE
-    };
-    defmt::info!(
-        "ppo-tiny: cartpole, actor 4-{=usize}-{=usize}-2, critic 4-{=usize}-{=usize}-1, rollout {=usize}, agent {=usize} bytes static",
-        H,
-        H,
-        H,
-        H,
-        N,
-        size_of::<Agent>()
-    );
-    let (mut env, mut eval_env) = (CartPole::new(), CartPole::new());
-    let trainer = Trainer::<_, Xoshiro128PlusPlus>::start(agent, &mut env, RUN, SEED);
-    let mut trainer = ok_or_exit(trainer, "start");
-    let outcome = trainer.run(agent, &mut env, &mut eval_env, &mut Log::every(1));
-    let outcome = ok_or_exit(outcome, "training");
-    finish(
-        &outcome,
-        RUN.threshold,
-        params_fnv(agent.actor(), &agent.obs_norm),
-    )
-}
+microrl_firmware::cartpole_trainer!(
+    Agent,
+    PpoConfig::CARTPOLE,
+    RUN,
+    1,
+    "ppo-tiny: cartpole, actor 4-{=usize}-{=usize}-2, critic 4-{=usize}-{=usize}-1, rollout {=usize}, agent {=usize} bytes static",
+    H,
+    H,
+    H,
+    H,
+    N
+);

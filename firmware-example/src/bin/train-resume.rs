@@ -25,22 +25,19 @@ use microrl::SVector;
 use microrl::agent;
 use microrl::algo::PpoConfig;
 use microrl::checkpoint::checkpoint_len;
-use microrl::env::{CartPole, Env};
+use microrl::env::CartPole;
 use microrl::rng::Xoshiro128pp;
 use microrl::train::{Hooks, RunConfig, Trainer};
-use microrl_firmware::{Log, finish, ok_or_exit, params_fnv};
+use microrl_firmware::run::{SEED, TrainingAgent, cartpole_run, run_to_end};
+use microrl_firmware::{Log, finish, ok_or_exit};
 use static_cell::ConstStaticCell;
 
 type Agent = agent::Ppo<CartPole, 32, 256>;
 type Run = Trainer<SVector<f32, 4>, Xoshiro128pp>;
 
-const SEED: u64 = 0;
 /// `train-ppo`'s run: budget 100 000 steps, an evaluation after every
 /// rollout, early stop.
-const RUN: RunConfig = RunConfig {
-    eval_interval: 1,
-    ..RunConfig::new(100_000, CartPole::SOLVED_RETURN)
-};
+const RUN: RunConfig = cartpole_run(100_000, 1);
 const CONFIG: PpoConfig = PpoConfig {
     total_steps: RUN.total_steps,
     ..PpoConfig::CARTPOLE
@@ -97,11 +94,6 @@ fn main() -> ! {
         agent.steps,
         trainer.updates
     );
-    let outcome = trainer.run(agent, &mut env, &mut eval_env, &mut Log::every(1));
-    let outcome = ok_or_exit(outcome, "training");
-    finish(
-        &outcome,
-        RUN.threshold,
-        params_fnv(agent.actor(), &agent.obs_norm),
-    )
+    let outcome = run_to_end(&mut trainer, agent, &mut env, &mut eval_env, 1);
+    finish(&outcome, RUN.threshold, agent.policy_fnv())
 }

@@ -24,7 +24,10 @@ fn sb3_and_cleanrl_names() {
         p.into_iter().map(|(_, n, ..)| n).collect::<Vec<_>>()
     };
     assert_eq!(
-        names(actor_tensors::<PendulumPolicy>(Layout::Cleanrl, Family::OnPolicy)),
+        names(actor_tensors::<PendulumPolicy>(
+            Layout::Cleanrl,
+            Family::OnPolicy
+        )),
         [
             "actor_mean.0.weight",
             "actor_mean.0.bias",
@@ -36,11 +39,17 @@ fn sb3_and_cleanrl_names() {
         ]
     );
     assert_eq!(
-        names(actor_tensors::<CartPoleSmallPolicy>(Layout::Cleanrl, Family::OnPolicy))[4],
+        names(actor_tensors::<CartPoleSmallPolicy>(
+            Layout::Cleanrl,
+            Family::OnPolicy
+        ))[4],
         "actor.4.weight"
     );
     assert_eq!(
-        names(actor_tensors::<PendulumPolicy>(Layout::Sb3, Family::OnPolicy))[6],
+        names(actor_tensors::<PendulumPolicy>(
+            Layout::Sb3,
+            Family::OnPolicy
+        ))[6],
         "log_std"
     );
 }

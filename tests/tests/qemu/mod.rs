@@ -7,12 +7,22 @@
 //! it on one line of standard error and the test skips; with
 //! `MICRORL_REQUIRE_FIRMWARE=1` (CI) it fails instead; `MICRORL_SKIP_QEMU=1`
 //! skips on purpose.
+//!
+//! `tests/firmware.rs` (Cortex-M4F only) and `tests/firmware_imported.rs`
+//! (both boards) each use part of it, hence `allow(dead_code)`.
+
+#![allow(dead_code)]
 
 use std::collections::HashMap;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
+
+use microrl::Controller;
+use microrl::env::{CartPole, Env};
+use rand_core::SeedableRng;
+use rand_xoshiro::Xoshiro128PlusPlus;
 
 const SKIP_VAR: &str = "MICRORL_SKIP_QEMU";
 const REQUIRE_VAR: &str = "MICRORL_REQUIRE_FIRMWARE";
@@ -183,17 +193,26 @@ impl Run {
     }
 }
 
-/// Boots `elf` on `board` (with `-icount shift=0`: one virtual nanosecond
+/// Boots `elf` on `board` with `-icount shift=0` (one virtual nanosecond
 /// per instruction), waits and decodes its defmt output.
 pub fn run(board: Board, elf: &Path) -> Run {
-    let mut child = Command::new("qemu-system-arm")
-        .args(board.machine)
-        .args([
-            "-nographic",
-            "-semihosting-config",
-            "enable=on,target=native",
-        ])
-        .args(["-icount", "shift=0", "-kernel"])
+    boot(board, elf, true)
+}
+
+/// Boots `elf` on `board`, with `-icount shift=0` iff `icount`, waits (at
+/// most [`QEMU_TIMEOUT`]) and decodes its defmt output.
+pub fn boot(board: Board, elf: &Path, icount: bool) -> Run {
+    let mut cmd = Command::new("qemu-system-arm");
+    cmd.args(board.machine).args([
+        "-nographic",
+        "-semihosting-config",
+        "enable=on,target=native",
+    ]);
+    if icount {
+        cmd.args(["-icount", "shift=0"]);
+    }
+    let mut child = cmd
+        .arg("-kernel")
         .arg(elf)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -296,6 +315,40 @@ impl Fnv1a {
     pub fn write_u32(&mut self, x: u32) {
         self.write(&x.to_le_bytes());
     }
+}
+
+/// CartPole episodes from `seed` as the firmware plays them (`infer`,
+/// `imported`): per episode the return's bits, the length, and the FNV-1a
+/// of the actions and of the observations.
+pub fn episodes_on_host<P: Controller<4, Action = usize>>(
+    policy: &P,
+    episodes: u32,
+    seed: u64,
+) -> Vec<(u32, u32, u32, u32)> {
+    let mut env = CartPole::new();
+    let mut rng = Xoshiro128PlusPlus::seed_from_u64(seed);
+    (0..episodes)
+        .map(|_| {
+            let mut obs = env.reset(&mut rng);
+            let (mut ret, mut len) = (0.0f32, 0u32);
+            let (mut actions, mut observations) = (Fnv1a::new(), Fnv1a::new());
+            loop {
+                for x in obs.iter() {
+                    observations.write_u32(x.to_bits());
+                }
+                let action = policy.act(&obs).unwrap();
+                actions.write(&[action as u8]);
+                let step = env.step(action).unwrap();
+                ret += step.reward;
+                len += 1;
+                obs = step.obs;
+                if step.done() {
+                    break;
+                }
+            }
+            (ret.to_bits(), len, actions.0, observations.0)
+        })
+        .collect()
 }
 
 /// Flash (text + data) and static RAM (data + bss) of `elf`, with
