@@ -1099,3 +1099,63 @@ fn an_infinite_clip_range_round_trips_through_json() {
     assert_eq!(summary(&out)["policy_crc32"], summary(&a)["policy_crc32"]);
     let _ = fs::remove_dir_all(&dir);
 }
+
+/// Every plant parameter has a physical range: a value outside it is
+/// refused by `eval` and `train`, naming the field, the value and the range.
+#[test]
+fn plant_parameters_outside_their_physical_range_are_refused() {
+    let dir = temp_dir("plant-range");
+    let cartpole = dir.join("c.mrlp");
+    let pendulum = dir.join("p.mrlp");
+    let (ok, _, err) = microrl(&["init", "--out", s(&cartpole)]);
+    assert!(ok, "{err}");
+    let (ok, _, err) = microrl(&["init", "--arch", "pendulum", "--out", s(&pendulum)]);
+    assert!(ok, "{err}");
+    for (policy, plant, field, value, range) in [
+        (&cartpole, "tau=1e-30", "tau", "1e-30", "[0.0001, 0.1]"),
+        (&cartpole, "tau=1e30", "tau", "1e30", "[0.0001, 0.1]"),
+        (
+            &cartpole,
+            "masspole=1e38",
+            "masspole",
+            "1e38",
+            "[0.001, 1000]",
+        ),
+        (&cartpole, "gravity=1e39", "gravity", "1e39", "[0, 100]"),
+        (&cartpole, "length=200", "length", "200", "[0.001, 100]"),
+        (&pendulum, "dt=1e-30", "dt", "1e-30", "[0.0001, 0.1]"),
+        (&pendulum, "m=5000", "m", "5000", "[0.001, 1000]"),
+        (
+            &pendulum,
+            "max_torque=20000",
+            "max_torque",
+            "20000",
+            "[0.001, 10000]",
+        ),
+    ] {
+        let line = refused(&["eval", s(policy), "--episodes", "1", "--plant", plant]);
+        assert!(
+            line.contains(&format!("`{field}`")) && line.contains(value) && line.contains(range),
+            "{plant}: {line}"
+        );
+    }
+    let line = refused(&[
+        "train",
+        "--steps",
+        "10",
+        "--plant",
+        "tau=1e-30",
+        "--out",
+        s(&dir.join("run")),
+    ]);
+    assert!(
+        line.contains("`tau`") && line.contains("[0.0001, 0.1]"),
+        "{line}"
+    );
+    // The defaults, and the ends of a range, are accepted.
+    for plant in ["tau=0.1", "masspole=0.001", "gravity=0"] {
+        let (ok, _, err) = microrl(&["eval", s(&cartpole), "--episodes", "1", "--plant", plant]);
+        assert!(ok, "{plant}: {err}");
+    }
+    let _ = fs::remove_dir_all(&dir);
+}
