@@ -981,7 +981,7 @@ fn checkpoint_every_zero_or_without_an_output_is_refused() {
     let mut json: serde_json::Value =
         serde_json::from_slice(&fs::read(&progress).unwrap()).unwrap();
     json["checkpoint_every"] = 0.into();
-    fs::write(&progress, json.to_string()).unwrap();
+    reseal(&progress, json);
     let line = refused(&["train", "--resume", s(&out)]);
     assert!(
         line.contains("checkpoint_every") && line.contains("progress.json") && line.contains("> 0"),
@@ -1157,5 +1157,92 @@ fn plant_parameters_outside_their_physical_range_are_refused() {
         let (ok, _, err) = microrl(&["eval", s(&cartpole), "--episodes", "1", "--plant", plant]);
         assert!(ok, "{plant}: {err}");
     }
+    let _ = fs::remove_dir_all(&dir);
+}
+
+/// Seals an edited `progress.json` as microrl does: the CRC-32 of its
+/// canonical JSON (keys sorted, no spaces) without the `checksum` field,
+/// as eight hex digits.
+fn reseal(path: &Path, mut json: serde_json::Value) {
+    json.as_object_mut().unwrap().remove("checksum");
+    let crc = microrl::serialize::crc32(json.to_string().as_bytes());
+    json["checksum"] = format!("{crc:08x}").into();
+    fs::write(path, json.to_string()).unwrap();
+}
+
+/// `state.mrlc` and `progress.json` resume only as the unit they were
+/// written as: an edit to progress.json (a field, the configuration, the
+/// plant, the curve) or a state.mrlc from another run is refused, naming
+/// what differs; a progress.json without its checksum (an older run) too.
+#[test]
+fn a_checkpoint_resumes_only_as_the_unit_it_was_written() {
+    let dir = temp_dir("ckpt-unit");
+    let killed = |seed: &str, name: &str| {
+        let out = dir.join(name);
+        let args = [
+            "train",
+            "--steps",
+            "6000",
+            "--no-early-stop",
+            "--small",
+            "--seed",
+            seed,
+            "--checkpoint-every",
+            "1",
+            "--out",
+            s(&out),
+        ];
+        assert!(killed_after_a_checkpoint(&args, &out), "no checkpoint");
+        out
+    };
+    let a = killed("0", "a");
+    let b = killed("1", "b");
+    let ckpt = |out: &Path| {
+        let mut name = out.file_name().unwrap().to_os_string();
+        name.push(".checkpoint");
+        out.with_file_name(name)
+    };
+    let progress = ckpt(&a).join("progress.json");
+    let original = fs::read(&progress).unwrap();
+    let json: serde_json::Value = serde_json::from_slice(&original).unwrap();
+    let edits: [(&str, fn(&mut serde_json::Value)); 7] = [
+        ("gamma", |j| j["config"]["gamma"] = 0.9.into()),
+        ("n_envs", |j| j["config"]["n_envs"] = 2.into()),
+        ("seed", |j| j["seed"] = 1.into()),
+        ("plant", |j| {
+            j["plant"] = serde_json::json!({ "masspole": 0.3 })
+        }),
+        ("iterations", |j| {
+            j["iterations"] = (j["iterations"].as_u64().unwrap() + 1).into()
+        }),
+        ("curve", |j| j["curve"] = serde_json::json!([])),
+        ("checksum", |j| {
+            j.as_object_mut().unwrap().remove("checksum");
+        }),
+    ];
+    for (what, edit) in edits {
+        let mut edited = json.clone();
+        edit(&mut edited);
+        fs::write(&progress, edited.to_string()).unwrap();
+        let line = refused(&["train", "--resume", s(&a)]);
+        assert!(
+            line.contains("progress.json") && line.contains("checksum"),
+            "{what}: {line}"
+        );
+        fs::write(&progress, &original).unwrap();
+    }
+    // Seed 1's state beside seed 0's progress.
+    let state = ckpt(&a).join("state.mrlc");
+    let own = fs::read(&state).unwrap();
+    fs::copy(ckpt(&b).join("state.mrlc"), &state).unwrap();
+    let line = refused(&["train", "--resume", s(&a)]);
+    assert!(
+        line.contains("state.mrlc") && line.contains("another run"),
+        "{line}"
+    );
+    fs::write(&state, own).unwrap();
+    // The unit as written resumes.
+    let (ok, _, err) = microrl(&["train", "--resume", s(&a)]);
+    assert!(ok, "{err}");
     let _ = fs::remove_dir_all(&dir);
 }

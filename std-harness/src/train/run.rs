@@ -330,7 +330,7 @@ where
                 let len = trainer
                     .save_envs(agent, envs, &mut state)
                     .map_err(|e| anyhow::anyhow!("writing a checkpoint: {e}"))?;
-                let progress = observer.save(opts, &config, iterations, elapsed)?;
+                let progress = observer.save(opts, &config, iterations, elapsed, &state[..len])?;
                 crate::atomic::write_run_dir(
                     &checkpoint_dir(out),
                     &[
