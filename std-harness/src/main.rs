@@ -1,12 +1,12 @@
 //! `microrl`: the desktop command-line tool.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
 use microrl_harness::interop::{self, Layout};
 use microrl_harness::train::{
-    Algo, AnchorOptions, EnvName, FusionWeights, Overrides, TrainOptions,
+    Algo, AnchorOptions, EnvName, FusionWeights, Overrides, SummaryRun, TrainOptions,
 };
 use microrl_harness::{Arch, commands};
 
@@ -27,12 +27,12 @@ struct Cli {
 /// What to train and how long.
 #[derive(Args, Debug, Clone)]
 struct TrainArgs {
-    /// Task.
-    #[arg(long, value_enum, default_value = "cartpole")]
-    env: EnvName,
-    /// Algorithm.
-    #[arg(long, value_enum, default_value = "ppo")]
-    algo: Algo,
+    /// Task (default: cartpole, or the --config summary.json's).
+    #[arg(long, value_enum)]
+    env: Option<EnvName>,
+    /// Algorithm (default: ppo, or the --config summary.json's).
+    #[arg(long, value_enum)]
+    algo: Option<Algo>,
     /// Environment-step budget (default: 100000 for PPO on CartPole, 200000
     /// for PPO on cartpole-continuous, 300000 for PPO on Pendulum, 500000 otherwise).
     #[arg(long)]
@@ -157,11 +157,22 @@ impl TrainArgs {
         seed: u64,
         out: Option<PathBuf>,
         progress: bool,
-    ) -> anyhow::Result<TrainOptions> {
+    ) -> anyhow::Result<(TrainOptions, Option<String>)> {
         let mut overrides = match &self.config {
             Some(path) => Overrides::from_file(path)?,
             None => Overrides::default(),
         };
+        // A summary.json names its run's task, algorithm and plant too.
+        let summary = match &self.config {
+            Some(path) => SummaryRun::from_file(path)?.map(|run| (path, run)),
+            None => None,
+        };
+        let plant = self.plant.table()?;
+        let chosen = match &summary {
+            Some((path, run)) => run.choose(path, self.env, self.algo, plant),
+            None => SummaryRun::default().choose(Path::new(""), self.env, self.algo, plant),
+        };
+        let (env, algo) = (chosen.env, chosen.algo);
         let anchor = self.kl_ref.as_ref().map(|reference| AnchorOptions {
             reference: reference.clone(),
             kl_coef: self.kl_beta,
@@ -173,7 +184,7 @@ impl TrainArgs {
                 .0
                 .insert("normalize_obs".into(), toml::Value::Boolean(false));
         }
-        let steps = self.steps.unwrap_or(match (self.algo, self.env) {
+        let steps = self.steps.unwrap_or(match (algo, env) {
             (Algo::Ppo, EnvName::Cartpole) => 100_000,
             (Algo::Ppo, EnvName::CartpoleContinuous) => 200_000,
             (Algo::Ppo, EnvName::Pendulum) => 300_000,
@@ -182,7 +193,7 @@ impl TrainArgs {
             (Algo::Grpo | Algo::Gspo, EnvName::Cartpole) => 300_000,
             _ => 500_000,
         });
-        Ok(TrainOptions {
+        let opts = TrainOptions {
             overrides,
             eval_episodes: self.eval_episodes,
             select_margin: self.select_margin,
@@ -192,15 +203,16 @@ impl TrainArgs {
             progress,
             small: self.small,
             checkpoint_every: self.checkpoint_every,
-            plant: self.plant.table()?,
+            plant: chosen.plant,
             anchor,
             weights: FusionWeights {
                 reward: pair("--reward-weights", &self.reward_weights)?,
                 value: pair("--value-weights", &self.value_weights)?,
             },
             reward_model: self.reward_model.clone(),
-            ..TrainOptions::new(self.env, self.algo, seed, steps)
-        })
+            ..TrainOptions::new(env, algo, seed, steps)
+        };
+        Ok((opts, chosen.note))
     }
 }
 
@@ -488,6 +500,13 @@ fn clap_one_line(rendered: &str) -> String {
     out
 }
 
+/// Prints a `note:` line on standard error, once the command's options are checked.
+fn say(note: Option<String>) {
+    if let Some(note) = note {
+        eprintln!("note: {note}");
+    }
+}
+
 /// Runs the command; `Ok(false)`: it ran but its verdict is a failure
 /// (`validate` below `--min-pass`).
 fn run(cli: Cli) -> anyhow::Result<bool> {
@@ -501,14 +520,17 @@ fn run(cli: Cli) -> anyhow::Result<bool> {
         Command::Train {
             args, seed, out, ..
         } => {
-            let out = out.unwrap_or_else(|| {
+            let (mut opts, note) = args.options(seed, None, true)?;
+            opts.out = Some(out.unwrap_or_else(|| {
                 PathBuf::from(format!(
                     "runs/{}-{}-seed{seed}",
-                    args.env.name(),
-                    args.algo.name()
+                    opts.env.name(),
+                    opts.algo.name()
                 ))
-            });
-            commands::train(&args.options(seed, Some(out), true)?)?
+            }));
+            opts.check()?;
+            say(note);
+            commands::train(&opts)?
         }
         Command::Eval {
             policy,
@@ -528,11 +550,9 @@ fn run(cli: Cli) -> anyhow::Result<bool> {
             let jobs = jobs.unwrap_or_else(|| {
                 std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get)
             });
-            let threshold = threshold.unwrap_or(args.env.threshold());
-            let opts = TrainOptions {
-                threshold,
-                ..args.options(0, out, false)?
-            };
+            let (mut opts, note) = args.options(0, out, false)?;
+            opts.threshold = threshold.unwrap_or(opts.threshold);
+            say(note);
             let (report, pass) = commands::validate(&opts, seeds, min_pass.unwrap_or(seeds), jobs)?;
             ok = pass;
             report

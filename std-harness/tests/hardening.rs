@@ -1246,3 +1246,71 @@ fn a_checkpoint_resumes_only_as_the_unit_it_was_written() {
     assert!(ok, "{err}");
     let _ = fs::remove_dir_all(&dir);
 }
+
+/// `--config runs/X/summary.json` takes X's algorithm, task and plant
+/// (and says so), so the replay's policy is X's bit for bit; an explicit
+/// option wins over the summary, and that is said too.
+#[test]
+fn config_summary_json_reproduces_the_algorithm_task_and_plant() {
+    let dir = temp_dir("config-summary");
+    let crc = |stdout: &str| last_json(stdout)["policy_crc32"].clone();
+    for (name, first) in [
+        (
+            "cartpole",
+            &["--plant", "masspole=0.3", "--algo", "a2c"][..],
+        ),
+        ("pendulum", &["--env", "pendulum", "--algo", "a2c"][..]),
+    ] {
+        let common = [
+            "train",
+            "--seed",
+            "2",
+            "--steps",
+            "2000",
+            "--no-early-stop",
+            "--json",
+        ];
+        let a = dir.join(format!("{name}-a"));
+        let (ok, original, err) = microrl(&[&common[..], first, &["--out", s(&a)]].concat());
+        assert!(ok, "{err}");
+        let config = a.join("summary.json");
+        let b = dir.join(format!("{name}-b"));
+        let (ok, replay, err) =
+            microrl(&[&common[..], &["--config", s(&config), "--out", s(&b)]].concat());
+        assert!(ok, "{err}");
+        assert_eq!(crc(&replay), crc(&original), "{name}");
+        assert!(
+            err.starts_with("note: ") && err.contains("a2c") && err.contains("summary.json"),
+            "{err}"
+        );
+        assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+        if name == "cartpole" {
+            assert!(err.contains("masspole=0.3"), "{err}");
+            // The command line's plant wins, and the note says so.
+            let c = dir.join("cartpole-c");
+            let (ok, other, err) = microrl(
+                &[
+                    &common[..],
+                    &[
+                        "--config",
+                        s(&config),
+                        "--plant",
+                        "masspole=0.5",
+                        "--out",
+                        s(&c),
+                    ],
+                ]
+                .concat(),
+            );
+            assert!(ok, "{err}");
+            assert!(
+                err.contains("--plant masspole=0.5") && err.contains("masspole=0.3"),
+                "{err}"
+            );
+            assert_ne!(crc(&other), crc(&original));
+        } else {
+            assert!(err.contains("pendulum"), "{err}");
+        }
+    }
+    let _ = fs::remove_dir_all(&dir);
+}
