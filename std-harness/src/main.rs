@@ -5,8 +5,10 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
 use microrl_harness::interop::{self, Layout};
+use microrl_harness::paths::{self, Role};
 use microrl_harness::train::{
-    Algo, AnchorOptions, EnvName, FusionWeights, Overrides, SummaryRun, TrainOptions,
+    Algo, AnchorOptions, CURVE_CSV_FILE, EnvName, FusionWeights, Overrides, SUMMARY_FILE,
+    SummaryRun, TrainOptions,
 };
 use microrl_harness::{Arch, commands};
 
@@ -513,7 +515,18 @@ fn run(cli: Cli) -> anyhow::Result<bool> {
     let mut ok = true;
     let report = match cli.command.unwrap_or(Command::Info) {
         Command::Info => commands::info(),
-        Command::Plot { runs, out } => commands::plot(&runs, &out)?,
+        Command::Plot { runs, out } => {
+            let read: Vec<PathBuf> = runs
+                .iter()
+                .flat_map(|run| [run.join(SUMMARY_FILE), run.join(CURVE_CSV_FILE)])
+                .collect();
+            let inputs: Vec<_> = read
+                .iter()
+                .map(|p| ("RUN_DIR", Some(p.as_path())))
+                .collect();
+            paths::check_distinct(&[("--out", &out, Role::File)], &inputs)?;
+            commands::plot(&runs, &out)?
+        }
         Command::Train {
             resume: Some(dir), ..
         } => commands::resume(&dir)?,
@@ -528,6 +541,7 @@ fn run(cli: Cli) -> anyhow::Result<bool> {
                     opts.algo.name()
                 ))
             }));
+            opts.check_paths(args.config.as_deref())?;
             opts.check()?;
             say(note);
             commands::train(&opts)?
@@ -552,6 +566,7 @@ fn run(cli: Cli) -> anyhow::Result<bool> {
             });
             let (mut opts, note) = args.options(0, out, false)?;
             opts.threshold = threshold.unwrap_or(opts.threshold);
+            opts.check_paths(args.config.as_deref())?;
             say(note);
             let (report, pass) = commands::validate(&opts, seeds, min_pass.unwrap_or(seeds), jobs)?;
             ok = pass;
@@ -566,6 +581,11 @@ fn run(cli: Cli) -> anyhow::Result<bool> {
             vecnormalize,
         } => {
             let policy = policy.path();
+            let mut outputs = vec![("--out", out.as_path(), Role::File)];
+            if let Some(stats) = &vecnormalize {
+                outputs.push(("--vecnormalize", stats.as_path(), Role::File));
+            }
+            paths::check_distinct(&outputs, &[("POLICY", Some(&policy))])?;
             match format {
                 ExportFormat::Mrlp => {
                     if vecnormalize.is_some() || to.is_some() {
@@ -586,7 +606,16 @@ fn run(cli: Cli) -> anyhow::Result<bool> {
             env,
             activation,
             out,
-        } => interop::import_command(from, &file, vecnormalize.as_deref(), env, activation, &out)?,
+        } => {
+            paths::check_distinct(
+                &[("--out", &out, Role::File)],
+                &[
+                    ("FILE", Some(&file)),
+                    ("--vecnormalize", vecnormalize.as_deref()),
+                ],
+            )?;
+            interop::import_command(from, &file, vecnormalize.as_deref(), env, activation, &out)?
+        }
         Command::Init { arch, seed, out } => {
             let out = out.unwrap_or_else(|| commands::default_policy_path(arch));
             commands::init(arch, seed, &out)?
@@ -614,7 +643,16 @@ fn run(cli: Cli) -> anyhow::Result<bool> {
             obs_file: Some(file),
             out,
             ..
-        } => microrl_harness::batch::act_file(arch, &policy.path(), &file, out.as_deref())?,
+        } => {
+            let policy = policy.path();
+            if let Some(out) = &out {
+                paths::check_distinct(
+                    &[("--out", out, Role::File)],
+                    &[("POLICY", Some(&policy)), ("--obs-file", Some(&file))],
+                )?;
+            }
+            microrl_harness::batch::act_file(arch, &policy, &file, out.as_deref())?
+        }
         Command::Act {
             arch, policy, obs, ..
         } => commands::act(arch, &policy.path(), &obs)?,

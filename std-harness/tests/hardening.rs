@@ -1314,3 +1314,110 @@ fn config_summary_json_reproduces_the_algorithm_task_and_plant() {
     }
     let _ = fs::remove_dir_all(&dir);
 }
+
+/// An output at the path of another output or of an input of the same
+/// command (the same path, a symbolic or hard link to it, or a file in a
+/// run directory the command replaces) is refused before anything is
+/// written, naming both options.
+#[test]
+fn an_output_at_the_path_of_another_output_or_an_input_is_refused() {
+    let dir = temp_dir("same-path");
+    let policy = dir.join("p.mrlp");
+    let (ok, _, err) = microrl(&["init", "--out", s(&policy)]);
+    assert!(ok, "{err}");
+    let stats = dir.join("v.mrlp");
+    let (ok, _, err) = microrl(&[
+        "import",
+        "--from",
+        "sb3",
+        s(&fixture("sb3-cartpole-vecnorm.safetensors")),
+        "--vecnormalize",
+        s(&fixture("sb3-cartpole-vecnorm.vecnormalize.json")),
+        "--env",
+        "cartpole",
+        "--out",
+        s(&stats),
+    ]);
+    assert!(ok, "{err}");
+    let x = dir.join("x");
+    let line = refused(&[
+        "export",
+        s(&stats),
+        "--format",
+        "safetensors",
+        "--out",
+        s(&x),
+        "--vecnormalize",
+        s(&x),
+    ]);
+    assert!(
+        line.contains("--out") && line.contains("--vecnormalize"),
+        "{line}"
+    );
+    let link = dir.join("link.mrlp");
+    std::os::unix::fs::symlink(&policy, &link).unwrap();
+    let hard = dir.join("hard.mrlp");
+    fs::hard_link(&policy, &hard).unwrap();
+    let dotted = format!("{}/./p.mrlp", s(&dir));
+    for out in [s(&policy), s(&link), s(&hard), &dotted] {
+        let line = refused(&["export", s(&policy), "--out", out]);
+        assert!(line.contains("--out") && line.contains("POLICY"), "{line}");
+    }
+    // import --out over its own input.
+    let file = dir.join("sb3.safetensors");
+    fs::copy(fixture("sb3-cartpole.safetensors"), &file).unwrap();
+    let line = refused(&[
+        "import",
+        "--from",
+        "sb3",
+        s(&file),
+        "--env",
+        "cartpole",
+        "--out",
+        s(&file),
+    ]);
+    assert!(line.contains("--out") && line.contains("FILE"), "{line}");
+    // act --out over its observations.
+    let obs = dir.join("obs.csv");
+    fs::write(&obs, "0,0,0,0\n").unwrap();
+    let line = refused(&["act", s(&policy), "--obs-file", s(&obs), "--out", s(&obs)]);
+    assert!(
+        line.contains("--out") && line.contains("--obs-file"),
+        "{line}"
+    );
+    // plot --out over a run's summary; train --out over its --config.
+    let run = dir.join("run");
+    let (ok, _, err) = microrl(&["train", "--steps", "1000", "--out", s(&run)]);
+    assert!(ok, "{err}");
+    let summary = run.join("summary.json");
+    let before = fs::read(&summary).unwrap();
+    let line = refused(&["plot", s(&run), "--out", s(&summary)]);
+    assert!(line.contains("--out") && line.contains("RUN"), "{line}");
+    let line = refused(&[
+        "train",
+        "--steps",
+        "1000",
+        "--config",
+        s(&summary),
+        "--out",
+        s(&run),
+    ]);
+    assert!(
+        line.contains("--out") && line.contains("--config"),
+        "{line}"
+    );
+    assert_eq!(fs::read(&summary).unwrap(), before);
+    assert_eq!(
+        listing(&dir),
+        [
+            "hard.mrlp",
+            "link.mrlp",
+            "obs.csv",
+            "p.mrlp",
+            "run",
+            "sb3.safetensors",
+            "v.mrlp"
+        ]
+    );
+    let _ = fs::remove_dir_all(&dir);
+}

@@ -178,5 +178,6 @@ pub fn resume(out: &Path, progress_bar: bool) -> anyhow::Result<TrainSummary> {
         reward_model: saved.reward_model.clone(),
         ..TrainOptions::new(saved.env, saved.algo, saved.seed, saved.steps)
     };
+    opts.check_paths(None)?;
     train_from(&opts, Some((state, saved)))
 }
