@@ -143,21 +143,27 @@ mod tests {
         let dotted = dir.join("run/../a");
         let new = dir.join("new");
         let new_dotted = dir.join("./run/../new");
-        let file = |p| [("--out", p, Role::File)];
-        assert!(check_distinct(&file(&a), &[("IN", Some(&dotted))]).is_err());
-        assert!(check_distinct(&file(&new), &[("IN", Some(&new_dotted))]).is_err());
-        assert!(check_distinct(&file(&new), &[("IN", Some(&a)), ("X", None)]).is_ok());
+        fn file(p: &Path) -> [(&'static str, &Path, Role); 1] {
+            [("--out", p, Role::File)]
+        }
+        assert!(check_distinct(&file(&a), &[("IN", Some(dotted.as_path()))]).is_err());
+        assert!(check_distinct(&file(&new), &[("IN", Some(new_dotted.as_path()))]).is_err());
+        assert!(check_distinct(&file(&new), &[("IN", Some(a.as_path())), ("X", None)]).is_ok());
         let run = dir.join("run");
         let summary = run.join("summary.json");
         let err = check_distinct(
             &[("--out", &run, Role::RunDir)],
-            &[("--config", Some(&summary))],
+            &[("--config", Some(summary.as_path()))],
         )
         .unwrap_err()
         .to_string();
         assert!(err.contains("--config") && err.contains("--out"), "{err}");
         assert!(
-            check_distinct(&[("--out", &run, Role::RunDir)], &[("--config", Some(&a))]).is_ok()
+            check_distinct(
+                &[("--out", &run, Role::RunDir)],
+                &[("--config", Some(a.as_path()))]
+            )
+            .is_ok()
         );
         let null = Path::new("/dev/null");
         assert!(

@@ -1205,7 +1205,8 @@ fn a_checkpoint_resumes_only_as_the_unit_it_was_written() {
     let progress = ckpt(&a).join("progress.json");
     let original = fs::read(&progress).unwrap();
     let json: serde_json::Value = serde_json::from_slice(&original).unwrap();
-    let edits: [(&str, fn(&mut serde_json::Value)); 7] = [
+    type Edit = fn(&mut serde_json::Value);
+    let edits: [(&str, Edit); 7] = [
         ("gamma", |j| j["config"]["gamma"] = 0.9.into()),
         ("n_envs", |j| j["config"]["n_envs"] = 2.into()),
         ("seed", |j| j["seed"] = 1.into()),

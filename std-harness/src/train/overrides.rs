@@ -90,7 +90,7 @@ impl SummaryRun {
     /// Unreadable or malformed, or a task, algorithm or plant microrl does
     /// not know, named.
     pub fn from_file(path: &Path) -> anyhow::Result<Option<Self>> {
-        if !path.extension().is_some_and(|e| e == "json") {
+        if path.extension().is_none_or(|e| e != "json") {
             return Ok(None);
         }
         let text =
