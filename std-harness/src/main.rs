@@ -566,7 +566,17 @@ fn run(cli: Cli) -> anyhow::Result<bool> {
             });
             let (mut opts, note) = args.options(0, out, false)?;
             opts.threshold = threshold.unwrap_or(opts.threshold);
-            opts.check_paths(args.config.as_deref())?;
+            // Each seed's run directory is replaced whole, not --out itself.
+            if let Some(dir) = &opts.out {
+                for seed in 0..seeds {
+                    let out = Some(commands::seed_dir(dir, seed));
+                    TrainOptions {
+                        out,
+                        ..opts.clone()
+                    }
+                    .check_paths(args.config.as_deref())?;
+                }
+            }
             say(note);
             let (report, pass) = commands::validate(&opts, seeds, min_pass.unwrap_or(seeds), jobs)?;
             ok = pass;

@@ -1371,6 +1371,27 @@ fn an_output_at_the_path_of_another_output_or_an_input_is_refused() {
         &["--out", "--config"],
     );
     assert_eq!(fs::read(&summary).unwrap(), before);
+    // validate --out DIR replaces DIR/seed<N>, not DIR.
+    let gate = [
+        "validate",
+        "--seeds",
+        "1",
+        "--steps",
+        "600",
+        "--threshold",
+        "0",
+    ];
+    let config = dir.join("gate.toml");
+    fs::write(&config, "gamma = 0.99\n").unwrap();
+    let (ok, _, err) = microrl(&[&gate[..], &["--out", s(&dir), "--config", s(&config)]].concat());
+    assert!(ok, "{err}");
+    let seed0 = dir.join("seed0").join("summary.json");
+    refused_naming(
+        &[&gate[..], &["--out", s(&dir), "--config", s(&seed0)]].concat(),
+        &["--out", "--config"],
+    );
+    fs::remove_file(&config).unwrap();
+    fs::remove_dir_all(dir.join("seed0")).unwrap();
     assert_eq!(
         listing(&dir),
         [
