@@ -102,8 +102,11 @@ fn unseal(bytes: &[u8], path: &Path) -> anyhow::Result<Progress> {
         "{:08x}",
         microrl::serialize::crc32(json.to_string().as_bytes())
     );
+    let recorded = recorded
+        .as_str()
+        .map_or_else(|| recorded.to_string(), str::to_owned);
     anyhow::ensure!(
-        recorded.as_str() == Some(crc.as_str()),
+        recorded == crc,
         "{} was edited: its checksum {recorded} does not match its content ({crc}); restore it or start the run again",
         path.display()
     );
