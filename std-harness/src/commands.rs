@@ -481,6 +481,11 @@ pub fn validate(
     Ok((Report { lines, json }, ok))
 }
 
+/// The run directory of seed `seed` of `validate --out DIR`: `DIR/seed<N>`.
+pub fn seed_dir(out: &Path, seed: u64) -> PathBuf {
+    out.join(format!("seed{seed}"))
+}
+
 /// Trains seeds `0..seeds` on `jobs` threads (thread `i` with a stack of
 /// `stack(i)` bytes), each thread taking the next seed until none is left.
 ///
@@ -515,7 +520,7 @@ fn train_seeds(
             let opts = TrainOptions {
                 seed,
                 progress: false,
-                out: base.out.as_ref().map(|d| d.join(format!("seed{seed}"))),
+                out: base.out.as_ref().map(|d| seed_dir(d, seed)),
                 ..base.clone()
             };
             let result = train::train(&opts);

@@ -15,6 +15,7 @@ pub mod eval;
 pub mod interop;
 pub mod limits;
 pub mod overlay;
+pub mod paths;
 pub mod plot;
 pub mod preference;
 pub mod train;

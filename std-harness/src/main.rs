@@ -1,12 +1,14 @@
 //! `microrl`: the desktop command-line tool.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
 use microrl_harness::interop::{self, Layout};
+use microrl_harness::paths::{self, Role};
 use microrl_harness::train::{
-    Algo, AnchorOptions, EnvName, FusionWeights, Overrides, TrainOptions,
+    Algo, AnchorOptions, CURVE_CSV_FILE, EnvName, FusionWeights, Overrides, SUMMARY_FILE,
+    SummaryRun, TrainOptions,
 };
 use microrl_harness::{Arch, commands};
 
@@ -27,12 +29,12 @@ struct Cli {
 /// What to train and how long.
 #[derive(Args, Debug, Clone)]
 struct TrainArgs {
-    /// Task.
-    #[arg(long, value_enum, default_value = "cartpole")]
-    env: EnvName,
-    /// Algorithm.
-    #[arg(long, value_enum, default_value = "ppo")]
-    algo: Algo,
+    /// Task (default: cartpole, or the --config summary.json's).
+    #[arg(long, value_enum)]
+    env: Option<EnvName>,
+    /// Algorithm (default: ppo, or the --config summary.json's).
+    #[arg(long, value_enum)]
+    algo: Option<Algo>,
     /// Environment-step budget (default: 100000 for PPO on CartPole, 200000
     /// for PPO on cartpole-continuous, 300000 for PPO on Pendulum, 500000 otherwise).
     #[arg(long)]
@@ -157,11 +159,22 @@ impl TrainArgs {
         seed: u64,
         out: Option<PathBuf>,
         progress: bool,
-    ) -> anyhow::Result<TrainOptions> {
+    ) -> anyhow::Result<(TrainOptions, Option<String>)> {
         let mut overrides = match &self.config {
             Some(path) => Overrides::from_file(path)?,
             None => Overrides::default(),
         };
+        // A summary.json names its run's task, algorithm and plant too.
+        let summary = match &self.config {
+            Some(path) => SummaryRun::from_file(path)?.map(|run| (path, run)),
+            None => None,
+        };
+        let plant = self.plant.table()?;
+        let chosen = match &summary {
+            Some((path, run)) => run.choose(path, self.env, self.algo, plant),
+            None => SummaryRun::default().choose(Path::new(""), self.env, self.algo, plant),
+        };
+        let (env, algo) = (chosen.env, chosen.algo);
         let anchor = self.kl_ref.as_ref().map(|reference| AnchorOptions {
             reference: reference.clone(),
             kl_coef: self.kl_beta,
@@ -173,7 +186,7 @@ impl TrainArgs {
                 .0
                 .insert("normalize_obs".into(), toml::Value::Boolean(false));
         }
-        let steps = self.steps.unwrap_or(match (self.algo, self.env) {
+        let steps = self.steps.unwrap_or(match (algo, env) {
             (Algo::Ppo, EnvName::Cartpole) => 100_000,
             (Algo::Ppo, EnvName::CartpoleContinuous) => 200_000,
             (Algo::Ppo, EnvName::Pendulum) => 300_000,
@@ -184,7 +197,7 @@ impl TrainArgs {
             (Algo::Sac | Algo::Td3, _) => 50_000,
             _ => 500_000,
         });
-        Ok(TrainOptions {
+        let opts = TrainOptions {
             overrides,
             eval_episodes: self.eval_episodes,
             select_margin: self.select_margin,
@@ -194,15 +207,16 @@ impl TrainArgs {
             progress,
             small: self.small,
             checkpoint_every: self.checkpoint_every,
-            plant: self.plant.table()?,
+            plant: chosen.plant,
             anchor,
             weights: FusionWeights {
                 reward: pair("--reward-weights", &self.reward_weights)?,
                 value: pair("--value-weights", &self.value_weights)?,
             },
             reward_model: self.reward_model.clone(),
-            ..TrainOptions::new(self.env, self.algo, seed, steps)
-        })
+            ..TrainOptions::new(env, algo, seed, steps)
+        };
+        Ok((opts, chosen.note))
     }
 }
 
@@ -490,27 +504,49 @@ fn clap_one_line(rendered: &str) -> String {
     out
 }
 
+/// Prints a `note:` line on standard error, once the command's options are checked.
+fn say(note: Option<String>) {
+    if let Some(note) = note {
+        eprintln!("note: {note}");
+    }
+}
+
 /// Runs the command; `Ok(false)`: it ran but its verdict is a failure
 /// (`validate` below `--min-pass`).
 fn run(cli: Cli) -> anyhow::Result<bool> {
     let mut ok = true;
     let report = match cli.command.unwrap_or(Command::Info) {
         Command::Info => commands::info(),
-        Command::Plot { runs, out } => commands::plot(&runs, &out)?,
+        Command::Plot { runs, out } => {
+            let read: Vec<PathBuf> = runs
+                .iter()
+                .flat_map(|run| [run.join(SUMMARY_FILE), run.join(CURVE_CSV_FILE)])
+                .collect();
+            let inputs: Vec<_> = read
+                .iter()
+                .map(|p| ("RUN_DIR", Some(p.as_path())))
+                .collect();
+            paths::check_distinct(&[("--out", &out, Role::File)], &inputs)?;
+            commands::plot(&runs, &out)?
+        }
         Command::Train {
             resume: Some(dir), ..
         } => commands::resume(&dir)?,
         Command::Train {
             args, seed, out, ..
         } => {
-            let out = out.unwrap_or_else(|| {
+            let (mut opts, note) = args.options(seed, None, true)?;
+            opts.out = Some(out.unwrap_or_else(|| {
                 PathBuf::from(format!(
                     "runs/{}-{}-seed{seed}",
-                    args.env.name(),
-                    args.algo.name()
+                    opts.env.name(),
+                    opts.algo.name()
                 ))
-            });
-            commands::train(&args.options(seed, Some(out), true)?)?
+            }));
+            opts.check_paths(args.config.as_deref())?;
+            opts.check()?;
+            say(note);
+            commands::train(&opts)?
         }
         Command::Eval {
             policy,
@@ -530,11 +566,20 @@ fn run(cli: Cli) -> anyhow::Result<bool> {
             let jobs = jobs.unwrap_or_else(|| {
                 std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get)
             });
-            let threshold = threshold.unwrap_or(args.env.threshold());
-            let opts = TrainOptions {
-                threshold,
-                ..args.options(0, out, false)?
-            };
+            let (mut opts, note) = args.options(0, out, false)?;
+            opts.threshold = threshold.unwrap_or(opts.threshold);
+            // Each seed's run directory is replaced whole, not --out itself.
+            if let Some(dir) = &opts.out {
+                for seed in 0..seeds {
+                    let out = Some(commands::seed_dir(dir, seed));
+                    TrainOptions {
+                        out,
+                        ..opts.clone()
+                    }
+                    .check_paths(args.config.as_deref())?;
+                }
+            }
+            say(note);
             let (report, pass) = commands::validate(&opts, seeds, min_pass.unwrap_or(seeds), jobs)?;
             ok = pass;
             report
@@ -548,6 +593,11 @@ fn run(cli: Cli) -> anyhow::Result<bool> {
             vecnormalize,
         } => {
             let policy = policy.path();
+            let mut outputs = vec![("--out", out.as_path(), Role::File)];
+            if let Some(stats) = &vecnormalize {
+                outputs.push(("--vecnormalize", stats.as_path(), Role::File));
+            }
+            paths::check_distinct(&outputs, &[("POLICY", Some(&policy))])?;
             match format {
                 ExportFormat::Mrlp => {
                     if vecnormalize.is_some() || to.is_some() {
@@ -568,7 +618,16 @@ fn run(cli: Cli) -> anyhow::Result<bool> {
             env,
             activation,
             out,
-        } => interop::import_command(from, &file, vecnormalize.as_deref(), env, activation, &out)?,
+        } => {
+            paths::check_distinct(
+                &[("--out", &out, Role::File)],
+                &[
+                    ("FILE", Some(&file)),
+                    ("--vecnormalize", vecnormalize.as_deref()),
+                ],
+            )?;
+            interop::import_command(from, &file, vecnormalize.as_deref(), env, activation, &out)?
+        }
         Command::Init { arch, seed, out } => {
             let out = out.unwrap_or_else(|| commands::default_policy_path(arch));
             commands::init(arch, seed, &out)?
@@ -596,7 +655,16 @@ fn run(cli: Cli) -> anyhow::Result<bool> {
             obs_file: Some(file),
             out,
             ..
-        } => microrl_harness::batch::act_file(arch, &policy.path(), &file, out.as_deref())?,
+        } => {
+            let policy = policy.path();
+            if let Some(out) = &out {
+                paths::check_distinct(
+                    &[("--out", out, Role::File)],
+                    &[("POLICY", Some(&policy)), ("--obs-file", Some(&file))],
+                )?;
+            }
+            microrl_harness::batch::act_file(arch, &policy, &file, out.as_deref())?
+        }
         Command::Act {
             arch, policy, obs, ..
         } => commands::act(arch, &policy.path(), &obs)?,

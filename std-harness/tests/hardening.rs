@@ -831,6 +831,17 @@ fn too_many_environment_copies_are_refused_naming_the_bound() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// A run long enough to be killed after a checkpoint (add `--out`).
+const CHECKPOINTED: [&str; 7] = [
+    "train",
+    "--steps",
+    "6000",
+    "--no-early-stop",
+    "--small",
+    "--checkpoint-every",
+    "1",
+];
+
 /// A run of `args` (which must include `--checkpoint-every 1 --out OUT`)
 /// killed as soon as its first checkpoint is on disk; `true` if one was
 /// left behind in `<out>.checkpoint/`.
@@ -873,23 +884,13 @@ fn checkpoint_every_zero_or_without_an_output_is_refused() {
 
     // A checkpoint whose progress.json says `checkpoint_every: 0`.
     let out = dir.join("run");
-    let args = [
-        "train",
-        "--steps",
-        "6000",
-        "--no-early-stop",
-        "--small",
-        "--checkpoint-every",
-        "1",
-        "--out",
-        s(&out),
-    ];
+    let args = [&CHECKPOINTED[..], &["--out", s(&out)]].concat();
     assert!(killed_after_a_checkpoint(&args, &out), "no checkpoint");
     let progress = dir.join("run.checkpoint").join("progress.json");
     let mut json: serde_json::Value =
         serde_json::from_slice(&fs::read(&progress).unwrap()).unwrap();
     json["checkpoint_every"] = 0.into();
-    fs::write(&progress, json.to_string()).unwrap();
+    reseal(&progress, json);
     refused_naming(
         &["train", "--resume", s(&out)],
         &["checkpoint_every", "progress.json", "> 0"],
@@ -999,5 +1000,301 @@ fn an_infinite_clip_range_round_trips_through_json() {
     assert!(ok, "{err}");
     assert_eq!(summary(&out)["config"], summary(&a)["config"]);
     assert_eq!(summary(&out)["policy_crc32"], summary(&a)["policy_crc32"]);
+    let _ = fs::remove_dir_all(&dir);
+}
+
+/// Every plant parameter has a physical range: a value outside it is
+/// refused by `eval` and `train`, naming the field, the value and the range.
+#[test]
+fn plant_parameters_outside_their_physical_range_are_refused() {
+    let dir = temp_dir("plant-range");
+    let cartpole = dir.join("c.mrlp");
+    let pendulum = dir.join("p.mrlp");
+    let (ok, _, err) = microrl(&["init", "--out", s(&cartpole)]);
+    assert!(ok, "{err}");
+    let (ok, _, err) = microrl(&["init", "--arch", "pendulum", "--out", s(&pendulum)]);
+    assert!(ok, "{err}");
+    // The value is printed as it was typed.
+    for (policy, plant, range) in [
+        (&cartpole, "tau=1e-30", "[0.0001, 0.1]"),
+        (&cartpole, "tau=1e30", "[0.0001, 0.1]"),
+        (&cartpole, "masspole=1e38", "[0.001, 1000]"),
+        (&cartpole, "gravity=1e39", "[0, 100]"),
+        (&cartpole, "length=200", "[0.001, 100]"),
+        (&pendulum, "dt=1e-30", "[0.0001, 0.1]"),
+        (&pendulum, "m=5000", "[0.001, 1000]"),
+        (&pendulum, "max_torque=20000", "[0.001, 10000]"),
+    ] {
+        let (field, value) = plant.split_once('=').unwrap();
+        let field = format!("`{field}`");
+        refused_naming(
+            &["eval", s(policy), "--episodes", "1", "--plant", plant],
+            &[&field, value, range],
+        );
+    }
+    refused_naming(
+        &[
+            "train",
+            "--steps",
+            "10",
+            "--plant",
+            "tau=1e-30",
+            "--out",
+            s(&dir.join("run")),
+        ],
+        &["`tau`", "[0.0001, 0.1]"],
+    );
+    // The defaults, and the ends of a range, are accepted.
+    for plant in ["tau=0.1", "masspole=0.001", "gravity=0"] {
+        let (ok, _, err) = microrl(&["eval", s(&cartpole), "--episodes", "1", "--plant", plant]);
+        assert!(ok, "{plant}: {err}");
+    }
+    let _ = fs::remove_dir_all(&dir);
+}
+
+/// Seals an edited `progress.json` as microrl does: the CRC-32 of its
+/// canonical JSON (keys sorted, no spaces) without the `checksum` field,
+/// as eight hex digits.
+fn reseal(path: &Path, mut json: serde_json::Value) {
+    json.as_object_mut().unwrap().remove("checksum");
+    let crc = microrl::serialize::crc32(json.to_string().as_bytes());
+    json["checksum"] = format!("{crc:08x}").into();
+    fs::write(path, json.to_string()).unwrap();
+}
+
+/// `state.mrlc` and `progress.json` resume only as the unit they were
+/// written as: an edit to progress.json (a field, the configuration, the
+/// plant, the curve) or a state.mrlc from another run is refused, naming
+/// what differs; a progress.json without its checksum (an older run) too.
+#[test]
+fn a_checkpoint_resumes_only_as_the_unit_it_was_written() {
+    let dir = temp_dir("ckpt-unit");
+    let killed = |seed: &str, name: &str| {
+        let out = dir.join(name);
+        let args = [&CHECKPOINTED[..], &["--seed", seed, "--out", s(&out)]].concat();
+        assert!(killed_after_a_checkpoint(&args, &out), "no checkpoint");
+        out
+    };
+    let a = killed("0", "a");
+    let b = killed("1", "b");
+    let ckpt = |out: &Path| {
+        let mut name = out.file_name().unwrap().to_os_string();
+        name.push(".checkpoint");
+        out.with_file_name(name)
+    };
+    let progress = ckpt(&a).join("progress.json");
+    let original = fs::read(&progress).unwrap();
+    let json: serde_json::Value = serde_json::from_slice(&original).unwrap();
+    type Edit = fn(&mut serde_json::Value);
+    let edits: [(&str, Edit); 7] = [
+        ("gamma", |j| j["config"]["gamma"] = 0.9.into()),
+        ("n_envs", |j| j["config"]["n_envs"] = 2.into()),
+        ("seed", |j| j["seed"] = 1.into()),
+        ("plant", |j| {
+            j["plant"] = serde_json::json!({ "masspole": 0.3 })
+        }),
+        ("iterations", |j| {
+            j["iterations"] = (j["iterations"].as_u64().unwrap() + 1).into()
+        }),
+        ("curve", |j| j["curve"] = serde_json::json!([])),
+        ("checksum", |j| {
+            j.as_object_mut().unwrap().remove("checksum");
+        }),
+    ];
+    for (what, edit) in edits {
+        eprintln!("progress.json edited: {what}");
+        let mut edited = json.clone();
+        edit(&mut edited);
+        fs::write(&progress, edited.to_string()).unwrap();
+        refused_naming(
+            &["train", "--resume", s(&a)],
+            &["progress.json", "checksum"],
+        );
+        fs::write(&progress, &original).unwrap();
+    }
+    // Seed 1's state beside seed 0's progress.
+    let state = ckpt(&a).join("state.mrlc");
+    let own = fs::read(&state).unwrap();
+    fs::copy(ckpt(&b).join("state.mrlc"), &state).unwrap();
+    refused_naming(
+        &["train", "--resume", s(&a)],
+        &["state.mrlc", "another run"],
+    );
+    fs::write(&state, own).unwrap();
+    // The unit as written resumes.
+    let (ok, _, err) = microrl(&["train", "--resume", s(&a)]);
+    assert!(ok, "{err}");
+    let _ = fs::remove_dir_all(&dir);
+}
+
+/// `--config runs/X/summary.json` takes X's algorithm, task and plant
+/// (and says so), so the replay's policy is X's bit for bit; an explicit
+/// option wins over the summary, and that is said too.
+#[test]
+fn config_summary_json_reproduces_the_algorithm_task_and_plant() {
+    let dir = temp_dir("config-summary");
+    let crc = |stdout: &str| last_json(stdout)["policy_crc32"].clone();
+    for (name, first) in [
+        (
+            "cartpole",
+            &["--plant", "masspole=0.3", "--algo", "a2c"][..],
+        ),
+        ("pendulum", &["--env", "pendulum", "--algo", "a2c"][..]),
+    ] {
+        let common = [
+            "train",
+            "--seed",
+            "2",
+            "--steps",
+            "2000",
+            "--no-early-stop",
+            "--json",
+        ];
+        let a = dir.join(format!("{name}-a"));
+        let (ok, original, err) = microrl(&[&common[..], first, &["--out", s(&a)]].concat());
+        assert!(ok, "{err}");
+        let config = a.join("summary.json");
+        let b = dir.join(format!("{name}-b"));
+        let (ok, replay, err) =
+            microrl(&[&common[..], &["--config", s(&config), "--out", s(&b)]].concat());
+        assert!(ok, "{err}");
+        assert_eq!(crc(&replay), crc(&original), "{name}");
+        assert!(
+            err.starts_with("note: ") && err.contains("a2c") && err.contains("summary.json"),
+            "{err}"
+        );
+        assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+        if name == "cartpole" {
+            assert!(err.contains("masspole=0.3"), "{err}");
+            // The command line's plant wins, and the note says so.
+            let c = dir.join("cartpole-c");
+            let (ok, other, err) = microrl(
+                &[
+                    &common[..],
+                    &[
+                        "--config",
+                        s(&config),
+                        "--plant",
+                        "masspole=0.5",
+                        "--out",
+                        s(&c),
+                    ],
+                ]
+                .concat(),
+            );
+            assert!(ok, "{err}");
+            assert!(
+                err.contains("--plant masspole=0.5") && err.contains("masspole=0.3"),
+                "{err}"
+            );
+            assert_ne!(crc(&other), crc(&original));
+        } else {
+            assert!(err.contains("pendulum"), "{err}");
+        }
+    }
+    let _ = fs::remove_dir_all(&dir);
+}
+
+/// An output at the path of another output or of an input of the same
+/// command (the same path, a symbolic or hard link to it, or a file in a
+/// run directory the command replaces) is refused before anything is
+/// written, naming both options.
+#[test]
+fn an_output_at_the_path_of_another_output_or_an_input_is_refused() {
+    let dir = temp_dir("same-path");
+    let policy = dir.join("p.mrlp");
+    let (ok, _, err) = microrl(&["init", "--out", s(&policy)]);
+    assert!(ok, "{err}");
+    // A trained policy has observation statistics to export.
+    let run = dir.join("run");
+    let (ok, _, err) = microrl(&["train", "--steps", "1000", "--out", s(&run)]);
+    assert!(ok, "{err}");
+    let stats = run.join("policy.mrlp");
+    let x = dir.join("x");
+    refused_naming(
+        &[
+            "export",
+            s(&stats),
+            "--format",
+            "safetensors",
+            "--out",
+            s(&x),
+            "--vecnormalize",
+            s(&x),
+        ],
+        &["--out", "--vecnormalize"],
+    );
+    let link = dir.join("link.mrlp");
+    std::os::unix::fs::symlink(&policy, &link).unwrap();
+    let hard = dir.join("hard.mrlp");
+    fs::hard_link(&policy, &hard).unwrap();
+    let dotted = format!("{}/./p.mrlp", s(&dir));
+    for out in [s(&policy), s(&link), s(&hard), &dotted] {
+        refused_naming(&["export", s(&policy), "--out", out], &["--out", "POLICY"]);
+    }
+    // import --out over its own input.
+    let file = dir.join("sb3.safetensors");
+    fs::copy(fixture("sb3-cartpole.safetensors"), &file).unwrap();
+    let import = ["import", "--from", "sb3", "--env", "cartpole", s(&file)];
+    refused_naming(
+        &[&import[..], &["--out", s(&file)]].concat(),
+        &["--out", "FILE"],
+    );
+    // act --out over its observations.
+    let obs = dir.join("obs.csv");
+    fs::write(&obs, "0,0,0,0\n").unwrap();
+    refused_naming(
+        &["act", s(&policy), "--obs-file", s(&obs), "--out", s(&obs)],
+        &["--out", "--obs-file"],
+    );
+    // plot --out over a run's summary; train --out over its --config.
+    let summary = run.join("summary.json");
+    let before = fs::read(&summary).unwrap();
+    refused_naming(&["plot", s(&run), "--out", s(&summary)], &["--out", "RUN"]);
+    refused_naming(
+        &[
+            "train",
+            "--steps",
+            "1000",
+            "--config",
+            s(&summary),
+            "--out",
+            s(&run),
+        ],
+        &["--out", "--config"],
+    );
+    assert_eq!(fs::read(&summary).unwrap(), before);
+    // validate --out DIR replaces DIR/seed<N>, not DIR.
+    let gate = [
+        "validate",
+        "--seeds",
+        "1",
+        "--steps",
+        "600",
+        "--threshold",
+        "0",
+    ];
+    let config = dir.join("gate.toml");
+    fs::write(&config, "gamma = 0.99\n").unwrap();
+    let (ok, _, err) = microrl(&[&gate[..], &["--out", s(&dir), "--config", s(&config)]].concat());
+    assert!(ok, "{err}");
+    let seed0 = dir.join("seed0").join("summary.json");
+    refused_naming(
+        &[&gate[..], &["--out", s(&dir), "--config", s(&seed0)]].concat(),
+        &["--out", "--config"],
+    );
+    fs::remove_file(&config).unwrap();
+    fs::remove_dir_all(dir.join("seed0")).unwrap();
+    assert_eq!(
+        listing(&dir),
+        [
+            "hard.mrlp",
+            "link.mrlp",
+            "obs.csv",
+            "p.mrlp",
+            "run",
+            "sb3.safetensors"
+        ]
+    );
     let _ = fs::remove_dir_all(&dir);
 }

@@ -72,17 +72,20 @@ use crate::error::{Error, check_finite};
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "serde", serde(default, deny_unknown_fields))]
 pub struct CartPoleParams {
-    /// Gravitational acceleration, m/s². Default 9.8.
+    /// Gravitational acceleration, m/s², in [0, 100]. Default 9.8.
     pub gravity: f64,
-    /// Cart mass, kg. Default 1.0.
+    /// Cart mass, kg, in [0.001, 1000]. Default 1.0.
     pub masscart: f64,
-    /// Pole mass, kg. Default 0.1.
+    /// Pole mass, kg, in [0.001, 1000]. Default 0.1.
     pub masspole: f64,
-    /// Half the pole's length, m. Default 0.5.
+    /// Half the pole's length, m, in [0.001, 100]. Default 0.5.
     pub length: f64,
-    /// Force of a discrete action (and of a continuous action of ±1), N. Default 10.
+    /// Force of a discrete action (and of a continuous action of ±1), N, in
+    /// [0.001, 10000]. Default 10.
     pub force_mag: f64,
-    /// Seconds between state updates. Default 0.02.
+    /// Seconds between state updates, in [0.0001, 0.1] (coarser steps
+    /// integrate the pole past its bounds; finer ones freeze the plant over
+    /// an episode's 500 steps). Default 0.02.
     pub tau: f64,
 }
 
@@ -97,20 +100,29 @@ impl CartPoleParams {
         tau: 0.02,
     };
 
-    /// Checks every field is finite and positive (gravity may be 0).
+    /// Checks every field lies in its documented physical range (NaN and
+    /// ±∞ never do); the defaults do.
     ///
     /// # Errors
-    /// [`Error::InvalidConfig`] naming the first offending field.
+    /// [`PlantRangeError`](super::PlantRangeError) naming the first field
+    /// outside its range, its value and the range.
+    pub fn check(&self) -> Result<(), super::PlantRangeError> {
+        super::check_ranges(&[
+            ("gravity", self.gravity, 0.0, 100.0, "m/s²"),
+            ("masscart", self.masscart, 1e-3, 1e3, "kg"),
+            ("masspole", self.masspole, 1e-3, 1e3, "kg"),
+            ("length", self.length, 1e-3, 1e2, "m"),
+            ("force_mag", self.force_mag, 1e-3, 1e4, "N"),
+            ("tau", self.tau, 1e-4, 0.1, "s"),
+        ])
+    }
+
+    /// [`check`](Self::check) as the crate's error.
+    ///
+    /// # Errors
+    /// [`Error::InvalidConfig`] naming the first field outside its range.
     pub fn validate(&self) -> Result<(), Error> {
-        let fields = [
-            ("gravity", self.gravity, true),
-            ("masscart", self.masscart, false),
-            ("masspole", self.masspole, false),
-            ("length", self.length, false),
-            ("force_mag", self.force_mag, false),
-            ("tau", self.tau, false),
-        ];
-        super::check_physical(&fields)
+        Ok(self.check()?)
     }
 }
 

@@ -361,22 +361,72 @@ pub trait EnvState {
     fn restore_state(&mut self, words: &[f64]) -> Result<(), Error>;
 }
 
-/// Checks a plant's physical parameters `(field, value, zero allowed)`:
-/// each finite and positive (or zero where allowed).
+/// A plant parameter outside its physical range ([`CartPoleParams::check`],
+/// [`PendulumParams::check`]): the field, its value and the range, for a
+/// message such as `` `tau` = 1e-30 is outside its physical range [0.0001, 0.1] s ``.
+#[derive(Clone, Copy, Debug, PartialEq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct PlantRangeError {
+    /// The parameter, e.g. `"tau"`.
+    pub field: &'static str,
+    /// Its value (NaN and ±∞ included).
+    pub value: f64,
+    /// The smallest value accepted.
+    pub min: f64,
+    /// The largest value accepted.
+    pub max: f64,
+    /// The unit of the value and the bounds, e.g. `"s"`.
+    pub unit: &'static str,
+}
+
+impl core::fmt::Display for PlantRangeError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        /// Plain decimals for ordinary magnitudes, `1e-30` for the others.
+        fn number(f: &mut core::fmt::Formatter<'_>, x: f64) -> core::fmt::Result {
+            if x == 0.0 || (1e-4..1e6).contains(&x.abs()) {
+                write!(f, "{x}")
+            } else {
+                write!(f, "{x:e}")
+            }
+        }
+        write!(f, "`{}` = ", self.field)?;
+        number(f, self.value)?;
+        f.write_str(" is outside its physical range [")?;
+        number(f, self.min)?;
+        f.write_str(", ")?;
+        number(f, self.max)?;
+        write!(f, "] {}", self.unit)
+    }
+}
+
+impl core::error::Error for PlantRangeError {}
+
+impl From<PlantRangeError> for Error {
+    fn from(e: PlantRangeError) -> Self {
+        Error::config(
+            e.field,
+            "is outside its physical range (see the parameter's documentation)",
+        )
+    }
+}
+
+/// A plant parameter and its physical range: `(field, value, min, max, unit)`.
+pub(crate) type Range = (&'static str, f64, f64, f64, &'static str);
+
+/// Checks each of a plant's parameters lies in its range (NaN never does).
 ///
 /// # Errors
-/// [`Error::InvalidConfig`] naming the first offending field.
-pub(crate) fn check_physical(fields: &[(&'static str, f64, bool)]) -> Result<(), Error> {
-    for &(field, value, zero_ok) in fields {
-        if !(value.is_finite() && (value > 0.0 || (zero_ok && value == 0.0))) {
-            return Err(Error::config(
+/// [`PlantRangeError`] naming the first parameter outside its range.
+pub(crate) fn check_ranges(fields: &[Range]) -> Result<(), PlantRangeError> {
+    for &(field, value, min, max, unit) in fields {
+        if !(min <= value && value <= max) {
+            return Err(PlantRangeError {
                 field,
-                if zero_ok {
-                    "must be finite and >= 0"
-                } else {
-                    "must be finite and > 0"
-                },
-            ));
+                value,
+                min,
+                max,
+                unit,
+            });
         }
     }
     Ok(())

@@ -66,18 +66,19 @@ use core::f64::consts::{PI, TAU};
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "serde", serde(default, deny_unknown_fields))]
 pub struct PendulumParams {
-    /// Gravitational acceleration, m/s². Default 10.
+    /// Gravitational acceleration, m/s², in [0, 100]. Default 10.
     pub g: f64,
-    /// Mass, kg. Default 1.
+    /// Mass, kg, in [0.001, 1000]. Default 1.
     pub m: f64,
-    /// Length, m. Default 1.
+    /// Length, m, in [0.001, 100]. Default 1.
     pub l: f64,
-    /// Maximum angular speed, rad/s. Default 8.
+    /// Maximum angular speed, rad/s, in [0.001, 1000]. Default 8.
     pub max_speed: f64,
-    /// Maximum torque, N·m (the action space's bound; actions are clipped to
-    /// it in `f32`, like Gymnasium's `float32` action). Default 2.
+    /// Maximum torque, N·m, in [0.001, 10000] (the action space's bound;
+    /// actions are clipped to it in `f32`, like Gymnasium's `float32`
+    /// action). Default 2.
     pub max_torque: f32,
-    /// Time step, s. Default 0.05.
+    /// Time step, s, in [0.0001, 0.1]. Default 0.05.
     pub dt: f64,
 }
 
@@ -92,20 +93,29 @@ impl PendulumParams {
         dt: 0.05,
     };
 
-    /// Checks every field is finite and positive (`g` may be 0).
+    /// Checks every field lies in its documented physical range (NaN and
+    /// ±∞ never do); the defaults do.
     ///
     /// # Errors
-    /// [`Error::InvalidConfig`] naming the first offending field.
+    /// [`PlantRangeError`](super::PlantRangeError) naming the first field
+    /// outside its range, its value and the range.
+    pub fn check(&self) -> Result<(), super::PlantRangeError> {
+        super::check_ranges(&[
+            ("g", self.g, 0.0, 100.0, "m/s²"),
+            ("m", self.m, 1e-3, 1e3, "kg"),
+            ("l", self.l, 1e-3, 1e2, "m"),
+            ("max_speed", self.max_speed, 1e-3, 1e3, "rad/s"),
+            ("max_torque", f64::from(self.max_torque), 1e-3, 1e4, "N·m"),
+            ("dt", self.dt, 1e-4, 0.1, "s"),
+        ])
+    }
+
+    /// [`check`](Self::check) as the crate's error.
+    ///
+    /// # Errors
+    /// [`Error::InvalidConfig`] naming the first field outside its range.
     pub fn validate(&self) -> Result<(), Error> {
-        let fields = [
-            ("g", self.g, true),
-            ("m", self.m, false),
-            ("l", self.l, false),
-            ("max_speed", self.max_speed, false),
-            ("max_torque", f64::from(self.max_torque), false),
-            ("dt", self.dt, false),
-        ];
-        super::check_physical(&fields)
+        Ok(self.check()?)
     }
 }
 

@@ -26,13 +26,15 @@ pub(crate) struct Observer {
 }
 
 impl Observer {
-    /// The observer's state and the run's options, for a checkpoint.
+    /// The observer's state and the run's options, for a checkpoint beside
+    /// `state` (the core's): `progress.json`, sealed ([`seal`]).
     pub(crate) fn save(
         &self,
         opts: &TrainOptions,
         config: &AlgoConfig,
         iterations: u64,
         wall_s: f64,
+        state: &[u8],
     ) -> anyhow::Result<String> {
         let bits = |x: Option<f64>| x.map(f64::to_bits);
         let progress = Progress {
@@ -87,8 +89,9 @@ impl Observer {
             last_eval: self.last_eval.to_bits(),
             next_row: self.next_row,
             wall_s,
+            state_crc32: state_crc(state),
         };
-        Ok(serde_json::to_string(&progress)?)
+        seal(&progress)
     }
 
     /// Back to the state [`save`](Self::save) recorded.

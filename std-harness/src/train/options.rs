@@ -1,6 +1,6 @@
 //! What `microrl train` was asked to do ([`TrainOptions`]).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use microrl::train::RunConfig;
 use serde::{Deserialize, Serialize};
@@ -147,6 +147,28 @@ impl TrainOptions {
             }
             e => anyhow::anyhow!("invalid run options: {e}"),
         })
+    }
+
+    /// Refuses an output directory that is, or holds, one of the run's
+    /// inputs (`config`, `--kl-ref`, `--reward-model`): it is replaced whole.
+    ///
+    /// # Errors
+    /// One line naming both options.
+    pub fn check_paths(&self, config: Option<&Path>) -> anyhow::Result<()> {
+        let Some(out) = &self.out else {
+            return Ok(());
+        };
+        crate::paths::check_distinct(
+            &[("--out", out, crate::paths::Role::RunDir)],
+            &[
+                ("--config", config),
+                (
+                    "--kl-ref",
+                    self.anchor.as_ref().map(|a| a.reference.as_path()),
+                ),
+                ("--reward-model", self.reward_model.as_deref()),
+            ],
+        )
     }
 
     /// Plain PPO on the 64-64 CartPole nets — no `--small`, `--kl-ref` or

@@ -4,6 +4,8 @@ use std::path::Path;
 
 use anyhow::Context;
 
+use super::{Algo, EnvName};
+
 /// Hyper-parameter overrides: a TOML table whose keys are the field names of
 /// the algorithm's configuration struct (`PpoConfig`, `A2cConfig`,
 /// `ReinforceConfig`, `AcConfig`), merged over the tuned defaults.
@@ -50,6 +52,142 @@ impl Overrides {
                 e.message().trim().replace('\n', " ")
             )
         })
+    }
+}
+
+/// What a run's `summary.json` says it trained: the task, the algorithm
+/// and the plant. `--config runs/X/summary.json` takes them unless the
+/// command line names them ([`SummaryRun::choose`]), so the replay is run X.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct SummaryRun {
+    /// `env`.
+    pub env: Option<EnvName>,
+    /// `algo`.
+    pub algo: Option<Algo>,
+    /// `plant` (empty: Gymnasium's).
+    pub plant: Option<toml::Table>,
+}
+
+/// The task, algorithm and plant of a run, and the `note:` saying which
+/// came from a `summary.json` and which the command line replaced.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Chosen {
+    /// Task.
+    pub env: EnvName,
+    /// Algorithm.
+    pub algo: Algo,
+    /// Plant parameters that differ from Gymnasium's.
+    pub plant: toml::Table,
+    /// One line, without its `note: ` prefix (`None`: nothing came from a summary).
+    pub note: Option<String>,
+}
+
+impl SummaryRun {
+    /// The run `path` describes, if it is a `summary.json` (`None` for a
+    /// TOML configuration).
+    ///
+    /// # Errors
+    /// Unreadable or malformed, or a task, algorithm or plant microrl does
+    /// not know, named.
+    pub fn from_file(path: &Path) -> anyhow::Result<Option<Self>> {
+        if path.extension().is_none_or(|e| e != "json") {
+            return Ok(None);
+        }
+        let text =
+            std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+        let summary: serde_json::Value =
+            serde_json::from_str(&text).with_context(|| format!("parsing {}", path.display()))?;
+        fn field<T: serde::de::DeserializeOwned>(
+            path: &Path,
+            summary: &serde_json::Value,
+            key: &str,
+        ) -> anyhow::Result<Option<T>> {
+            summary
+                .get(key)
+                .map(|v| {
+                    serde_json::from_value(v.clone()).with_context(|| {
+                        format!("{}: `{key}` = {v} is not one microrl knows", path.display())
+                    })
+                })
+                .transpose()
+        }
+        let plant = match summary.get("plant") {
+            None | Some(serde_json::Value::Null) => None,
+            Some(plant) => Some(
+                json_config(plant)
+                    .with_context(|| format!("{}: `plant` is not a table", path.display()))?,
+            ),
+        };
+        Ok(Some(Self {
+            env: field(path, &summary, "env")?,
+            algo: field(path, &summary, "algo")?,
+            plant,
+        }))
+    }
+
+    /// The command line's `--env`, `--algo` and `--plant` where given (an
+    /// empty `plant`: not given), else this summary's (`file`), else
+    /// CartPole, PPO and Gymnasium's plant.
+    pub fn choose(
+        &self,
+        file: &Path,
+        env: Option<EnvName>,
+        algo: Option<Algo>,
+        plant: toml::Table,
+    ) -> Chosen {
+        fn show_plant(plant: &toml::Table) -> String {
+            if plant.is_empty() {
+                return "default".into();
+            }
+            let pairs: Vec<String> = plant.iter().map(|(k, v)| format!("{k}={v}")).collect();
+            pairs.join(",")
+        }
+        let mut taken = Vec::new();
+        let mut replaced = Vec::new();
+        let mut pick = |option: &str, cli: Option<String>, saved: Option<String>| match (cli, saved)
+        {
+            (Some(c), Some(s)) if c != s => {
+                replaced.push(format!("--{option} {c} replaces the summary's {s}"));
+            }
+            (None, Some(s)) => taken.push(format!("{option} {s}")),
+            _ => {}
+        };
+        pick(
+            "algo",
+            algo.map(|a| a.name().into()),
+            self.algo.map(|a| a.name().into()),
+        );
+        pick(
+            "env",
+            env.map(|e| e.name().into()),
+            self.env.map(|e| e.name().into()),
+        );
+        let cli_plant = (!plant.is_empty()).then_some(&plant);
+        pick(
+            "plant",
+            cli_plant.map(show_plant),
+            self.plant.as_ref().map(show_plant),
+        );
+        let mut parts = Vec::new();
+        if !taken.is_empty() {
+            parts.push(format!(
+                "{} taken from {}",
+                taken.join(", "),
+                file.display()
+            ));
+        }
+        if !replaced.is_empty() {
+            parts.push(format!("{} ({})", replaced.join(", "), file.display()));
+        }
+        Chosen {
+            env: env.or(self.env).unwrap_or(EnvName::Cartpole),
+            algo: algo.or(self.algo).unwrap_or(Algo::Ppo),
+            plant: match cli_plant {
+                Some(p) => p.clone(),
+                None => self.plant.clone().unwrap_or_default(),
+            },
+            note: (!parts.is_empty()).then(|| parts.join("; ")),
+        }
     }
 }
 

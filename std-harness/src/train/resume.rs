@@ -2,7 +2,7 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::Context;
+use anyhow::{Context, bail};
 use serde::{Deserialize, Serialize};
 
 use super::*;
@@ -61,6 +61,64 @@ pub(crate) struct Progress {
     pub(crate) last_eval: u32,
     pub(crate) next_row: u64,
     pub(crate) wall_s: f64,
+    /// The CRC-32 that ends the `state.mrlc` written beside this file: the
+    /// two are one unit (absent from progress files written before they
+    /// were sealed, which carry no checksum either and are refused).
+    #[serde(default)]
+    pub(crate) state_crc32: Option<u32>,
+}
+
+/// The field of `progress.json` that holds its own checksum.
+const CHECKSUM: &str = "checksum";
+
+/// `progress` as `progress.json`: its canonical JSON (serde_json's, keys
+/// sorted, no spaces) with one more field, `checksum`, the CRC-32 of that
+/// JSON as eight hex digits.
+///
+/// # Errors
+/// The progress does not serialise.
+pub(crate) fn seal(progress: &Progress) -> anyhow::Result<String> {
+    let mut json = serde_json::to_value(progress)?;
+    let crc = microrl::serialize::crc32(json.to_string().as_bytes());
+    if let Some(object) = json.as_object_mut() {
+        object.insert(CHECKSUM.into(), format!("{crc:08x}").into());
+    }
+    Ok(json.to_string())
+}
+
+/// Reads a `progress.json` written by [`seal`], refusing one without its
+/// checksum or whose content no longer matches it.
+fn unseal(bytes: &[u8], path: &Path) -> anyhow::Result<Progress> {
+    let mut json: serde_json::Value =
+        serde_json::from_slice(bytes).with_context(|| format!("parsing {}", path.display()))?;
+    let recorded = json.as_object_mut().and_then(|o| o.remove(CHECKSUM));
+    let Some(recorded) = recorded else {
+        bail!(
+            "{}: no checksum (written by an older microrl), so it cannot be checked against its state.mrlc: start the run again",
+            path.display()
+        );
+    };
+    let crc = format!(
+        "{:08x}",
+        microrl::serialize::crc32(json.to_string().as_bytes())
+    );
+    let recorded = recorded
+        .as_str()
+        .map_or_else(|| recorded.to_string(), str::to_owned);
+    anyhow::ensure!(
+        recorded == crc,
+        "{} was edited: its checksum {recorded} does not match its content ({crc}); restore it or start the run again",
+        path.display()
+    );
+    serde_json::from_value(json).with_context(|| format!("parsing {}", path.display()))
+}
+
+/// The CRC-32 a checkpoint ends with, if it is intact (its bytes match
+/// it); `None` for a damaged one, which the core then refuses.
+pub(crate) fn state_crc(state: &[u8]) -> Option<u32> {
+    let (body, crc) = state.split_at_checked(state.len().checked_sub(4)?)?;
+    let crc = u32::from_le_bytes(crc.try_into().ok()?);
+    (microrl::serialize::crc32(body) == crc).then_some(crc)
 }
 
 /// `true`, the serde default of [`Progress::train_eval`].
@@ -81,8 +139,24 @@ pub fn resume(out: &Path, progress_bar: bool) -> anyhow::Result<TrainSummary> {
             .with_context(|| format!("no checkpoint to resume in {} ({name})", dir.display()))
     };
     let state = read(CHECKPOINT_STATE)?;
-    let saved: Progress = serde_json::from_slice(&read(CHECKPOINT_PROGRESS)?)
-        .with_context(|| format!("parsing {}", dir.join(CHECKPOINT_PROGRESS).display()))?;
+    let saved = unseal(&read(CHECKPOINT_PROGRESS)?, &dir.join(CHECKPOINT_PROGRESS))?;
+    // The two files are one unit: the state must be the one written with
+    // this progress (a damaged state is left to the core's own check).
+    if let (Some(crc), Some(recorded)) = (state_crc(&state), saved.state_crc32) {
+        anyhow::ensure!(
+            crc == recorded,
+            "{} belongs to another run: it ends with CRC-32 {crc:08x}, and {CHECKPOINT_PROGRESS} ({} {} seed {}) was written with the state ending {recorded:08x}",
+            dir.join(CHECKPOINT_STATE).display(),
+            saved.algo.name(),
+            saved.env.name(),
+            saved.seed
+        );
+    }
+    anyhow::ensure!(
+        saved.state_crc32.is_some(),
+        "{}: no `state_crc32`, so it cannot be checked against its state.mrlc: start the run again",
+        dir.join(CHECKPOINT_PROGRESS).display()
+    );
     anyhow::ensure!(
         saved.checkpoint_every != Some(0),
         "{}: `checkpoint_every` must be > 0 (the run's --checkpoint-every), not 0",
@@ -107,5 +181,6 @@ pub fn resume(out: &Path, progress_bar: bool) -> anyhow::Result<TrainSummary> {
         reward_model: saved.reward_model.clone(),
         ..TrainOptions::new(saved.env, saved.algo, saved.seed, saved.steps)
     };
+    opts.check_paths(None)?;
     train_from(&opts, Some((state, saved)))
 }

@@ -222,14 +222,34 @@ pub(crate) fn train_from(
     }
 }
 
+/// A plant's parameter struct, as `--plant` sets it: TOML keys are its
+/// fields, and every field has a physical range.
+pub trait PlantParams: Serialize + serde::de::DeserializeOwned + Default {
+    /// The struct's own range check.
+    ///
+    /// # Errors
+    /// The first field outside its range.
+    fn check_range(&self) -> Result<(), microrl::env::PlantRangeError>;
+}
+
+impl PlantParams for microrl::env::CartPoleParams {
+    fn check_range(&self) -> Result<(), microrl::env::PlantRangeError> {
+        self.check()
+    }
+}
+
+impl PlantParams for microrl::env::PendulumParams {
+    fn check_range(&self) -> Result<(), microrl::env::PlantRangeError> {
+        self.check()
+    }
+}
+
 /// The plant parameters of `table` merged over Gymnasium's (`T`'s `Default`).
 ///
 /// # Errors
-/// A key `T` does not have, or a value that is not a number, named.
-pub fn plant_params<T>(table: &toml::Table) -> anyhow::Result<T>
-where
-    T: Serialize + serde::de::DeserializeOwned + Default,
-{
+/// A key `T` does not have, a value that is not a number, or one outside
+/// its physical range, named.
+pub fn plant_params<T: PlantParams>(table: &toml::Table) -> anyhow::Result<T> {
     let mut merged = toml::Table::try_from(T::default())?;
     for (key, value) in table {
         if !merged.contains_key(key) {
@@ -241,9 +261,13 @@ where
         }
         merged.insert(key.clone(), value.clone());
     }
-    toml::Value::Table(merged)
+    let params: T = toml::Value::Table(merged)
         .try_into()
-        .map_err(|e: toml::de::Error| anyhow::anyhow!("invalid --plant: {}", e.message().trim()))
+        .map_err(|e: toml::de::Error| anyhow::anyhow!("invalid --plant: {}", e.message().trim()))?;
+    params
+        .check_range()
+        .map_err(|e| anyhow::anyhow!("invalid --plant: {e}"))?;
+    Ok(params)
 }
 
 /// CartPole with `--plant`'s parameters.
@@ -333,7 +357,7 @@ where
                 let len = trainer
                     .save(agent, envs, &mut state)
                     .map_err(|e| anyhow::anyhow!("writing a checkpoint: {e}"))?;
-                let progress = observer.save(opts, &config, iterations, elapsed)?;
+                let progress = observer.save(opts, &config, iterations, elapsed, &state[..len])?;
                 crate::atomic::write_run_dir(
                     &checkpoint_dir(out),
                     &[

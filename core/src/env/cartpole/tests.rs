@@ -334,3 +334,30 @@ fn continuous_force_is_computed_in_f64() {
     reference.apply_force(f64::from(a) * 10.0);
     assert_eq!(c.state(), reference.state());
 }
+
+#[test]
+fn plant_parameters_have_a_physical_range() {
+    use crate::env::PendulumParams;
+    use std::string::ToString;
+    assert_eq!(CartPoleParams::DEFAULT.check(), Ok(()));
+    assert_eq!(PendulumParams::DEFAULT.check(), Ok(()));
+    let frozen = CartPoleParams {
+        tau: 1e-30,
+        ..CartPoleParams::DEFAULT
+    };
+    let e = frozen.check().unwrap_err();
+    assert_eq!((e.field, e.value, e.min, e.max), ("tau", 1e-30, 1e-4, 0.1));
+    assert_eq!(
+        e.to_string(),
+        "`tau` = 1e-30 is outside its physical range [0.0001, 0.1] s"
+    );
+    assert!(matches!(
+        CartPole::with_params(frozen),
+        Err(Error::InvalidConfig { field: "tau", .. })
+    ));
+    let heavy = PendulumParams {
+        m: 1e30,
+        ..PendulumParams::DEFAULT
+    };
+    assert_eq!(heavy.check().unwrap_err().field, "m");
+}
