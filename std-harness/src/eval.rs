@@ -128,77 +128,46 @@ pub fn eval(
             Some((env.effort / env.steps.max(1) as f64) as f32),
         ))
     }
-    let (mean, std, mean_effort) = match arch {
-        Arch::Cartpole => {
-            let (m, s) =
-                play::<CartPolePolicy, _, 4>(blob, cartpole_plant(plant)?, episodes, &mut rng)?;
+    let r = &mut rng;
+    let (mean, std, mean_effort) = match arch.env() {
+        EnvName::Cartpole => {
+            let plant = cartpole_plant(plant)?;
+            let (m, s) = match arch {
+                Arch::CartpoleSmall => play::<CartPoleSmallPolicy, _, 4>(blob, plant, episodes, r)?,
+                Arch::CartpoleRelu => play::<CartPoleReluPolicy, _, 4>(blob, plant, episodes, r)?,
+                Arch::CartpoleSmallRelu => {
+                    play::<CartPoleSmallReluPolicy, _, 4>(blob, plant, episodes, r)?
+                }
+                _ => play::<CartPolePolicy, _, 4>(blob, plant, episodes, r)?,
+            };
             (m, s, None)
         }
-        Arch::CartpoleRelu => {
-            let (m, s) =
-                play::<CartPoleReluPolicy, _, 4>(blob, cartpole_plant(plant)?, episodes, &mut rng)?;
-            (m, s, None)
+        EnvName::CartpoleContinuous => {
+            let plant = CartPoleContinuous::with_params(plant_params(plant)?)
+                .map_err(|e| anyhow::anyhow!("invalid --plant: {e}"))?;
+            match arch {
+                Arch::CartpoleContinuousRelu => {
+                    metered::<CartPoleContinuousReluPolicy, _, 4>(blob, plant, episodes, r)?
+                }
+                Arch::CartpoleContinuousSquashed => {
+                    metered::<CartPoleContinuousSquashedPolicy, _, 4>(blob, plant, episodes, r)?
+                }
+                _ => metered::<CartPoleContinuousPolicy, _, 4>(blob, plant, episodes, r)?,
+            }
         }
-        Arch::CartpoleSmallRelu => {
-            let (m, s) = play::<CartPoleSmallReluPolicy, _, 4>(
-                blob,
-                cartpole_plant(plant)?,
-                episodes,
-                &mut rng,
-            )?;
-            (m, s, None)
+        EnvName::Pendulum => {
+            let plant = Pendulum::with_params(plant_params(plant)?)
+                .map_err(|e| anyhow::anyhow!("invalid --plant: {e}"))?;
+            match arch {
+                Arch::PendulumRelu => {
+                    metered::<PendulumReluPolicy, _, 3>(blob, plant, episodes, r)?
+                }
+                Arch::PendulumSquashed => {
+                    metered::<PendulumSquashedPolicy, _, 3>(blob, plant, episodes, r)?
+                }
+                _ => metered::<PendulumPolicy, _, 3>(blob, plant, episodes, r)?,
+            }
         }
-        Arch::CartpoleContinuousRelu => metered::<CartPoleContinuousReluPolicy, _, 4>(
-            blob,
-            CartPoleContinuous::with_params(plant_params(plant)?)
-                .map_err(|e| anyhow::anyhow!("invalid --plant: {e}"))?,
-            episodes,
-            &mut rng,
-        )?,
-        Arch::PendulumRelu => metered::<PendulumReluPolicy, _, 3>(
-            blob,
-            Pendulum::with_params(plant_params(plant)?)
-                .map_err(|e| anyhow::anyhow!("invalid --plant: {e}"))?,
-            episodes,
-            &mut rng,
-        )?,
-        Arch::CartpoleSmall => {
-            let (m, s) = play::<CartPoleSmallPolicy, _, 4>(
-                blob,
-                cartpole_plant(plant)?,
-                episodes,
-                &mut rng,
-            )?;
-            (m, s, None)
-        }
-        Arch::CartpoleContinuous => metered::<CartPoleContinuousPolicy, _, 4>(
-            blob,
-            CartPoleContinuous::with_params(plant_params(plant)?)
-                .map_err(|e| anyhow::anyhow!("invalid --plant: {e}"))?,
-            episodes,
-            &mut rng,
-        )?,
-        Arch::Pendulum => metered::<PendulumPolicy, _, 3>(
-            blob,
-            Pendulum::with_params(plant_params(plant)?)
-                .map_err(|e| anyhow::anyhow!("invalid --plant: {e}"))?,
-            episodes,
-            &mut rng,
-        )?,
-        Arch::CartpoleContinuousSquashed => metered::<CartPoleContinuousSquashedPolicy, _, 4>(
-            blob,
-            CartPoleContinuous::with_params(plant_params(plant)?)
-                .map_err(|e| anyhow::anyhow!("invalid --plant: {e}"))?,
-            episodes,
-            &mut rng,
-        )?,
-        Arch::PendulumSquashed => metered::<PendulumSquashedPolicy, _, 3>(
-            blob,
-            Pendulum::with_params(plant_params(plant)?)
-                .map_err(|e| anyhow::anyhow!("invalid --plant: {e}"))?,
-            episodes,
-            &mut rng,
-        )?,
     };
     let threshold = env.threshold();
     Ok(EvalSummary {

@@ -381,6 +381,55 @@ pub trait OffPolicy<const OBS: usize, const ACT: usize> {
     }
 }
 
+/// The body of [`OffPolicy`] for an agent with the fields SAC and TD3
+/// share (`config` with `validate` and `schedule`, `space`, `replay`,
+/// `steps`) and inherent `explore` and `update`: one text for both, expanded
+/// inside each agent's `impl OffPolicy` (where `OBS`, `ACT`, `CAP` and
+/// `BATCH` are the agent's own).
+macro_rules! offpolicy_body {
+    ($stats:ty) => {
+        type Stats = $stats;
+
+        fn schedule(&self) -> Result<$crate::algo::offpolicy::Schedule, $crate::Error> {
+            self.config.validate(CAP, BATCH)?;
+            Ok(self.config.schedule())
+        }
+
+        fn explore_action<R: rand_core::Rng + ?Sized>(
+            &self,
+            obs: &nalgebra::SVector<f32, OBS>,
+            rng: &mut R,
+        ) -> Result<nalgebra::SVector<f32, ACT>, $crate::Error> {
+            Ok(self.explore(obs, rng)?.0)
+        }
+
+        fn space(&self) -> &$crate::env::Continuous<ACT> {
+            &self.space
+        }
+
+        fn record(
+            &mut self,
+            transition: &$crate::algo::replay::Transition<OBS, ACT>,
+        ) -> Result<u64, $crate::Error> {
+            self.replay.push(transition)?;
+            self.steps = self.steps.saturating_add(1);
+            Ok(self.steps)
+        }
+
+        fn train_once<R: rand_core::Rng + ?Sized>(
+            &mut self,
+            rng: &mut R,
+        ) -> Result<$stats, $crate::Error> {
+            self.update(rng)
+        }
+
+        fn env_steps(&self) -> u64 {
+            self.steps
+        }
+    };
+}
+pub(crate) use offpolicy_body;
+
 /// `env`'s action space, checked: finite bounds with `low ≤ high`.
 ///
 /// # Errors

@@ -332,21 +332,14 @@ fn deployed_policy_acts_as_the_agent() {
 /// training loop decides and reports. Returns the steps taken and the
 /// held-out mean (at `max_steps` when never solved). Runs on a thread with
 /// a large stack: the agent is built there (`make`) before it is boxed.
-pub(crate) fn train_until_solved<A: Controller<3, Action = SVector<f32, 1>>>(
+pub(crate) fn train_until_solved<A>(
     name: &'static str,
     max_steps: u64,
     make: impl FnOnce() -> Box<A> + Send + 'static,
-    init: impl Fn(&mut A, &Pendulum, &mut Xoshiro128PlusPlus) -> Result<(), Error> + Send + 'static,
-    step: impl Fn(
-        &mut A,
-        &mut Pendulum,
-        &mut Cursor<SVector<f32, 3>>,
-        &mut Xoshiro128PlusPlus,
-    ) -> Result<(), Error>
-    + Send
-    + 'static,
-    steps: impl Fn(&A) -> u64 + Send + 'static,
-) -> (u64, f32) {
+) -> (u64, f32)
+where
+    A: Controller<3, Action = SVector<f32, 1>> + OffPolicy<3, 1> + crate::train::Learner<Pendulum>,
+{
     std::thread::Builder::new()
         .stack_size(256 << 20)
         .spawn(move || {
@@ -354,11 +347,11 @@ pub(crate) fn train_until_solved<A: Controller<3, Action = SVector<f32, 1>>>(
             let mut rng = fd::rng(0);
             let mut agent = make();
             let mut env = Pendulum::new();
-            init(&mut agent, &env, &mut rng).unwrap();
+            crate::train::Learner::init(&mut *agent, &env, &mut rng).unwrap();
             let mut cursor = Cursor::start(&mut env, &mut rng);
             loop {
-                step(&mut agent, &mut env, &mut cursor, &mut rng).unwrap();
-                let n = steps(&agent);
+                OffPolicy::step(&mut *agent, &mut env, &mut cursor, &mut rng, |_| {}).unwrap();
+                let n = agent.env_steps();
                 if n.is_multiple_of(1000) || n >= max_steps {
                     let (gate, _) = evaluate(&*agent, &mut Pendulum::new(), 10, &mut fd::rng(1000)).unwrap();
                     std::println!(
@@ -392,36 +385,25 @@ const SAC_PENDULUM_STEPS: u64 = 20_000;
 #[ignore = "trains for several seconds; run with --release -- --ignored"]
 fn sac_learns_pendulum() {
     type Agent = SacMlp<3, 1, 4, 64, 20_000, 256>;
-    let (steps, mean) = train_until_solved(
-        "SAC",
-        SAC_PENDULUM_STEPS,
-        || {
-            Box::new(Agent::new(SacConfig {
-                learning_starts: 1000,
-                ..SacConfig::PENDULUM
-            }))
-        },
-        |agent, env, rng| agent.init(env, rng),
-        |agent, env, cursor, rng| agent.step(env, cursor, rng, |_| {}).map(|_| ()),
-        |agent| agent.steps,
-    );
+    let (steps, mean) = train_until_solved("SAC", SAC_PENDULUM_STEPS, || {
+        Box::new(Agent::new(SacConfig {
+            learning_starts: 1000,
+            ..SacConfig::PENDULUM
+        }))
+    });
     assert!(mean >= -200.0, "held-out mean {mean} after {steps} steps");
 }
 
 /// The policy `Agent::export` writes after a run of the training loop
-/// (`Deployed<agent::Sac<..>>`), saved and loaded, acts as the agent's own
-/// evaluation does (its `Controller`, through `ActsIn`), bit for bit.
-#[test]
-fn exported_policy_acts_as_the_trained_agent() {
+/// (`Deployed<Agent>`) is `policy(agent)` and, saved and loaded, acts as the
+/// agent's own evaluation does (its `Controller`, through `ActsIn`), bit
+/// for bit — for SAC and TD3 alike.
+pub(crate) fn exported_policy_acts_as<A>(mut agent: Box<A>, policy: impl Fn(&A) -> A::Policy)
+where
+    A: crate::train::Learner<Pendulum> + Controller<3, Action = SVector<f32, 1>>,
+    A::Policy: Params + Controller<3, Action = SVector<f32, 1>> + PartialEq + core::fmt::Debug,
+{
     use crate::train::{ActsIn, RunConfig, Trainer};
-    type Agent = crate::agent::Sac<Pendulum, 16, 256, 32, 4>;
-    type Deployed = crate::Deployed<Agent>;
-    let mut agent = Box::new(Agent::new(SacConfig {
-        buffer_size: 256,
-        learning_starts: 50,
-        batch_size: 32,
-        ..SacConfig::PENDULUM
-    }));
     let (mut env, mut eval_env) = (Pendulum::new(), Pendulum::new());
     let run = RunConfig {
         quick_episodes: 0,
@@ -434,19 +416,31 @@ fn exported_policy_acts_as_the_trained_agent() {
         .run(&mut *agent, &mut env, &mut eval_env, &mut ())
         .unwrap();
     assert_eq!((outcome.steps, outcome.updates), (120, 70));
-    let mut exported = Deployed::ZERO;
+    let mut exported = Box::new(A::Policy::ZERO);
     crate::train::Agent::export(&*agent, &mut exported);
-    assert_eq!(exported, agent.policy());
-    let mut blob = [0u8; crate::serialize::encoded_len::<Deployed>()];
-    crate::serialize::save(&exported, &mut blob).unwrap();
-    let mut loaded = Deployed::ZERO;
-    crate::serialize::load(&mut loaded, &blob).unwrap();
+    assert_eq!(*exported, policy(&agent));
+    let mut blob = std::vec![0u8; crate::serialize::encoded_len::<A::Policy>()];
+    crate::serialize::save(&*exported, &mut blob).unwrap();
+    let mut loaded = Box::new(A::Policy::ZERO);
+    crate::serialize::load(&mut *loaded, &blob).unwrap();
     for k in 0..10 {
         let obs = SVector::<f32, 3>::new(0.3 * k as f32 - 1.0, 0.5, -0.7 * k as f32);
         let a = ActsIn::<Pendulum>::act_in(&*agent, &obs).unwrap();
         assert_eq!(loaded.act(&obs).unwrap(), a);
         assert!((-2.0..=2.0).contains(&a[0]));
     }
+}
+
+#[test]
+fn exported_policy_acts_as_the_trained_agent() {
+    type Agent = crate::agent::Sac<Pendulum, 16, 256, 32, 4>;
+    let agent = Box::new(Agent::new(SacConfig {
+        buffer_size: 256,
+        learning_starts: 50,
+        batch_size: 32,
+        ..SacConfig::PENDULUM
+    }));
+    exported_policy_acts_as(agent, Agent::policy);
 }
 
 /// RAM of the Pendulum agents with 64-64 networks and a 10 000-transition

@@ -65,9 +65,10 @@ use nalgebra::SVector;
 use rand_core::Rng;
 
 use super::offpolicy::{
-    Draws, OffPolicy, Schedule, TanhPolicy, Twin, checked_space, to_bounds, torch_default_init,
+    Draws, OffPolicy, TanhPolicy, Twin, checked_space, offpolicy_body, to_bounds,
+    torch_default_init,
 };
-use super::replay::{ReplayBuffer, Transition};
+use super::replay::ReplayBuffer;
 use crate::env::{Continuous, Env};
 use crate::error::{Error, check_all_finite};
 use crate::math;
@@ -301,36 +302,5 @@ where
     N: Layer<Input = SVector<f32, OBS>, Output = SVector<f32, ACT>>,
     Q: Layer<Input = SVector<f32, OA>, Output = SVector<f32, 1>>,
 {
-    type Stats = Td3Stats;
-
-    fn schedule(&self) -> Result<Schedule, Error> {
-        self.config.validate(CAP, BATCH)?;
-        Ok(self.config.schedule())
-    }
-
-    fn explore_action<R: Rng + ?Sized>(
-        &self,
-        obs: &SVector<f32, OBS>,
-        rng: &mut R,
-    ) -> Result<SVector<f32, ACT>, Error> {
-        Ok(self.explore(obs, rng)?.0)
-    }
-
-    fn space(&self) -> &Continuous<ACT> {
-        &self.space
-    }
-
-    fn record(&mut self, transition: &Transition<OBS, ACT>) -> Result<u64, Error> {
-        self.replay.push(transition)?;
-        self.steps = self.steps.saturating_add(1);
-        Ok(self.steps)
-    }
-
-    fn train_once<R: Rng + ?Sized>(&mut self, rng: &mut R) -> Result<Td3Stats, Error> {
-        self.update(rng)
-    }
-
-    fn env_steps(&self) -> u64 {
-        self.steps
-    }
+    offpolicy_body!(Td3Stats);
 }

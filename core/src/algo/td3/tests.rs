@@ -163,60 +163,26 @@ const TD3_PENDULUM_STEPS: u64 = 20_000;
 #[ignore = "trains for several seconds; run with --release -- --ignored"]
 fn td3_learns_pendulum() {
     type Agent = Td3Mlp<3, 1, 4, 64, 20_000, 256>;
-    let (steps, mean) = crate::algo::sac::tests::train_until_solved(
-        "TD3",
-        TD3_PENDULUM_STEPS,
-        || {
+    let (steps, mean) =
+        crate::algo::sac::tests::train_until_solved("TD3", TD3_PENDULUM_STEPS, || {
             Box::new(Agent::new(Td3Config {
                 learning_starts: 1000,
                 ..Td3Config::PENDULUM
             }))
-        },
-        |agent, env, rng| agent.init(env, rng),
-        |agent, env, cursor, rng| agent.step(env, cursor, rng, |_| {}).map(|_| ()),
-        |agent| agent.steps,
-    );
+        });
     assert!(mean >= -200.0, "held-out mean {mean} after {steps} steps");
 }
 
-/// The policy `Agent::export` writes after a run of the training loop
-/// (`Deployed<agent::Td3<..>>`), saved and loaded, acts as the agent's own
-/// evaluation does (its `Controller`, through `ActsIn`), bit for bit.
+/// [`exported_policy_acts_as`](crate::algo::sac::tests::exported_policy_acts_as)
+/// for TD3.
 #[test]
 fn exported_policy_acts_as_the_trained_agent() {
-    use crate::env::Pendulum;
-    use crate::train::{ActsIn, RunConfig, Trainer};
-    type Agent = crate::agent::Td3<Pendulum, 16, 256, 32, 4>;
-    type Deployed = crate::Deployed<Agent>;
-    let mut agent = Box::new(Agent::new(Td3Config {
+    type Agent = crate::agent::Td3<crate::env::Pendulum, 16, 256, 32, 4>;
+    let agent = Box::new(Agent::new(Td3Config {
         buffer_size: 256,
         learning_starts: 50,
         batch_size: 32,
         ..Td3Config::PENDULUM
     }));
-    let (mut env, mut eval_env) = (Pendulum::new(), Pendulum::new());
-    let run = RunConfig {
-        quick_episodes: 0,
-        report_episodes: 1,
-        ..RunConfig::new(120, -200.0)
-    };
-    let mut trainer =
-        Trainer::<_, rand_xoshiro::Xoshiro128PlusPlus>::start(&mut *agent, &mut env, run, 3)
-            .unwrap();
-    let outcome = trainer
-        .run(&mut *agent, &mut env, &mut eval_env, &mut ())
-        .unwrap();
-    assert_eq!((outcome.steps, outcome.updates), (120, 70));
-    let mut exported = Deployed::ZERO;
-    crate::train::Agent::export(&*agent, &mut exported);
-    assert_eq!(exported, agent.policy());
-    let mut blob = [0u8; crate::serialize::encoded_len::<Deployed>()];
-    crate::serialize::save(&exported, &mut blob).unwrap();
-    let mut loaded = Deployed::ZERO;
-    crate::serialize::load(&mut loaded, &blob).unwrap();
-    for k in 0..10 {
-        let obs = SVector::<f32, 3>::new(0.3 * k as f32 - 1.0, 0.5, -0.7 * k as f32);
-        let a = ActsIn::<Pendulum>::act_in(&*agent, &obs).unwrap();
-        assert_eq!(loaded.act(&obs).unwrap(), a);
-    }
+    crate::algo::sac::tests::exported_policy_acts_as(agent, Agent::policy);
 }
