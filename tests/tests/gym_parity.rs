@@ -48,7 +48,9 @@
 //! errors per episode.
 
 use microrl::SVector;
-use microrl::env::{ActionOf, CartPole, CartPoleContinuous, Env, Pendulum, Step};
+use microrl::env::{
+    Acrobot, ActionOf, CartPole, CartPoleContinuous, Env, MountainCarContinuous, Pendulum, Step,
+};
 use serde::{Deserialize, Deserializer};
 
 /// The recorded trajectories (see the module documentation to regenerate).
@@ -117,6 +119,10 @@ fn float_rows<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<Vec<f64>>, D::Error
 /// and a recorded action converted.
 trait Replay<const OBS: usize>: Env<Obs = SVector<f32, OBS>> + Default {
     fn set(&mut self, s: &[f64]);
+    /// Sets the state Gymnasium had after a step (by default as [`set`](Self::set)).
+    fn set_after_step(&mut self, s: &[f64]) {
+        self.set(s);
+    }
     fn get(&self) -> Vec<f64>;
     fn action(a: f64) -> ActionOf<Self>;
 }
@@ -125,8 +131,12 @@ fn array<const N: usize>(s: &[f64]) -> [f64; N] {
     s.try_into().expect("state length")
 }
 
-fn discrete(a: f64) -> usize {
-    assert!(a == 0.0 || a == 1.0, "discrete action {a}");
+/// A recorded discrete action in `0..n`.
+fn discrete(a: f64, n: usize) -> usize {
+    assert!(
+        a >= 0.0 && a < n as f64 && a == a.trunc(),
+        "discrete action {a}"
+    );
     a as usize
 }
 
@@ -146,7 +156,7 @@ impl Replay<4> for CartPole {
         self.state().to_vec()
     }
     fn action(a: f64) -> usize {
-        discrete(a)
+        discrete(a, 2)
     }
 }
 
@@ -165,6 +175,37 @@ impl Replay<4> for CartPoleContinuous {
 impl Replay<3> for Pendulum {
     fn set(&mut self, s: &[f64]) {
         self.set_state(array(s));
+    }
+    fn get(&self) -> Vec<f64> {
+        self.state().to_vec()
+    }
+    fn action(a: f64) -> SVector<f32, 1> {
+        continuous(a)
+    }
+}
+
+impl Replay<6> for Acrobot {
+    fn set(&mut self, s: &[f64]) {
+        self.set_state(array(s));
+    }
+    fn get(&self) -> Vec<f64> {
+        self.state().to_vec()
+    }
+    fn action(a: f64) -> usize {
+        discrete(a, 3)
+    }
+}
+
+/// Gymnasium's start state is a `float64` array, the state after a step a
+/// `float32` one: the next step computes in that precision.
+impl Replay<2> for MountainCarContinuous {
+    fn set(&mut self, s: &[f64]) {
+        self.set_state(array(s));
+    }
+    fn set_after_step(&mut self, s: &[f64]) {
+        let s32 = array::<2>(s).map(|x| x as f32);
+        assert_eq!(s32.map(f64::from).to_vec(), s, "a float32 state");
+        self.set_state_f32(s32);
     }
     fn get(&self) -> Vec<f64> {
         self.state().to_vec()
@@ -211,7 +252,7 @@ fn replay<const OBS: usize, E: Replay<OBS>>(ep: &Episode, mode: Mode) -> Errors 
     let mut e = Errors::default();
     for t in 0..ep.actions.len() {
         if mode == Mode::OneStep && t > 0 {
-            env.set(&ep.states[t - 1]);
+            env.set_after_step(&ep.states[t - 1]);
         }
         let step: Step<SVector<f32, OBS>> =
             env.step(E::action(ep.actions[t])).expect("recorded action");
@@ -265,6 +306,16 @@ fn check(ep: &Episode) -> (Errors, Errors, f64) {
         ("Pendulum-v1", _) => (
             replay::<3, Pendulum>(ep, Mode::FreeRun),
             replay::<3, Pendulum>(ep, Mode::OneStep),
+            PENDULUM_REWARD_TOL,
+        ),
+        ("Acrobot-v1", _) => (
+            replay::<6, Acrobot>(ep, Mode::FreeRun),
+            replay::<6, Acrobot>(ep, Mode::OneStep),
+            0.0,
+        ),
+        ("MountainCarContinuous-v0", _) => (
+            replay::<2, MountainCarContinuous>(ep, Mode::FreeRun),
+            replay::<2, MountainCarContinuous>(ep, Mode::OneStep),
             PENDULUM_REWARD_TOL,
         ),
         (other, _) => panic!("unknown environment {other}"),

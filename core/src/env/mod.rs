@@ -47,12 +47,16 @@
 //!   environment's module for the exact correspondence and the measured
 //!   agreement.
 
+pub mod acrobot;
 pub mod cartpole;
 pub mod channels;
+pub mod mountain_car;
 pub mod pendulum;
 
+pub use acrobot::{Acrobot, AcrobotParams};
 pub use cartpole::{CartPole, CartPoleContinuous, CartPoleParams};
 pub use channels::{RewardChannels, Weighted};
+pub use mountain_car::{MountainCarContinuous, MountainCarParams};
 pub use pendulum::{Pendulum, PendulumParams};
 
 use nalgebra::SVector;
@@ -382,6 +386,65 @@ pub(crate) fn check_physical(fields: &[(&'static str, f64, bool)]) -> Result<(),
     Ok(())
 }
 
+/// A plant parameter's documented range: `min < x ≤ max`, or `min ≤ x ≤ max`
+/// when `min_inclusive`, with the refusal's wording (a `&'static str`, as
+/// [`Error::InvalidConfig`] holds).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Range {
+    pub min: f64,
+    pub max: f64,
+    pub min_inclusive: bool,
+    pub reason: &'static str,
+}
+
+impl Range {
+    /// `min < x ≤ max`.
+    pub const fn above(min: f64, max: f64, reason: &'static str) -> Self {
+        Self {
+            min,
+            max,
+            min_inclusive: false,
+            reason,
+        }
+    }
+
+    /// `min ≤ x ≤ max`.
+    pub const fn within(min: f64, max: f64, reason: &'static str) -> Self {
+        Self {
+            min,
+            max,
+            min_inclusive: true,
+            reason,
+        }
+    }
+
+    /// `value` lies in the range (NaN never does).
+    fn contains(&self, value: f64) -> bool {
+        (value > self.min || (self.min_inclusive && value == self.min)) && value <= self.max
+    }
+}
+
+/// Checks a plant's physical parameters `(field, value, range)`.
+///
+/// # Errors
+/// [`Error::InvalidConfig`] naming the first field outside its range, with
+/// the range's wording.
+pub(crate) fn check_ranges(fields: &[(&'static str, f64, Range)]) -> Result<(), Error> {
+    for &(field, value, range) in fields {
+        if !range.contains(value) {
+            return Err(Error::config(field, range.reason));
+        }
+    }
+    Ok(())
+}
+
+/// Writes `words` into `out` (an [`EnvState::save_state`]'s body).
+pub(crate) fn write_words<const N: usize>(out: &mut [f64], words: [f64; N]) {
+    for (o, w) in out.iter_mut().zip(words) {
+        *o = w;
+    }
+}
+
 /// A step counter saved as an `f64`: an integer in `0..=u32::MAX`.
 pub(crate) fn counter_from_f64(x: f64) -> Result<u32, Error> {
     if x >= 0.0 && x <= f64::from(u32::MAX) && x == libm::trunc(x) {
@@ -411,5 +474,74 @@ pub(crate) fn finite_words<const N: usize>(words: &[f64]) -> Result<[f64; N], Er
         Ok(words)
     } else {
         Err(Error::NonFinite)
+    }
+}
+
+/// Checks shared by the environments' unit tests.
+#[cfg(test)]
+pub(crate) mod testing {
+    use super::{ActionOf, Env, EnvState, Error};
+    use core::fmt::Debug;
+
+    /// A parameter struct's field: its name and a setter.
+    pub type Field<P> = (&'static str, fn(&mut P, f64));
+
+    /// `build` refuses `default` with any field set to any of `bad`, naming
+    /// that field, and accepts `default` itself.
+    pub fn assert_refusals<P: Copy, T: Debug>(
+        default: P,
+        fields: &[Field<P>],
+        bad: &[f64],
+        build: impl Fn(P) -> Result<T, Error>,
+    ) {
+        assert!(build(default).is_ok());
+        for &(field, set) in fields {
+            for &x in bad {
+                let mut p = default;
+                set(&mut p, x);
+                let result = build(p);
+                assert!(
+                    matches!(result, Err(Error::InvalidConfig { field: f, .. }) if f == field),
+                    "{field} = {x}: {result:?}"
+                );
+            }
+        }
+    }
+
+    /// Saving `env`'s state and restoring it into `fresh` gives `env` back,
+    /// which then steps identically under `action`; a short, non-finite or
+    /// bad-counter (word `counter`) state is refused and changes nothing.
+    pub fn assert_state_round_trip<E>(env: &E, mut fresh: E, action: ActionOf<E>, counter: usize)
+    where
+        E: Env + EnvState + Clone + PartialEq + Debug,
+    {
+        let mut words = [0.0; 16];
+        let words = &mut words[..E::WORDS];
+        env.save_state(words);
+        let before = fresh.clone();
+        for (bad, error) in [
+            (0, Error::NonFinite),
+            (counter, Error::InvalidState { what: "" }),
+        ] {
+            let mut broken = [0.0; 16];
+            broken[..E::WORDS].copy_from_slice(words);
+            broken[bad] = if bad == counter { -1.0 } else { f64::NAN };
+            let result = fresh.restore_state(&broken[..E::WORDS]);
+            assert_eq!(
+                core::mem::discriminant(&result.unwrap_err()),
+                core::mem::discriminant(&error)
+            );
+            assert_eq!(fresh, before);
+        }
+        assert_eq!(
+            fresh.restore_state(&words[..E::WORDS - 1]),
+            Err(Error::Truncated)
+        );
+        assert_eq!(fresh, before);
+        fresh.restore_state(words).unwrap();
+        assert_eq!(&fresh, env);
+        let mut env = env.clone();
+        assert_eq!(fresh.step(action), env.step(action));
+        assert_eq!(fresh, env);
     }
 }
