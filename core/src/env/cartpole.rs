@@ -434,17 +434,18 @@ impl EnvState for CartPole {
     const WORDS: usize = 6;
 
     fn save_state(&self, out: &mut [f64]) {
-        let words = [
-            self.state[0],
-            self.state[1],
-            self.state[2],
-            self.state[3],
-            f64::from(self.elapsed_steps),
-            f64::from(u8::from(self.terminated_once)),
-        ];
-        for (o, w) in out.iter_mut().zip(words) {
-            *o = w;
-        }
+        let [x, x_dot, theta, theta_dot] = self.state;
+        super::write_words(
+            out,
+            [
+                x,
+                x_dot,
+                theta,
+                theta_dot,
+                f64::from(self.elapsed_steps),
+                f64::from(u8::from(self.terminated_once)),
+            ],
+        );
     }
 
     fn restore_state(&mut self, words: &[f64]) -> Result<(), Error> {

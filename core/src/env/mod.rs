@@ -508,6 +508,25 @@ pub(crate) mod testing {
         }
     }
 
+    /// `env` refuses each of the `bad` actions with `error` and stays as it was.
+    pub fn assert_refused_unchanged<E>(env: &mut E, bad: &[ActionOf<E>], error: Error)
+    where
+        E: Env + Clone + PartialEq + Debug,
+    {
+        let before = env.clone();
+        for &action in bad {
+            assert_eq!(env.step(action), Err(error));
+            assert_eq!(*env, before);
+        }
+    }
+
+    /// The non-finite actions of a one-dimensional continuous environment.
+    pub const NON_FINITE: [nalgebra::SVector<f32, 1>; 3] = [
+        nalgebra::SVector::<f32, 1>::new(f32::NAN),
+        nalgebra::SVector::<f32, 1>::new(f32::INFINITY),
+        nalgebra::SVector::<f32, 1>::new(f32::NEG_INFINITY),
+    ];
+
     /// Saving `env`'s state and restoring it into `fresh` gives `env` back,
     /// which then steps identically under `action`; a short, non-finite or
     /// bad-counter (word `counter`) state is refused and changes nothing.

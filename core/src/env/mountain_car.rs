@@ -171,13 +171,13 @@ impl Precision for f32 {
 fn physics<T: Precision>(p: &MountainCarParams, pos: T, vel: T, a: f32) -> (T, T, bool) {
     // `force * power - 0.0025 * math.cos(3 * position)`.
     let hill = p.gravity * libm::cos((T::of(3.0) * pos).wide());
-    let delta = if a < -1.0 || a > 1.0 {
-        // `force` is the Python float ±1.0: all in `f64`.
-        let force = if a < -1.0 { -1.0 } else { 1.0 };
-        force * p.power - hill
-    } else {
+    let delta = if (-1.0..=1.0).contains(&a) {
         // `force` is the float32 action: a float32 result.
         f64::from(a * p.power as f32 - hill as f32)
+    } else {
+        // `force` is the Python float ±1.0 (`a` is finite): all in `f64`.
+        let force = if a < 0.0 { -1.0 } else { 1.0 };
+        force * p.power - hill
     };
     let mut vel = vel + T::of(delta);
     let max_speed = T::of(p.max_speed);

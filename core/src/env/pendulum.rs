@@ -286,10 +286,8 @@ impl EnvState for Pendulum {
     const WORDS: usize = 3;
 
     fn save_state(&self, out: &mut [f64]) {
-        let words = [self.state[0], self.state[1], f64::from(self.elapsed_steps)];
-        for (o, w) in out.iter_mut().zip(words) {
-            *o = w;
-        }
+        let [th, thdot] = self.state;
+        super::write_words(out, [th, thdot, f64::from(self.elapsed_steps)]);
     }
 
     fn restore_state(&mut self, words: &[f64]) -> Result<(), Error> {
@@ -306,6 +304,7 @@ impl EnvState for Pendulum {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::env::testing::{NON_FINITE, assert_refused_unchanged};
     use crate::rng;
     use core::f64::consts::FRAC_PI_2;
     use rand_core::SeedableRng;
@@ -470,11 +469,7 @@ mod tests {
         let mut env = Pendulum::new();
         env.reset(&mut Xoshiro128PlusPlus::seed_from_u64(1));
         env.step(act(0.5)).unwrap();
-        let before = env;
-        for bad in [f32::NAN, f32::INFINITY, f32::NEG_INFINITY] {
-            assert_eq!(env.step(act(bad)), Err(Error::NonFinite));
-            assert_eq!(env, before);
-        }
+        assert_refused_unchanged(&mut env, &NON_FINITE, Error::NonFinite);
     }
 
     #[test]
