@@ -19,8 +19,9 @@
 //!   order (`a * b * c` is `(a·b)·c` in both languages; `-m2 * l1` negates
 //!   first in both), with [`libm::cos`]/[`libm::sin`] for NumPy's `cos`/`sin`
 //!   (pure Rust: the same bits on x86-64 and a Cortex-M4F) and `x·x` for
-//!   Python's `x**2` (correctly rounded; the C `pow` NumPy calls can differ
-//!   in the last bit, rarely). No fused multiply-add: Rust never contracts.
+//!   Python's `x**2` (correctly rounded; the C `pow` NumPy calls for a
+//!   `float64` scalar misses it by one ulp for ~0.1 % of arguments). No fused
+//!   multiply-add: Rust never contracts.
 //! - **One RK4 step of `dt` = 0.2 s** (Gymnasium's `rk4(_dsdt, s, [0, dt])`):
 //!   `y + dt/6·(((k₁ + 2k₂) + 2k₃) + k₄)` with the stages at `y + dt/2·k`,
 //!   the torque held constant (Gymnasium's augmented fifth component has
@@ -46,10 +47,15 @@
 //!   Gymnasium computes the reset observation's `cos`/`sin` in `float32`
 //!   (of the `float32` state); here they are the `f64` ones rounded, which
 //!   agree but for a possible last-bit difference.
-//! - **Chaos.** The double pendulum is chaotic: a last-bit difference
-//!   between libm's `sin`/`cos` and the C library's grows along a free
-//!   run. The parity test (`tests/tests/gym_parity.rs`) replays whole
-//!   episodes and single steps; see its output for the measured agreement.
+//! - **Measured agreement** (`tests/tests/gym_parity.rs`, Gymnasium 1.4.0 /
+//!   NumPy 2.4.6 on glibc, 8 episodes, 2337 steps): the `f32` observations
+//!   and the rewards are identical at every step. The `f64` states are
+//!   bit-identical after 2203 of the 2337 single steps (started from
+//!   Gymnasium's state) and within 8.9e-16 after the others — a last-bit
+//!   `sin`/`cos` (libm's against glibc's) or square (`pow`) difference.
+//!   The double pendulum is chaotic and grows such a difference along a free
+//!   run: within 5.6e-13 over whole episodes (four of 500 steps), far below
+//!   the observations' `f32` resolution.
 //! - **Cost.** Four `_dsdt` evaluations per step, each two `cos` and one
 //!   `sin` plus ~40 `+ − × ÷`: on a Cortex-M4F (software `f64`) some 20–30 k
 //!   cycles per step (estimated, not measured), still small next to a
@@ -292,29 +298,17 @@ impl Acrobot {
         })
     }
 
-    /// The plant's physical parameters.
-    #[inline]
-    pub fn params(&self) -> AcrobotParams {
-        self.params
-    }
-
-    /// The physical state `[θ₁, θ₂, θ̇₁, θ̇₂]` in `f64`.
-    #[inline]
-    pub fn state(&self) -> [f64; 4] {
-        self.state
-    }
+    super::plant_accessors!(
+        AcrobotParams,
+        [f64; 4],
+        "The physical state `[θ₁, θ₂, θ̇₁, θ̇₂]` in `f64`."
+    );
 
     /// Overwrites the physical state `[θ₁, θ₂, θ̇₁, θ̇₂]`; the step counter is
     /// unchanged (like assigning `env.unwrapped.state` in Gymnasium).
     #[inline]
     pub fn set_state(&mut self, state: [f64; 4]) {
         self.state = state;
-    }
-
-    /// Steps taken since the last reset.
-    #[inline]
-    pub fn elapsed_steps(&self) -> u32 {
-        self.elapsed_steps
     }
 
     /// The current observation `[cos θ₁, sin θ₁, cos θ₂, sin θ₂, θ̇₁, θ̇₂]`,

@@ -186,18 +186,11 @@ impl CartPole {
         })
     }
 
-    /// The plant's physical parameters.
-    #[inline]
-    pub fn params(&self) -> CartPoleParams {
-        self.params
-    }
-
-    /// The physical state `[x, x_dot, theta, theta_dot]` in `f64` (the
-    /// observation is this cast to `f32`).
-    #[inline]
-    pub fn state(&self) -> [f64; 4] {
-        self.state
-    }
+    super::plant_accessors!(
+        CartPoleParams,
+        [f64; 4],
+        "The physical state `[x, x_dot, theta, theta_dot]` in `f64` (the observation is this cast to `f32`)."
+    );
 
     /// Overwrites the physical state `[x, x_dot, theta, theta_dot]`.
     ///
@@ -206,12 +199,6 @@ impl CartPole {
     #[inline]
     pub fn set_state(&mut self, state: [f64; 4]) {
         self.state = state;
-    }
-
-    /// Steps taken since the last reset.
-    #[inline]
-    pub fn elapsed_steps(&self) -> u32 {
-        self.elapsed_steps
     }
 
     /// The current observation: the state cast to `f32` (rounded to nearest).

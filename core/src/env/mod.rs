@@ -66,6 +66,32 @@ use crate::error::Error;
 use crate::params::{Params, TensorShape, tag};
 use crate::{math, rng};
 
+/// The accessors every plant has — `params()`, `state()` and
+/// `elapsed_steps()` — over its fields `params`, `state` and `elapsed_steps`;
+/// `$state_doc` documents `state()`.
+macro_rules! plant_accessors {
+    ($params:ty, $state:ty, $state_doc:literal) => {
+        /// The plant's physical parameters.
+        #[inline]
+        pub fn params(&self) -> $params {
+            self.params
+        }
+
+        #[doc = $state_doc]
+        #[inline]
+        pub fn state(&self) -> $state {
+            self.state
+        }
+
+        /// Steps taken since the last reset.
+        #[inline]
+        pub fn elapsed_steps(&self) -> u32 {
+            self.elapsed_steps
+        }
+    };
+}
+pub(crate) use plant_accessors;
+
 /// Uniform `f64` in `[low, high)` from one `u32` of `rng`, computed in `f64`
 /// (`low + (high − low)·u` with `u` = [`rng::uniform`], a multiple of 2⁻²⁴),
 /// so the same bits on every platform.

@@ -34,8 +34,11 @@
 //!   in `f64` (`math.pow` of a `float32` squares exactly), cast to `f32`.
 //!   `cos` is the pure-Rust [`libm::cos`] (Python's `math.cos` calls the C
 //!   library's; they can differ in the last bit, which the `f32` rounding of
-//!   the state almost always absorbs). The parity test
-//!   (`tests/tests/gym_parity.rs`) compares the `f32` states exactly.
+//!   the state almost always absorbs). Measured (`tests/tests/gym_parity.rs`,
+//!   Gymnasium 1.4.0 / NumPy 2.4.6, 9 episodes, 3656 steps, with actions
+//!   inside and beyond `[−1, 1]`, the left wall and the goal): the `float32`
+//!   state is Gymnasium's bit for bit at every step, so the observations
+//!   are identical, and every reward is Gymnasium's rounded to `f32`.
 //! - **Termination**: the goal test above; the caller resets after it
 //!   (stepping on simulates on, as Gymnasium). `truncated` from the 999th
 //!   step after a reset on.
@@ -257,17 +260,11 @@ impl MountainCarContinuous {
         })
     }
 
-    /// The plant's physical parameters.
-    #[inline]
-    pub fn params(&self) -> MountainCarParams {
-        self.params
-    }
-
-    /// The physical state `[position, velocity]`.
-    #[inline]
-    pub fn state(&self) -> [f64; 2] {
-        self.state
-    }
+    super::plant_accessors!(
+        MountainCarParams,
+        [f64; 2],
+        "The physical state `[position, velocity]` (`f32` values after a step)."
+    );
 
     /// Whether the state is `float32` (after a step: the next step computes
     /// in `f32`) or `float64` (after a reset or
@@ -292,12 +289,6 @@ impl MountainCarContinuous {
     pub fn set_state_f32(&mut self, state: [f32; 2]) {
         self.state = state.map(f64::from);
         self.float32 = true;
-    }
-
-    /// Steps taken since the last reset.
-    #[inline]
-    pub fn elapsed_steps(&self) -> u32 {
-        self.elapsed_steps
     }
 
     /// The current observation: the state cast to `f32`.

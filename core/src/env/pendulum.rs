@@ -184,29 +184,17 @@ impl Pendulum {
         })
     }
 
-    /// The plant's physical parameters.
-    #[inline]
-    pub fn params(&self) -> PendulumParams {
-        self.params
-    }
-
-    /// The physical state `[θ, θ̇]` in `f64` (θ not wrapped, as in Gymnasium).
-    #[inline]
-    pub fn state(&self) -> [f64; 2] {
-        self.state
-    }
+    super::plant_accessors!(
+        PendulumParams,
+        [f64; 2],
+        "The physical state `[θ, θ̇]` in `f64` (θ not wrapped, as in Gymnasium)."
+    );
 
     /// Overwrites the physical state `[θ, θ̇]`; the step counter is unchanged
     /// (like assigning `env.unwrapped.state` in Gymnasium).
     #[inline]
     pub fn set_state(&mut self, state: [f64; 2]) {
         self.state = state;
-    }
-
-    /// Steps taken since the last reset.
-    #[inline]
-    pub fn elapsed_steps(&self) -> u32 {
-        self.elapsed_steps
     }
 
     /// The current observation `[cos θ, sin θ, θ̇]`, computed in `f64` and
