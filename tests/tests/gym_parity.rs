@@ -1,7 +1,8 @@
-//! Parity with Gymnasium: microrl's `CartPole`, `CartPoleContinuous` and
-//! `Pendulum` replay trajectories recorded from Gymnasium's `CartPole-v1` and
-//! `Pendulum-v1` (the continuous CartPole emulated on `CartPole-v1` through
-//! its `force_mag`).
+//! Parity with Gymnasium: microrl's `CartPole`, `CartPoleContinuous`,
+//! `Pendulum`, `Acrobot` and `MountainCarContinuous` replay trajectories
+//! recorded from Gymnasium's `CartPole-v1`, `Pendulum-v1`, `Acrobot-v1` and
+//! `MountainCarContinuous-v0` (the continuous CartPole emulated on
+//! `CartPole-v1` through its `force_mag`).
 //!
 //! The fixture `tests/fixtures/gymnasium_parity.json` is committed, so this
 //! test needs neither Python nor the network. To regenerate it (from the
@@ -44,23 +45,84 @@
 //! mechanism; the printed `!=@` column (first step whose `f64` state
 //! differs) shows where it started.
 //!
+//! Acrobot and the continuous mountain car are held to more (each
+//! environment's [`Spec`]): at every step of both replays the `f32`
+//! observation equals Gymnasium's exactly, and so does the reward
+//! (Gymnasium's `f64` reward rounded to `f32`). The mountain car's state is
+//! Gymnasium's `float32` state bit for bit (`f64` arithmetic on the first
+//! step after a reset, `f32` after, as NumPy 2 computes it). Acrobot's `f64`
+//! state must stay within 1e-12 of Gymnasium's: measured on the committed
+//! fixture, one-ulp `sin`/`cos` differences reach the state in single steps
+//! (≤ 8.9e-16), and the chaotic double pendulum grows them along a free run
+//! to ≤ 5.6e-13 over the fixture's episodes (four of 500 steps) — far from
+//! the observations' `f32` resolution.
+//!
 //! `cargo test -p microrl-tests --test gym_parity -- --nocapture` prints the
-//! errors per episode.
+//! errors per episode and per environment.
 
 use microrl::SVector;
-use microrl::env::{ActionOf, CartPole, CartPoleContinuous, Env, Pendulum, Step};
+use microrl::env::{
+    Acrobot, ActionOf, CartPole, CartPoleContinuous, Env, MountainCarContinuous, Pendulum, Step,
+};
 use serde::{Deserialize, Deserializer};
+use std::collections::BTreeMap;
 
 /// The recorded trajectories (see the module documentation to regenerate).
 const FIXTURE: &str = include_str!("../fixtures/gymnasium_parity.json");
 
-/// Largest accepted absolute observation error, at every step.
+/// Largest accepted absolute observation error, at every step (CartPole,
+/// Pendulum).
 const OBS_TOL: f64 = 1e-5;
 /// Largest accepted absolute CartPole reward error (the rewards are 0 or 1).
 const CARTPOLE_REWARD_TOL: f64 = 0.0;
 /// Largest accepted absolute Pendulum reward error (microrl's `f32` reward
 /// is Gymnasium's `f64` one rounded: ≤ 1e-6 for costs up to 16.3).
 const PENDULUM_REWARD_TOL: f64 = 1e-5;
+
+/// What one environment's replays must meet, at every step of both modes.
+#[derive(Clone, Copy)]
+struct Spec {
+    /// Largest absolute observation error (0: the `f32` observations equal).
+    obs_tol: f64,
+    /// Largest absolute reward error.
+    reward_tol: f64,
+    /// Every `f32` reward equals Gymnasium's `f64` reward rounded to `f32`.
+    exact_reward: bool,
+    /// Largest absolute `f64` state error (`None`: not checked).
+    state_tol: Option<f64>,
+}
+
+/// CartPole: 1e-5 observations, exact rewards (0 or 1).
+const CARTPOLE: Spec = Spec {
+    obs_tol: OBS_TOL,
+    reward_tol: CARTPOLE_REWARD_TOL,
+    exact_reward: false,
+    state_tol: None,
+};
+/// Pendulum: 1e-5 observations, rewards within 1e-5.
+const PENDULUM: Spec = Spec {
+    obs_tol: OBS_TOL,
+    reward_tol: PENDULUM_REWARD_TOL,
+    exact_reward: false,
+    state_tol: None,
+};
+/// Acrobot: identical `f32` observations and rewards; the `f64` state within
+/// 1e-12 (a last-bit `sin`/`cos` difference grows along the chaotic double
+/// pendulum's free run).
+const ACROBOT: Spec = Spec {
+    obs_tol: 0.0,
+    reward_tol: 0.0,
+    exact_reward: true,
+    state_tol: Some(1e-12),
+};
+/// Continuous mountain car: Gymnasium's `float32` state bit for bit, so
+/// identical observations; rewards equal to Gymnasium's rounded to `f32`.
+const MOUNTAIN_CAR: Spec = Spec {
+    obs_tol: 0.0,
+    reward_tol: PENDULUM_REWARD_TOL,
+    exact_reward: true,
+    state_tol: Some(0.0),
+};
 
 #[derive(Deserialize)]
 struct Fixture {
@@ -117,6 +179,10 @@ fn float_rows<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<Vec<f64>>, D::Error
 /// and a recorded action converted.
 trait Replay<const OBS: usize>: Env<Obs = SVector<f32, OBS>> + Default {
     fn set(&mut self, s: &[f64]);
+    /// Sets the state Gymnasium had after a step (by default as [`set`](Self::set)).
+    fn set_after_step(&mut self, s: &[f64]) {
+        self.set(s);
+    }
     fn get(&self) -> Vec<f64>;
     fn action(a: f64) -> ActionOf<Self>;
 }
@@ -125,8 +191,12 @@ fn array<const N: usize>(s: &[f64]) -> [f64; N] {
     s.try_into().expect("state length")
 }
 
-fn discrete(a: f64) -> usize {
-    assert!(a == 0.0 || a == 1.0, "discrete action {a}");
+/// A recorded discrete action in `0..n`.
+fn discrete(a: f64, n: usize) -> usize {
+    assert!(
+        a >= 0.0 && a < n as f64 && a == a.trunc(),
+        "discrete action {a}"
+    );
     a as usize
 }
 
@@ -141,7 +211,7 @@ fn continuous(a: f64) -> SVector<f32, 1> {
 /// `Replay` of an environment with `set_state`/`state` over `[f32; $n]`
 /// and an action made from Gymnasium's by `$action`.
 macro_rules! replay {
-    ($env:ty, $n:literal, $act:ty, $action:ident) => {
+    ($env:ty, $n:literal, $act:ty, $action:expr) => {
         impl Replay<$n> for $env {
             fn set(&mut self, s: &[f64]) {
                 self.set_state(array(s));
@@ -150,15 +220,35 @@ macro_rules! replay {
                 self.state().to_vec()
             }
             fn action(a: f64) -> $act {
-                $action(a)
+                ($action)(a)
             }
         }
     };
 }
 
-replay!(CartPole, 4, usize, discrete);
+replay!(CartPole, 4, usize, |a| discrete(a, 2));
 replay!(CartPoleContinuous, 4, SVector<f32, 1>, continuous);
 replay!(Pendulum, 3, SVector<f32, 1>, continuous);
+replay!(Acrobot, 6, usize, |a| discrete(a, 3));
+
+/// Gymnasium's start state is a `float64` array, the state after a step a
+/// `float32` one: the next step computes in that precision.
+impl Replay<2> for MountainCarContinuous {
+    fn set(&mut self, s: &[f64]) {
+        self.set_state(array(s));
+    }
+    fn set_after_step(&mut self, s: &[f64]) {
+        let s32 = array::<2>(s).map(|x| x as f32);
+        assert_eq!(s32.map(f64::from).to_vec(), s, "a float32 state");
+        self.set_state_f32(s32);
+    }
+    fn get(&self) -> Vec<f64> {
+        self.state().to_vec()
+    }
+    fn action(a: f64) -> SVector<f32, 1> {
+        continuous(a)
+    }
+}
 
 #[derive(Clone, Copy, PartialEq)]
 enum Mode {
@@ -182,14 +272,14 @@ struct Errors {
     state_diffs: usize,
     /// First step (1-based) whose `f64` state differs from Gymnasium's.
     first_state_diff: Option<usize>,
-    /// First step (1-based) whose observation error exceeds [`OBS_TOL`].
+    /// First step (1-based) whose observation error exceeds the [`Spec`]'s.
     first_obs_over: Option<usize>,
     /// First step (1-based) whose flags differ.
     first_flag_mismatch: Option<usize>,
 }
 
 /// Replays `ep` on a fresh `E` (reset, then set to Gymnasium's start state).
-fn replay<const OBS: usize, E: Replay<OBS>>(ep: &Episode, mode: Mode) -> Errors {
+fn replay<const OBS: usize, E: Replay<OBS>>(ep: &Episode, mode: Mode, obs_tol: f64) -> Errors {
     let mut env = E::default();
     env.reset(&mut microrl_tests::rng(ep.seed));
     env.set(&ep.start_state);
@@ -197,7 +287,7 @@ fn replay<const OBS: usize, E: Replay<OBS>>(ep: &Episode, mode: Mode) -> Errors 
     let mut e = Errors::default();
     for t in 0..ep.actions.len() {
         if mode == Mode::OneStep && t > 0 {
-            env.set(&ep.states[t - 1]);
+            env.set_after_step(&ep.states[t - 1]);
         }
         let step: Step<SVector<f32, OBS>> =
             env.step(E::action(ep.actions[t])).expect("recorded action");
@@ -224,7 +314,7 @@ fn replay<const OBS: usize, E: Replay<OBS>>(ep: &Episode, mode: Mode) -> Errors 
         if step.reward != ep.rewards[t] as f32 {
             e.reward_diffs += 1;
         }
-        if obs_err > OBS_TOL {
+        if obs_err > obs_tol {
             e.first_obs_over.get_or_insert(t + 1);
         }
         if step.terminated != ep.terminated[t] || step.truncated != ep.truncated[t] {
@@ -234,25 +324,23 @@ fn replay<const OBS: usize, E: Replay<OBS>>(ep: &Episode, mode: Mode) -> Errors 
     e
 }
 
-/// Both replays of one episode (free run, one step), and the reward tolerance
-/// that applies.
-fn check(ep: &Episode) -> (Errors, Errors, f64) {
+/// Both replays of one episode (free run, one step) of an `E`.
+fn both<const OBS: usize, E: Replay<OBS>>(ep: &Episode, spec: Spec) -> (Errors, Errors, Spec) {
+    (
+        replay::<OBS, E>(ep, Mode::FreeRun, spec.obs_tol),
+        replay::<OBS, E>(ep, Mode::OneStep, spec.obs_tol),
+        spec,
+    )
+}
+
+/// Both replays of one episode (free run, one step), and what they must meet.
+fn check(ep: &Episode) -> (Errors, Errors, Spec) {
     match (ep.env.as_str(), ep.policy.starts_with("continuous")) {
-        ("CartPole-v1", false) => (
-            replay::<4, CartPole>(ep, Mode::FreeRun),
-            replay::<4, CartPole>(ep, Mode::OneStep),
-            CARTPOLE_REWARD_TOL,
-        ),
-        ("CartPole-v1", true) => (
-            replay::<4, CartPoleContinuous>(ep, Mode::FreeRun),
-            replay::<4, CartPoleContinuous>(ep, Mode::OneStep),
-            CARTPOLE_REWARD_TOL,
-        ),
-        ("Pendulum-v1", _) => (
-            replay::<3, Pendulum>(ep, Mode::FreeRun),
-            replay::<3, Pendulum>(ep, Mode::OneStep),
-            PENDULUM_REWARD_TOL,
-        ),
+        ("CartPole-v1", false) => both::<4, CartPole>(ep, CARTPOLE),
+        ("CartPole-v1", true) => both::<4, CartPoleContinuous>(ep, CARTPOLE),
+        ("Pendulum-v1", _) => both::<3, Pendulum>(ep, PENDULUM),
+        ("Acrobot-v1", _) => both::<6, Acrobot>(ep, ACROBOT),
+        ("MountainCarContinuous-v0", _) => both::<2, MountainCarContinuous>(ep, MOUNTAIN_CAR),
         (other, _) => panic!("unknown environment {other}"),
     }
 }
@@ -261,42 +349,39 @@ fn show(step: Option<usize>) -> String {
     step.map_or_else(|| "-".into(), |s| s.to_string())
 }
 
-/// Largest errors of one replay mode over several episodes.
+/// Largest errors of one replay mode over one environment's episodes.
 #[derive(Default)]
 struct Max {
     obs: f64,
     state: f64,
-    cartpole_reward: f64,
-    pendulum_reward: f64,
+    reward: f64,
     state_diffs: usize,
     reward_diffs: usize,
     steps: usize,
+    episodes: usize,
 }
 
 impl Max {
-    fn add(&mut self, env: &str, e: &Errors, steps: usize) {
+    fn add(&mut self, e: &Errors, steps: usize) {
         self.obs = self.obs.max(e.obs);
         self.state = self.state.max(e.state);
-        if env == "Pendulum-v1" {
-            self.pendulum_reward = self.pendulum_reward.max(e.reward);
-        } else {
-            self.cartpole_reward = self.cartpole_reward.max(e.reward);
-        }
+        self.reward = self.reward.max(e.reward);
         self.state_diffs += e.state_diffs;
         self.reward_diffs += e.reward_diffs;
         self.steps += steps;
+        self.episodes += 1;
     }
 
-    fn print(&self, mode: &str) {
+    fn print(&self, mode: &str, env: &str) {
         println!(
-            "{mode}: max obs {:.3e}, max state {:.3e}; max reward CartPole {:.3e}, \
-             Pendulum {:.3e}; of {} steps, f64 states bit-identical at {}, rewards equal to \
-             Gymnasium's rounded to f32 at {}",
-            self.obs,
-            self.state,
-            self.cartpole_reward,
-            self.pendulum_reward,
+            "{mode}, {env}: {} episodes, {} steps: max abs obs {:.3e}, reward {:.3e}, f64 state \
+             {:.3e}; f64 states bit-identical at {} steps, rewards equal to Gymnasium's rounded \
+             to f32 at {}",
+            self.episodes,
             self.steps,
+            self.obs,
+            self.reward,
+            self.state,
             self.steps - self.state_diffs,
             self.steps - self.reward_diffs
         );
@@ -313,11 +398,11 @@ fn replays_gymnasium_trajectories() {
         fixture.episodes.len()
     );
     println!(
-        "{:<12} {:<24} {:>5} {:>5} | {:>9} {:>9} {:>9} {:>5} | {:>9} {:>9} {:>9} {:>5} {:>6}",
+        "{:<24} {:<28} {:>5} {:>5} | {:>9} {:>9} {:>9} {:>5} | {:>9} {:>9} {:>9} {:>5} {:>6}",
         "", "", "", "", "one step", "", "", "", "free run", "", "", "", ""
     );
     println!(
-        "{:<12} {:<24} {:>5} {:>5} | {:>9} {:>9} {:>9} {:>5} | {:>9} {:>9} {:>9} {:>5} {:>6}",
+        "{:<24} {:<28} {:>5} {:>5} | {:>9} {:>9} {:>9} {:>5} | {:>9} {:>9} {:>9} {:>5} {:>6}",
         "env",
         "policy",
         "seed",
@@ -334,7 +419,7 @@ fn replays_gymnasium_trajectories() {
     );
 
     let mut failures = Vec::new();
-    let (mut one_max, mut free_max) = (Max::default(), Max::default());
+    let mut maxima: BTreeMap<(&str, &str), Max> = BTreeMap::new();
     for ep in &fixture.episodes {
         let n = ep.actions.len();
         assert!(n > 0);
@@ -344,9 +429,9 @@ fn replays_gymnasium_trajectories() {
         assert_eq!(ep.terminated.len(), n);
         assert_eq!(ep.truncated.len(), n);
 
-        let (free, one, reward_tol) = check(ep);
+        let (free, one, spec) = check(ep);
         println!(
-            "{:<12} {:<24} {:>5} {:>5} | {:>9.2e} {:>9.2e} {:>9.2e} {:>5} | {:>9.2e} {:>9.2e} {:>9.2e} {:>5} {:>6}",
+            "{:<24} {:<28} {:>5} {:>5} | {:>9.2e} {:>9.2e} {:>9.2e} {:>5} | {:>9.2e} {:>9.2e} {:>9.2e} {:>5} {:>6}",
             ep.env,
             ep.policy,
             ep.seed,
@@ -361,27 +446,41 @@ fn replays_gymnasium_trajectories() {
             show(free.first_state_diff),
             show(free.first_obs_over)
         );
-        one_max.add(&ep.env, &one, n);
-        free_max.add(&ep.env, &free, n);
+        for (mode, e) in [("one step", &one), ("free run", &free)] {
+            maxima.entry((mode, &ep.env)).or_default().add(e, n);
+        }
 
         let name = format!("{} {} seed {}", ep.env, ep.policy, ep.seed);
         for (mode, e) in [("one step", one), ("free run", free)] {
             if let Some(t) = e.first_obs_over {
                 failures.push(format!(
-                    "{name}: {mode} obs error {:.3e} (first over {OBS_TOL:e} at step {t})",
-                    e.obs
+                    "{name}: {mode} obs error {:.3e} (first over {:e} at step {t})",
+                    e.obs, spec.obs_tol
                 ));
             }
-            if e.reward > reward_tol {
+            if e.reward > spec.reward_tol {
                 failures.push(format!("{name}: {mode} reward error {:.3e}", e.reward));
+            }
+            if spec.exact_reward && e.reward_diffs > 0 {
+                failures.push(format!(
+                    "{name}: {mode} {} rewards differ from Gymnasium's rounded to f32",
+                    e.reward_diffs
+                ));
+            }
+            if let Some(tol) = spec.state_tol.filter(|&tol| e.state > tol) {
+                failures.push(format!(
+                    "{name}: {mode} f64 state error {:.3e} > {tol:e}",
+                    e.state
+                ));
             }
             if let Some(t) = e.first_flag_mismatch {
                 failures.push(format!("{name}: {mode} flags differ at step {t}"));
             }
         }
     }
-    one_max.print("one step, every step");
-    free_max.print("free run, whole episodes");
+    for ((mode, env), max) in &maxima {
+        max.print(mode, env);
+    }
     assert!(
         failures.is_empty(),
         "parity failures:\n{}",
@@ -434,4 +533,49 @@ fn fixture_covers_the_edge_cases() {
             .filter(pendulum)
             .any(|ep| ep.states.iter().any(|s| s[1].abs() == 8.0))
     );
+    // Acrobot: whole 500-step episodes (truncated), terminations (reward 0),
+    // steps after one, and the second joint at its speed bound.
+    let acrobot = |ep: &&Episode| ep.env == "Acrobot-v1";
+    assert!(eps.iter().filter(acrobot).any(|ep| {
+        ep.actions.len() == Acrobot::MAX_EPISODE_STEPS as usize
+            && ep.truncated.last() == Some(&true)
+            && ep.terminated.iter().all(|&t| !t)
+    }));
+    assert!(
+        eps.iter()
+            .filter(acrobot)
+            .any(|ep| { ep.terminated.last() == Some(&true) && ep.rewards.last() == Some(&0.0) })
+    );
+    assert!(
+        eps.iter()
+            .filter(acrobot)
+            .any(|ep| { ep.terminated.iter().position(|&t| t) < Some(ep.actions.len() - 1) })
+    );
+    for a in [0.0, 1.0, 2.0] {
+        assert!(eps.iter().filter(acrobot).any(|ep| ep.actions.contains(&a)));
+    }
+    // Mountain car: whole 999-step episodes (truncated), goals reached with
+    // actions inside and beyond [-1, 1], steps after the goal, the left wall.
+    let car = |ep: &&Episode| ep.env == "MountainCarContinuous-v0";
+    assert!(eps.iter().filter(car).any(|ep| {
+        ep.actions.len() == MountainCarContinuous::MAX_EPISODE_STEPS as usize
+            && ep.truncated.last() == Some(&true)
+            && ep.terminated.iter().all(|&t| !t)
+    }));
+    let reaches_goal_with = |inside: bool| {
+        eps.iter().filter(car).any(|ep| {
+            ep.terminated.contains(&true) && ep.actions.iter().all(|a| (a.abs() <= 1.0) == inside)
+        })
+    };
+    assert!(reaches_goal_with(true) && reaches_goal_with(false));
+    assert!(
+        eps.iter()
+            .filter(car)
+            .any(|ep| { ep.terminated.iter().filter(|&&t| t).count() > 1 })
+    );
+    assert!(eps.iter().filter(car).any(|ep| {
+        ep.states
+            .iter()
+            .any(|s| s[0] == f64::from(-1.2f32) && s[1] == 0.0)
+    }));
 }

@@ -198,18 +198,11 @@ impl CartPole {
         })
     }
 
-    /// The plant's physical parameters.
-    #[inline]
-    pub fn params(&self) -> CartPoleParams {
-        self.params
-    }
-
-    /// The physical state `[x, x_dot, theta, theta_dot]` in `f64` (the
-    /// observation is this cast to `f32`).
-    #[inline]
-    pub fn state(&self) -> [f64; 4] {
-        self.state
-    }
+    super::plant_accessors!(
+        CartPoleParams,
+        [f64; 4],
+        "The physical state `[x, x_dot, theta, theta_dot]` in `f64` (the observation is this cast to `f32`)."
+    );
 
     /// Overwrites the physical state `[x, x_dot, theta, theta_dot]`.
     ///
@@ -218,12 +211,6 @@ impl CartPole {
     #[inline]
     pub fn set_state(&mut self, state: [f64; 4]) {
         self.state = state;
-    }
-
-    /// Steps taken since the last reset.
-    #[inline]
-    pub fn elapsed_steps(&self) -> u32 {
-        self.elapsed_steps
     }
 
     /// The current observation: the state cast to `f32` (rounded to nearest).
@@ -446,17 +433,18 @@ impl EnvState for CartPole {
     const WORDS: usize = 6;
 
     fn save_state(&self, out: &mut [f64]) {
-        let words = [
-            self.state[0],
-            self.state[1],
-            self.state[2],
-            self.state[3],
-            f64::from(self.elapsed_steps),
-            f64::from(u8::from(self.terminated_once)),
-        ];
-        for (o, w) in out.iter_mut().zip(words) {
-            *o = w;
-        }
+        let [x, x_dot, theta, theta_dot] = self.state;
+        super::write_words(
+            out,
+            [
+                x,
+                x_dot,
+                theta,
+                theta_dot,
+                f64::from(self.elapsed_steps),
+                f64::from(u8::from(self.terminated_once)),
+            ],
+        );
     }
 
     fn restore_state(&mut self, words: &[f64]) -> Result<(), Error> {

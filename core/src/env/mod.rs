@@ -47,12 +47,16 @@
 //!   environment's module for the exact correspondence and the measured
 //!   agreement.
 
+pub mod acrobot;
 pub mod cartpole;
 pub mod channels;
+pub mod mountain_car;
 pub mod pendulum;
 
+pub use acrobot::{Acrobot, AcrobotParams};
 pub use cartpole::{CartPole, CartPoleContinuous, CartPoleParams};
 pub use channels::{RewardChannels, Weighted};
+pub use mountain_car::{MountainCarContinuous, MountainCarParams};
 pub use pendulum::{Pendulum, PendulumParams};
 
 use nalgebra::SVector;
@@ -61,6 +65,32 @@ use rand_core::Rng;
 use crate::error::Error;
 use crate::params::{Params, TensorShape, tag};
 use crate::{math, rng};
+
+/// The accessors every plant has — `params()`, `state()` and
+/// `elapsed_steps()` — over its fields `params`, `state` and `elapsed_steps`;
+/// `$state_doc` documents `state()`.
+macro_rules! plant_accessors {
+    ($params:ty, $state:ty, $state_doc:literal) => {
+        /// The plant's physical parameters.
+        #[inline]
+        pub fn params(&self) -> $params {
+            self.params
+        }
+
+        #[doc = $state_doc]
+        #[inline]
+        pub fn state(&self) -> $state {
+            self.state
+        }
+
+        /// Steps taken since the last reset.
+        #[inline]
+        pub fn elapsed_steps(&self) -> u32 {
+            self.elapsed_steps
+        }
+    };
+}
+pub(crate) use plant_accessors;
 
 /// Uniform `f64` in `[low, high)` from one `u32` of `rng`, computed in `f64`
 /// (`low + (high − low)·u` with `u` = [`rng::uniform`], a multiple of 2⁻²⁴),
@@ -432,6 +462,13 @@ pub(crate) fn check_ranges(fields: &[Range]) -> Result<(), PlantRangeError> {
     Ok(())
 }
 
+/// Writes `words` into `out` (an [`EnvState::save_state`]'s body).
+pub(crate) fn write_words<const N: usize>(out: &mut [f64], words: [f64; N]) {
+    for (o, w) in out.iter_mut().zip(words) {
+        *o = w;
+    }
+}
+
 /// A step counter saved as an `f64`: an integer in `0..=u32::MAX`.
 pub(crate) fn counter_from_f64(x: f64) -> Result<u32, Error> {
     if x >= 0.0 && x <= f64::from(u32::MAX) && x == libm::trunc(x) {
@@ -461,5 +498,93 @@ pub(crate) fn finite_words<const N: usize>(words: &[f64]) -> Result<[f64; N], Er
         Ok(words)
     } else {
         Err(Error::NonFinite)
+    }
+}
+
+/// Checks shared by the environments' unit tests.
+#[cfg(test)]
+pub(crate) mod testing {
+    use super::{ActionOf, Env, EnvState, Error};
+    use core::fmt::Debug;
+
+    /// A parameter struct's field: its name and a setter.
+    pub type Field<P> = (&'static str, fn(&mut P, f64));
+
+    /// `build` refuses `default` with any field set to any of `bad`, naming
+    /// that field, and accepts `default` itself.
+    pub fn assert_refusals<P: Copy, T: Debug>(
+        default: P,
+        fields: &[Field<P>],
+        bad: &[f64],
+        build: impl Fn(P) -> Result<T, Error>,
+    ) {
+        assert!(build(default).is_ok());
+        for &(field, set) in fields {
+            for &x in bad {
+                let mut p = default;
+                set(&mut p, x);
+                let result = build(p);
+                assert!(
+                    matches!(result, Err(Error::InvalidConfig { field: f, .. }) if f == field),
+                    "{field} = {x}: {result:?}"
+                );
+            }
+        }
+    }
+
+    /// `env` refuses each of the `bad` actions with `error` and stays as it was.
+    pub fn assert_refused_unchanged<E>(env: &mut E, bad: &[ActionOf<E>], error: Error)
+    where
+        E: Env + Clone + PartialEq + Debug,
+    {
+        let before = env.clone();
+        for &action in bad {
+            assert_eq!(env.step(action), Err(error));
+            assert_eq!(*env, before);
+        }
+    }
+
+    /// The non-finite actions of a one-dimensional continuous environment.
+    pub const NON_FINITE: [nalgebra::SVector<f32, 1>; 3] = [
+        nalgebra::SVector::<f32, 1>::new(f32::NAN),
+        nalgebra::SVector::<f32, 1>::new(f32::INFINITY),
+        nalgebra::SVector::<f32, 1>::new(f32::NEG_INFINITY),
+    ];
+
+    /// Saving `env`'s state and restoring it into `fresh` gives `env` back,
+    /// which then steps identically under `action`; a short, non-finite or
+    /// bad-counter (word `counter`) state is refused and changes nothing.
+    pub fn assert_state_round_trip<E>(env: &E, mut fresh: E, action: ActionOf<E>, counter: usize)
+    where
+        E: Env + EnvState + Clone + PartialEq + Debug,
+    {
+        let mut words = [0.0; 16];
+        let words = &mut words[..E::WORDS];
+        env.save_state(words);
+        let before = fresh.clone();
+        for (bad, error) in [
+            (0, Error::NonFinite),
+            (counter, Error::InvalidState { what: "" }),
+        ] {
+            let mut broken = [0.0; 16];
+            broken[..E::WORDS].copy_from_slice(words);
+            broken[bad] = if bad == counter { -1.0 } else { f64::NAN };
+            let result = fresh.restore_state(&broken[..E::WORDS]);
+            assert_eq!(
+                core::mem::discriminant(&result.unwrap_err()),
+                core::mem::discriminant(&error)
+            );
+            assert_eq!(fresh, before);
+        }
+        assert_eq!(
+            fresh.restore_state(&words[..E::WORDS - 1]),
+            Err(Error::Truncated)
+        );
+        assert_eq!(fresh, before);
+        fresh.restore_state(words).unwrap();
+        assert_eq!(&fresh, env);
+        let mut env = env.clone();
+        assert_eq!(fresh.step(action), env.step(action));
+        assert_eq!(fresh, env);
     }
 }

@@ -194,29 +194,17 @@ impl Pendulum {
         })
     }
 
-    /// The plant's physical parameters.
-    #[inline]
-    pub fn params(&self) -> PendulumParams {
-        self.params
-    }
-
-    /// The physical state `[θ, θ̇]` in `f64` (θ not wrapped, as in Gymnasium).
-    #[inline]
-    pub fn state(&self) -> [f64; 2] {
-        self.state
-    }
+    super::plant_accessors!(
+        PendulumParams,
+        [f64; 2],
+        "The physical state `[θ, θ̇]` in `f64` (θ not wrapped, as in Gymnasium)."
+    );
 
     /// Overwrites the physical state `[θ, θ̇]`; the step counter is unchanged
     /// (like assigning `env.unwrapped.state` in Gymnasium).
     #[inline]
     pub fn set_state(&mut self, state: [f64; 2]) {
         self.state = state;
-    }
-
-    /// Steps taken since the last reset.
-    #[inline]
-    pub fn elapsed_steps(&self) -> u32 {
-        self.elapsed_steps
     }
 
     /// The current observation `[cos θ, sin θ, θ̇]`, computed in `f64` and
@@ -296,10 +284,8 @@ impl EnvState for Pendulum {
     const WORDS: usize = 3;
 
     fn save_state(&self, out: &mut [f64]) {
-        let words = [self.state[0], self.state[1], f64::from(self.elapsed_steps)];
-        for (o, w) in out.iter_mut().zip(words) {
-            *o = w;
-        }
+        let [th, thdot] = self.state;
+        super::write_words(out, [th, thdot, f64::from(self.elapsed_steps)]);
     }
 
     fn restore_state(&mut self, words: &[f64]) -> Result<(), Error> {
@@ -316,6 +302,7 @@ impl EnvState for Pendulum {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::env::testing::{NON_FINITE, assert_refused_unchanged};
     use crate::rng;
     use core::f64::consts::FRAC_PI_2;
     use rand_core::SeedableRng;
@@ -480,11 +467,7 @@ mod tests {
         let mut env = Pendulum::new();
         env.reset(&mut Xoshiro128PlusPlus::seed_from_u64(1));
         env.step(act(0.5)).unwrap();
-        let before = env;
-        for bad in [f32::NAN, f32::INFINITY, f32::NEG_INFINITY] {
-            assert_eq!(env.step(act(bad)), Err(Error::NonFinite));
-            assert_eq!(env, before);
-        }
+        assert_refused_unchanged(&mut env, &NON_FINITE, Error::NonFinite);
     }
 
     #[test]

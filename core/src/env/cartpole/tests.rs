@@ -1,6 +1,7 @@
 //! Unit tests of `cartpole`.
 
 use super::*;
+use crate::env::testing::{NON_FINITE, assert_refused_unchanged};
 use rand_core::SeedableRng;
 use rand_xoshiro::Xoshiro128PlusPlus;
 
@@ -199,11 +200,7 @@ fn invalid_action_leaves_everything_unchanged() {
     let mut env = CartPole::new();
     env.reset(&mut Xoshiro128PlusPlus::seed_from_u64(3));
     env.step(0).unwrap();
-    let before = env;
-    for bad in [2, 3, usize::MAX] {
-        assert_eq!(env.step(bad), Err(Error::InvalidAction));
-        assert_eq!(env, before);
-    }
+    assert_refused_unchanged(&mut env, &[2, 3, usize::MAX], Error::InvalidAction);
 }
 
 #[test]
@@ -211,11 +208,7 @@ fn non_finite_continuous_action_leaves_everything_unchanged() {
     let mut env = CartPoleContinuous::new();
     env.reset(&mut Xoshiro128PlusPlus::seed_from_u64(3));
     env.step(act(0.3)).unwrap();
-    let before = env;
-    for bad in [f32::NAN, f32::INFINITY, f32::NEG_INFINITY] {
-        assert_eq!(env.step(act(bad)), Err(Error::NonFinite));
-        assert_eq!(env, before);
-    }
+    assert_refused_unchanged(&mut env, &NON_FINITE, Error::NonFinite);
 }
 
 /// With zero velocities a step leaves `x` and `theta` exactly where they
