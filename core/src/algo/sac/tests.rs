@@ -98,6 +98,35 @@ fn snapshot(agent: &Small) -> Snapshot {
     )
 }
 
+/// The first `learning_starts` actions are uniform in `[−1, 1]`, drawn
+/// from the caller's RNG one per step (Pendulum steps draw nothing else);
+/// from then on the agent explores with its own actor.
+#[test]
+fn warm_up_actions_are_uniform_draws_then_the_actor_explores() {
+    let mut rng = fd::rng(5);
+    let mut agent = Box::new(Small::new(small_config()));
+    let mut env = Pendulum::new();
+    agent.init(&env, &mut rng).unwrap();
+    let mut cursor = Cursor::start(&mut env, &mut rng);
+    let mut expected = rng.clone();
+    let warm_up = small_config().learning_starts as usize;
+    let uniform: Vec<f32> = (0..=warm_up)
+        .map(|_| crate::rng::uniform_range(&mut expected, -1.0, 1.0))
+        .collect();
+    for _ in 0..=warm_up {
+        agent.step(&mut env, &mut cursor, &mut rng, |_| {}).unwrap();
+    }
+    let stored: Vec<f32> = (0..=warm_up)
+        .map(|i| agent.replay.get(i).unwrap().action[0])
+        .collect();
+    assert_eq!(stored[..warm_up], uniform[..warm_up]);
+    assert!(stored.iter().any(|&a| a < 0.0) && stored.iter().any(|&a| a > 0.0));
+    assert_ne!(
+        stored[warm_up], uniform[warm_up],
+        "step learning_starts explores"
+    );
+}
+
 #[test]
 fn a_nan_reward_or_observation_changes_nothing() {
     for nan_obs in [false, true] {
