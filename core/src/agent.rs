@@ -107,6 +107,8 @@ impl<const A: usize> OffPolicyFor for Continuous<A> {
 pub trait AgentTypes {
     /// PPO with rollout `N`, `CHUNK` samples per batched pass.
     type Ppo<S: ActorFor, const H: usize, const N: usize, const CHUNK: usize>;
+    /// PPO on the lagged schedule (one rollout of policy lag), rollout `N`.
+    type LaggedPpo<S: ActorFor, const H: usize, const N: usize>;
     /// REINFORCE with episodes up to `N` steps.
     type Reinforce<S: ActorFor, const H: usize, const N: usize>;
     /// KL-anchored PPO with rollout `N`.
@@ -142,6 +144,8 @@ pub trait AgentTypes {
 impl<const OBS: usize> AgentTypes for SVector<f32, OBS> {
     type Ppo<S: ActorFor, const H: usize, const N: usize, const CHUNK: usize> =
         algo::Ppo<S::Actor<OBS, H>, Mlp<OBS, H, 1>, OBS, N, CHUNK>;
+    type LaggedPpo<S: ActorFor, const H: usize, const N: usize> =
+        algo::LaggedPpo<S::Actor<OBS, H>, Mlp<OBS, H, 1>, OBS, N>;
     type Reinforce<S: ActorFor, const H: usize, const N: usize> =
         algo::Reinforce<S::Actor<OBS, H>, Mlp<OBS, H, 1>, OBS, N>;
     type Anchored<S: ActorFor, const H: usize, const N: usize> =
@@ -176,6 +180,12 @@ impl<const OBS: usize> AgentTypes for SVector<f32, OBS> {
 /// see [`algo::Ppo`]).
 pub type Ppo<E, const H: usize, const N: usize, const CHUNK: usize = { algo::DEFAULT_CHUNK }> =
     <<E as Env>::Obs as AgentTypes>::Ppo<<E as Env>::Space, H, N, CHUNK>;
+
+/// PPO on `E` run on the lagged schedule of a device that learns while it
+/// controls (see [`algo::ppo::lagged`]): the same networks and rollout as
+/// [`Ppo`], plus the published policy and one rollout of ticks.
+pub type LaggedPpo<E, const H: usize, const N: usize> =
+    <<E as Env>::Obs as AgentTypes>::LaggedPpo<<E as Env>::Space, H, N>;
 
 /// A2C on `E` (PPO's machinery with one epoch over one minibatch; configure
 /// it with [`A2cConfig`](crate::algo::A2cConfig)): `N` is the n of the n-step

@@ -54,6 +54,21 @@ impl Xoshiro128pp {
         0x6e,
     ];
 
+    /// The generator [`from_seed`](SeedableRng::from_seed)`([0; 16])` gives
+    /// (the fixed non-zero fallback state): a `const` placeholder for
+    /// storage that is seeded later, e.g. in a `static`.
+    pub const UNSEEDED: Self = {
+        let b = Self::ZERO_SEED_FALLBACK;
+        Self {
+            s: [
+                u32::from_le_bytes([b[0], b[1], b[2], b[3]]),
+                u32::from_le_bytes([b[4], b[5], b[6], b[7]]),
+                u32::from_le_bytes([b[8], b[9], b[10], b[11]]),
+                u32::from_le_bytes([b[12], b[13], b[14], b[15]]),
+            ],
+        }
+    };
+
     #[inline]
     fn next(&mut self) -> u32 {
         let s = &mut self.s;

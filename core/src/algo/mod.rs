@@ -44,7 +44,10 @@ pub use anchor::{AnchorConfig, Anchored};
 pub use buffer::Rollout;
 pub use critic::{Critic, Critics};
 pub use grpo::{Grpo, GrpoConfig};
-pub use ppo::{A2cConfig, DEFAULT_CHUNK, KL_COEF_MAX, KL_COEF_MIN, Ppo, PpoConfig, UpdateStats};
+pub use ppo::{
+    A2cConfig, DEFAULT_CHUNK, KL_COEF_MAX, KL_COEF_MIN, LaggedPpo, Ppo, PpoConfig, Tick,
+    UpdateStats, behave,
+};
 pub use preference::{
     LearnedReward, Preference, RewardConfig, RewardLearner, RewardModel, Segment,
 };

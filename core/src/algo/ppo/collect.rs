@@ -18,7 +18,7 @@ impl<A: Actor<OBS>, C: Critic<OBS>, const OBS: usize, const N: usize, const CHUN
 {
     /// The observation as the networks see it, without updating statistics
     /// (the identity while the normaliser is empty, e.g. `normalize_obs = false`).
-    fn observe(&self, obs: &SVector<f32, OBS>) -> Result<SVector<f32, OBS>, Error> {
+    pub(super) fn observe(&self, obs: &SVector<f32, OBS>) -> Result<SVector<f32, OBS>, Error> {
         self.obs_norm.normalize(obs)
     }
 
@@ -29,7 +29,7 @@ impl<A: Actor<OBS>, C: Critic<OBS>, const OBS: usize, const N: usize, const CHUN
     /// end of its copy (terminated or truncated). Gymnasium's
     /// `NormalizeReward` differs: it resets `G` only on termination and does
     /// not clip.
-    fn scale_reward(
+    pub(super) fn scale_reward(
         config: &PpoConfig,
         return_norm: &mut RunningNorm<1>,
         discounted_return: &mut f32,
@@ -281,9 +281,19 @@ impl<A: Actor<OBS>, C: Critic<OBS>, const OBS: usize, const N: usize, const CHUN
                 }
             }
         }
-        // GAE per copy, each bootstrapping from its own next observation.
-        for (e, cursor) in cursors.iter().enumerate() {
-            let last_value = self.train.params.critic.value(&self.observe(&cursor.obs)?);
+        self.finish_rollout(cursors.iter().map(|cursor| &cursor.obs))
+    }
+
+    /// The end of every rollout: GAE per copy, each bootstrapping from its
+    /// own next (raw) observation in `next_obs` (one per copy, in order),
+    /// the overflow check, the value targets and the step count.
+    pub(super) fn finish_rollout<'o>(
+        &mut self,
+        next_obs: impl ExactSizeIterator<Item = &'o SVector<f32, OBS>>,
+    ) -> Result<(), Error> {
+        let n_envs = next_obs.len();
+        for (e, obs) in next_obs.enumerate() {
+            let last_value = self.train.params.critic.value(&self.observe(obs)?);
             self.rollout.env_advantages(
                 e,
                 n_envs,

@@ -42,6 +42,7 @@
 
 mod collect;
 pub mod config;
+pub mod lagged;
 mod learner;
 pub(crate) mod persist;
 #[cfg(test)]
@@ -49,6 +50,7 @@ mod tests;
 mod update;
 
 pub use config::{A2cConfig, KL_COEF_MAX, KL_COEF_MIN, PpoConfig, adapted_kl_coef};
+pub use lagged::{LaggedPpo, Tick, behave};
 pub use update::UpdateStats;
 
 use nalgebra::SVector;

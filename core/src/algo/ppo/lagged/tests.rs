@@ -1,0 +1,216 @@
+//! The lagged schedule's tests: who acts each rollout, a device's split
+//! run equals the one-thread reference, refusals change nothing, it learns.
+
+use super::*;
+use crate::algo::PpoConfig;
+use crate::env::CartPole;
+use crate::nn::Mlp;
+use crate::policy::CategoricalActor;
+use crate::train::{Learner, RunConfig, Trainer};
+use std::boxed::Box;
+use std::vec::Vec;
+
+type Actor4 = CategoricalActor<Mlp<4, 16, 2>>;
+type Agent = LaggedPpo<Actor4, Mlp<4, 16, 1>, 4, 64>;
+
+const CONFIG: PpoConfig = PpoConfig {
+    total_steps: 20_000,
+    ..PpoConfig::CARTPOLE
+};
+
+fn started(seed: u64) -> (Box<Agent>, CartPole, Cursor<SVector<f32, 4>>, Xoshiro128pp) {
+    let mut agent = Box::new(Agent::new(CONFIG));
+    let mut env = CartPole::new();
+    let mut rng = Xoshiro128pp::seed_from_u64(seed);
+    Learner::<CartPole>::init(&mut *agent, &env, &mut rng).unwrap();
+    let cursor = Cursor::start(&mut env, &mut rng);
+    (agent, env, cursor, rng)
+}
+
+/// `log π(a|s)` of `policy` for a tick, as the control loop drew it.
+fn log_prob_under(policy: &Policy<Actor4, 4>, tick: &Tick<4, usize>) -> f32 {
+    let input = policy.obs_norm.normalize(&tick.obs).unwrap();
+    let mut cache = Actor4::ZERO_CACHE;
+    policy
+        .actor
+        .evaluate(&input, &tick.action, &mut cache)
+        .unwrap()
+        .0
+}
+
+/// Rollout `j` is acted by the policy published after update `j − 2`
+/// (`θ₀` for rollouts 0 and 1): after iteration `i`, the pending rollout
+/// `i + 1` carries the log-probabilities of the policy published by
+/// iteration `i − 1`, and not those of iteration `i`'s.
+#[test]
+fn rollout_j_is_acted_by_the_policy_of_update_j_minus_2() {
+    let (mut agent, mut env, mut cursor, mut rng) = started(1);
+    let mut published = std::vec![agent.published.clone()];
+    for i in 0..4 {
+        agent
+            .iterate(&mut env, &mut cursor, &mut rng, &mut |_| {})
+            .unwrap();
+        published.push(agent.published.clone());
+        assert_eq!(agent.pending, 64);
+        assert_eq!(agent.published_count, i + 1);
+        assert_eq!(Learner::<CartPole>::n_envs(&*agent), 1);
+        let acted_by = &published[i as usize];
+        let newest = &published[i as usize + 1];
+        assert_ne!(acted_by, newest, "each update publishes a new policy");
+        let mut differs = false;
+        for tick in &agent.ticks {
+            assert_eq!(tick.log_prob, log_prob_under(acted_by, tick));
+            differs |= tick.log_prob != log_prob_under(newest, tick);
+        }
+        assert!(
+            differs,
+            "iteration {i}: the rollout was acted by the newest policy"
+        );
+    }
+    // The step count includes the pending rollout; the learner trained on 4.
+    assert_eq!(crate::train::Agent::steps(&*agent), 5 * 64);
+    assert_eq!(agent.ppo.steps, 4 * 64);
+}
+
+/// A device runs the control side in an interrupt and the learner in the
+/// background: the ticks queue up, the learner drains a rollout, updates
+/// and publishes at the next rollout boundary. However the two interleave
+/// (here: the learner's work lands at a different tick of each rollout),
+/// the learned weights equal the one-thread [`LaggedPpo`]'s bit for bit.
+#[test]
+fn a_split_control_loop_and_learner_equal_the_one_thread_schedule() {
+    let (mut reference, mut env, mut cursor, mut rng) = started(7);
+    for _ in 0..5 {
+        reference
+            .iterate(&mut env, &mut cursor, &mut rng, &mut |_| {})
+            .unwrap();
+    }
+
+    // The device: the same initialisation, then two rhythms.
+    let (agent, mut env, mut cursor, mut learner_rng) = started(7);
+    let (mut learner, mut acting_rng) = (agent.ppo, agent.acting_rng);
+    let mut front = agent.published.clone(); // the control loop's policy
+    let mut back: Option<Policy<Actor4, 4>> = None; // published, not yet switched to
+    let mut queue: Vec<Tick<4, usize>> = Vec::new();
+    let (len, mut updates) = (64, 0);
+    let mut tick = 0usize;
+    while updates < 5 {
+        if tick.is_multiple_of(len)
+            && let Some(policy) = back.take()
+        {
+            front = policy; // the switch at a rollout boundary
+        }
+        let t = behave(&front, &mut env, &mut cursor, &mut acting_rng, &mut |_| {}).unwrap();
+        queue.push(t);
+        tick += 1;
+        // The learner catches up somewhere inside the next rollout.
+        let rollouts_done = tick / len;
+        let learner_due = rollouts_done > updates && tick % len == (7 * updates + 3) % len;
+        if learner_due && back.is_none() {
+            let rollout: Vec<_> = queue.drain(..len).collect();
+            learner.ingest(&rollout).unwrap();
+            learner.update(&mut learner_rng).unwrap();
+            let mut policy = Policy::ZERO;
+            learner.export(&mut policy);
+            back = Some(policy);
+            updates += 1;
+        }
+    }
+    assert_eq!(learner.train.params, reference.ppo.train.params);
+    assert_eq!(learner.obs_norm, reference.ppo.obs_norm);
+}
+
+/// A rollout with a non-finite reward is refused and the agent is as
+/// before; so is a rollout of the wrong length.
+#[test]
+fn a_refused_ingest_changes_nothing() {
+    let (mut agent, mut env, mut cursor, mut rng) = started(3);
+    agent
+        .iterate(&mut env, &mut cursor, &mut rng, &mut |_| {})
+        .unwrap();
+    let before = (
+        agent.ppo.obs_norm.clone(),
+        agent.ppo.return_norm.clone(),
+        agent.ppo.discounted_return,
+        agent.ppo.steps,
+    );
+    let mut ticks = agent.ticks;
+    ticks[40].reward = f32::NAN;
+    assert_eq!(agent.ppo.ingest(&ticks), Err(Error::NonFinite));
+    assert_eq!(
+        agent.ppo.ingest(&agent.ticks[..63]),
+        Err(Error::RolloutIncomplete)
+    );
+    assert_eq!(agent.ppo.ingest(&[]), Err(Error::RolloutIncomplete));
+    let after = (
+        agent.ppo.obs_norm.clone(),
+        agent.ppo.return_norm.clone(),
+        agent.ppo.discounted_return,
+        agent.ppo.steps,
+    );
+    assert_eq!(before, after);
+    assert!(!agent.ppo.rollout.is_ready());
+    assert_eq!(
+        agent.ppo.update(&mut rng).unwrap_err(),
+        Error::RolloutIncomplete
+    );
+}
+
+/// With no lag (the learner ingesting a rollout its own policy acted, with
+/// the observation normaliser off), ingest fills the rollout exactly as
+/// `collect` does from the same steps and draws.
+#[test]
+fn ingest_of_the_current_policys_rollout_is_collect() {
+    let config = PpoConfig {
+        normalize_obs: false,
+        ..CONFIG
+    };
+    let (mut lagged, mut env, mut cursor, _) = started(5);
+    let (mut plain, mut plain_env, mut plain_cursor, _) = started(5);
+    lagged.ppo.config = config;
+    plain.ppo.config = config;
+    let mut draws = plain.acting_rng.clone();
+    lagged
+        .act_rollout(&mut env, &mut cursor, &mut |_| {})
+        .unwrap();
+    let ticks = lagged.ticks;
+    lagged.ppo.ingest(&ticks).unwrap();
+    plain
+        .ppo
+        .collect(&mut plain_env, &mut plain_cursor, &mut draws, |_| {})
+        .unwrap();
+    let (a, b) = (&lagged.ppo.rollout, &plain.ppo.rollout);
+    assert_eq!(a.len(), 64);
+    assert_eq!(a.len(), b.len());
+    assert_eq!(&a.obs[..], &b.obs[..]);
+    assert_eq!(&a.actions[..], &b.actions[..]);
+    assert_eq!(&a.log_probs[..], &b.log_probs[..]);
+    assert_eq!(&a.values[..], &b.values[..]);
+    assert_eq!(&a.final_values[..], &b.final_values[..]);
+    assert_eq!(&a.advantages[..], &b.advantages[..]);
+    assert_eq!(&a.returns[..], &b.returns[..]);
+    assert_eq!(lagged.ppo.steps, plain.ppo.steps);
+}
+
+/// The schedule learns: the core's trainer solves CartPole with one rollout
+/// of policy lag, and the exported policy acts as the agent evaluated.
+#[test]
+fn lagged_ppo_solves_cartpole() {
+    type Lagged = crate::agent::LaggedPpo<CartPole, 32, 256>;
+    let config = PpoConfig {
+        total_steps: 150_000,
+        ..PpoConfig::CARTPOLE
+    };
+    let mut agent = Box::new(Lagged::new(config));
+    let (mut env, mut eval_env) = (CartPole::new(), CartPole::new());
+    let run = RunConfig::new(150_000, CartPole::SOLVED_RETURN);
+    let mut trainer = Trainer::<_, Xoshiro128pp>::start(&mut *agent, &mut env, run, 0).unwrap();
+    let outcome = trainer
+        .run(&mut *agent, &mut env, &mut eval_env, &mut ())
+        .unwrap();
+    assert!(outcome.solved(CartPole::SOLVED_RETURN), "{outcome:?}");
+    assert!(agent.published_count > 0);
+    let mut policy = Policy::ZERO;
+    crate::train::Agent::export(&*agent, &mut policy);
+    assert_eq!(policy, agent.published);
+}
