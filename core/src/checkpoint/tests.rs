@@ -65,6 +65,20 @@ impl<A: Actor<OBS>, C: Critic<OBS>, const OBS: usize, const N: usize, const CHUN
 }
 
 impl<A: Actor<OBS>, C: Critic<OBS>, const OBS: usize, const N: usize> Digest
+    for crate::algo::LaggedPpo<A, C, OBS, N>
+{
+    fn digest(&self) -> u64 {
+        let mut h = self.ppo.digest();
+        digest(&mut h, &self.published);
+        for t in self.pending.ticks() {
+            h = h.rotate_left(5) ^ u64::from(t.log_prob.to_bits()) ^ u64::from(t.reward.to_bits());
+        }
+        h ^= (self.pending.len as u64) << 40;
+        h ^ self.published_count.rotate_left(9)
+    }
+}
+
+impl<A: Actor<OBS>, C: Critic<OBS>, const OBS: usize, const N: usize> Digest
     for Anchored<A, C, OBS, N>
 {
     fn digest(&self) -> u64 {
@@ -288,6 +302,31 @@ fn ppo_resumes_bit_identically() {
     };
     resume_is_bit_identical::<_, CartPole, 4>(
         || Box::new(PpoAgent::new(config)),
+        run_config(2_048, 256, 12.0),
+        &[1, 3, 7, 20],
+    );
+}
+
+/// The lagged schedule stopped after 1, 3, 7 and 20 iterations — each
+/// stop with a pending rollout acted by the policy before the last
+/// publish — resumes bit for bit: the learner, the published policy, the
+/// pending ticks and the control loop's RNG stream.
+#[test]
+fn lagged_ppo_resumes_bit_identically() {
+    type Lagged = crate::algo::LaggedPpo<
+        crate::policy::CategoricalActor<crate::nn::Mlp<4, 8, 2>>,
+        crate::nn::Mlp<4, 8, 1>,
+        4,
+        64,
+    >;
+    let config = PpoConfig {
+        total_steps: 2_048,
+        normalize_obs: true,
+        normalize_reward: true,
+        ..PpoConfig::CARTPOLE
+    };
+    resume_is_bit_identical::<_, CartPole, 4>(
+        || Box::new(Lagged::new(config)),
         run_config(2_048, 256, 12.0),
         &[1, 3, 7, 20],
     );

@@ -93,6 +93,31 @@ impl<const OBS: usize, A: Copy> Tick<OBS, A> {
     }
 }
 
+/// The rollout acted since the last update, awaiting its own: on a device,
+/// what the queue between the two rhythms holds.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Pending<const OBS: usize, A, const N: usize> {
+    /// The ticks, in the order they were acted.
+    pub ticks: [Tick<OBS, A>; N],
+    /// How many ticks are filled, from the first.
+    pub len: usize,
+}
+
+impl<const OBS: usize, A: Copy, const N: usize> Pending<OBS, A, N> {
+    /// Empty, every slot a zeroed tick with `action`.
+    pub const fn new(action: A) -> Self {
+        Self {
+            ticks: [Tick::zero(action); N],
+            len: 0,
+        }
+    }
+
+    /// The filled ticks.
+    pub fn ticks(&self) -> &[Tick<OBS, A>] {
+        &self.ticks[..self.len.min(N)]
+    }
+}
+
 /// The control side of one tick: `policy` (the published one) draws an
 /// action for `cursor.obs` from `rng` (the control loop's stream), the
 /// plant `env` takes its actuator command, and `cursor` advances (resetting
@@ -239,9 +264,7 @@ pub struct LaggedPpo<
     /// The policy the control loop acts with (published after each update).
     pub published: Policy<A, OBS>,
     /// The rollout acted since the last update, awaiting its own.
-    pub ticks: [Tick<OBS, A::Action>; N],
-    /// How many of [`ticks`](Self::ticks) are filled.
-    pub pending: usize,
+    pub pending: Pending<OBS, A::Action, N>,
     /// The control loop's RNG stream (actions, episode resets), seeded from
     /// the training stream by [`init`](crate::train::Learner::init).
     pub acting_rng: Xoshiro128pp,
@@ -257,8 +280,7 @@ impl<A: Actor<OBS>, C: Critic<OBS>, const OBS: usize, const N: usize, const CHUN
         Self {
             ppo: Ppo::new(config),
             published: Policy::ZERO,
-            ticks: [Tick::zero(A::ZERO_ACTION); N],
-            pending: 0,
+            pending: Pending::new(A::ZERO_ACTION),
             acting_rng: Xoshiro128pp::UNSEEDED,
             published_count: 0,
         }
@@ -268,7 +290,7 @@ impl<A: Actor<OBS>, C: Critic<OBS>, const OBS: usize, const N: usize, const CHUN
     pub const ZERO: Self = Self::new(super::PpoConfig::ZERO);
 
     /// The control side of one rollout: `len` ticks acted by the published
-    /// policy into [`ticks`](Self::ticks).
+    /// policy into [`pending`](Self::pending).
     fn act_rollout<E>(
         &mut self,
         env: &mut E,
@@ -279,9 +301,9 @@ impl<A: Actor<OBS>, C: Critic<OBS>, const OBS: usize, const N: usize, const CHUN
         E: Env<Obs = SVector<f32, OBS>, Space = A::Space>,
     {
         let len = self.ppo.config.rollout_len(N);
-        self.pending = 0;
+        self.pending.len = 0;
         let mut on_episode = |e: Episode| on_episode(e);
-        for slot in &mut self.ticks[..len] {
+        for slot in &mut self.pending.ticks[..len] {
             *slot = behave(
                 &self.published,
                 env,
@@ -289,7 +311,7 @@ impl<A: Actor<OBS>, C: Critic<OBS>, const OBS: usize, const N: usize, const CHUN
                 &mut self.acting_rng,
                 &mut on_episode,
             )?;
-            self.pending += 1;
+            self.pending.len += 1;
         }
         Ok(())
     }
@@ -303,7 +325,7 @@ impl<A: Actor<OBS>, C: Critic<OBS>, const OBS: usize, const N: usize, const CHUN
 
     /// Steps acted: those trained on plus the rollout awaiting its update.
     fn steps(&self) -> u64 {
-        self.ppo.steps + self.pending as u64
+        self.ppo.steps + self.pending.len as u64
     }
 
     fn updates_per_iteration(&self) -> u64 {
@@ -329,7 +351,7 @@ where
         self.ppo.init(env, rng)?;
         self.ppo.export(&mut self.published);
         self.acting_rng = Xoshiro128pp::seed_from_u64(rng.next_u64());
-        self.pending = 0;
+        self.pending.len = 0;
         self.published_count = 0;
         Ok(())
     }
@@ -351,10 +373,10 @@ where
         on_episode: &mut dyn FnMut(Episode),
     ) -> Result<UpdateStats, Error> {
         let len = self.ppo.config.rollout_len(N);
-        if self.pending != len {
+        if self.pending.len != len {
             self.act_rollout(env, cursor, on_episode)?;
         }
-        self.ppo.ingest(&self.ticks[..len])?;
+        self.ppo.ingest(self.pending.ticks())?;
         // From here the learner holds rollout j−1; the control loop acts
         // rollout j with the published policy meanwhile.
         self.act_rollout(env, cursor, on_episode)?;
@@ -383,11 +405,12 @@ impl<A: Actor<OBS>, C: Critic<OBS>, const OBS: usize, const N: usize, const CHUN
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_struct("LaggedPpo")
             .field("ppo", &self.ppo)
-            .field("pending", &self.pending)
+            .field("pending", &self.pending.len)
             .field("published_count", &self.published_count)
             .finish_non_exhaustive()
     }
 }
 
+mod persist;
 #[cfg(test)]
 mod tests;

@@ -37,7 +37,7 @@ impl<A: Actor<OBS>, C: Critic<OBS>, const OBS: usize, const N: usize, const CHUN
     );
 
     fn fingerprint() -> u32 {
-        <Self::Saved as Fields>::fold_shapes(fold(fold(0, Self::KIND), N as u32))
+        <Self as crate::checkpoint::Field>::fold_shapes(0)
     }
 
     fn save_state(&self, w: &mut Writer<'_>) -> Result<(), Error> {
@@ -80,5 +80,25 @@ impl<A: Actor<OBS>, C: Critic<OBS>, const OBS: usize, const N: usize, const CHUN
             self.rollout.clear();
         }
         Ok(())
+    }
+}
+
+/// PPO's section as one field of a larger agent's (the lagged schedule's
+/// learner): the same bytes, shapes and checks as its own [`AgentState`].
+impl<A: Actor<OBS>, C: Critic<OBS>, const OBS: usize, const N: usize, const CHUNK: usize>
+    crate::checkpoint::Field for Ppo<A, C, OBS, N, CHUNK>
+{
+    const LEN: usize = <Self as AgentState>::LEN;
+
+    fn fold_shapes(h: u32) -> u32 {
+        <<Self as AgentState>::Saved as Fields>::fold_shapes(fold(fold(h, Self::KIND), N as u32))
+    }
+
+    fn save(&self, w: &mut Writer<'_>) -> Result<(), Error> {
+        self.save_state(w)
+    }
+
+    fn load(&mut self, r: &mut Reader<'_>) -> Result<(), Error> {
+        self.load_state(r)
     }
 }

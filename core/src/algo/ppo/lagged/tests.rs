@@ -51,14 +51,14 @@ fn rollout_j_is_acted_by_the_policy_of_update_j_minus_2() {
             .iterate(&mut env, &mut cursor, &mut rng, &mut |_| {})
             .unwrap();
         published.push(agent.published.clone());
-        assert_eq!(agent.pending, 64);
+        assert_eq!(agent.pending.len, 64);
         assert_eq!(agent.published_count, i + 1);
         assert_eq!(Learner::<CartPole>::n_envs(&*agent), 1);
         let acted_by = &published[i as usize];
         let newest = &published[i as usize + 1];
         assert_ne!(acted_by, newest, "each update publishes a new policy");
         let mut differs = false;
-        for tick in &agent.ticks {
+        for tick in agent.pending.ticks() {
             assert_eq!(tick.log_prob, log_prob_under(acted_by, tick));
             differs |= tick.log_prob != log_prob_under(newest, tick);
         }
@@ -134,11 +134,11 @@ fn a_refused_ingest_changes_nothing() {
         agent.ppo.discounted_return,
         agent.ppo.steps,
     );
-    let mut ticks = agent.ticks;
+    let mut ticks = agent.pending.ticks;
     ticks[40].reward = f32::NAN;
     assert_eq!(agent.ppo.ingest(&ticks), Err(Error::NonFinite));
     assert_eq!(
-        agent.ppo.ingest(&agent.ticks[..63]),
+        agent.ppo.ingest(&agent.pending.ticks[..63]),
         Err(Error::RolloutIncomplete)
     );
     assert_eq!(agent.ppo.ingest(&[]), Err(Error::RolloutIncomplete));
@@ -173,7 +173,7 @@ fn ingest_of_the_current_policys_rollout_is_collect() {
     lagged
         .act_rollout(&mut env, &mut cursor, &mut |_| {})
         .unwrap();
-    let ticks = lagged.ticks;
+    let ticks = lagged.pending.ticks;
     lagged.ppo.ingest(&ticks).unwrap();
     plain
         .ppo
