@@ -44,7 +44,7 @@
 //! **Acting.** [`Controller::act`] is the deterministic `tanh(μ(s))` scaled
 //! to the bounds — what the deployed [`TanhPolicy`] computes bit for bit
 //! ([`Sac::policy`]). [`Sac::explore`] samples `ã` for training.
-//! [`Sac::step`] is the learning loop's step: uniformly random actions for
+//! [`Sac::step`](crate::algo::offpolicy::OffPolicy::step) is the learning loop's step: uniformly random actions for
 //! the first `learning_starts` steps, then sampled ones; store the
 //! transition; every `train_freq` steps (once past `learning_starts`)
 //! `gradient_steps` updates.
@@ -64,7 +64,7 @@
 //!
 //! **Training loop and checkpoints.** [`Sac`] is a
 //! [`Learner`](crate::train::Learner) whose iteration is one
-//! [`Sac::step`] (so the [`Trainer`](crate::train::Trainer)'s evaluation
+//! [`Sac::step`](crate::algo::offpolicy::OffPolicy::step) (so the [`Trainer`](crate::train::Trainer)'s evaluation
 //! interval, hooks and early stop fall on environment steps), and an
 //! [`AgentState`](crate::checkpoint::AgentState) whose checkpoint holds
 //! the networks, their Adam states, the replay ring and the counters: a
@@ -90,10 +90,7 @@ pub use update::SacStats;
 use nalgebra::SVector;
 use rand_core::Rng;
 
-use super::offpolicy::{
-    Draws, OffPolicy, TanhPolicy, Twin, checked_space, offpolicy_body, to_bounds,
-    torch_default_init,
-};
+use super::offpolicy::{Draws, TanhPolicy, Twin, checked_space, to_bounds, torch_default_init};
 use super::replay::ReplayBuffer;
 use crate::env::{Continuous, Env};
 use crate::error::Error;
@@ -159,7 +156,7 @@ pub struct Sac<
     pub replay: ReplayBuffer<OBS, ACT, CAP>,
     /// The actuator bounds, copied from the environment by [`Sac::init`].
     pub space: Continuous<ACT>,
-    /// Environment steps taken by [`Sac::step`].
+    /// Environment steps taken by [`Sac::step`](crate::algo::offpolicy::OffPolicy::step).
     pub steps: u64,
     /// Gradient steps taken.
     pub n_updates: u64,
@@ -304,6 +301,16 @@ where
             space: self.space,
         }
     }
+
+    /// Copies the deployable policy into `out` (caller-owned memory): the
+    /// trunk and the mean head with a `tanh` activation, and the bounds —
+    /// what [`policy`](Self::policy) returns, without the copy on the stack.
+    pub fn export(&self, out: &mut SacPolicy<T, H, ACT>) {
+        let actor = &self.actor.params;
+        out.net.first.copy_from(&actor.trunk);
+        out.net.second = Dense::from_parts(actor.mu.weight, actor.mu.bias);
+        out.space = self.space;
+    }
 }
 
 impl<
@@ -329,22 +336,4 @@ where
             .field("alpha", &self.alpha())
             .finish_non_exhaustive()
     }
-}
-
-/// The learning loop's step ([`OffPolicy::step`]) on this agent.
-impl<
-    T,
-    Q,
-    const OBS: usize,
-    const ACT: usize,
-    const OA: usize,
-    const H: usize,
-    const CAP: usize,
-    const BATCH: usize,
-> OffPolicy<OBS, ACT> for Sac<T, Q, OBS, ACT, OA, H, CAP, BATCH>
-where
-    T: Layer<Input = SVector<f32, OBS>, Output = SVector<f32, H>>,
-    Q: Layer<Input = SVector<f32, OA>, Output = SVector<f32, 1>>,
-{
-    offpolicy_body!(SacStats);
 }

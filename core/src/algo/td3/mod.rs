@@ -29,7 +29,7 @@
 //! deployed [`TanhPolicy`] ([`Td3::policy`]) computes it bit for bit.
 //! [`Td3::explore`] adds Gaussian noise of `action_noise` standard deviation
 //! in `[−1, 1]` units and clips (SB3's `NormalActionNoise`).
-//! [`Td3::step`] is the learning loop's step, as SAC's: uniformly random
+//! [`Td3::step`](crate::algo::offpolicy::OffPolicy::step) is the learning loop's step, as SAC's: uniformly random
 //! actions for `learning_starts` steps, then explored ones, store, and
 //! every `train_freq` steps `gradient_steps` updates.
 //!
@@ -40,7 +40,7 @@
 //!
 //! **Training loop and checkpoints.** [`Td3`] is a
 //! [`Learner`](crate::train::Learner) whose iteration is one
-//! [`Td3::step`] (so the [`Trainer`](crate::train::Trainer)'s evaluation
+//! [`Td3::step`](crate::algo::offpolicy::OffPolicy::step) (so the [`Trainer`](crate::train::Trainer)'s evaluation
 //! interval, hooks and early stop fall on environment steps), and an
 //! [`AgentState`](crate::checkpoint::AgentState) whose checkpoint holds
 //! the networks, their Adam states, the replay ring and the counters: a
@@ -64,10 +64,7 @@ pub use update::Td3Stats;
 use nalgebra::SVector;
 use rand_core::Rng;
 
-use super::offpolicy::{
-    Draws, OffPolicy, TanhPolicy, Twin, checked_space, offpolicy_body, to_bounds,
-    torch_default_init,
-};
+use super::offpolicy::{Draws, TanhPolicy, Twin, checked_space, to_bounds, torch_default_init};
 use super::replay::ReplayBuffer;
 use crate::env::{Continuous, Env};
 use crate::error::{Error, check_all_finite};
@@ -126,7 +123,7 @@ pub struct Td3<
     pub replay: ReplayBuffer<OBS, ACT, CAP>,
     /// The actuator bounds, copied from the environment by [`Td3::init`].
     pub space: Continuous<ACT>,
-    /// Environment steps taken by [`Td3::step`].
+    /// Environment steps taken by [`Td3::step`](crate::algo::offpolicy::OffPolicy::step).
     pub steps: u64,
     /// Critic updates taken (SB3's `_n_updates`).
     pub n_updates: u64,
@@ -263,6 +260,14 @@ where
             space: self.space,
         }
     }
+
+    /// Copies the deployable policy into `out` (caller-owned memory): the
+    /// actor and the bounds — what [`policy`](Self::policy) returns,
+    /// without the copy on the stack.
+    pub fn export(&self, out: &mut TanhPolicy<N, ACT>) {
+        out.net.copy_from(&self.actor.params);
+        out.space = self.space;
+    }
 }
 
 impl<
@@ -286,21 +291,4 @@ where
             .field("replay_len", &self.replay.len())
             .finish_non_exhaustive()
     }
-}
-
-/// The learning loop's step ([`OffPolicy::step`]) on this agent.
-impl<
-    N,
-    Q,
-    const OBS: usize,
-    const ACT: usize,
-    const OA: usize,
-    const CAP: usize,
-    const BATCH: usize,
-> OffPolicy<OBS, ACT> for Td3<N, Q, OBS, ACT, OA, CAP, BATCH>
-where
-    N: Layer<Input = SVector<f32, OBS>, Output = SVector<f32, ACT>>,
-    Q: Layer<Input = SVector<f32, OA>, Output = SVector<f32, 1>>,
-{
-    offpolicy_body!(Td3Stats);
 }

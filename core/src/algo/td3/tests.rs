@@ -9,6 +9,7 @@ use nalgebra::SVector;
 
 use super::*;
 use crate::algo::offpolicy::Draws;
+use crate::algo::offpolicy::OffPolicy;
 use crate::algo::sac::tests::Faulty;
 use crate::algo::{Controller, Cursor};
 use crate::nn::fd;
