@@ -19,5 +19,6 @@ pub mod paths;
 pub mod plot;
 pub mod preference;
 pub mod train;
+pub mod tune;
 
 pub use arch::Arch;
