@@ -52,12 +52,14 @@ pub mod cartpole;
 pub mod channels;
 pub mod mountain_car;
 pub mod pendulum;
+pub mod servo;
 
 pub use acrobot::{Acrobot, AcrobotParams};
 pub use cartpole::{CartPole, CartPoleContinuous, CartPoleParams};
 pub use channels::{RewardChannels, Weighted};
 pub use mountain_car::{MountainCarContinuous, MountainCarParams};
 pub use pendulum::{Pendulum, PendulumParams};
+pub use servo::{Servo, ServoParams};
 
 use nalgebra::SVector;
 use rand_core::Rng;
