@@ -15,8 +15,8 @@
 //! episode. The table's gains are the committed `TUNED` constants; the last
 //! column says whether they agree.
 
-use microrl::baseline::{self, EpisodeReset, HELD_OUT_SEED, ServoPid, TUNING_SEED};
-use microrl::env::{ActionOf, Env, Servo};
+use microrl::baseline::{self, EpisodeReset, HELD_OUT_SEED, ServoPid, SwingUpEnergy, TUNING_SEED};
+use microrl::env::{ActionOf, CartPoleSwingUp, CartPoleSwingUpParams, Env, Servo};
 use microrl::{Controller, SVector};
 use rand_core::SeedableRng;
 use rand_xoshiro::Xoshiro128PlusPlus;
@@ -67,5 +67,13 @@ fn main() {
         ServoPid::TUNED,
         |g| ServoPid::new(g, 1e-3),
         Servo::new,
+    );
+    row(
+        "CartPoleSwingUp",
+        "[ke, kxs, kvs, kθ, kω, kx, kv, catch_angle]",
+        [2.0, 1.0, 1.0, 40.0, 8.0, 2.0, 4.0, 0.4],
+        SwingUpEnergy::TUNED,
+        |g| SwingUpEnergy::new(g, &CartPoleSwingUpParams::DEFAULT),
+        CartPoleSwingUp::new,
     );
 }

@@ -31,8 +31,10 @@
 //!   linearisation, quantised to the three torques.
 //! - [`MountainCarPump`]: push along the velocity.
 
+pub mod cartpole_swingup;
 pub mod servo;
 
+pub use cartpole_swingup::SwingUpEnergy;
 pub use servo::ServoPid;
 
 use nalgebra::SVector;

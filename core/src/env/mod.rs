@@ -49,6 +49,7 @@
 
 pub mod acrobot;
 pub mod cartpole;
+pub mod cartpole_swingup;
 pub mod channels;
 pub mod mountain_car;
 pub mod pendulum;
@@ -56,6 +57,7 @@ pub mod servo;
 
 pub use acrobot::{Acrobot, AcrobotParams};
 pub use cartpole::{CartPole, CartPoleContinuous, CartPoleParams};
+pub use cartpole_swingup::{CartPoleSwingUp, CartPoleSwingUpParams};
 pub use channels::{RewardChannels, Weighted};
 pub use mountain_car::{MountainCarContinuous, MountainCarParams};
 pub use pendulum::{Pendulum, PendulumParams};
