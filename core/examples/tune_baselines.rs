@@ -15,8 +15,12 @@
 //! episode. The table's gains are the committed `TUNED` constants; the last
 //! column says whether they agree.
 
-use microrl::baseline::{self, EpisodeReset, HELD_OUT_SEED, ServoPid, SwingUpEnergy, TUNING_SEED};
-use microrl::env::{ActionOf, CartPoleSwingUp, CartPoleSwingUpParams, Env, Servo};
+use microrl::baseline::{
+    self, EpisodeReset, HELD_OUT_SEED, HoverCascade, ServoPid, SwingUpEnergy, TUNING_SEED,
+};
+use microrl::env::{
+    ActionOf, CartPoleSwingUp, CartPoleSwingUpParams, Env, Quadrotor2d, Quadrotor2dParams, Servo,
+};
 use microrl::{Controller, SVector};
 use rand_core::SeedableRng;
 use rand_xoshiro::Xoshiro128PlusPlus;
@@ -75,5 +79,13 @@ fn main() {
         SwingUpEnergy::TUNED,
         |g| SwingUpEnergy::new(g, &CartPoleSwingUpParams::DEFAULT),
         CartPoleSwingUp::new,
+    );
+    row(
+        "Quadrotor2d",
+        "[kpx, kdx, kpz, kdz, kpθ, kdθ, tilt]",
+        [4.0, 3.0, 8.0, 5.0, 300.0, 30.0, 0.5],
+        HoverCascade::TUNED,
+        |g| HoverCascade::new(g, &Quadrotor2dParams::DEFAULT),
+        Quadrotor2d::new,
     );
 }

@@ -32,9 +32,11 @@
 //! - [`MountainCarPump`]: push along the velocity.
 
 pub mod cartpole_swingup;
+pub mod quadrotor;
 pub mod servo;
 
 pub use cartpole_swingup::SwingUpEnergy;
+pub use quadrotor::HoverCascade;
 pub use servo::ServoPid;
 
 use nalgebra::SVector;
@@ -168,8 +170,11 @@ pub(crate) mod testing {
             .0
     }
 
-    /// `tuned` beats `zero` and every neighbour `gains[i]·factor^±1` built by
-    /// `build`, on `episodes` tuning episodes.
+    /// `tuned` beats `zero`, does at least as well as every neighbour
+    /// `gains[i]·factor^±1` built by `build` and strictly better than at
+    /// least one of the two neighbours of each gain (a limit that never binds
+    /// — a saturation bound above every value reached — is flat one way), on
+    /// `episodes` tuning episodes.
     pub fn assert_beats_neighbours<C, E, const OBS: usize, const N: usize>(
         gains: [f32; N],
         build: impl Fn([f32; N]) -> C,
@@ -188,12 +193,15 @@ pub(crate) mod testing {
             .0;
         assert!(tuned > idle, "tuned {tuned} <= zero command {idle}");
         for i in 0..N {
+            let mut strictly = false;
             for f in [factor, 1.0 / factor] {
                 let mut g = gains;
                 g[i] *= f;
                 let other = mean(&build(g), env(), episodes, TUNING_SEED);
-                assert!(tuned > other, "gain {i} x{f}: tuned {tuned} <= {other}");
+                assert!(tuned >= other, "gain {i} x{f}: tuned {tuned} < {other}");
+                strictly |= tuned > other;
             }
+            assert!(strictly, "gain {i} does not matter: {tuned}");
         }
     }
 }
