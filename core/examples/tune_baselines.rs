@@ -16,10 +16,12 @@
 //! column says whether they agree.
 
 use microrl::baseline::{
-    self, EpisodeReset, HELD_OUT_SEED, HoverCascade, ServoPid, SwingUpEnergy, TUNING_SEED,
+    self, AcrobotPfl, EpisodeReset, HELD_OUT_SEED, HoverCascade, MountainCarPump, ServoPid,
+    SwingUpEnergy, TUNING_SEED,
 };
 use microrl::env::{
-    ActionOf, CartPoleSwingUp, CartPoleSwingUpParams, Env, Quadrotor2d, Quadrotor2dParams, Servo,
+    Acrobot, AcrobotParams, ActionOf, CartPoleSwingUp, CartPoleSwingUpParams, Env,
+    MountainCarContinuous, Quadrotor2d, Quadrotor2dParams, Servo,
 };
 use microrl::{Controller, SVector};
 use rand_core::SeedableRng;
@@ -87,5 +89,21 @@ fn main() {
         HoverCascade::TUNED,
         |g| HoverCascade::new(g, &Quadrotor2dParams::DEFAULT),
         Quadrotor2d::new,
+    );
+    row(
+        "Acrobot",
+        "[kq, kd, α]",
+        [100.0, 10.0, 2.0],
+        AcrobotPfl::TUNED,
+        |g| AcrobotPfl::new(g, &AcrobotParams::DEFAULT),
+        Acrobot::new,
+    );
+    row(
+        "MountainCarContinuous",
+        "[kv, A]",
+        [100.0, 1.0],
+        MountainCarPump::TUNED,
+        MountainCarPump::new,
+        MountainCarContinuous::new,
     );
 }

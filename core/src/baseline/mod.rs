@@ -27,15 +27,19 @@
 //!   Hägglund).
 //! - [`SwingUpEnergy`]: Åström–Furuta energy swing-up with a linear catch.
 //! - [`HoverCascade`]: cascaded position/attitude PD about hover.
-//! - [`AcrobotEnergyPump`]: Spong's energy pumping through partial feedback
-//!   linearisation, quantised to the three torques.
-//! - [`MountainCarPump`]: push along the velocity.
+//! - [`AcrobotPfl`]: Spong's swing-up by partial feedback linearisation
+//!   with a pumping reference, quantised to the three torques.
+//! - [`MountainCarPump`]: push along the velocity (energy pumping).
 
+pub mod acrobot;
 pub mod cartpole_swingup;
+pub mod mountain_car;
 pub mod quadrotor;
 pub mod servo;
 
+pub use acrobot::AcrobotPfl;
 pub use cartpole_swingup::SwingUpEnergy;
+pub use mountain_car::MountainCarPump;
 pub use quadrotor::HoverCascade;
 pub use servo::ServoPid;
 
