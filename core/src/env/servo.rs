@@ -2,8 +2,8 @@
 //! dead-zone and voltage saturation, run at 1 kHz.
 //!
 //! The plant is the textbook armature-controlled DC motor (Franklin, Powell &
-//! Emami-Naeini, *Feedback Control of Dynamic Systems*, §2.3; Åström &
-//! Murray, *Feedback Systems*, 2nd ed., §4.x) driving an inertial load:
+//! Emami-Naeini, *Feedback Control of Dynamic Systems*, the DC-motor model
+//! of ch. 2) driving an inertial load:
 //!
 //! ```text
 //! L·di/dt = v − R·i − K·ω            (armature circuit, back-EMF K·ω)

@@ -109,8 +109,7 @@ fn stored_energy_only_decays_without_a_supply() {
         energy = e;
     }
     assert!(energy < 0.01 * start);
-    // With no resistance losses possible (open circuit is not modelled) the
-    // shaft keeps spinning in the direction it had: θ grew.
+    // Braked, never reversed: the shaft turned on in the direction it had.
     assert!(env.state()[0] > 0.0);
 }
 
