@@ -32,7 +32,9 @@
 //!   of `g` swings a pendulum up in a few swings; the pole needs `2·m·g·l` =
 //!   0.98 J. The tuned energy-based baseline
 //!   ([`SwingUpEnergy`](crate::baseline::SwingUpEnergy)) swings up and
-//!   balances from every tested start state within the ±2.4 m track.
+//!   balances within the ±2.4 m track from all 64 of its tuning start
+//!   states and 197 of 200 held-out ones (measured; the other three leave
+//!   the track).
 //! - **Reward** `(1 + cos θ)/2 − 0.01·u²` after the step, in `[−0.01, 1]`:
 //!   0 hanging, 1 upright. It is (almost) never negative, so leaving the
 //!   track — which terminates the episode — forfeits every later positive
