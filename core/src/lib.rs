@@ -109,6 +109,7 @@ extern crate std;
 
 pub mod agent;
 pub mod algo;
+pub mod baseline;
 pub mod checkpoint;
 pub mod config;
 pub mod env;

@@ -49,15 +49,21 @@
 
 pub mod acrobot;
 pub mod cartpole;
+pub mod cartpole_swingup;
 pub mod channels;
 pub mod mountain_car;
 pub mod pendulum;
+pub mod quadrotor2d;
+pub mod servo;
 
 pub use acrobot::{Acrobot, AcrobotParams};
 pub use cartpole::{CartPole, CartPoleContinuous, CartPoleParams};
+pub use cartpole_swingup::{CartPoleSwingUp, CartPoleSwingUpParams};
 pub use channels::{RewardChannels, Weighted};
 pub use mountain_car::{MountainCarContinuous, MountainCarParams};
 pub use pendulum::{Pendulum, PendulumParams};
+pub use quadrotor2d::{Quadrotor2d, Quadrotor2dParams};
+pub use servo::{Servo, ServoParams};
 
 use nalgebra::SVector;
 use rand_core::Rng;

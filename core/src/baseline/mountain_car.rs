@@ -1,0 +1,87 @@
+//! Energy pumping for Gymnasium's
+//! [`MountainCarContinuous`](crate::env::MountainCarContinuous).
+//!
+//! The car's mechanical energy grows at the rate `force·velocity`, so
+//! pushing along the velocity pumps it, as a child on a swing does — the
+//! classical solution of Moore's (1990) mountain car (Sutton & Barto's
+//! "energy" heuristic): `u = A·clip(kv·v, −1, 1)`, a saturated velocity
+//! feedback of amplitude `A ≤ 1`. The task charges `0.1·u²` per step, so a
+//! smaller amplitude saves effort per step but needs more swings: the tuned
+//! gains trade the two.
+//!
+//! `f32`; stateless.
+
+use nalgebra::SVector;
+
+use super::EpisodeReset;
+use crate::error::{Error, check_all_finite};
+use crate::math;
+use crate::policy::Controller;
+
+/// Push along the velocity, on the observation `[position, velocity]`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct MountainCarPump {
+    /// `[kv, A]`: the velocity gain (per unit of velocity) and the push's
+    /// amplitude (used clipped to `[0, 1]`).
+    pub gains: [f32; 2],
+}
+
+impl MountainCarPump {
+    /// The gains printed by `examples/tune_baselines.rs`.
+    pub const TUNED: [f32; 2] = [25.0, 0.5];
+
+    /// The controller with `gains`.
+    pub const fn new(gains: [f32; 2]) -> Self {
+        Self { gains }
+    }
+}
+
+impl EpisodeReset for MountainCarPump {
+    fn reset(&self) {}
+}
+
+impl Controller<2> for MountainCarPump {
+    type Action = SVector<f32, 1>;
+
+    fn act(&self, obs: &SVector<f32, 2>) -> Result<SVector<f32, 1>, Error> {
+        check_all_finite(obs.as_slice())?;
+        let [kv, amplitude] = self.gains;
+        let u = math::clamp(amplitude, 0.0, 1.0) * math::clamp(kv * obs[1], -1.0, 1.0);
+        if u.is_finite() {
+            Ok(SVector::from([u]))
+        } else {
+            Err(Error::NonFinite)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::baseline::testing::{assert_beats_neighbours, mean};
+    use crate::env::MountainCarContinuous;
+
+    #[test]
+    fn tuned_pump_beats_zero_force_and_its_neighbours() {
+        let zero = |_: &SVector<f32, 2>| Ok(SVector::<f32, 1>::zeros());
+        assert_beats_neighbours(
+            MountainCarPump::TUNED,
+            MountainCarPump::new,
+            &zero,
+            MountainCarContinuous::new,
+            64,
+            1.5,
+        );
+    }
+
+    #[test]
+    fn tuned_pump_reaches_the_goal_on_held_out_starts() {
+        let ret = mean(
+            &MountainCarPump::new(MountainCarPump::TUNED),
+            MountainCarContinuous::new(),
+            16,
+            crate::baseline::HELD_OUT_SEED,
+        );
+        assert!(ret > 90.0, "{ret}");
+    }
+}

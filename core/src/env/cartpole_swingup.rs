@@ -1,0 +1,326 @@
+//! Cart-pole swing-up: swing a pole hanging below a cart up to the inverted
+//! position and balance it there, with a continuous, bounded force.
+//!
+//! The cart-pole of Barto, Sutton & Anderson (1983) with Florian's (2007,
+//! "Correct equations for the dynamics of the cart-pole system") equations —
+//! a uniform pole of mass `m` and half-length `l` (moment of inertia
+//! `(4/3)·m·l²` about the pivot) on a cart of mass `M`, no friction:
+//!
+//! ```text
+//! (M + m)·ẍ + m·l·cos θ·θ̈ − m·l·θ̇²·sin θ = F
+//! m·l·cos θ·ẍ + (4/3)·m·l²·θ̈ − m·g·l·sin θ = 0
+//! ```
+//!
+//! solved for `θ̈` and `ẍ` exactly as Gymnasium's `CartPole-v1` does (θ = 0
+//! upright, θ > 0 leaning towards +x, a positive force pushes the cart
+//! towards +x). The swing-up task is Doya's (2000, "Reinforcement learning in
+//! continuous time and space", *Neural Computation* 12) and Åström & Furuta's
+//! (2000, "Swinging up a pendulum by energy control", *Automatica* 36), here
+//! on Gymnasium's plant.
+//!
+//! Design:
+//! - **Integration**: one classical RK4 step of `tau` = 0.02 s per control
+//!   period, the force held (zero-order hold); `f64` state, [`libm`]
+//!   `sin`/`cos` (the same bits on x86-64 and a Cortex-M4F). Without force
+//!   the energy `½(M+m)ẋ² + m·l·ẋ·θ̇·cos θ + ½·(4/3)·m·l²·θ̇² + m·g·l·cos θ`
+//!   is conserved to ~1e-6 relative over an episode (tested). After each step
+//!   `θ` is wrapped into `[−π, π)` (the observation is `cos θ`, `sin θ`, so a
+//!   wrap is invisible to a policy).
+//! - **Force bound, and why swing-up is feasible**: `u ∈ [−1, 1]` times
+//!   `force_mag` = 10 N gives a cart acceleration of up to 10/1.1 ≈ 9.1
+//!   m/s² ≈ 0.93·g. Åström & Furuta show an acceleration bound of a fraction
+//!   of `g` swings a pendulum up in a few swings; the pole needs `2·m·g·l` =
+//!   0.98 J. The tuned energy-based baseline
+//!   ([`SwingUpEnergy`](crate::baseline::SwingUpEnergy)) swings up and
+//!   balances within the ±2.4 m track from all 64 of its tuning start
+//!   states and 197 of 200 held-out ones (measured; the other three leave
+//!   the track).
+//! - **Reward** `(1 + cos θ)/2 − 0.01·u²` after the step, in `[−0.01, 1]`:
+//!   0 hanging, 1 upright. It is (almost) never negative, so leaving the
+//!   track — which terminates the episode — forfeits every later positive
+//!   reward and is never attractive.
+//! - **Termination** when `|x| > x_threshold` (2.4 m); truncated at
+//!   [`CartPoleSwingUp::MAX_EPISODE_STEPS`] = 500 steps (10 s).
+//! - **Reset**: the pole hanging down, perturbed: `x, ẋ, θ − π, θ̇` each
+//!   uniform in `[−0.05, 0.05)` (in that order), `θ` then wrapped.
+//! - **Static-friendly.** `const fn new`, no allocation, no panics.
+
+use nalgebra::SVector;
+use rand_core::Rng;
+
+use super::{Continuous, Env, EnvState, Step, uniform_f64};
+use crate::error::{Error, check_finite};
+
+use core::f64::consts::{PI, TAU};
+
+/// The weight of `u²` in the cost.
+const EFFORT_COST: f64 = 0.01;
+/// Half-width of the reset perturbation of each state variable.
+const RESET_HIGH: f64 = 0.05;
+
+/// The plant's physical parameters (named as [`CartPoleParams`](super::CartPoleParams)'s),
+/// settable so a changed plant can be simulated. Each field has a documented
+/// range, checked by [`validate`](Self::validate).
+///
+/// [`DEFAULT`](Self::DEFAULT) is Gymnasium's `CartPole-v1` plant with a
+/// ±10 N continuous force.
+#[derive(Clone, Copy, Debug, PartialEq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(default, deny_unknown_fields))]
+pub struct CartPoleSwingUpParams {
+    /// Gravitational acceleration, m/s², in [0, 100]. Default 9.8.
+    pub gravity: f64,
+    /// Cart mass `M`, kg, in [0.001, 1000]. Default 1.0.
+    pub masscart: f64,
+    /// Pole mass `m`, kg, in [0.001, 1000]. Default 0.1.
+    pub masspole: f64,
+    /// Half the pole's length `l`, m, in [0.001, 100]. Default 0.5.
+    pub length: f64,
+    /// Force of a continuous action of ±1, N, in [0.001, 10000]. Default 10.
+    pub force_mag: f64,
+    /// Control period, s, in [0.0001, 0.1]. Default 0.02.
+    pub tau: f64,
+    /// Half-length of the track, m, in [0.01, 100]. Default 2.4.
+    pub x_threshold: f64,
+}
+
+impl CartPoleSwingUpParams {
+    /// Gymnasium's plant, ±10 N, a ±2.4 m track.
+    pub const DEFAULT: Self = Self {
+        gravity: 9.8,
+        masscart: 1.0,
+        masspole: 0.1,
+        length: 0.5,
+        force_mag: 10.0,
+        tau: 0.02,
+        x_threshold: 2.4,
+    };
+
+    /// Checks every field lies in its documented physical range (NaN and
+    /// ±∞ never do); the defaults do.
+    ///
+    /// # Errors
+    /// [`PlantRangeError`](super::PlantRangeError) naming the first field
+    /// outside its range, its value and the range.
+    pub fn check(&self) -> Result<(), super::PlantRangeError> {
+        super::check_ranges(&[
+            ("gravity", self.gravity, 0.0, 100.0, "m/s²"),
+            ("masscart", self.masscart, 1e-3, 1e3, "kg"),
+            ("masspole", self.masspole, 1e-3, 1e3, "kg"),
+            ("length", self.length, 1e-3, 1e2, "m"),
+            ("force_mag", self.force_mag, 1e-3, 1e4, "N"),
+            ("tau", self.tau, 1e-4, 0.1, "s"),
+            ("x_threshold", self.x_threshold, 1e-2, 1e2, "m"),
+        ])
+    }
+
+    /// [`check`](Self::check) as the crate's error.
+    ///
+    /// # Errors
+    /// [`Error::InvalidConfig`] naming the first field outside its range.
+    pub fn validate(&self) -> Result<(), Error> {
+        Ok(self.check()?)
+    }
+
+    /// The total mechanical energy of the state `[x, ẋ, θ, θ̇]`, J (zero
+    /// potential at the pivot's height).
+    pub fn energy(&self, s: [f64; 4]) -> f64 {
+        let [_, v, th, w] = s;
+        let (total, m, l) = (self.masscart + self.masspole, self.masspole, self.length);
+        0.5 * total * v * v
+            + m * l * v * w * libm::cos(th)
+            + 0.5 * (4.0 / 3.0) * m * l * l * w * w
+            + m * self.gravity * l * libm::cos(th)
+    }
+}
+
+impl Default for CartPoleSwingUpParams {
+    fn default() -> Self {
+        Self::DEFAULT
+    }
+}
+
+/// `[ẋ, ẍ, θ̇, θ̈]` of the state `[x, ẋ, θ, θ̇]` under the force `f`
+/// (Gymnasium's expressions).
+fn derivatives(p: &CartPoleSwingUpParams, s: [f64; 4], f: f64) -> [f64; 4] {
+    let [_, v, th, w] = s;
+    let total = p.masspole + p.masscart;
+    let polemass_length = p.masspole * p.length;
+    let (cos, sin) = (libm::cos(th), libm::sin(th));
+    let temp = (f + polemass_length * w * w * sin) / total;
+    let thacc =
+        (p.gravity * sin - cos * temp) / (p.length * (4.0 / 3.0 - p.masspole * cos * cos / total));
+    let xacc = temp - polemass_length * thacc * cos / total;
+    [v, xacc, w, thacc]
+}
+
+/// `y + h·k` per component.
+fn axpy(y: [f64; 4], h: f64, k: [f64; 4]) -> [f64; 4] {
+    core::array::from_fn(|i| y[i] + h * k[i])
+}
+
+/// One classical RK4 step of `tau` under the force `f`.
+fn rk4(p: &CartPoleSwingUpParams, y: [f64; 4], f: f64) -> [f64; 4] {
+    let h = p.tau;
+    let k1 = derivatives(p, y, f);
+    let k2 = derivatives(p, axpy(y, h / 2.0, k1), f);
+    let k3 = derivatives(p, axpy(y, h / 2.0, k2), f);
+    let k4 = derivatives(p, axpy(y, h, k3), f);
+    let sum: [f64; 4] = core::array::from_fn(|i| k1[i] + 2.0 * k2[i] + 2.0 * k3[i] + k4[i]);
+    axpy(y, h / 6.0, sum)
+}
+
+/// `θ` wrapped into `[−π, π)`: `θ − 2π·⌊(θ + π)/2π⌋`.
+#[inline]
+pub fn wrap_angle(th: f64) -> f64 {
+    let r = th - TAU * libm::floor((th + PI) / TAU);
+    // Rounding can land exactly on π: fold it to −π.
+    if r >= PI { r - TAU } else { r }
+}
+
+/// Cart-pole swing-up: a pole hanging from a cart on a ±2.4 m track must be
+/// swung up and balanced with a bounded continuous force.
+///
+/// - Observation: `[x, ẋ, cos θ, sin θ, θ̇]` (θ = 0 upright).
+/// - Action: `u`, clipped to `[−1, 1]`, times 10 N; a non-finite action is
+///   [`Error::NonFinite`].
+/// - Reward: `(1 + cos θ)/2 − 0.01·u²` after the step, in `[−0.01, 1]`.
+/// - Terminated when `|x| > 2.4` m; truncated at
+///   [`MAX_EPISODE_STEPS`](Self::MAX_EPISODE_STEPS) (10 s at 50 Hz).
+/// - Reset: hanging down, each state variable perturbed by up to ±0.05.
+///
+/// See the [module documentation](self) for the model.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct CartPoleSwingUp {
+    /// `[x, ẋ, θ, θ̇]`, θ in `[−π, π)`.
+    state: [f64; 4],
+    /// The plant.
+    params: CartPoleSwingUpParams,
+    /// Steps since the last reset (saturating).
+    elapsed_steps: u32,
+}
+
+impl CartPoleSwingUp {
+    /// Time limit: `truncated` from this many steps after a reset on.
+    pub const MAX_EPISODE_STEPS: u32 = 500;
+
+    /// The cart centred at rest, the pole hanging straight down (θ = −π), no
+    /// steps taken. Call [`reset`](Env::reset) (or
+    /// [`set_state`](Self::set_state)) before stepping.
+    pub const fn new() -> Self {
+        Self {
+            state: [0.0, 0.0, -PI, 0.0],
+            params: CartPoleSwingUpParams::DEFAULT,
+            elapsed_steps: 0,
+        }
+    }
+
+    /// [`new`](Self::new) with another plant.
+    ///
+    /// # Errors
+    /// [`Error::InvalidConfig`] if `params` does not
+    /// [`validate`](CartPoleSwingUpParams::validate).
+    pub fn with_params(params: CartPoleSwingUpParams) -> Result<Self, Error> {
+        params.validate()?;
+        Ok(Self {
+            params,
+            ..Self::new()
+        })
+    }
+
+    super::plant_accessors!(
+        CartPoleSwingUpParams,
+        [f64; 4],
+        "The physical state `[x, ẋ, θ, θ̇]` (m, m/s, rad, rad/s) in `f64`."
+    );
+
+    /// Overwrites the physical state `[x, ẋ, θ, θ̇]` (θ is used as given;
+    /// the next step wraps it); the step counter is unchanged.
+    #[inline]
+    pub fn set_state(&mut self, state: [f64; 4]) {
+        self.state = state;
+    }
+
+    /// The current observation `[x, ẋ, cos θ, sin θ, θ̇]`, computed in `f64`
+    /// and cast to `f32`.
+    #[inline]
+    pub fn observation(&self) -> SVector<f32, 5> {
+        let [x, v, th, w] = self.state;
+        SVector::from([
+            x as f32,
+            v as f32,
+            libm::cos(th) as f32,
+            libm::sin(th) as f32,
+            w as f32,
+        ])
+    }
+}
+
+impl Default for CartPoleSwingUp {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Env for CartPoleSwingUp {
+    type Obs = SVector<f32, 5>;
+    type Space = Continuous<1>;
+
+    /// `[−1, 1]`: the force is `u·force_mag`.
+    fn action_space(&self) -> Continuous<1> {
+        Continuous::symmetric(1.0)
+    }
+
+    fn reset<R: Rng + ?Sized>(&mut self, rng: &mut R) -> SVector<f32, 5> {
+        let x = uniform_f64(rng, -RESET_HIGH, RESET_HIGH);
+        let v = uniform_f64(rng, -RESET_HIGH, RESET_HIGH);
+        let th = wrap_angle(PI + uniform_f64(rng, -RESET_HIGH, RESET_HIGH));
+        let w = uniform_f64(rng, -RESET_HIGH, RESET_HIGH);
+        self.state = [x, v, th, w];
+        self.elapsed_steps = 0;
+        self.observation()
+    }
+
+    /// Pushes the cart with `clip(u, −1, 1)·force_mag` for `tau` seconds.
+    fn step(&mut self, action: SVector<f32, 1>) -> Result<Step<SVector<f32, 5>>, Error> {
+        let u = action[0];
+        check_finite(u)?;
+        let u = f64::from(u).clamp(-1.0, 1.0);
+        let [x, v, th, w] = rk4(&self.params, self.state, u * self.params.force_mag);
+        let th = wrap_angle(th);
+        self.state = [x, v, th, w];
+        let reward = 0.5 * (1.0 + libm::cos(th)) - EFFORT_COST * u * u;
+        self.elapsed_steps = self.elapsed_steps.saturating_add(1);
+        Ok(Step {
+            obs: self.observation(),
+            reward: reward as f32,
+            terminated: !(-self.params.x_threshold..=self.params.x_threshold).contains(&x),
+            truncated: self.elapsed_steps >= Self::MAX_EPISODE_STEPS,
+        })
+    }
+}
+
+/// `[x, ẋ, θ, θ̇, elapsed_steps]`.
+impl EnvState for CartPoleSwingUp {
+    const TAG: u32 = u32::from_le_bytes(*b"CPSU");
+    const WORDS: usize = 5;
+
+    fn save_state(&self, out: &mut [f64]) {
+        let [x, v, th, w] = self.state;
+        super::write_words(out, [x, v, th, w, f64::from(self.elapsed_steps)]);
+    }
+
+    fn restore_state(&mut self, words: &[f64]) -> Result<(), Error> {
+        let words: [f64; 5] = words.try_into().map_err(|_| Error::Truncated)?;
+        let state = super::finite_words::<4>(&words[..4])?;
+        let elapsed_steps = super::counter_from_f64(words[4])?;
+        // The plant's parameters are configuration, not state: kept.
+        self.state = state;
+        self.elapsed_steps = elapsed_steps;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests;
