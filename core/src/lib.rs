@@ -170,6 +170,9 @@ pub struct DocsFirmware;
 #[doc = include_str!("../../docs/formats.md")]
 pub struct DocsFormats;
 #[cfg(doctest)]
+#[doc = include_str!("../../docs/safety.md")]
+pub struct DocsSafety;
+#[cfg(doctest)]
 #[doc = include_str!("../../docs/speed.md")]
 pub struct DocsSpeed;
 

@@ -40,8 +40,7 @@ pub enum StaleCommand {
     /// The shield's [`safe_action`](super::ShieldConfig::safe_action),
     /// approached at the rate limit (e.g. zero force: coast). The default:
     /// a high-gain fallback acting on a stale reading holds a saturated
-    /// command open-loop — on the cart-pole that topples within 0.2 s what
-    /// coasting survives (`core/src/safety/tests.rs`).
+    /// command open-loop, for as long as the reading stays stale.
     #[default]
     SafeAction,
     /// The fallback's command for the last fresh reading's hold.
@@ -75,6 +74,37 @@ pub struct Tick<const A: usize> {
 ///
 /// The fields are public so that a firmware can log each piece's
 /// statistics and reconfigure them between runs.
+///
+/// ```
+/// use microrl::env::Pendulum;
+/// use microrl::safety::*;
+/// use microrl::{agent, serialize, Deployed, Error, SVector};
+///
+/// type Policy = Deployed<agent::Ppo<Pendulum, 8, 64>>;
+/// // Fallback: a PD law on [cos θ, sin θ, θ̇] (upright is θ = 0).
+/// let pd = |o: &SVector<f32, 3>| Ok::<_, Error>(SVector::from([-10.0 * o[1] - 2.0 * o[2]]));
+/// // The learned policy may act within 0.3 rad of upright (sin θ) and 2 rad/s.
+/// let envelope = |o: &SVector<f32, 3>| {
+///     if o[0] > 0.0 { 1.0 - (o[1] / 0.3).abs().max((o[2] / 2.0).abs()) } else { -1.0 }
+/// };
+/// let mut flash = [0u8; serialize::encoded_len::<Policy>()];
+/// let mut g = Guarded::new(
+///     Policy::ZERO,
+///     0.0,
+///     pd,
+///     Supervisor::new(SupervisorConfig { min_dwell: 2, ..SupervisorConfig::DEFAULT }, envelope)?,
+///     Shield::new(ShieldConfig::symmetric(2.0).with_max_delta(0.5), Unconstrained)?,
+///     Rollback::new(RollbackConfig::DEFAULT, &mut flash[..])?,
+///     Watchdog::new(WatchdogConfig::DEFAULT)?,
+/// )?;
+/// let upright = SVector::from([1.0, 0.0, 0.0]);
+/// assert_eq!(g.act(&upright).mode, Mode::Learned);
+/// let fallen = SVector::from([0.0, 1.0, 0.0]); // horizontal: outside the envelope
+/// let tick = g.act(&fallen);
+/// assert_eq!((tick.mode, tick.switched_to_fallback), (Mode::Fallback, Some(Cause::Envelope)));
+/// assert_eq!(tick.action[0], -0.5); // the PD's −10, clipped to −2, rate-limited from 0
+/// # Ok::<(), Error>(())
+/// ```
 #[derive(Clone, Debug)]
 pub struct Guarded<P, F, E, S, B, const OBS: usize, const A: usize> {
     /// The learned policy that acts (changed only through
