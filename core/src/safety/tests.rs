@@ -1000,3 +1000,97 @@ fn fallback_gains_are_the_grid_optimum_on_tuning_seeds() {
     );
     assert_eq!(best.0, FALLBACK_GAINS);
 }
+
+// --------------------------------------------------------------- guarded
+
+type Small = crate::policy::Policy<crate::policy::GaussianActor<crate::nn::Mlp<2, 4, 1>, 1>, 2>;
+
+/// A policy whose command is `bias` everywhere (clipped to ±1).
+fn constant(bias: f32) -> Small {
+    let mut p = Small::ZERO;
+    p.space = crate::env::Continuous::symmetric(1.0);
+    p.actor.net.second.second.bias[0] = bias;
+    p
+}
+
+#[test]
+fn guarded_composes_the_pieces() {
+    // Fallback: 0.75, or an error when obs[1] > 5.
+    let fallback = |o: &SVector<f32, 2>| {
+        if o[1] > 5.0 {
+            Err(Error::Plant { what: "fallback" })
+        } else {
+            Ok(v1(0.75))
+        }
+    };
+    let mut store = [0u8; serialize::encoded_len::<Small>()];
+    let mut g = Guarded::new(
+        constant(0.25),
+        1.0,
+        fallback,
+        Supervisor::new(
+            SupervisorConfig {
+                min_dwell: 1,
+                stuck_ticks: 0,
+                ..SupervisorConfig::DEFAULT
+            },
+            Bounds::new([-1.0, -10.0], [1.0, 10.0]),
+        )
+        .unwrap(),
+        Shield::new(ShieldConfig::<1>::symmetric(1.0), Unconstrained).unwrap(),
+        Rollback::new(RollbackConfig::new(2, 0.5), &mut store[..]).unwrap(),
+        Watchdog::new(WatchdogConfig::new(10)).unwrap(),
+    )
+    .unwrap();
+    let origin = SVector::from([0.0, 0.0]);
+    let t = g.act(&origin);
+    assert_eq!((t.mode, t.action[0]), (Mode::Learned, 0.25));
+    assert_eq!(g.record(1.0), Ok(Verdict::Pending)); // no trial
+    // A published policy acts from the next tick, on trial.
+    assert_eq!(g.publish(Ok(()), &constant(-0.5), 1), Ok(()));
+    assert!(g.rollback.on_trial());
+    assert_eq!(g.act(&origin).action[0], -0.5);
+    // Its error hands control to the fallback on the spot and rolls it back.
+    g.policy.actor.net.first.bias[0] = f32::NAN;
+    let t = g.act(&origin);
+    assert_eq!(t.mode, Mode::Fallback);
+    assert_eq!(t.switched_to_fallback, Some(Cause::PolicyError));
+    assert!(t.rolled_back && t.rollback_error.is_none());
+    assert_eq!(t.action[0], 0.75);
+    assert_eq!(g.policy, constant(0.25));
+    // The fallback's error: the safe action (0).
+    let t = g.act(&SVector::from([0.0, 6.0]));
+    assert_eq!((t.mode, t.action[0]), (Mode::Fallback, 0.0));
+    assert!(t.interventions.has(Interventions::NON_FINITE));
+    // Back to the learned policy; a NaN reading: the safe action, not the
+    // fallback's 0.75 on the held reading.
+    assert_eq!(g.act(&origin).mode, Mode::Learned);
+    let t = g.act(&SVector::from([f32::NAN, 0.0]));
+    assert_eq!((t.mode, t.action[0]), (Mode::Fallback, 0.0));
+    g.stale_command = StaleCommand::Fallback;
+    assert_eq!(g.act(&SVector::from([f32::NAN, 0.0])).action[0], 0.75);
+    g.stale_command = StaleCommand::SafeAction;
+    // A trial that stays good over its window is promoted.
+    assert_eq!(g.act(&origin).mode, Mode::Learned);
+    g.publish(Ok(()), &constant(0.5), 1).unwrap();
+    assert_eq!(g.act(&origin).action[0], 0.5);
+    assert_eq!(g.record(0.75), Ok(Verdict::Pending));
+    assert_eq!(g.act(&origin).action[0], 0.5);
+    assert_eq!(g.record(0.75), Ok(Verdict::Promoted { mean: 0.75 }));
+    assert_eq!(g.rollback.stats.promoted, 1);
+    assert_eq!(g.rollback.good_score(), Some(0.75));
+    // A refused publish keeps the previous policy acting.
+    assert!(
+        g.publish(Err::<(), _>(Error::GradientOverflow), &constant(-1.0), 1)
+            .is_err()
+    );
+    assert_eq!(g.act(&origin).action[0], 0.5);
+    assert_eq!(g.watchdog.stats.learner, 1);
+    // A corrupt store: the rollback fails, the fallback is latched.
+    g.publish(Ok(()), &constant(-0.75), 1).unwrap();
+    g.rollback.store_mut()[40] ^= 1;
+    g.policy.actor.net.first.bias[0] = f32::NAN;
+    let t = g.act(&origin);
+    assert_eq!(t.rollback_error, Some(Error::ChecksumMismatch));
+    assert!((0..5).all(|_| g.act(&origin).mode == Mode::Fallback));
+}
