@@ -14,9 +14,10 @@
 //! - **Causes, checked every tick, in this order**: a non-finite observation
 //!   (a NaN or infinite sensor reading), a stuck sensor (the same
 //!   observation, bit for bit, at [`SupervisorConfig::stuck_ticks`]
-//!   consecutive ticks), leaving the [`Envelope`] (margin `< 0`), the
-//!   learned policy's running performance falling below the fallback's
-//!   reference by more than a margin, and an `Err` from the learned policy
+//!   consecutive ticks), leaving the [`Envelope`] (margin `< 0`), a
+//!   refusal of the learned policy ([`Supervisor::latch`]), and its running
+//!   performance falling below the fallback's reference by more than a
+//!   margin; and, on the tick it happens, an `Err` from the learned policy
 //!   ([`Supervisor::policy_failed`]).
 //! - **Hysteresis.** Control returns to the learned policy only after at
 //!   least [`min_dwell`](SupervisorConfig::min_dwell) ticks under the
