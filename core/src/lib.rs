@@ -48,8 +48,11 @@
 //!    [`Policy`] from the desktop to the firmware; [`checkpoint`] — the
 //!    checksummed format of a whole training run (agent, optimiser, loop,
 //!    RNG streams, environment) that resumes it bit for bit.
-//! 9. [`params`], [`normalize`], [`loss`], [`math`], [`rng`], [`config`] —
-//!    the plumbing the rest stands on.
+//! 9. [`safety`] — **learning while controlling**: an action shield, a
+//!    fallback supervisor (simplex), rollback to the last good policy and a
+//!    publish watchdog, composed into [`safety::Guarded`].
+//! 10. [`params`], [`normalize`], [`loss`], [`math`], [`rng`], [`config`] —
+//!     the plumbing the rest stands on.
 //!
 //! ## Example: collect and update by hand
 //!
@@ -122,6 +125,7 @@ pub mod optim;
 pub mod params;
 pub mod policy;
 pub mod rng;
+pub mod safety;
 pub mod serialize;
 pub mod train;
 pub mod vec_env;
@@ -167,6 +171,9 @@ pub struct DocsFirmware;
 #[doc = include_str!("../../docs/formats.md")]
 pub struct DocsFormats;
 #[cfg(doctest)]
+#[doc = include_str!("../../docs/safety.md")]
+pub struct DocsSafety;
+#[cfg(doctest)]
 #[doc = include_str!("../../docs/speed.md")]
 pub struct DocsSpeed;
 
@@ -177,6 +184,6 @@ pub mod prelude {
     pub use crate::algo::{A2cConfig, AcConfig, PpoConfig, ReinforceConfig, SacConfig, Td3Config};
     pub use crate::env::{ActionSpace, Continuous, Discrete, Env, Step};
     pub use crate::train::{Agent, Deployed, Hooks, Learner, RunConfig, Trainer};
-    pub use crate::{Controller, Error, Params, SVector, agent, serialize};
+    pub use crate::{Controller, Error, Params, SVector, agent, safety, serialize};
     pub use rand_core::{Rng, SeedableRng};
 }
