@@ -8,7 +8,7 @@ use microrl_harness::interop::{self, Layout};
 use microrl_harness::paths::{self, Role};
 use microrl_harness::train::{
     Algo, AnchorOptions, CURVE_CSV_FILE, EnvName, FusionWeights, Overrides, SUMMARY_FILE,
-    SummaryRun, TrainOptions,
+    SummaryRun, TrainOptions, default_steps,
 };
 use microrl_harness::{Arch, commands};
 
@@ -186,17 +186,7 @@ impl TrainArgs {
                 .0
                 .insert("normalize_obs".into(), toml::Value::Boolean(false));
         }
-        let steps = self.steps.unwrap_or(match (algo, env) {
-            (Algo::Ppo, EnvName::Cartpole) => 100_000,
-            (Algo::Ppo, EnvName::CartpoleContinuous) => 200_000,
-            (Algo::Ppo, EnvName::Pendulum) => 300_000,
-            (Algo::PpoPenalty, EnvName::Cartpole) => 150_000,
-            (Algo::Trpo, EnvName::Cartpole) => 200_000,
-            (Algo::Grpo | Algo::Gspo, EnvName::Cartpole) => 300_000,
-            (Algo::Sac | Algo::Td3, EnvName::Pendulum) => 20_000,
-            (Algo::Sac | Algo::Td3, _) => 50_000,
-            _ => 500_000,
-        });
+        let steps = self.steps.unwrap_or_else(|| default_steps(env, algo));
         let opts = TrainOptions {
             overrides,
             eval_episodes: self.eval_episodes,
