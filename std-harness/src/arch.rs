@@ -28,7 +28,7 @@
 use microrl::Deployed;
 use microrl::algo::offpolicy::{TanhPolicy, torch_default_init};
 use microrl::env::{
-    ActionOf, ActionSpace, CartPole, CartPoleContinuous, Continuous, Discrete, Pendulum, obs_dim,
+    ActionOf, ActionSpace, CartPole, CartPoleContinuous, Continuous, Env, Pendulum, obs_dim,
 };
 use microrl::nn::{Layer, Mlp, Relu};
 use microrl::optim::{Adam, TrainState};
@@ -52,24 +52,12 @@ pub type PendulumPolicy = agent::Policy<Pendulum, 64>;
 /// per architecture: `Variant = "name", "layers", Plant, PolicyType;`).
 macro_rules! architectures {
     ($( $(#[$doc:meta])* $variant:ident = $name:literal, $layers:literal, $plant:ty, $policy:ty; )*) => {
-        /// A named architecture.
-        #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, Serialize)]
-        #[serde(rename_all = "kebab-case")]
-        pub enum Arch {
-            $( $(#[$doc])* $variant, )*
+        named_enum! {
+            /// A named architecture.
+            Arch { $( $(#[$doc])* $variant = $name ),* }
         }
 
         impl Arch {
-            /// Every architecture, in display order.
-            pub const ALL: [Arch; [$($name),*].len()] = [$(Arch::$variant),*];
-
-            /// The name used on the command line and in JSON.
-            pub fn name(self) -> &'static str {
-                match self {
-                    $(Arch::$variant => $name,)*
-                }
-            }
-
             /// Human-readable layer sizes.
             pub fn layers(self) -> &'static str {
                 match self {
@@ -137,11 +125,25 @@ pub trait PolicyVisitor {
     type Out;
     /// Runs the operation on `arch`, whose policy type is `P`, acting in
     /// plant `E` with `OBS` observations.
-    fn visit<P, E, const OBS: usize>(self, arch: Arch) -> Self::Out
-    where
-        P: Deployable<OBS, Space = E::Space> + Controller<OBS, Action = ActionOf<E>>,
-        E: Task<Obs = SVector<f32, OBS>>;
+    fn visit<P: PolicyFor<E, OBS>, E: TaskOf<OBS>, const OBS: usize>(self, arch: Arch)
+    -> Self::Out;
 }
+
+/// A policy type that acts in plant `E`: [`PolicyVisitor::visit`]'s bound.
+pub trait PolicyFor<E: Env, const OBS: usize>:
+    Deployable<OBS, Space = E::Space> + Controller<OBS, Action = ActionOf<E>>
+{
+}
+
+impl<P, E: Env, const OBS: usize> PolicyFor<E, OBS> for P where
+    P: Deployable<OBS, Space = E::Space> + Controller<OBS, Action = ActionOf<E>>
+{
+}
+
+/// A task with `OBS` observations: [`PolicyVisitor::visit`]'s bound.
+pub trait TaskOf<const OBS: usize>: Task<Obs = SVector<f32, OBS>> {}
+
+impl<E: Task<Obs = SVector<f32, OBS>>, const OBS: usize> TaskOf<OBS> for E {}
 
 /// A deployable policy type: what differs between the kinds of policy.
 pub trait Deployable<const OBS: usize>: Params + Sized + 'static {
@@ -160,24 +162,27 @@ pub trait Deployable<const OBS: usize>: Params + Sized + 'static {
     fn action(&self, obs: &SVector<f32, OBS>) -> anyhow::Result<Action>;
 }
 
-impl<N, const OBS: usize, const ACT: usize> Deployable<OBS> for Policy<CategoricalActor<N>, OBS>
+/// The kind-specific part of [`Deployable`] for the policies of an
+/// on-policy actor, `Policy<A, OBS>`.
+pub trait ActorKind<const OBS: usize>: Actor<OBS> + Sized {
+    /// Its kind.
+    const KIND: PolicyKind;
+    /// `policy`'s command at `obs`.
+    ///
+    /// # Errors
+    /// A non-finite observation or output.
+    fn describe(policy: &Policy<Self, OBS>, obs: &SVector<f32, OBS>) -> anyhow::Result<Action>;
+}
+
+impl<N, const OBS: usize, const ACT: usize> ActorKind<OBS> for CategoricalActor<N>
 where
-    N: Layer<Input = SVector<f32, OBS>, Output = SVector<f32, ACT>> + Params + 'static,
-    Self: Params,
+    N: Layer<Input = SVector<f32, OBS>, Output = SVector<f32, ACT>>,
 {
-    type Space = Discrete<ACT>;
     const KIND: PolicyKind = PolicyKind::Categorical;
-    fn footprint(arch: Arch) -> Footprint {
-        Footprint::of::<Self, OBS>(arch)
-    }
-    fn init_from(&mut self, space: Self::Space, rng: &mut Xoshiro128PlusPlus) {
-        self.actor.init(rng);
-        self.space = space;
-    }
-    fn action(&self, obs: &SVector<f32, OBS>) -> anyhow::Result<Action> {
-        let action = self.act(obs)?;
-        let input = self.obs_norm.normalize(obs)?;
-        let dist = self.actor.distribution(&input)?;
+    fn describe(policy: &Policy<Self, OBS>, obs: &SVector<f32, OBS>) -> anyhow::Result<Action> {
+        let action = policy.act(obs)?;
+        let input = policy.obs_norm.normalize(obs)?;
+        let dist = policy.actor.distribution(&input)?;
         Ok(Action {
             discrete: Some(action),
             probs: Some(dist.probs().iter().copied().collect()),
@@ -187,14 +192,22 @@ where
     }
 }
 
-impl<N, const OBS: usize, const ACT: usize> Deployable<OBS> for Policy<GaussianActor<N, ACT>, OBS>
+impl<N, const OBS: usize, const ACT: usize> ActorKind<OBS> for GaussianActor<N, ACT>
 where
-    GaussianActor<N, ACT>: Actor<OBS, Space = Continuous<ACT>, Action = SVector<f32, ACT>>,
-    N: 'static,
+    Self: Actor<OBS, Space = Continuous<ACT>, Action = SVector<f32, ACT>>,
+{
+    const KIND: PolicyKind = PolicyKind::Gaussian;
+    fn describe(policy: &Policy<Self, OBS>, obs: &SVector<f32, OBS>) -> anyhow::Result<Action> {
+        continuous(policy.act(obs)?, &policy.space)
+    }
+}
+
+impl<A: ActorKind<OBS> + 'static, const OBS: usize> Deployable<OBS> for Policy<A, OBS>
+where
     Self: Params,
 {
-    type Space = Continuous<ACT>;
-    const KIND: PolicyKind = PolicyKind::Gaussian;
+    type Space = A::Space;
+    const KIND: PolicyKind = A::KIND;
     fn footprint(arch: Arch) -> Footprint {
         Footprint::of::<Self, OBS>(arch)
     }
@@ -203,7 +216,7 @@ where
         self.space = space;
     }
     fn action(&self, obs: &SVector<f32, OBS>) -> anyhow::Result<Action> {
-        continuous(self.act(obs)?, &self.space)
+        A::describe(self, obs)
     }
 }
 
@@ -244,11 +257,7 @@ struct Loads<'a>(&'a [u8]);
 
 impl PolicyVisitor for Loads<'_> {
     type Out = bool;
-    fn visit<P, E, const OBS: usize>(self, _: Arch) -> bool
-    where
-        P: Deployable<OBS, Space = E::Space> + Controller<OBS, Action = ActionOf<E>>,
-        E: Task<Obs = SVector<f32, OBS>>,
-    {
+    fn visit<P: PolicyFor<E, OBS>, E: TaskOf<OBS>, const OBS: usize>(self, _: Arch) -> bool {
         load::<P>(self.0).is_ok()
     }
 }
@@ -259,11 +268,7 @@ struct Facts;
 
 impl PolicyVisitor for Facts {
     type Out = (PolicyKind, microrl::params::TensorShape);
-    fn visit<P, E, const OBS: usize>(self, _: Arch) -> Self::Out
-    where
-        P: Deployable<OBS, Space = E::Space> + Controller<OBS, Action = ActionOf<E>>,
-        E: Task<Obs = SVector<f32, OBS>>,
-    {
+    fn visit<P: PolicyFor<E, OBS>, E: TaskOf<OBS>, const OBS: usize>(self, _: Arch) -> Self::Out {
         (P::KIND, P::shape(0))
     }
 }
@@ -273,11 +278,10 @@ struct Figures;
 
 impl PolicyVisitor for Figures {
     type Out = Footprint;
-    fn visit<P, E, const OBS: usize>(self, arch: Arch) -> Footprint
-    where
-        P: Deployable<OBS, Space = E::Space> + Controller<OBS, Action = ActionOf<E>>,
-        E: Task<Obs = SVector<f32, OBS>>,
-    {
+    fn visit<P: PolicyFor<E, OBS>, E: TaskOf<OBS>, const OBS: usize>(
+        self,
+        arch: Arch,
+    ) -> Footprint {
         P::footprint(arch)
     }
 }
@@ -441,11 +445,10 @@ pub fn init_blob(arch: Arch, seed: u64) -> anyhow::Result<Vec<u8>> {
     struct Fresh(u64);
     impl PolicyVisitor for Fresh {
         type Out = anyhow::Result<Vec<u8>>;
-        fn visit<P, E, const OBS: usize>(self, _: Arch) -> Self::Out
-        where
-            P: Deployable<OBS, Space = E::Space> + Controller<OBS, Action = ActionOf<E>>,
-            E: Task<Obs = SVector<f32, OBS>>,
-        {
+        fn visit<P: PolicyFor<E, OBS>, E: TaskOf<OBS>, const OBS: usize>(
+            self,
+            _: Arch,
+        ) -> Self::Out {
             use rand_core::SeedableRng;
             let mut rng = Xoshiro128PlusPlus::seed_from_u64(self.0);
             let space = E::plant(&toml::Table::new())?.action_space();
@@ -510,11 +513,10 @@ pub fn actor(arch: Arch, blob: &[u8]) -> anyhow::Result<Acting> {
     struct Loaded<'a>(&'a [u8]);
     impl PolicyVisitor for Loaded<'_> {
         type Out = anyhow::Result<Acting>;
-        fn visit<P, E, const OBS: usize>(self, arch: Arch) -> Self::Out
-        where
-            P: Deployable<OBS, Space = E::Space> + Controller<OBS, Action = ActionOf<E>>,
-            E: Task<Obs = SVector<f32, OBS>>,
-        {
+        fn visit<P: PolicyFor<E, OBS>, E: TaskOf<OBS>, const OBS: usize>(
+            self,
+            arch: Arch,
+        ) -> Self::Out {
             let p = load::<P>(self.0)?;
             Ok(Box::new(move |obs: &[f32]| {
                 check_len(arch, obs)?;

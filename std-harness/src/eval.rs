@@ -3,12 +3,12 @@
 //! `inspect` share.
 
 use microrl::env::{ActionOf, Env};
-use microrl::policy::Controller;
-use microrl::{SVector, serialize};
+
+use microrl::serialize;
 use rand_xoshiro::Xoshiro128PlusPlus;
 use serde::Serialize;
 
-use crate::arch::{Arch, Deployable, PolicyVisitor};
+use crate::arch::{Arch, PolicyFor, PolicyVisitor, TaskOf};
 use crate::train::{EnvName, Metering, Task};
 use anyhow::bail;
 
@@ -120,11 +120,7 @@ impl PolicyVisitor for Play<'_> {
     /// Mean and standard deviation of the returns, and the mean squared
     /// command per step of a continuous policy.
     type Out = anyhow::Result<(f32, f32, Option<f32>)>;
-    fn visit<P, E, const OBS: usize>(self, _: Arch) -> Self::Out
-    where
-        P: Deployable<OBS, Space = E::Space> + Controller<OBS, Action = ActionOf<E>>,
-        E: Task<Obs = SVector<f32, OBS>>,
-    {
+    fn visit<P: PolicyFor<E, OBS>, E: TaskOf<OBS>, const OBS: usize>(self, _: Arch) -> Self::Out {
         let mut env = Metered {
             env: E::plant(self.plant)?,
             effort: None,

@@ -56,19 +56,17 @@ use std::path::Path;
 use anyhow::{Context, bail, ensure};
 use microrl::normalize::RunningNorm;
 use microrl::params::tag;
-use microrl::{Params, SVector, serialize};
+use microrl::{Params, serialize};
 use safetensors::{Dtype, SafeTensors, tensor::TensorView};
 use serde::Serialize;
 use serde_json::json;
 
-use crate::arch::{self, Activation, Arch, Deployable, PolicyKind, PolicyVisitor};
+use crate::arch::{self, Activation, Arch, PolicyFor, PolicyKind, PolicyVisitor, TaskOf};
 #[cfg(test)]
 use crate::arch::{CartPolePolicy, CartPoleSmallPolicy, PendulumPolicy};
 use crate::atomic;
 use crate::commands::Report;
-use crate::train::{EnvName, Task};
-use microrl::env::ActionOf;
-use microrl::policy::Controller;
+use crate::train::EnvName;
 
 /// The tensor names of the library a policy was trained with.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, Serialize)]
@@ -368,11 +366,7 @@ struct Mapped<'a> {
 
 impl PolicyVisitor for Mapped<'_> {
     type Out = anyhow::Result<(Vec<u8>, Vec<String>)>;
-    fn visit<P, E, const OBS: usize>(self, _: Arch) -> Self::Out
-    where
-        P: Deployable<OBS, Space = E::Space> + Controller<OBS, Action = ActionOf<E>>,
-        E: Task<Obs = SVector<f32, OBS>>,
-    {
+    fn visit<P: PolicyFor<E, OBS>, E: TaskOf<OBS>, const OBS: usize>(self, _: Arch) -> Self::Out {
         self.source.map::<P, OBS>(self.stats)
     }
 }
@@ -385,11 +379,10 @@ struct Unmap<'a> {
 
 impl PolicyVisitor for Unmap<'_> {
     type Out = anyhow::Result<Unmapped>;
-    fn visit<P, E, const OBS: usize>(self, arch: Arch) -> Self::Out
-    where
-        P: Deployable<OBS, Space = E::Space> + Controller<OBS, Action = ActionOf<E>>,
-        E: Task<Obs = SVector<f32, OBS>>,
-    {
+    fn visit<P: PolicyFor<E, OBS>, E: TaskOf<OBS>, const OBS: usize>(
+        self,
+        arch: Arch,
+    ) -> Self::Out {
         ensure!(
             P::KIND != PolicyKind::Squashed,
             "{}: exporting SAC/TD3 policies to safetensors is not supported yet",

@@ -49,24 +49,13 @@ pub(crate) use for_each_task;
 macro_rules! define_tasks {
     ($( $(#[$doc:meta])* $variant:ident = $name:literal, $plant:ty, $params:ty,
         ppo = $n:expr $(, oa = $oa:literal)?; )*) => {
-        /// A training task.
-        #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, Serialize, Deserialize)]
-        #[serde(rename_all = "kebab-case")]
-        pub enum EnvName {
-            $( $(#[$doc])* $variant, )*
+        named_enum! {
+            /// A training task.
+            #[derive(Deserialize)]
+            EnvName { $( $(#[$doc])* $variant = $name ),* }
         }
 
         impl EnvName {
-            /// Every task, in display order.
-            pub const ALL: [EnvName; [$($name),*].len()] = [$(EnvName::$variant),*];
-
-            /// The command-line name.
-            pub fn name(self) -> &'static str {
-                match self {
-                    $(EnvName::$variant => $name,)*
-                }
-            }
-
             /// Mean return that counts as solved (the plant's `SOLVED_RETURN`).
             pub fn threshold(self) -> f32 {
                 match self {
