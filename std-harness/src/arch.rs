@@ -28,7 +28,8 @@
 use microrl::Deployed;
 use microrl::algo::offpolicy::{TanhPolicy, torch_default_init};
 use microrl::env::{
-    ActionOf, ActionSpace, CartPole, CartPoleContinuous, Continuous, Env, Pendulum, obs_dim,
+    Acrobot, ActionOf, ActionSpace, CartPole, CartPoleContinuous, Continuous, Env,
+    MountainCarContinuous, Pendulum, obs_dim,
 };
 use microrl::nn::{Layer, Mlp, Relu};
 use microrl::optim::{Adam, TrainState};
@@ -106,6 +107,16 @@ architectures! {
     CartpoleContinuousSquashed = "cartpole-continuous-squashed", "4-64-64-1 relu, tanh-squashed (SAC/TD3)", CartPoleContinuous, Deployed<agent::Sac<CartPoleContinuous, 64, 1, 1, 5>>;
     /// Deterministic 3-64-64-1 ReLU, tanh-squashed output (SAC, TD3; Pendulum).
     PendulumSquashed = "pendulum-squashed", "3-64-64-1 relu, tanh-squashed (SAC/TD3)", Pendulum, Deployed<agent::Sac<Pendulum, 64, 1, 1, 4>>;
+    /// Categorical 6-64-64-3 (Acrobot).
+    Acrobot = "acrobot", "6-64-64-3 categorical", Acrobot, agent::Policy<Acrobot, 64>;
+    /// Categorical 6-64-64-3 with ReLU hidden layers (imported; Acrobot).
+    AcrobotRelu = "acrobot-relu", "6-64-64-3 categorical relu", Acrobot, Policy<CategoricalActor<Mlp<6, 64, 3, Relu>>, 6>;
+    /// Gaussian 2-64-64-1 with learnable log_std (continuous MountainCar).
+    MountaincarContinuous = "mountaincar-continuous", "2-64-64-1 gaussian", MountainCarContinuous, agent::Policy<MountainCarContinuous, 64>;
+    /// Gaussian 2-64-64-1 with ReLU hidden layers (imported; continuous MountainCar).
+    MountaincarContinuousRelu = "mountaincar-continuous-relu", "2-64-64-1 gaussian relu", MountainCarContinuous, Policy<GaussianActor<Mlp<2, 64, 1, Relu>, 1>, 2>;
+    /// Deterministic 2-64-64-1 ReLU, tanh-squashed output (SAC, TD3; continuous MountainCar).
+    MountaincarContinuousSquashed = "mountaincar-continuous-squashed", "2-64-64-1 relu, tanh-squashed (SAC/TD3)", MountainCarContinuous, Deployed<agent::Sac<MountainCarContinuous, 64, 1, 1, 3>>;
 }
 
 /// What kind of deployed policy a type is.

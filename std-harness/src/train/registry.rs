@@ -40,6 +40,12 @@ macro_rules! for_each_task {
             /// Gymnasium Pendulum-v1, torque in [−2, 2].
             Pendulum = "pendulum", microrl::env::Pendulum, microrl::env::PendulumParams,
                 ppo = $crate::train::PPO_CONTINUOUS_STEPS, oa = 4;
+            /// Gymnasium Acrobot-v1, three discrete torques (−1, 0, +1 N·m).
+            Acrobot = "acrobot", microrl::env::Acrobot, microrl::env::AcrobotParams,
+                ppo = $crate::train::PPO_STEPS;
+            /// Gymnasium MountainCarContinuous-v0, force in [−1, 1].
+            MountaincarContinuous = "mountaincar-continuous", microrl::env::MountainCarContinuous,
+                microrl::env::MountainCarParams, ppo = $crate::train::PPO_STEPS, oa = 3;
         }
     };
 }
@@ -329,7 +335,6 @@ impl AlgoConfig {
                 ..PpoConfig::DEFAULT
             },
             // Every other plant: the core's defaults (SB3's).
-            #[allow(unreachable_patterns)]
             _ => PpoConfig {
                 total_steps: steps,
                 ..PpoConfig::DEFAULT
