@@ -9,209 +9,351 @@
 //! architectures in turn ([`Arch::detect`]). [`Footprint`] reports their
 //! memory, measured with `core::mem::size_of` on the very types the firmware
 //! links.
+//!
+//! Design:
+//! - **One row per architecture.** The table at [`architectures!`]'s one
+//!   invocation names each architecture's variant, command-line name, layer
+//!   sizes, plant and policy type; the enum, [`Arch::ALL`], the names and
+//!   [`Arch::with_policy`] are generated from it. Adding an architecture is
+//!   one row.
+//! - **One dispatch.** Everything that needs the policy *type* of an
+//!   [`Arch`] value (recognising a file, footprints, fresh policies, acting,
+//!   evaluation, import and export) is a [`PolicyVisitor`], whose generic
+//!   `visit` [`Arch::with_policy`] runs with the row's policy type, plant
+//!   and observation size. What differs between the kinds of policy
+//!   (categorical, Gaussian, tanh-squashed) is [`Deployable`], implemented
+//!   once per kind; everything else about a row (its activation, its
+//!   `*-relu` twin) is read off its type.
 
+use microrl::Deployed;
 use microrl::algo::offpolicy::{TanhPolicy, torch_default_init};
-use microrl::env::{ActionSpace, CartPole, CartPoleContinuous, Continuous, Env, Pendulum};
-use microrl::nn::{Mlp, Relu};
+use microrl::env::{
+    Acrobot, ActionOf, ActionSpace, CartPole, CartPoleContinuous, Continuous, Env,
+    MountainCarContinuous, Pendulum, obs_dim,
+};
+use microrl::nn::{Layer, Mlp, Relu};
 use microrl::optim::{Adam, TrainState};
 use microrl::policy::{Actor, CategoricalActor, Controller, GaussianActor, Policy};
 use microrl::{Params, SVector, agent, serialize};
+use rand_xoshiro::Xoshiro128PlusPlus;
 use serde::Serialize;
 
-use crate::train::EnvName;
+use crate::train::{EnvName, Task};
 
-/// Discrete CartPole policy: 4 observations, two hidden layers of 64 tanh units, 2 action logits.
+/// Discrete CartPole policy ([`Arch::Cartpole`]): 4 observations, two
+/// hidden layers of 64 tanh units, 2 action logits.
 pub type CartPolePolicy = agent::Policy<CartPole, 64>;
-/// The MCU-sized CartPole policy, 4-32-32-2 (`--small`).
+/// The MCU-sized CartPole policy, 4-32-32-2 (`--small`, [`Arch::CartpoleSmall`]).
 pub type CartPoleSmallPolicy = agent::Policy<CartPole, 32>;
-/// Continuous CartPole policy: 4-64-64-1 mean, Gaussian over the force, bounds ±1.
-pub type CartPoleContinuousPolicy = agent::Policy<CartPoleContinuous, 64>;
-/// Pendulum policy: 3-64-64-1 mean, Gaussian over the torque, bounds ±2.
+/// Pendulum policy ([`Arch::Pendulum`]): 3-64-64-1 mean, Gaussian over the
+/// torque, bounds ±2.
 pub type PendulumPolicy = agent::Policy<Pendulum, 64>;
-/// [`CartPolePolicy`] with ReLU hidden layers (an imported SB3/CleanRL policy
-/// trained with `activation_fn=nn.ReLU`).
-pub type CartPoleReluPolicy = Policy<CategoricalActor<Mlp<4, 64, 2, Relu>>, 4>;
-/// [`CartPoleSmallPolicy`] with ReLU hidden layers.
-pub type CartPoleSmallReluPolicy = Policy<CategoricalActor<Mlp<4, 32, 2, Relu>>, 4>;
-/// [`CartPoleContinuousPolicy`] with ReLU hidden layers.
-pub type CartPoleContinuousReluPolicy = Policy<GaussianActor<Mlp<4, 64, 1, Relu>, 1>, 4>;
-/// [`PendulumPolicy`] with ReLU hidden layers.
-pub type PendulumReluPolicy = Policy<GaussianActor<Mlp<3, 64, 1, Relu>, 1>, 3>;
 
-/// The deployed policy of SAC and TD3 on continuous CartPole:
-/// `tanh(μ(s))` of a 4-64-64-1 ReLU network, scaled to the bounds.
-pub type CartPoleContinuousSquashedPolicy =
-    microrl::Deployed<agent::Sac<CartPoleContinuous, 64, 1, 1, 5>>;
-/// The deployed policy of SAC and TD3 on Pendulum: 3-64-64-1 ReLU, tanh
-/// output scaled to the torque bounds.
-pub type PendulumSquashedPolicy = microrl::Deployed<agent::Sac<Pendulum, 64, 1, 1, 4>>;
+/// Generates [`Arch`] and its per-row facts from the table below (one row
+/// per architecture: `Variant = "name", "layers", Plant, PolicyType;`).
+macro_rules! architectures {
+    ($( $(#[$doc:meta])* $variant:ident = $name:literal, $layers:literal, $plant:ty, $policy:ty; )*) => {
+        named_enum! {
+            /// A named architecture.
+            Arch { $( $(#[$doc])* $variant = $name ),* }
+        }
 
-/// A named architecture.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Arch {
+        impl Arch {
+            /// Human-readable layer sizes.
+            pub fn layers(self) -> &'static str {
+                match self {
+                    $(Arch::$variant => $layers,)*
+                }
+            }
+
+            /// The task this architecture acts in.
+            pub fn env(self) -> EnvName {
+                match self {
+                    $(Arch::$variant => <$plant as Task>::ENV,)*
+                }
+            }
+
+            /// Runs `visitor` with this architecture's policy type, plant
+            /// and observation size.
+            pub fn with_policy<V: PolicyVisitor>(self, visitor: V) -> V::Out {
+                match self {
+                    $(Arch::$variant => {
+                        visitor.visit::<$policy, $plant, { obs_dim::<$plant>() }>(self)
+                    })*
+                }
+            }
+        }
+    };
+}
+
+architectures! {
     /// Categorical 4-64-64-2 (CartPole, SB3/CleanRL default size).
-    Cartpole,
+    Cartpole = "cartpole", "4-64-64-2 categorical", CartPole, agent::Policy<CartPole, 64>;
     /// Categorical 4-32-32-2 (CartPole on small MCUs).
-    CartpoleSmall,
+    CartpoleSmall = "cartpole-small", "4-32-32-2 categorical", CartPole, agent::Policy<CartPole, 32>;
     /// Gaussian 4-64-64-1 with learnable log_std (continuous CartPole).
-    CartpoleContinuous,
+    CartpoleContinuous = "cartpole-continuous", "4-64-64-1 gaussian", CartPoleContinuous, agent::Policy<CartPoleContinuous, 64>;
     /// Gaussian 3-64-64-1 with learnable log_std (Pendulum).
-    Pendulum,
+    Pendulum = "pendulum", "3-64-64-1 gaussian", Pendulum, agent::Policy<Pendulum, 64>;
     /// Categorical 4-64-64-2 with ReLU hidden layers (imported; CartPole).
-    CartpoleRelu,
+    CartpoleRelu = "cartpole-relu", "4-64-64-2 categorical relu", CartPole, Policy<CategoricalActor<Mlp<4, 64, 2, Relu>>, 4>;
     /// Categorical 4-32-32-2 with ReLU hidden layers (imported; CartPole).
-    CartpoleSmallRelu,
+    CartpoleSmallRelu = "cartpole-small-relu", "4-32-32-2 categorical relu", CartPole, Policy<CategoricalActor<Mlp<4, 32, 2, Relu>>, 4>;
     /// Gaussian 4-64-64-1 with ReLU hidden layers (imported; continuous CartPole).
-    CartpoleContinuousRelu,
+    CartpoleContinuousRelu = "cartpole-continuous-relu", "4-64-64-1 gaussian relu", CartPoleContinuous, Policy<GaussianActor<Mlp<4, 64, 1, Relu>, 1>, 4>;
     /// Gaussian 3-64-64-1 with ReLU hidden layers (imported; Pendulum).
-    PendulumRelu,
+    PendulumRelu = "pendulum-relu", "3-64-64-1 gaussian relu", Pendulum, Policy<GaussianActor<Mlp<3, 64, 1, Relu>, 1>, 3>;
     /// Deterministic 4-64-64-1 ReLU, tanh-squashed output (SAC, TD3; continuous CartPole).
-    CartpoleContinuousSquashed,
+    CartpoleContinuousSquashed = "cartpole-continuous-squashed", "4-64-64-1 relu, tanh-squashed (SAC/TD3)", CartPoleContinuous, Deployed<agent::Sac<CartPoleContinuous, 64, 1, 1, 5>>;
     /// Deterministic 3-64-64-1 ReLU, tanh-squashed output (SAC, TD3; Pendulum).
-    PendulumSquashed,
+    PendulumSquashed = "pendulum-squashed", "3-64-64-1 relu, tanh-squashed (SAC/TD3)", Pendulum, Deployed<agent::Sac<Pendulum, 64, 1, 1, 4>>;
+    /// Categorical 6-64-64-3 (Acrobot).
+    Acrobot = "acrobot", "6-64-64-3 categorical", Acrobot, agent::Policy<Acrobot, 64>;
+    /// Categorical 6-64-64-3 with ReLU hidden layers (imported; Acrobot).
+    AcrobotRelu = "acrobot-relu", "6-64-64-3 categorical relu", Acrobot, Policy<CategoricalActor<Mlp<6, 64, 3, Relu>>, 6>;
+    /// Gaussian 2-64-64-1 with learnable log_std (continuous MountainCar).
+    MountaincarContinuous = "mountaincar-continuous", "2-64-64-1 gaussian", MountainCarContinuous, agent::Policy<MountainCarContinuous, 64>;
+    /// Gaussian 2-64-64-1 with ReLU hidden layers (imported; continuous MountainCar).
+    MountaincarContinuousRelu = "mountaincar-continuous-relu", "2-64-64-1 gaussian relu", MountainCarContinuous, Policy<GaussianActor<Mlp<2, 64, 1, Relu>, 1>, 2>;
+    /// Deterministic 2-64-64-1 ReLU, tanh-squashed output (SAC, TD3; continuous MountainCar).
+    MountaincarContinuousSquashed = "mountaincar-continuous-squashed", "2-64-64-1 relu, tanh-squashed (SAC/TD3)", MountainCarContinuous, Deployed<agent::Sac<MountainCarContinuous, 64, 1, 1, 3>>;
+}
+
+/// What kind of deployed policy a type is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PolicyKind {
+    /// Action probabilities over a discrete space.
+    Categorical,
+    /// A Gaussian whose mean, clipped to the bounds, is the command.
+    Gaussian,
+    /// SAC's and TD3's deterministic `tanh(μ(s))` scaled to the bounds.
+    Squashed,
+}
+
+/// An operation on the policy type of an [`Arch`] ([`Arch::with_policy`]).
+pub trait PolicyVisitor {
+    /// What the operation returns.
+    type Out;
+    /// Runs the operation on `arch`, whose policy type is `P`, acting in
+    /// plant `E` with `OBS` observations.
+    fn visit<P: PolicyFor<E, OBS>, E: TaskOf<OBS>, const OBS: usize>(self, arch: Arch)
+    -> Self::Out;
+}
+
+/// A policy type that acts in plant `E`: [`PolicyVisitor::visit`]'s bound.
+pub trait PolicyFor<E: Env, const OBS: usize>:
+    Deployable<OBS, Space = E::Space> + Controller<OBS, Action = ActionOf<E>>
+{
+}
+
+impl<P, E: Env, const OBS: usize> PolicyFor<E, OBS> for P where
+    P: Deployable<OBS, Space = E::Space> + Controller<OBS, Action = ActionOf<E>>
+{
+}
+
+/// A task with `OBS` observations: [`PolicyVisitor::visit`]'s bound.
+pub trait TaskOf<const OBS: usize>: Task<Obs = SVector<f32, OBS>> {}
+
+impl<E: Task<Obs = SVector<f32, OBS>>, const OBS: usize> TaskOf<OBS> for E {}
+
+/// A deployable policy type: what differs between the kinds of policy.
+pub trait Deployable<const OBS: usize>: Params + Sized + 'static {
+    /// The action space it acts in.
+    type Space: ActionSpace;
+    /// Its kind.
+    const KIND: PolicyKind;
+    /// Its memory figures, reported as `arch`.
+    fn footprint(arch: Arch) -> Footprint;
+    /// Initialises a zeroed policy from `rng` with the plant's `space`.
+    fn init_from(&mut self, space: Self::Space, rng: &mut Xoshiro128PlusPlus);
+    /// The command at `obs` (and for a categorical policy its probabilities).
+    ///
+    /// # Errors
+    /// A non-finite observation or output.
+    fn action(&self, obs: &SVector<f32, OBS>) -> anyhow::Result<Action>;
+}
+
+/// The kind-specific part of [`Deployable`] for the policies of an
+/// on-policy actor, `Policy<A, OBS>`.
+pub trait ActorKind<const OBS: usize>: Actor<OBS> + Sized {
+    /// Its kind.
+    const KIND: PolicyKind;
+    /// `policy`'s command at `obs`.
+    ///
+    /// # Errors
+    /// A non-finite observation or output.
+    fn describe(policy: &Policy<Self, OBS>, obs: &SVector<f32, OBS>) -> anyhow::Result<Action>;
+}
+
+impl<N, const OBS: usize, const ACT: usize> ActorKind<OBS> for CategoricalActor<N>
+where
+    N: Layer<Input = SVector<f32, OBS>, Output = SVector<f32, ACT>>,
+{
+    const KIND: PolicyKind = PolicyKind::Categorical;
+    fn describe(policy: &Policy<Self, OBS>, obs: &SVector<f32, OBS>) -> anyhow::Result<Action> {
+        let action = policy.act(obs)?;
+        let input = policy.obs_norm.normalize(obs)?;
+        let dist = policy.actor.distribution(&input)?;
+        Ok(Action {
+            discrete: Some(action),
+            probs: Some(dist.probs().iter().copied().collect()),
+            continuous: None,
+            bounds: None,
+        })
+    }
+}
+
+impl<N, const OBS: usize, const ACT: usize> ActorKind<OBS> for GaussianActor<N, ACT>
+where
+    Self: Actor<OBS, Space = Continuous<ACT>, Action = SVector<f32, ACT>>,
+{
+    const KIND: PolicyKind = PolicyKind::Gaussian;
+    fn describe(policy: &Policy<Self, OBS>, obs: &SVector<f32, OBS>) -> anyhow::Result<Action> {
+        continuous(policy.act(obs)?, &policy.space)
+    }
+}
+
+impl<A: ActorKind<OBS> + 'static, const OBS: usize> Deployable<OBS> for Policy<A, OBS>
+where
+    Self: Params,
+{
+    type Space = A::Space;
+    const KIND: PolicyKind = A::KIND;
+    fn footprint(arch: Arch) -> Footprint {
+        Footprint::of::<Self, OBS>(arch)
+    }
+    fn init_from(&mut self, space: Self::Space, rng: &mut Xoshiro128PlusPlus) {
+        self.actor.init(rng);
+        self.space = space;
+    }
+    fn action(&self, obs: &SVector<f32, OBS>) -> anyhow::Result<Action> {
+        A::describe(self, obs)
+    }
+}
+
+impl<N, const OBS: usize, const ACT: usize> Deployable<OBS> for TanhPolicy<N, ACT>
+where
+    N: Layer<Input = SVector<f32, OBS>, Output = SVector<f32, ACT>> + Params + 'static,
+    Self: Params,
+{
+    type Space = Continuous<ACT>;
+    const KIND: PolicyKind = PolicyKind::Squashed;
+    fn footprint(arch: Arch) -> Footprint {
+        Footprint::squashed::<Self, N>(arch)
+    }
+    fn init_from(&mut self, space: Self::Space, rng: &mut Xoshiro128PlusPlus) {
+        torch_default_init(&mut self.net, rng);
+        self.space = space;
+    }
+    fn action(&self, obs: &SVector<f32, OBS>) -> anyhow::Result<Action> {
+        continuous(self.act(obs)?, &self.space)
+    }
+}
+
+/// A continuous command and the bounds it lies in.
+fn continuous<const ACT: usize>(
+    command: SVector<f32, ACT>,
+    space: &Continuous<ACT>,
+) -> anyhow::Result<Action> {
+    Ok(Action {
+        discrete: None,
+        probs: None,
+        continuous: Some(command.iter().copied().collect()),
+        bounds: Some((0..ACT).map(|i| [space.low[i], space.high[i]]).collect()),
+    })
+}
+
+/// [`Arch::detect`]: the blob loads as the policy type.
+struct Loads<'a>(&'a [u8]);
+
+impl PolicyVisitor for Loads<'_> {
+    type Out = bool;
+    fn visit<P: PolicyFor<E, OBS>, E: TaskOf<OBS>, const OBS: usize>(self, _: Arch) -> bool {
+        load::<P>(self.0).is_ok()
+    }
+}
+
+/// The kind of policy and its first tensor's shape tag (which carries the
+/// hidden activation).
+struct Facts;
+
+impl PolicyVisitor for Facts {
+    type Out = (PolicyKind, microrl::params::TensorShape);
+    fn visit<P: PolicyFor<E, OBS>, E: TaskOf<OBS>, const OBS: usize>(self, _: Arch) -> Self::Out {
+        (P::KIND, P::shape(0))
+    }
+}
+
+/// [`Arch::footprint`].
+struct Figures;
+
+impl PolicyVisitor for Figures {
+    type Out = Footprint;
+    fn visit<P: PolicyFor<E, OBS>, E: TaskOf<OBS>, const OBS: usize>(
+        self,
+        arch: Arch,
+    ) -> Footprint {
+        P::footprint(arch)
+    }
 }
 
 impl Arch {
-    /// Every architecture, in display order.
-    pub const ALL: [Arch; 10] = [
-        Arch::Cartpole,
-        Arch::CartpoleSmall,
-        Arch::CartpoleContinuous,
-        Arch::Pendulum,
-        Arch::CartpoleRelu,
-        Arch::CartpoleSmallRelu,
-        Arch::CartpoleContinuousRelu,
-        Arch::PendulumRelu,
-        Arch::CartpoleContinuousSquashed,
-        Arch::PendulumSquashed,
-    ];
-
-    /// The name used on the command line and in JSON.
-    pub fn name(self) -> &'static str {
-        match self {
-            Arch::Cartpole => "cartpole",
-            Arch::CartpoleSmall => "cartpole-small",
-            Arch::CartpoleContinuous => "cartpole-continuous",
-            Arch::Pendulum => "pendulum",
-            Arch::CartpoleRelu => "cartpole-relu",
-            Arch::CartpoleSmallRelu => "cartpole-small-relu",
-            Arch::CartpoleContinuousRelu => "cartpole-continuous-relu",
-            Arch::PendulumRelu => "pendulum-relu",
-            Arch::CartpoleContinuousSquashed => "cartpole-continuous-squashed",
-            Arch::PendulumSquashed => "pendulum-squashed",
-        }
+    /// The kind of policy.
+    pub fn kind(self) -> PolicyKind {
+        self.with_policy(Facts).0
     }
 
-    /// Human-readable layer sizes.
-    pub fn layers(self) -> &'static str {
-        match self {
-            Arch::Cartpole => "4-64-64-2 categorical",
-            Arch::CartpoleSmall => "4-32-32-2 categorical",
-            Arch::CartpoleContinuous => "4-64-64-1 gaussian",
-            Arch::Pendulum => "3-64-64-1 gaussian",
-            Arch::CartpoleRelu => "4-64-64-2 categorical relu",
-            Arch::CartpoleSmallRelu => "4-32-32-2 categorical relu",
-            Arch::CartpoleContinuousRelu => "4-64-64-1 gaussian relu",
-            Arch::PendulumRelu => "3-64-64-1 gaussian relu",
-            Arch::CartpoleContinuousSquashed => "4-64-64-1 relu, tanh-squashed (SAC/TD3)",
-            Arch::PendulumSquashed => "3-64-64-1 relu, tanh-squashed (SAC/TD3)",
-        }
-    }
-
-    /// The task this architecture acts in.
-    pub fn env(self) -> EnvName {
-        match self {
-            Arch::Cartpole | Arch::CartpoleSmall | Arch::CartpoleRelu | Arch::CartpoleSmallRelu => {
-                EnvName::Cartpole
-            }
-            Arch::CartpoleContinuous
-            | Arch::CartpoleContinuousRelu
-            | Arch::CartpoleContinuousSquashed => EnvName::CartpoleContinuous,
-            Arch::Pendulum | Arch::PendulumRelu | Arch::PendulumSquashed => EnvName::Pendulum,
-        }
+    /// The shape of the policy's first tensor (the first layer's weight:
+    /// `rows` hidden units by `cols` observations).
+    pub fn first_layer(self) -> microrl::params::TensorShape {
+        self.with_policy(Facts).1
     }
 
     /// A deterministic SAC/TD3 policy (`tanh(μ(s))` scaled to the bounds)
     /// rather than PPO's stochastic one.
     pub fn squashed(self) -> bool {
-        matches!(
-            self,
-            Arch::CartpoleContinuousSquashed | Arch::PendulumSquashed
-        )
+        self.kind() == PolicyKind::Squashed
     }
 
-    /// The activation of the hidden layers.
+    /// The activation of the hidden layers (the activation byte of the
+    /// first layer's tag).
     pub fn activation(self) -> Activation {
-        match self {
-            Arch::Cartpole | Arch::CartpoleSmall | Arch::CartpoleContinuous | Arch::Pendulum => {
-                Activation::Tanh
-            }
-            _ => Activation::Relu,
+        if self.first_layer().tag & 0xff == <Relu as microrl::nn::Activation>::ID {
+            Activation::Relu
+        } else {
+            Activation::Tanh
         }
     }
 
-    /// This architecture with `activation` hidden layers.
+    /// This architecture with `activation` hidden layers: the one of the
+    /// same task, kind and shapes (this one if there is none).
     pub fn with_activation(self, activation: Activation) -> Arch {
-        let pairs = [
-            (Arch::Cartpole, Arch::CartpoleRelu),
-            (Arch::CartpoleSmall, Arch::CartpoleSmallRelu),
-            (Arch::CartpoleContinuous, Arch::CartpoleContinuousRelu),
-            (Arch::Pendulum, Arch::PendulumRelu),
-        ];
-        let (tanh, relu) = pairs
+        let blob = self.footprint().blob_bytes;
+        Arch::ALL
             .into_iter()
-            .find(|(t, r)| *t == self || *r == self)
-            .unwrap_or((self, self));
-        match activation {
-            Activation::Tanh => tanh,
-            Activation::Relu => relu,
-        }
+            .find(|a| {
+                a.env() == self.env()
+                    && a.kind() == self.kind()
+                    && a.footprint().blob_bytes == blob
+                    && a.activation() == activation
+            })
+            .unwrap_or(self)
     }
 
     /// Observation size.
     pub fn obs_dim(self) -> usize {
-        match self.env() {
-            EnvName::Cartpole | EnvName::CartpoleContinuous => 4,
-            EnvName::Pendulum => 3,
-        }
+        self.env().obs_dim()
     }
 
     /// The architecture whose policy `blob` is: the first that loads it
     /// (length, tensor shapes and kinds, checksum, finite values).
     pub fn detect(blob: &[u8]) -> Option<Arch> {
-        Arch::ALL.into_iter().find(|a| match a {
-            Arch::Cartpole => load::<CartPolePolicy>(blob).is_ok(),
-            Arch::CartpoleSmall => load::<CartPoleSmallPolicy>(blob).is_ok(),
-            Arch::CartpoleContinuous => load::<CartPoleContinuousPolicy>(blob).is_ok(),
-            Arch::Pendulum => load::<PendulumPolicy>(blob).is_ok(),
-            Arch::CartpoleRelu => load::<CartPoleReluPolicy>(blob).is_ok(),
-            Arch::CartpoleSmallRelu => load::<CartPoleSmallReluPolicy>(blob).is_ok(),
-            Arch::CartpoleContinuousRelu => load::<CartPoleContinuousReluPolicy>(blob).is_ok(),
-            Arch::PendulumRelu => load::<PendulumReluPolicy>(blob).is_ok(),
-            Arch::CartpoleContinuousSquashed => {
-                load::<CartPoleContinuousSquashedPolicy>(blob).is_ok()
-            }
-            Arch::PendulumSquashed => load::<PendulumSquashedPolicy>(blob).is_ok(),
-        })
+        Arch::ALL.into_iter().find(|a| a.with_policy(Loads(blob)))
     }
 
     /// Memory figures for this architecture.
     pub fn footprint(self) -> Footprint {
-        match self {
-            Arch::Cartpole => Footprint::of::<CartPolePolicy, 4>(self),
-            Arch::CartpoleSmall => Footprint::of::<CartPoleSmallPolicy, 4>(self),
-            Arch::CartpoleContinuous => Footprint::of::<CartPoleContinuousPolicy, 4>(self),
-            Arch::Pendulum => Footprint::of::<PendulumPolicy, 3>(self),
-            Arch::CartpoleRelu => Footprint::of::<CartPoleReluPolicy, 4>(self),
-            Arch::CartpoleSmallRelu => Footprint::of::<CartPoleSmallReluPolicy, 4>(self),
-            Arch::CartpoleContinuousRelu => Footprint::of::<CartPoleContinuousReluPolicy, 4>(self),
-            Arch::PendulumRelu => Footprint::of::<PendulumReluPolicy, 3>(self),
-            Arch::CartpoleContinuousSquashed => {
-                Footprint::squashed::<CartPoleContinuousSquashedPolicy, _>(self)
-            }
-            Arch::PendulumSquashed => Footprint::squashed::<PendulumSquashedPolicy, _>(self),
-        }
+        self.with_policy(Figures)
     }
 }
 
@@ -307,58 +449,26 @@ pub fn load<P: Params>(blob: &[u8]) -> Result<Box<P>, microrl::Error> {
 }
 
 /// A freshly initialised policy (orthogonal, SB3 gains, zero biases,
-/// `log_std = 0`, an empty normaliser, the task's action space) serialised
-/// in the core's binary format.
+/// `log_std = 0`, an empty normaliser, the task's action space; SAC's and
+/// TD3's: PyTorch's default initialisation and the bounds) serialised in the
+/// core's binary format.
 pub fn init_blob(arch: Arch, seed: u64) -> anyhow::Result<Vec<u8>> {
-    fn fresh<A: Actor<OBS> + Params, E, const OBS: usize>(
-        env: &E,
-        seed: u64,
-    ) -> Result<Vec<u8>, microrl::Error>
-    where
-        E: Env<Space = A::Space>,
-    {
-        use rand_core::SeedableRng;
-        let mut rng = rand_xoshiro::Xoshiro128PlusPlus::seed_from_u64(seed);
-        let mut policy = Box::new(Policy::<A, OBS>::ZERO);
-        policy.actor.init(&mut rng);
-        policy.space = env.action_space();
-        serialize::to_vec(&*policy)
+    struct Fresh(u64);
+    impl PolicyVisitor for Fresh {
+        type Out = anyhow::Result<Vec<u8>>;
+        fn visit<P: PolicyFor<E, OBS>, E: TaskOf<OBS>, const OBS: usize>(
+            self,
+            _: Arch,
+        ) -> Self::Out {
+            use rand_core::SeedableRng;
+            let mut rng = Xoshiro128PlusPlus::seed_from_u64(self.0);
+            let space = E::plant(&toml::Table::new())?.action_space();
+            let mut policy = Box::new(P::ZERO);
+            policy.init_from(space, &mut rng);
+            Ok(serialize::to_vec(&*policy)?)
+        }
     }
-    /// PyTorch's default initialisation (SAC's and TD3's) and the bounds.
-    fn squashed<P, E>(env: &E, seed: u64) -> Result<Vec<u8>, microrl::Error>
-    where
-        P: Params + IsSquashed + SetSquashed<E>,
-        E: Env,
-    {
-        use rand_core::SeedableRng;
-        let mut rng = rand_xoshiro::Xoshiro128PlusPlus::seed_from_u64(seed);
-        let mut policy = Box::new(P::ZERO);
-        policy.init_from(env, &mut rng);
-        serialize::to_vec(&*policy)
-    }
-    type Actor4<P> = <P as IsPolicy<4>>::Actor;
-    type Actor3<P> = <P as IsPolicy<3>>::Actor;
-    let blob = match arch {
-        Arch::Cartpole => fresh::<Actor4<CartPolePolicy>, _, 4>(&CartPole::new(), seed),
-        Arch::CartpoleSmall => fresh::<Actor4<CartPoleSmallPolicy>, _, 4>(&CartPole::new(), seed),
-        Arch::CartpoleContinuous => {
-            fresh::<Actor4<CartPoleContinuousPolicy>, _, 4>(&CartPoleContinuous::new(), seed)
-        }
-        Arch::Pendulum => fresh::<Actor3<PendulumPolicy>, _, 3>(&Pendulum::new(), seed),
-        Arch::CartpoleRelu => fresh::<Actor4<CartPoleReluPolicy>, _, 4>(&CartPole::new(), seed),
-        Arch::CartpoleSmallRelu => {
-            fresh::<Actor4<CartPoleSmallReluPolicy>, _, 4>(&CartPole::new(), seed)
-        }
-        Arch::CartpoleContinuousRelu => {
-            fresh::<Actor4<CartPoleContinuousReluPolicy>, _, 4>(&CartPoleContinuous::new(), seed)
-        }
-        Arch::PendulumRelu => fresh::<Actor3<PendulumReluPolicy>, _, 3>(&Pendulum::new(), seed),
-        Arch::CartpoleContinuousSquashed => {
-            squashed::<CartPoleContinuousSquashedPolicy, _>(&CartPoleContinuous::new(), seed)
-        }
-        Arch::PendulumSquashed => squashed::<PendulumSquashedPolicy, _>(&Pendulum::new(), seed),
-    };
-    Ok(blob?)
+    arch.with_policy(Fresh(seed))
 }
 
 /// The activation of an architecture's hidden layers (`import --activation`).
@@ -411,58 +521,21 @@ pub type Acting = Box<dyn Fn(&[f32]) -> anyhow::Result<Action>>;
 /// # Errors
 /// The blob does not load as `arch`.
 pub fn actor(arch: Arch, blob: &[u8]) -> anyhow::Result<Acting> {
-    fn categorical<const H: usize, A>(arch: Arch, blob: &[u8]) -> anyhow::Result<Acting>
-    where
-        A: microrl::nn::Activation + 'static,
-        CategoricalActor<Mlp<4, H, 2, A>>: Actor<4> + Params,
-        Policy<CategoricalActor<Mlp<4, H, 2, A>>, 4>: Controller<4, Action = usize>,
-    {
-        let p = load::<Policy<CategoricalActor<Mlp<4, H, 2, A>>, 4>>(blob)?;
-        Ok(Box::new(move |obs: &[f32]| {
-            check_len(arch, obs)?;
-            let obs = SVector::<f32, 4>::from_column_slice(obs);
-            let action = p.act(&obs)?;
-            let input = p.obs_norm.normalize(&obs)?;
-            let dist = p.actor.distribution(&input)?;
-            Ok(Action {
-                discrete: Some(action),
-                probs: Some(dist.probs().iter().copied().collect()),
-                continuous: None,
-                bounds: None,
-            })
-        }))
-    }
-    fn gaussian<P, const OBS: usize>(arch: Arch, blob: &[u8]) -> anyhow::Result<Acting>
-    where
-        P: Params + Controller<OBS, Action = SVector<f32, 1>> + HasBounds + 'static,
-    {
-        let p = load::<P>(blob)?;
-        let bounds = p.bounds();
-        Ok(Box::new(move |obs: &[f32]| {
-            check_len(arch, obs)?;
-            let command = p.act(&SVector::<f32, OBS>::from_column_slice(obs))?;
-            Ok(Action {
-                discrete: None,
-                probs: None,
-                continuous: Some(command.iter().copied().collect()),
-                bounds: Some(bounds.clone()),
-            })
-        }))
-    }
-    match arch {
-        Arch::Cartpole => categorical::<64, microrl::nn::Tanh>(arch, blob),
-        Arch::CartpoleSmall => categorical::<32, microrl::nn::Tanh>(arch, blob),
-        Arch::CartpoleContinuous => gaussian::<CartPoleContinuousPolicy, 4>(arch, blob),
-        Arch::Pendulum => gaussian::<PendulumPolicy, 3>(arch, blob),
-        Arch::CartpoleRelu => categorical::<64, Relu>(arch, blob),
-        Arch::CartpoleSmallRelu => categorical::<32, Relu>(arch, blob),
-        Arch::CartpoleContinuousRelu => gaussian::<CartPoleContinuousReluPolicy, 4>(arch, blob),
-        Arch::PendulumRelu => gaussian::<PendulumReluPolicy, 3>(arch, blob),
-        Arch::CartpoleContinuousSquashed => {
-            gaussian::<CartPoleContinuousSquashedPolicy, 4>(arch, blob)
+    struct Loaded<'a>(&'a [u8]);
+    impl PolicyVisitor for Loaded<'_> {
+        type Out = anyhow::Result<Acting>;
+        fn visit<P: PolicyFor<E, OBS>, E: TaskOf<OBS>, const OBS: usize>(
+            self,
+            arch: Arch,
+        ) -> Self::Out {
+            let p = load::<P>(self.0)?;
+            Ok(Box::new(move |obs: &[f32]| {
+                check_len(arch, obs)?;
+                p.action(&SVector::<f32, OBS>::from_column_slice(obs))
+            }))
         }
-        Arch::PendulumSquashed => gaussian::<PendulumSquashedPolicy, 3>(arch, blob),
     }
+    arch.with_policy(Loaded(blob))
 }
 
 /// `obs` has `arch`'s observation size.
@@ -475,45 +548,6 @@ fn check_len(arch: Arch, obs: &[f32]) -> anyhow::Result<()> {
         obs.len()
     );
     Ok(())
-}
-
-/// The actuator bounds stored in a continuous policy.
-pub trait HasBounds {
-    /// `[low, high]` per action dimension.
-    fn bounds(&self) -> Vec<[f32; 2]>;
-}
-
-impl<N, const OBS: usize> HasBounds for Policy<microrl::policy::GaussianActor<N, 1>, OBS>
-where
-    microrl::policy::GaussianActor<N, 1>: Actor<OBS, Space = microrl::env::Continuous<1>>,
-{
-    fn bounds(&self) -> Vec<[f32; 2]> {
-        (0..<microrl::env::Continuous<1> as ActionSpace>::DIM)
-            .map(|i| [self.space.low[i], self.space.high[i]])
-            .collect()
-    }
-}
-
-impl<N> HasBounds for TanhPolicy<N, 1> {
-    fn bounds(&self) -> Vec<[f32; 2]> {
-        vec![[self.space.low[0], self.space.high[0]]]
-    }
-}
-
-/// A fresh SAC/TD3 policy for an environment: PyTorch's default
-/// initialisation of the network and the environment's bounds.
-pub trait SetSquashed<E> {
-    /// Initialises the network from `rng` and takes `env`'s bounds.
-    fn init_from(&mut self, env: &E, rng: &mut rand_xoshiro::Xoshiro128PlusPlus);
-}
-
-impl<N: Params, E: Env<Space = Continuous<ACT>>, const ACT: usize> SetSquashed<E>
-    for TanhPolicy<N, ACT>
-{
-    fn init_from(&mut self, env: &E, rng: &mut rand_xoshiro::Xoshiro128PlusPlus) {
-        torch_default_init(&mut self.net, rng);
-        self.space = env.action_space();
-    }
 }
 
 #[cfg(test)]

@@ -2,13 +2,14 @@
 //! recognition of a file's architecture that `act`, `eval`, `export` and
 //! `inspect` share.
 
-use microrl::env::{CartPoleContinuous, Env, Pendulum};
-use microrl::{Params, SVector, serialize};
+use microrl::env::{ActionOf, Env};
+
+use microrl::serialize;
 use rand_xoshiro::Xoshiro128PlusPlus;
 use serde::Serialize;
 
-use crate::arch::Arch;
-use crate::train::{EnvName, cartpole_plant, plant_params};
+use crate::arch::{Arch, PolicyFor, PolicyVisitor, TaskOf};
+use crate::train::{EnvName, Metering, Task};
 use anyhow::bail;
 
 /// The result of `microrl eval`.
@@ -34,14 +35,15 @@ pub struct EvalSummary {
     pub mean_effort: Option<f32>,
 }
 
-/// `E` with a tally of the squared command of every step.
+/// `E` with a tally of the squared command of every step (continuous
+/// plants; a discrete one leaves `effort` `None`).
 struct Metered<E> {
     env: E,
-    effort: f64,
+    effort: Option<f64>,
     steps: u64,
 }
 
-impl<E: Env<Space = microrl::env::Continuous<1>>> Env for Metered<E> {
+impl<E: Task> Env for Metered<E> {
     type Obs = E::Obs;
     type Space = E::Space;
     const SOLVED_RETURN: f32 = E::SOLVED_RETURN;
@@ -51,12 +53,12 @@ impl<E: Env<Space = microrl::env::Continuous<1>>> Env for Metered<E> {
     fn reset<R: rand_core::Rng + ?Sized>(&mut self, rng: &mut R) -> Self::Obs {
         self.env.reset(rng)
     }
-    fn step(
-        &mut self,
-        action: SVector<f32, 1>,
-    ) -> Result<microrl::env::Step<E::Obs>, microrl::Error> {
+    fn step(&mut self, action: ActionOf<E>) -> Result<microrl::env::Step<E::Obs>, microrl::Error> {
+        let effort = E::Space::effort(&action);
         let step = self.env.step(action)?;
-        self.effort += f64::from(action[0]) * f64::from(action[0]);
+        if let Some(e) = effort {
+            *self.effort.get_or_insert(0.0) += e;
+        }
         self.steps += 1;
         Ok(step)
     }
@@ -86,89 +88,12 @@ pub fn eval(
         env.name()
     );
     let mut rng = Xoshiro128PlusPlus::seed_from_u64(seed);
-    fn play<P, E, const OBS: usize>(
-        blob: &[u8],
-        mut env: E,
-        episodes: u32,
-        rng: &mut Xoshiro128PlusPlus,
-    ) -> anyhow::Result<(f32, f32)>
-    where
-        P: Params + microrl::Controller<OBS, Action = microrl::env::ActionOf<E>>,
-        E: Env<Obs = SVector<f32, OBS>>,
-    {
-        let policy = crate::arch::load::<P>(blob)?;
-        microrl::algo::evaluate(&*policy, &mut env, episodes, rng).map_err(anyhow::Error::msg)
-    }
-    use crate::arch::{
-        CartPoleContinuousPolicy, CartPoleContinuousReluPolicy, CartPoleContinuousSquashedPolicy,
-        CartPolePolicy, CartPoleReluPolicy, CartPoleSmallPolicy, CartPoleSmallReluPolicy,
-        PendulumPolicy, PendulumReluPolicy, PendulumSquashedPolicy,
-    };
-    fn metered<P, E, const OBS: usize>(
-        blob: &[u8],
-        env: E,
-        episodes: u32,
-        rng: &mut Xoshiro128PlusPlus,
-    ) -> anyhow::Result<(f32, f32, Option<f32>)>
-    where
-        P: Params + microrl::Controller<OBS, Action = SVector<f32, 1>>,
-        E: Env<Obs = SVector<f32, OBS>, Space = microrl::env::Continuous<1>>,
-    {
-        let mut env = Metered {
-            env,
-            effort: 0.0,
-            steps: 0,
-        };
-        let policy = crate::arch::load::<P>(blob)?;
-        let (mean, std) = microrl::algo::evaluate(&*policy, &mut env, episodes, rng)
-            .map_err(anyhow::Error::msg)?;
-        Ok((
-            mean,
-            std,
-            Some((env.effort / env.steps.max(1) as f64) as f32),
-        ))
-    }
-    let r = &mut rng;
-    let (mean, std, mean_effort) = match arch.env() {
-        EnvName::Cartpole => {
-            let plant = cartpole_plant(plant)?;
-            let (m, s) = match arch {
-                Arch::CartpoleSmall => play::<CartPoleSmallPolicy, _, 4>(blob, plant, episodes, r)?,
-                Arch::CartpoleRelu => play::<CartPoleReluPolicy, _, 4>(blob, plant, episodes, r)?,
-                Arch::CartpoleSmallRelu => {
-                    play::<CartPoleSmallReluPolicy, _, 4>(blob, plant, episodes, r)?
-                }
-                _ => play::<CartPolePolicy, _, 4>(blob, plant, episodes, r)?,
-            };
-            (m, s, None)
-        }
-        EnvName::CartpoleContinuous => {
-            let plant = CartPoleContinuous::with_params(plant_params(plant)?)
-                .map_err(|e| anyhow::anyhow!("invalid --plant: {e}"))?;
-            match arch {
-                Arch::CartpoleContinuousRelu => {
-                    metered::<CartPoleContinuousReluPolicy, _, 4>(blob, plant, episodes, r)?
-                }
-                Arch::CartpoleContinuousSquashed => {
-                    metered::<CartPoleContinuousSquashedPolicy, _, 4>(blob, plant, episodes, r)?
-                }
-                _ => metered::<CartPoleContinuousPolicy, _, 4>(blob, plant, episodes, r)?,
-            }
-        }
-        EnvName::Pendulum => {
-            let plant = Pendulum::with_params(plant_params(plant)?)
-                .map_err(|e| anyhow::anyhow!("invalid --plant: {e}"))?;
-            match arch {
-                Arch::PendulumRelu => {
-                    metered::<PendulumReluPolicy, _, 3>(blob, plant, episodes, r)?
-                }
-                Arch::PendulumSquashed => {
-                    metered::<PendulumSquashedPolicy, _, 3>(blob, plant, episodes, r)?
-                }
-                _ => metered::<PendulumPolicy, _, 3>(blob, plant, episodes, r)?,
-            }
-        }
-    };
+    let (mean, std, mean_effort) = arch.with_policy(Play {
+        blob,
+        plant,
+        episodes,
+        rng: &mut rng,
+    })?;
     let threshold = env.threshold();
     Ok(EvalSummary {
         env: env.name(),
@@ -180,6 +105,33 @@ pub fn eval(
         solved: mean >= threshold,
         mean_effort,
     })
+}
+
+/// [`eval`]'s episodes with the policy type of the file's architecture, on
+/// its plant with `--plant`'s parameters.
+struct Play<'a> {
+    blob: &'a [u8],
+    plant: &'a toml::Table,
+    episodes: u32,
+    rng: &'a mut Xoshiro128PlusPlus,
+}
+
+impl PolicyVisitor for Play<'_> {
+    /// Mean and standard deviation of the returns, and the mean squared
+    /// command per step of a continuous policy.
+    type Out = anyhow::Result<(f32, f32, Option<f32>)>;
+    fn visit<P: PolicyFor<E, OBS>, E: TaskOf<OBS>, const OBS: usize>(self, _: Arch) -> Self::Out {
+        let mut env = Metered {
+            env: E::plant(self.plant)?,
+            effort: None,
+            steps: 0,
+        };
+        let policy = crate::arch::load::<P>(self.blob)?;
+        let (mean, std) = microrl::algo::evaluate(&*policy, &mut env, self.episodes, self.rng)
+            .map_err(anyhow::Error::msg)?;
+        let effort = env.effort.map(|e| (e / env.steps.max(1) as f64) as f32);
+        Ok((mean, std, effort))
+    }
 }
 
 /// The architecture of a policy file, or an error saying why none loads it.

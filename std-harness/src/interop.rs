@@ -61,11 +61,9 @@ use safetensors::{Dtype, SafeTensors, tensor::TensorView};
 use serde::Serialize;
 use serde_json::json;
 
-use crate::arch::{
-    self, Activation, Arch, CartPoleContinuousPolicy, CartPoleContinuousReluPolicy,
-    CartPoleContinuousSquashedPolicy, CartPolePolicy, CartPoleReluPolicy, CartPoleSmallPolicy,
-    CartPoleSmallReluPolicy, PendulumPolicy, PendulumReluPolicy, PendulumSquashedPolicy,
-};
+use crate::arch::{self, Activation, Arch, PolicyFor, PolicyKind, PolicyVisitor, TaskOf};
+#[cfg(test)]
+use crate::arch::{CartPolePolicy, CartPoleSmallPolicy, PendulumPolicy};
 use crate::atomic;
 use crate::commands::Report;
 use crate::train::EnvName;
@@ -228,19 +226,28 @@ pub fn import_with(
         (None, Some(given)) => (given, ActivationSource::Given),
         (None, None) => (Activation::Tanh, ActivationSource::Assumed),
     };
-    let arch = match env {
-        EnvName::Cartpole => {
-            let first = format!("{}.weight", layout.layer(false, 0, 3));
-            let small = tensors.tensor(&first).is_ok_and(|t| t.shape() == [32, 4]);
-            if small {
-                Arch::CartpoleSmall
-            } else {
-                Arch::Cartpole
-            }
-        }
-        EnvName::CartpoleContinuous => Arch::CartpoleContinuous,
-        EnvName::Pendulum => Arch::Pendulum,
+    // The task's tanh architecture whose first layer has the file's shape
+    // (CartPole: 64 or 32 units), else its first.
+    let candidates: Vec<Arch> = Arch::ALL
+        .into_iter()
+        .filter(|a| a.env() == env && !a.squashed() && a.activation() == Activation::Tanh)
+        .collect();
+    let fits = |a: &Arch| {
+        let first = format!(
+            "{}.weight",
+            layout.layer(a.kind() == PolicyKind::Gaussian, 0, 3)
+        );
+        let shape = a.first_layer();
+        tensors
+            .tensor(&first)
+            .is_ok_and(|t| t.shape() == [shape.rows as usize, shape.cols as usize])
     };
+    let arch = candidates
+        .iter()
+        .copied()
+        .find(fits)
+        .or_else(|| candidates.first().copied())
+        .with_context(|| format!("no architecture acts in {}", env.name()))?;
     let arch = arch.with_activation(activation);
     let source = Source {
         layout,
@@ -249,19 +256,10 @@ pub fn import_with(
         arch,
         env,
     };
-    let (blob, names) = match arch {
-        Arch::Cartpole => source.map::<CartPolePolicy, 4>(stats)?,
-        Arch::CartpoleSmall => source.map::<CartPoleSmallPolicy, 4>(stats)?,
-        Arch::CartpoleContinuous => source.map::<CartPoleContinuousPolicy, 4>(stats)?,
-        Arch::Pendulum => source.map::<PendulumPolicy, 3>(stats)?,
-        Arch::CartpoleRelu => source.map::<CartPoleReluPolicy, 4>(stats)?,
-        Arch::CartpoleSmallRelu => source.map::<CartPoleSmallReluPolicy, 4>(stats)?,
-        Arch::CartpoleContinuousRelu => source.map::<CartPoleContinuousReluPolicy, 4>(stats)?,
-        Arch::PendulumRelu => source.map::<PendulumReluPolicy, 3>(stats)?,
-        Arch::CartpoleContinuousSquashed | Arch::PendulumSquashed => {
-            unreachable!("on-policy tensors map onto the Gaussian and categorical architectures")
-        }
-    };
+    let (blob, names) = arch.with_policy(Mapped {
+        source: &source,
+        stats,
+    })?;
     Ok(Imported {
         arch,
         blob,
@@ -302,13 +300,15 @@ fn import_offpolicy(
         }
         (None, None) => ActivationSource::Assumed,
     };
-    let arch = match env {
-        EnvName::Pendulum => Arch::PendulumSquashed,
-        EnvName::CartpoleContinuous => Arch::CartpoleContinuousSquashed,
-        EnvName::Cartpole => bail!(
-            "an SB3 {algo} actor acts in a continuous space: use --env pendulum or cartpole-continuous"
-        ),
-    };
+    let arch = Arch::ALL
+        .into_iter()
+        .find(|a| a.env() == env && a.squashed())
+        .with_context(|| {
+            format!(
+                "an SB3 {algo} actor acts in a continuous space: use --env {}",
+                EnvName::continuous_names()
+            )
+        })?;
     let source = Source {
         layout,
         family,
@@ -316,10 +316,10 @@ fn import_offpolicy(
         arch,
         env,
     };
-    let (blob, names) = match arch {
-        Arch::PendulumSquashed => source.map::<PendulumSquashedPolicy, 3>(None)?,
-        _ => source.map::<CartPoleContinuousSquashedPolicy, 4>(None)?,
-    };
+    let (blob, names) = arch.with_policy(Mapped {
+        source: &source,
+        stats: None,
+    })?;
     Ok(Imported {
         arch,
         blob,
@@ -355,6 +355,40 @@ fn parse_activation(text: &str) -> Option<Activation> {
         "tanh" => Some(Activation::Tanh),
         "relu" => Some(Activation::Relu),
         _ => None,
+    }
+}
+
+/// [`Source::map`] onto an architecture's policy type.
+struct Mapped<'a> {
+    source: &'a Source<'a>,
+    stats: Option<&'a VecNormalizeStats>,
+}
+
+impl PolicyVisitor for Mapped<'_> {
+    type Out = anyhow::Result<(Vec<u8>, Vec<String>)>;
+    fn visit<P: PolicyFor<E, OBS>, E: TaskOf<OBS>, const OBS: usize>(self, _: Arch) -> Self::Out {
+        self.source.map::<P, OBS>(self.stats)
+    }
+}
+
+/// [`unmap`] of a policy file as its architecture's policy type.
+struct Unmap<'a> {
+    layout: Layout,
+    blob: &'a [u8],
+}
+
+impl PolicyVisitor for Unmap<'_> {
+    type Out = anyhow::Result<Unmapped>;
+    fn visit<P: PolicyFor<E, OBS>, E: TaskOf<OBS>, const OBS: usize>(
+        self,
+        arch: Arch,
+    ) -> Self::Out {
+        ensure!(
+            P::KIND != PolicyKind::Squashed,
+            "{}: exporting SAC/TD3 policies to safetensors is not supported yet",
+            arch.name()
+        );
+        unmap::<P, OBS>(self.layout, self.blob)
     }
 }
 
@@ -592,20 +626,7 @@ pub struct Exported {
 /// A blob that is not a policy of a known architecture.
 pub fn export(layout: Layout, blob: &[u8]) -> anyhow::Result<Exported> {
     let arch = Arch::detect(blob).context("not a microrl policy of a known architecture")?;
-    let (tensors, stats) = match arch {
-        Arch::Cartpole => unmap::<CartPolePolicy, 4>(layout, blob)?,
-        Arch::CartpoleSmall => unmap::<CartPoleSmallPolicy, 4>(layout, blob)?,
-        Arch::CartpoleContinuous => unmap::<CartPoleContinuousPolicy, 4>(layout, blob)?,
-        Arch::Pendulum => unmap::<PendulumPolicy, 3>(layout, blob)?,
-        Arch::CartpoleRelu => unmap::<CartPoleReluPolicy, 4>(layout, blob)?,
-        Arch::CartpoleSmallRelu => unmap::<CartPoleSmallReluPolicy, 4>(layout, blob)?,
-        Arch::CartpoleContinuousRelu => unmap::<CartPoleContinuousReluPolicy, 4>(layout, blob)?,
-        Arch::PendulumRelu => unmap::<PendulumReluPolicy, 3>(layout, blob)?,
-        Arch::CartpoleContinuousSquashed | Arch::PendulumSquashed => bail!(
-            "{}: exporting SAC/TD3 policies to safetensors is not supported yet",
-            arch.name()
-        ),
-    };
+    let (tensors, stats) = arch.with_policy(Unmap { layout, blob })?;
     // One metadata entry: the crate writes the metadata map in hash order,
     // and a single entry keeps the file byte-for-byte reproducible.
     let activation = match arch.activation() {

@@ -6,6 +6,33 @@
 //! user gives. Every command prints a human-readable report and, with
 //! `--json`, exactly one JSON object as its last line of standard output.
 
+/// An enum of named rows, for `clap` and `serde`: the enum with its
+/// variants' documentation, `ALL` in row order and `name()`, the
+/// command-line and JSON name (which must be the variant's kebab-case name:
+/// `clap` and `serde` derive theirs from it).
+macro_rules! named_enum {
+    ($(#[$attr:meta])* $enum:ident { $( $(#[$doc:meta])* $variant:ident = $name:literal ),* $(,)? }) => {
+        $(#[$attr])*
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
+        #[serde(rename_all = "kebab-case")]
+        pub enum $enum {
+            $( $(#[$doc])* $variant, )*
+        }
+
+        impl $enum {
+            /// Every value, in row order.
+            pub const ALL: [$enum; [$($name),*].len()] = [$($enum::$variant),*];
+
+            /// The name used on the command line and in JSON.
+            pub fn name(self) -> &'static str {
+                match self {
+                    $($enum::$variant => $name,)*
+                }
+            }
+        }
+    };
+}
+
 pub mod arch;
 pub mod atomic;
 pub mod batch;

@@ -8,7 +8,7 @@ use microrl_harness::interop::{self, Layout};
 use microrl_harness::paths::{self, Role};
 use microrl_harness::train::{
     Algo, AnchorOptions, CURVE_CSV_FILE, EnvName, FusionWeights, Overrides, SUMMARY_FILE,
-    SummaryRun, TrainOptions,
+    SummaryRun, TrainOptions, default_steps,
 };
 use microrl_harness::{Arch, commands};
 
@@ -35,8 +35,10 @@ struct TrainArgs {
     /// Algorithm (default: ppo, or the --config summary.json's).
     #[arg(long, value_enum)]
     algo: Option<Algo>,
-    /// Environment-step budget (default: 100000 for PPO on CartPole, 200000
-    /// for PPO on cartpole-continuous, 300000 for PPO on Pendulum, 500000 otherwise).
+    /// Environment-step budget (default: the registry's for the task and
+    /// algorithm: 100000 for PPO on CartPole, 200000 for PPO on
+    /// cartpole-continuous, 300000 for PPO on Pendulum, 50000 for SAC and TD3
+    /// (20000 on Pendulum), 500000 otherwise; see docs/cli.md).
     #[arg(long)]
     steps: Option<u64>,
     /// Hyper-parameters: a TOML file whose keys are the fields of the
@@ -123,9 +125,13 @@ fn pair(option: &str, values: &Option<Vec<f32>>) -> anyhow::Result<Option<[f32; 
 #[derive(Args, Clone, Debug)]
 struct PlantArgs {
     /// The plant's physical parameters that differ from Gymnasium's, as
-    /// KEY=VALUE (CartPole: gravity, masscart, masspole, length — half the
-    /// pole —, force_mag, tau; Pendulum: g, m, l, max_speed, max_torque, dt),
-    /// e.g. `--plant masspole=0.3,length=1.0`; each KEY at most once.
+    /// KEY=VALUE: the fields of the task's parameter struct (CartPole:
+    /// gravity, masscart, masspole, length — half the pole —, force_mag, tau;
+    /// Pendulum: g, m, l, max_speed, max_torque, dt; Acrobot: link_length_1,
+    /// link_mass_1, link_mass_2, link_com_pos_1, link_com_pos_2, link_moi,
+    /// gravity, torque, dt, max_vel_1, max_vel_2; mountaincar-continuous:
+    /// power, gravity, max_speed), e.g. `--plant masspole=0.3,length=1.0`;
+    /// each KEY at most once. An unknown KEY is refused listing the task's.
     #[arg(long, value_name = "KEY=VALUE", value_delimiter = ',')]
     plant: Vec<String>,
 }
@@ -186,17 +192,7 @@ impl TrainArgs {
                 .0
                 .insert("normalize_obs".into(), toml::Value::Boolean(false));
         }
-        let steps = self.steps.unwrap_or(match (algo, env) {
-            (Algo::Ppo, EnvName::Cartpole) => 100_000,
-            (Algo::Ppo, EnvName::CartpoleContinuous) => 200_000,
-            (Algo::Ppo, EnvName::Pendulum) => 300_000,
-            (Algo::PpoPenalty, EnvName::Cartpole) => 150_000,
-            (Algo::Trpo, EnvName::Cartpole) => 200_000,
-            (Algo::Grpo | Algo::Gspo, EnvName::Cartpole) => 300_000,
-            (Algo::Sac | Algo::Td3, EnvName::Pendulum) => 20_000,
-            (Algo::Sac | Algo::Td3, _) => 50_000,
-            _ => 500_000,
-        });
+        let steps = self.steps.unwrap_or_else(|| default_steps(env, algo));
         let opts = TrainOptions {
             overrides,
             eval_episodes: self.eval_episodes,

@@ -50,6 +50,9 @@ pub use summary::*;
 pub const PPO_CARTPOLE_STEPS: usize = 256;
 /// PPO rollout length for the continuous tasks.
 pub const PPO_CONTINUOUS_STEPS: usize = 2048;
+/// PPO rollout capacity of every other task: SB3's `n_steps` (the core's
+/// default `PpoConfig` fills it).
+pub const PPO_STEPS: usize = 2048;
 /// TRPO rollout length (every task): the Fisher matrix and the KL of the
 /// line search are averaged over it.
 pub const TRPO_STEPS: usize = 1024;

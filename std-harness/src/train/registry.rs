@@ -1,6 +1,16 @@
 //! The registry of tasks and algorithms: their names (`--env`, `--algo`), tuned
-//! defaults ([`AlgoConfig`]) and how each agent type takes its configuration
-//! ([`Configure`]).
+//! defaults ([`AlgoConfig`], [`default_steps`]) and how each agent type takes
+//! its configuration ([`Configure`]).
+//!
+//! Design: **one row per plant.** [`for_each_task!`] holds the table of the
+//! plants the CLI names — variant, command-line name, plant type, parameter
+//! type, PPO rollout capacity and, for a continuous plant, the critics'
+//! input size of SAC and TD3 — and hands it to a macro: here to generate
+//! [`EnvName`] and each plant's [`Task`] impl, in `run.rs` to dispatch
+//! `--env` to its agent types. Everything else that needs a plant's type is
+//! generic over [`Task`]. Defaults are per algorithm and action type, with
+//! tuned exceptions for the first three plants; a new plant gets the
+//! defaults every plant of its action type gets.
 
 use anyhow::{Context, bail};
 use microrl::SVector;
@@ -8,41 +18,193 @@ use microrl::algo::{
     A2cConfig, AcConfig, GrpoConfig, Ppo, PpoConfig, ReinforceConfig, SacConfig, Td3Config,
     TrpoConfig,
 };
-use microrl::env::{CartPole, CartPoleContinuous, Env, Pendulum};
+use microrl::env::{ActionSpace, Continuous, Discrete, Env, EnvState, PlantRangeError};
 use microrl::optim::Schedule;
 use serde::{Deserialize, Serialize};
 
 use super::*;
 
-/// A training task.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum EnvName {
-    /// Gymnasium CartPole-v1, two discrete actions.
-    Cartpole,
-    /// CartPole with a continuous force in [−1, 1] · 10 N.
-    CartpoleContinuous,
-    /// Gymnasium Pendulum-v1, torque in [−2, 2].
-    Pendulum,
+/// The plants the CLI names, one row each, handed to the macro `$m`:
+/// `Variant = "name", PlantType, ParamsType, ppo = ROLLOUT[, oa = OBS + ACT];`
+/// (`oa`: continuous plants only, the input size of SAC's and TD3's
+/// critics; a plant without it is discrete and has no SAC/TD3 agents).
+macro_rules! for_each_task {
+    ($m:ident) => {
+        $m! {
+            /// Gymnasium CartPole-v1, two discrete actions.
+            Cartpole = "cartpole", microrl::env::CartPole, microrl::env::CartPoleParams,
+                ppo = $crate::train::PPO_CARTPOLE_STEPS;
+            /// CartPole with a continuous force in [−1, 1] · 10 N.
+            CartpoleContinuous = "cartpole-continuous", microrl::env::CartPoleContinuous,
+                microrl::env::CartPoleParams, ppo = $crate::train::PPO_CONTINUOUS_STEPS, oa = 5;
+            /// Gymnasium Pendulum-v1, torque in [−2, 2].
+            Pendulum = "pendulum", microrl::env::Pendulum, microrl::env::PendulumParams,
+                ppo = $crate::train::PPO_CONTINUOUS_STEPS, oa = 4;
+            /// Gymnasium Acrobot-v1, three discrete torques (−1, 0, +1 N·m).
+            Acrobot = "acrobot", microrl::env::Acrobot, microrl::env::AcrobotParams,
+                ppo = $crate::train::PPO_STEPS;
+            /// Gymnasium MountainCarContinuous-v0, force in [−1, 1].
+            MountaincarContinuous = "mountaincar-continuous", microrl::env::MountainCarContinuous,
+                microrl::env::MountainCarParams, ppo = $crate::train::PPO_STEPS, oa = 3;
+        }
+    };
+}
+pub(crate) use for_each_task;
+
+/// Generates [`EnvName`] and the [`Task`] impls from [`for_each_task!`]'s rows.
+macro_rules! define_tasks {
+    ($( $(#[$doc:meta])* $variant:ident = $name:literal, $plant:ty, $params:ty,
+        ppo = $n:expr $(, oa = $oa:literal)?; )*) => {
+        named_enum! {
+            /// A training task.
+            #[derive(Deserialize)]
+            EnvName { $( $(#[$doc])* $variant = $name ),* }
+        }
+
+        impl EnvName {
+            /// Mean return that counts as solved (the plant's `SOLVED_RETURN`).
+            pub fn threshold(self) -> f32 {
+                match self {
+                    $(EnvName::$variant => <$plant as Env>::SOLVED_RETURN,)*
+                }
+            }
+
+            /// Observation size.
+            pub fn obs_dim(self) -> usize {
+                match self {
+                    $(EnvName::$variant => microrl::env::obs_dim::<$plant>(),)*
+                }
+            }
+
+            /// The action space is continuous.
+            pub fn continuous(self) -> bool {
+                match self {
+                    $(EnvName::$variant => <<$plant as Env>::Space as Metering>::CONTINUOUS,)*
+                }
+            }
+        }
+
+        $(
+            impl Task for $plant {
+                const ENV: EnvName = EnvName::$variant;
+                type Params = $params;
+                fn build(params: $params) -> Result<Self, microrl::Error> {
+                    <$plant>::with_params(params)
+                }
+                fn check(params: &$params) -> Result<(), PlantRangeError> {
+                    params.check()
+                }
+            }
+        )*
+    };
 }
 
+for_each_task!(define_tasks);
+
 impl EnvName {
-    /// The command-line name.
-    pub fn name(self) -> &'static str {
-        match self {
-            EnvName::Cartpole => "cartpole",
-            EnvName::CartpoleContinuous => "cartpole-continuous",
-            EnvName::Pendulum => "pendulum",
+    /// The continuous tasks' names, for messages: `a, b or c`.
+    pub fn continuous_names() -> String {
+        let names: Vec<&str> = EnvName::ALL
+            .into_iter()
+            .filter(|e| e.continuous())
+            .map(EnvName::name)
+            .collect();
+        match names.split_last() {
+            Some((last, rest)) if !rest.is_empty() => format!("{} or {last}", rest.join(", ")),
+            _ => names.join(""),
         }
     }
+}
 
-    /// Mean return that counts as solved.
-    pub fn threshold(self) -> f32 {
-        match self {
-            EnvName::Cartpole => CartPole::SOLVED_RETURN,
-            EnvName::CartpoleContinuous => CartPoleContinuous::SOLVED_RETURN,
-            EnvName::Pendulum => Pendulum::SOLVED_RETURN,
+/// A plant the CLI names (a row of [`for_each_task!`]): built from its
+/// parameter struct, which `--plant` sets.
+pub trait Task: Env<Space: Metering> + EnvState + Clone + 'static {
+    /// Its `--env` value.
+    const ENV: EnvName;
+    /// Its physical parameters: TOML keys are the fields, each with a range.
+    type Params: Serialize + serde::de::DeserializeOwned + Default;
+    /// The plant with `params`.
+    ///
+    /// # Errors
+    /// The core's refusal of `params`.
+    fn build(params: Self::Params) -> Result<Self, microrl::Error>;
+    /// The parameter struct's own range check.
+    ///
+    /// # Errors
+    /// The first field outside its range.
+    fn check(params: &Self::Params) -> Result<(), PlantRangeError>;
+    /// The plant with `--plant`'s parameters (`table`; empty: Gymnasium's).
+    ///
+    /// # Errors
+    /// As [`plant_params`], and the core's refusal.
+    fn plant(table: &toml::Table) -> anyhow::Result<Self> {
+        Self::build(plant_params::<Self>(table)?)
+            .map_err(|e| anyhow::anyhow!("invalid --plant: {e}"))
+    }
+}
+
+/// What an action space tells the CLI: whether it is continuous, and the
+/// squared command of an action (`eval`'s `mean_effort`).
+pub trait Metering: ActionSpace {
+    /// Continuous (SAC and TD3 apply).
+    const CONTINUOUS: bool;
+    /// `Σ a²` of a continuous command; `None` for a discrete action.
+    fn effort(action: &Self::Action) -> Option<f64>;
+}
+
+impl<const N: usize> Metering for Discrete<N> {
+    const CONTINUOUS: bool = false;
+    fn effort(_: &usize) -> Option<f64> {
+        None
+    }
+}
+
+impl<const A: usize> Metering for Continuous<A> {
+    const CONTINUOUS: bool = true;
+    fn effort(action: &SVector<f32, A>) -> Option<f64> {
+        Some(action.iter().map(|&a| f64::from(a) * f64::from(a)).sum())
+    }
+}
+
+/// The plant parameters of `table` merged over Gymnasium's (`E::Params`'s
+/// `Default`).
+///
+/// # Errors
+/// A key the parameters do not have, a value that is not a number, or one
+/// outside its physical range, named.
+pub fn plant_params<E: Task>(table: &toml::Table) -> anyhow::Result<E::Params> {
+    let mut merged = toml::Table::try_from(E::Params::default())?;
+    for (key, value) in table {
+        if !merged.contains_key(key) {
+            let known: Vec<&str> = merged.keys().map(String::as_str).collect();
+            bail!(
+                "invalid --plant: no parameter `{key}` (known: {})",
+                known.join(", ")
+            );
         }
+        merged.insert(key.clone(), value.clone());
+    }
+    let params: E::Params = toml::Value::Table(merged)
+        .try_into()
+        .map_err(|e: toml::de::Error| anyhow::anyhow!("invalid --plant: {}", e.message().trim()))?;
+    E::check(&params).map_err(|e| anyhow::anyhow!("invalid --plant: {e}"))?;
+    Ok(params)
+}
+
+/// The environment-step budget of `algo` on `env` when `--steps` is not
+/// given: tuned for the first three plants, 50 000 for SAC and TD3 and
+/// 500 000 for every other algorithm elsewhere.
+pub fn default_steps(env: EnvName, algo: Algo) -> u64 {
+    match (algo, env) {
+        (Algo::Ppo, EnvName::Cartpole) => 100_000,
+        (Algo::Ppo, EnvName::CartpoleContinuous) => 200_000,
+        (Algo::Ppo, EnvName::Pendulum) => 300_000,
+        (Algo::PpoPenalty, EnvName::Cartpole) => 150_000,
+        (Algo::Trpo, EnvName::Cartpole) => 200_000,
+        (Algo::Grpo | Algo::Gspo, EnvName::Cartpole) => 300_000,
+        (Algo::Sac | Algo::Td3, EnvName::Pendulum) => 20_000,
+        (Algo::Sac | Algo::Td3, _) => 50_000,
+        _ => 500_000,
     }
 }
 
@@ -170,6 +332,11 @@ impl AlgoConfig {
                 epochs: 5,
                 minibatches: 32,
                 normalize_reward: true,
+                ..PpoConfig::DEFAULT
+            },
+            // Every other plant: the core's defaults (SB3's).
+            _ => PpoConfig {
+                total_steps: steps,
                 ..PpoConfig::DEFAULT
             },
         }

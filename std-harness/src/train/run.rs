@@ -9,12 +9,11 @@ use heapless::HistoryBuf;
 use microrl::algo::LearnedReward;
 use microrl::checkpoint::AgentState;
 use microrl::env::EnvState;
-use microrl::env::{CartPole, CartPoleContinuous, Env, Pendulum, Weighted};
+use microrl::env::{CartPole, CartPoleContinuous, Env, Weighted};
 use microrl::rng::Xoshiro128pp;
 use microrl::train::{Learner, Trainer};
 use microrl::vec_env::VecEnv;
 use microrl::{Params, SVector, agent, serialize};
-use serde::Serialize;
 
 use crate::curve::LearningCurve;
 
@@ -118,8 +117,9 @@ pub(crate) fn train_from(
         };
         ($env_ty:ty, $h:literal, $env:expr, $eval:expr) => {
             bail!(
-                "--algo {}: SAC and TD3 need a continuous action space (--env pendulum or cartpole-continuous)",
-                opts.algo.name()
+                "--algo {}: SAC and TD3 need a continuous action space (--env {})",
+                opts.algo.name(),
+                EnvName::continuous_names()
             )
         };
     }
@@ -151,10 +151,21 @@ pub(crate) fn train_from(
             }
         };
     }
+    // One agent type per (task, algorithm, width) the options can name.
+    macro_rules! by_task {
+        ($( $(#[$doc:meta])* $variant:ident = $name:literal, $plant:ty, $params:ty,
+            ppo = $n:expr $(, oa = $oa:literal)?; )*) => {
+            match opts.env {
+                $(EnvName::$variant => {
+                    by_algo!($plant, 64, $n, <$plant as Task>::plant(&opts.plant)? $(, oa = $oa)?)
+                })*
+            }
+        };
+    }
     if let Some(path) = &opts.reward_model {
         // Trained on the learned reward, judged on the plant's own.
         let model = crate::preference::load(path)?;
-        let plant = cartpole_plant(&opts.plant)?;
+        let plant = CartPole::plant(&opts.plant)?;
         let learned = LearnedReward::new(plant, model.clone());
         let scored = LearnedReward::scored_by_plant(plant, model);
         type Learned = LearnedReward<CartPole, crate::preference::RewardNet>;
@@ -176,106 +187,30 @@ pub(crate) fn train_from(
             )
         };
     }
-    match (opts.env, opts.small) {
-        (EnvName::Cartpole, true) => {
-            by_algo!(
-                CartPole,
-                32,
-                PPO_CARTPOLE_STEPS,
-                cartpole_plant(&opts.plant)?
-            )
-        }
-        (EnvName::Cartpole, false) => {
-            by_algo!(
-                CartPole,
-                64,
-                PPO_CARTPOLE_STEPS,
-                cartpole_plant(&opts.plant)?
-            )
-        }
-        (EnvName::CartpoleContinuous, _) => {
-            let plant = CartPoleContinuous::with_params(plant_params(&opts.plant)?)
-                .map_err(|e| anyhow::anyhow!("invalid --plant: {e}"))?;
-            match opts.weights.reward {
-                None => by_algo!(CartPoleContinuous, 64, PPO_CONTINUOUS_STEPS, plant, oa = 5),
-                // Trained on the fused channels, judged on the plant's own
-                // reward (the upright channel alone, exactly).
-                Some(w) => by_algo!(
-                    Weighted<CartPoleContinuous, 2>,
-                    64,
-                    PPO_CONTINUOUS_STEPS,
-                    Weighted::new(plant, w)
-                        .map_err(|e| anyhow::anyhow!("invalid --reward-weights: {e}"))?,
-                    Weighted::new(plant, [1.0, 0.0]).expect("valid weights"),
-                    oa = 5
-                ),
-            }
-        }
-        (EnvName::Pendulum, _) => by_algo!(
-            Pendulum,
+    if opts.small {
+        // CartPole's 4-32-32 networks (`--small` was checked to be CartPole's).
+        return by_algo!(
+            CartPole,
+            32,
+            PPO_CARTPOLE_STEPS,
+            CartPole::plant(&opts.plant)?
+        );
+    }
+    if let Some(w) = opts.weights.reward {
+        // Trained on the fused channels, judged on the plant's own reward
+        // (the upright channel alone, exactly); checked to be
+        // cartpole-continuous.
+        let plant = CartPoleContinuous::plant(&opts.plant)?;
+        return by_algo!(
+            Weighted<CartPoleContinuous, 2>,
             64,
             PPO_CONTINUOUS_STEPS,
-            Pendulum::with_params(plant_params(&opts.plant)?)
-                .map_err(|e| anyhow::anyhow!("invalid --plant: {e}"))?,
-            oa = 4
-        ),
+            Weighted::new(plant, w).map_err(|e| anyhow::anyhow!("invalid --reward-weights: {e}"))?,
+            Weighted::new(plant, [1.0, 0.0]).expect("valid weights"),
+            oa = 5
+        );
     }
-}
-
-/// A plant's parameter struct, as `--plant` sets it: TOML keys are its
-/// fields, and every field has a physical range.
-pub trait PlantParams: Serialize + serde::de::DeserializeOwned + Default {
-    /// The struct's own range check.
-    ///
-    /// # Errors
-    /// The first field outside its range.
-    fn check_range(&self) -> Result<(), microrl::env::PlantRangeError>;
-}
-
-impl PlantParams for microrl::env::CartPoleParams {
-    fn check_range(&self) -> Result<(), microrl::env::PlantRangeError> {
-        self.check()
-    }
-}
-
-impl PlantParams for microrl::env::PendulumParams {
-    fn check_range(&self) -> Result<(), microrl::env::PlantRangeError> {
-        self.check()
-    }
-}
-
-/// The plant parameters of `table` merged over Gymnasium's (`T`'s `Default`).
-///
-/// # Errors
-/// A key `T` does not have, a value that is not a number, or one outside
-/// its physical range, named.
-pub fn plant_params<T: PlantParams>(table: &toml::Table) -> anyhow::Result<T> {
-    let mut merged = toml::Table::try_from(T::default())?;
-    for (key, value) in table {
-        if !merged.contains_key(key) {
-            let known: Vec<&str> = merged.keys().map(String::as_str).collect();
-            bail!(
-                "invalid --plant: no parameter `{key}` (known: {})",
-                known.join(", ")
-            );
-        }
-        merged.insert(key.clone(), value.clone());
-    }
-    let params: T = toml::Value::Table(merged)
-        .try_into()
-        .map_err(|e: toml::de::Error| anyhow::anyhow!("invalid --plant: {}", e.message().trim()))?;
-    params
-        .check_range()
-        .map_err(|e| anyhow::anyhow!("invalid --plant: {e}"))?;
-    Ok(params)
-}
-
-/// CartPole with `--plant`'s parameters.
-///
-/// # Errors
-/// As [`plant_params`], and `CartPoleParams::validate`'s refusal.
-pub fn cartpole_plant(table: &toml::Table) -> anyhow::Result<CartPole> {
-    CartPole::with_params(plant_params(table)?).map_err(|e| anyhow::anyhow!("invalid --plant: {e}"))
+    for_each_task!(by_task)
 }
 
 /// The most environment copies a run can step side by side (`n_envs`):
