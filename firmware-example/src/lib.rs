@@ -119,6 +119,28 @@ pub fn finish(outcome: &Outcome, threshold: f32, policy_fnv: u32) -> ! {
     exit(solved)
 }
 
+/// Ends a training run with a fixed budget that is not expected to solve
+/// the task (a CI-sized run that shows learning): logs `trained: steps <n>
+/// updates <n> eval <reported mean> (<its f32 bits>) ± <std> solved <bool>
+/// policy_fnv <checksum>` — the figures the host test compares with the
+/// desktop — and the peak stack, then exits with status 0 (an error during
+/// training has already exited with 1).
+pub fn finish_budget(outcome: &Outcome, threshold: f32, policy_fnv: u32) -> ! {
+    let report = outcome.report;
+    defmt::info!(
+        "trained: steps {=u64} updates {=u64} eval {=f32} ({=u32:#010x}) ± {=f32} solved {=bool} policy_fnv {=u32:#010x}",
+        outcome.steps,
+        outcome.updates,
+        report.mean,
+        report.mean.to_bits(),
+        report.std,
+        outcome.solved(threshold),
+        policy_fnv
+    );
+    log_stack();
+    exit(true)
+}
+
 /// Logs the peak stack use measured by [`stack::peak`] in the common form
 /// `stack: peak <bytes> of <bytes>` that the host tests read.
 pub fn log_stack() {

@@ -139,6 +139,16 @@ fn target_installed(target: &str) -> bool {
 /// `cargo build --release --target <board> --bin …` in `firmware-example/`;
 /// the ELFs by binary name.
 pub fn build(board: Board, bins: &[&str]) -> HashMap<String, PathBuf> {
+    build_with_features(board, bins, &[])
+}
+
+/// [`build`] with the firmware's cargo `features` enabled (on top of the
+/// defaults).
+pub fn build_with_features(
+    board: Board,
+    bins: &[&str],
+    features: &[&str],
+) -> HashMap<String, PathBuf> {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let mut cmd = Command::new(cargo);
     cmd.current_dir(firmware_dir()).args([
@@ -150,6 +160,9 @@ pub fn build(board: Board, bins: &[&str]) -> HashMap<String, PathBuf> {
     ]);
     for bin in bins {
         cmd.args(["--bin", bin]);
+    }
+    if !features.is_empty() {
+        cmd.args(["--features", &features.join(",")]);
     }
     let out = cmd
         .stderr(Stdio::inherit())
