@@ -15,7 +15,9 @@
 //! `train-ac-tiny` (the smallest trainers: 4-16-16 PPO in 22 KB of RAM,
 //! 4-12-12 actor-critic in 10 KB), `infer` (deterministic CartPole episodes
 //! from an exported policy), `infer-plant` (the policy in flash commanding a
-//! [`plant::Plant`], no simulator: 15.4 KB of flash), `bench`
+//! [`plant::Plant`], no simulator: 15.4 KB of flash), `train-sac` (SAC
+//! learns Pendulum in 110 KB of RAM with its stack), `bench-sac` (its
+//! instruction counts), `bench`
 //! (instruction counts) and `kernel-check` (the assembly inference kernels
 //! of `kernel`, for `thumbv7em-none-eabihf`, against the core bit for bit).
 

@@ -28,8 +28,8 @@
 //! on the stack for the indices and noise) but a quarter of the
 //! instructions, and solved as early as 128 did with 32-32 (6 000 both).
 //!
-//! **Budget.** One gradient step takes about 3.6 M instructions
-//! (`bench-sac`), so the run that solves (8 000 steps, 7 900 gradient
+//! **Budget.** One gradient step takes 3.26 M instructions (`bench-sac`;
+//! an estimated 38 ms at 168 MHz, `docs/firmware.md`), so the run that solves (8 000 steps, 7 900 gradient
 //! steps) is minutes of emulation. The default build runs 4 000 steps —
 //! enough to show learning: the reported 100-episode evaluation goes from
 //! the untrained policy's −1 162.5 to −850.7 (the host test
