@@ -839,6 +839,9 @@ fn bench_sac_reports_every_instruction_count() {
 /// solving step, gradient steps, reported evaluation and weights, held-out
 /// mean ≥ −200. Minutes of emulation, hence `--ignored`:
 /// `cargo test -p microrl-tests --test firmware train_sac_solves -- --ignored --nocapture`.
+/// Longest the solving run may take (under 10 minutes on an idle core).
+const SAC_SOLVE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(3600);
+
 #[test]
 #[ignore = "minutes of emulation; run with -- --ignored"]
 fn train_sac_solves_pendulum_like_the_desktop() {
@@ -846,7 +849,8 @@ fn train_sac_solves_pendulum_like_the_desktop() {
         return;
     }
     let elfs = qemu::build_with_features(CORTEX_M4F, &["train-sac"], &["sac-solve"]);
-    let run = run_ok(&elfs, "train-sac", false);
+    let run = qemu::boot_within(CORTEX_M4F, &elfs["train-sac"], false, SAC_SOLVE_TIMEOUT);
+    assert_eq!(run.status, Some(0), "{}", run.lines.join("\n"));
     let (_, outcome, fnv) = desktop_sac(20_000);
     assert!(outcome.solved(Pendulum::SOLVED_RETURN), "{outcome:?}");
     assert_solved_like_outcome(&run, &outcome, fnv);

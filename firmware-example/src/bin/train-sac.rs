@@ -29,15 +29,15 @@
 //! instructions, and solved as early as 128 did with 32-32 (6 000 both).
 //!
 //! **Budget.** One gradient step takes 3.26 M instructions (`bench-sac`;
-//! an estimated 38 ms at 168 MHz, `docs/firmware.md`), so the run that solves (8 000 steps, 7 900 gradient
-//! steps) is minutes of emulation. The default build runs 4 000 steps —
-//! enough to show learning: the reported 100-episode evaluation goes from
-//! the untrained policy's −1 162.5 to −850.7 (the host test
-//! `train_sac_learns_pendulum_like_the_desktop` asserts a gain of at least
-//! 250, and the evaluation's bits and the weights' checksum equal to the
-//! desktop's) — and ends with a `trained:` line, exit 0. `--features
-//! sac-solve` runs a 20 000-step budget with early stop and exits 0 iff
-//! solved (`finish`; `--ignored` host test
+//! an estimated 38 ms at 168 MHz, `docs/firmware.md`), so the run that
+//! solves (8 000 steps, 7 900 gradient steps) is minutes of emulation. The
+//! default build runs 4 000 steps — enough to show learning: the reported
+//! 100-episode evaluation goes from the untrained policy's −1 162.5 to
+//! −850.7 (the host test `train_sac_learns_pendulum_like_the_desktop`
+//! asserts a gain of at least 250, and the evaluation's bits and the
+//! weights' checksum equal to the desktop's) — and ends with a `trained:`
+//! line, exit 0. `--features sac-solve` runs a 20 000-step budget with
+//! early stop and exits 0 iff solved (`finish`; `--ignored` host test
 //! `train_sac_solves_pendulum_like_the_desktop`; figures in
 //! `docs/firmware.md`).
 //!

@@ -215,6 +215,11 @@ pub fn run(board: Board, elf: &Path) -> Run {
 /// Boots `elf` on `board`, with `-icount shift=0` iff `icount`, waits (at
 /// most [`QEMU_TIMEOUT`]) and decodes its defmt output.
 pub fn boot(board: Board, elf: &Path, icount: bool) -> Run {
+    boot_within(board, elf, icount, QEMU_TIMEOUT)
+}
+
+/// [`boot`] with another limit than [`QEMU_TIMEOUT`] (runs of minutes).
+pub fn boot_within(board: Board, elf: &Path, icount: bool, timeout: Duration) -> Run {
     let mut cmd = Command::new("qemu-system-arm");
     cmd.args(board.machine).args([
         "-nographic",
@@ -242,9 +247,9 @@ pub fn boot(board: Board, elf: &Path, icount: bool) -> Run {
         if let Some(status) = child.try_wait().expect("wait for qemu") {
             break status;
         }
-        if start.elapsed() > QEMU_TIMEOUT {
+        if start.elapsed() > timeout {
             let _ = child.kill();
-            panic!("{} did not finish within {QEMU_TIMEOUT:?}", elf.display());
+            panic!("{} did not finish within {timeout:?}", elf.display());
         }
         std::thread::sleep(Duration::from_millis(20));
     };
