@@ -41,7 +41,7 @@
 //!   the core on the MCU; every check must report 0 mismatches.
 //! - `bench`: runs under `-icount shift=0` and must report every figure.
 //! - `train-sac`: SAC (3-24-24 actor, twin 4-24-24-1 critics, a
-//!   2 000-transition ring, minibatches of 64) on Pendulum for 2 000 steps
+//!   2 000-transition ring, minibatches of 64) on Pendulum for 4 000 steps
 //!   through the core's `Trainer`; the same configuration on the desktop
 //!   must give the same reported evaluation bits and the same weights
 //!   (actor and critics), the evaluation must be clearly better than the
