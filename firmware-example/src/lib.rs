@@ -15,7 +15,9 @@
 //! `train-ac-tiny` (the smallest trainers: 4-16-16 PPO in 22 KB of RAM,
 //! 4-12-12 actor-critic in 10 KB), `infer` (deterministic CartPole episodes
 //! from an exported policy), `infer-plant` (the policy in flash commanding a
-//! [`plant::Plant`], no simulator: 15.4 KB of flash), `bench`
+//! [`plant::Plant`], no simulator: 15.4 KB of flash), `train-sac` (SAC
+//! learns Pendulum in 110 KB of RAM with its stack), `bench-sac` (its
+//! instruction counts), `bench`
 //! (instruction counts) and `kernel-check` (the assembly inference kernels
 //! of `kernel`, for `thumbv7em-none-eabihf`, against the core bit for bit).
 
@@ -117,6 +119,28 @@ pub fn finish(outcome: &Outcome, threshold: f32, policy_fnv: u32) -> ! {
     }
     log_stack();
     exit(solved)
+}
+
+/// Ends a training run with a fixed budget that is not expected to solve
+/// the task (a CI-sized run that shows learning): logs `trained: steps <n>
+/// updates <n> eval <reported mean> (<its f32 bits>) ± <std> solved <bool>
+/// policy_fnv <checksum>` — the figures the host test compares with the
+/// desktop — and the peak stack, then exits with status 0 (an error during
+/// training has already exited with 1).
+pub fn finish_budget(outcome: &Outcome, threshold: f32, policy_fnv: u32) -> ! {
+    let report = outcome.report;
+    defmt::info!(
+        "trained: steps {=u64} updates {=u64} eval {=f32} ({=u32:#010x}) ± {=f32} solved {=bool} policy_fnv {=u32:#010x}",
+        outcome.steps,
+        outcome.updates,
+        report.mean,
+        report.mean.to_bits(),
+        report.std,
+        outcome.solved(threshold),
+        policy_fnv
+    );
+    log_stack();
+    exit(true)
 }
 
 /// Logs the peak stack use measured by [`stack::peak`] in the common form

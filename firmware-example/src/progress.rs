@@ -10,6 +10,7 @@
 use core::ops::ControlFlow;
 
 use heapless::HistoryBuf;
+use microrl::algo::sac::SacStats;
 use microrl::algo::{AcStats, Episode, UpdateStats};
 use microrl::train::{EvalKind, Evaluation, Hooks, Progress};
 
@@ -95,6 +96,38 @@ impl LogStats for AcStats {
             acc.0 / n,
             acc.1 / n,
             acc.2 / n
+        );
+    }
+}
+
+/// SAC (one environment step an iteration; `None` when it trained
+/// nothing): the last gradient step's critic and actor losses, `α` and
+/// `mean Q₁(s, a)`, and the gradient steps since the last line.
+impl LogStats for Option<SacStats> {
+    /// The last gradient step's diagnostics; gradient steps since the last line.
+    type Acc = (Option<SacStats>, u32);
+    const EMPTY: Self::Acc = (None, 0);
+
+    fn add(acc: &mut Self::Acc, stats: &Self) {
+        if let Some(s) = stats {
+            *acc = (Some(*s), acc.1 + 1);
+        }
+    }
+
+    fn log(acc: &Self::Acc, l: &Line) {
+        let s = acc.0.unwrap_or_default();
+        defmt::info!(
+            "steps {=u64} updates {=u64}: train return {=f32} (last 100 episodes; {=u32} new) eval {=f32} critic_loss {=f32} actor_loss {=f32} alpha {=f32} q1 {=f32} ({=u32} gradient steps)",
+            l.steps,
+            l.updates,
+            l.last_100,
+            l.episodes,
+            l.eval,
+            s.critic_loss,
+            s.actor_loss,
+            s.ent_coef,
+            s.q1,
+            acc.1
         );
     }
 }

@@ -120,6 +120,22 @@ FIGURES = [
 #: Functions kept out of the trace (`-dfilter`): the calibration loop.
 DEFAULT_EXCLUDE = ["bench::nop_loop"]
 
+#: `--bench sac`: the measurements of `src/bin/bench-sac.rs` (`train-sac`'s
+#: agent), in program order, all read in its `main`.
+SAC_MEASURES = [
+    (label, "bench_sac::__cortex_m_rt_main")
+    for label in ("warm-up empty loop", "warm-up steps", "pendulum empty loop", "pendulum steps",
+                  "train empty loop", "gradient steps", "train steps", "act empty loop", "acts")
+]
+SAC_FIGURES = [
+    ("sac-warmup-step", 1, 0, 2000),
+    ("pendulum-step", 3, 2, 1000),
+    ("sac-gradient-step", 5, 4, 20),
+    ("sac-train-step", 6, 4, 20),
+    ("sac-act", 8, 7, 1000),
+]
+SAC_EXCLUDE = ["microrl_firmware::icount::nop_loop"]
+
 QEMU_ARGS = [
     "-cpu", "cortex-m4", "-machine", "mps2-an386", "-nographic",
     "-semihosting-config", "enable=on,target=native", "-icount", "shift=0",
@@ -709,9 +725,14 @@ def main():
                     help="also print each figure's instruction-class mix and top functions")
     ap.add_argument("--log", help="read a saved `-d exec,nochain,in_asm` log instead of "
                     "running QEMU (no cross-check with the bench output)")
+    ap.add_argument("--bench", choices=("bench", "sac"), default="bench",
+                    help="which ELF's measurements: `bench` (default) or `bench-sac`")
     args = ap.parse_args()
+    global MEASURES, FIGURES
+    if args.bench == "sac":
+        MEASURES, FIGURES = SAC_MEASURES, SAC_FIGURES
     if args.exclude is None:
-        args.exclude = DEFAULT_EXCLUDE
+        args.exclude = SAC_EXCLUDE if args.bench == "sac" else DEFAULT_EXCLUDE
 
     t0 = time.monotonic()
     trace = Trace()

@@ -40,6 +40,14 @@
 //! - `kernel-check`: the assembly inference kernels (`src/kernel.rs`) against
 //!   the core on the MCU; every check must report 0 mismatches.
 //! - `bench`: runs under `-icount shift=0` and must report every figure.
+//! - `train-sac`: SAC (3-24-24 actor, twin 4-24-24-1 critics, a
+//!   2 000-transition ring, minibatches of 64) on Pendulum for 4 000 steps
+//!   through the core's `Trainer`; the same configuration on the desktop
+//!   must give the same reported evaluation bits and the same weights
+//!   (actor and critics), the evaluation must be clearly better than the
+//!   untrained policy's, and static RAM + peak stack must fit the 128 KB of
+//!   an STM32F405/F407's main SRAM. `bench-sac` (`-icount shift=0`) must
+//!   report the instructions of its gradient and environment steps.
 //!
 //! QEMU's exit status is the firmware's (`microrl_firmware::exit`, or 1 from
 //! the panic and HardFault handlers). Without `qemu-system-arm` or the
@@ -54,8 +62,8 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-use microrl::algo::{AcConfig, PpoConfig, evaluate};
-use microrl::env::{CartPole, CartPoleParams, Env};
+use microrl::algo::{AcConfig, PpoConfig, SacConfig, evaluate};
+use microrl::env::{CartPole, CartPoleParams, Env, Pendulum};
 use microrl::optim::Schedule;
 use microrl::train::{Learner, Outcome, RunConfig, Trainer, report_seed};
 use microrl::{Controller, Params, agent, serialize};
@@ -65,6 +73,7 @@ use microrl_harness::train::{
 use rand_core::SeedableRng;
 use rand_xoshiro::Xoshiro128PlusPlus;
 
+use microrl::algo::Sac;
 use qemu::{CORTEX_M4F, Fnv1a, Run, after, firmware_dir, hex};
 
 /// The firmware's small CartPole policy type (`infer`, `train-ppo`, `train-ac`):
@@ -84,6 +93,8 @@ const BINS: &[&str] = &[
     "infer-plant",
     "kernel-check",
     "bench",
+    "train-sac",
+    "bench-sac",
 ];
 
 /// The built firmware ELFs by binary name, built once per test run, or
@@ -708,4 +719,144 @@ fn bench_reports_every_instruction_count() {
         let count: u64 = after(line, &format!("{name}:")).parse().expect("a count");
         assert!(count > 0, "{line}");
     }
+}
+
+/// `train-sac`'s sizes: hidden width, replay ring, minibatch.
+type SacAgent = agent::Sac<Pendulum, 24, 2_000, 64, 4>;
+/// `train-sac`'s budget (without `--features sac-solve`).
+const SAC_STEPS: u64 = 4_000;
+/// The RAM of an STM32F405/F407's main SRAM (the 64 KB CCM left free):
+/// `train-sac`'s static RAM + peak stack.
+const SAC_RAM_BUDGET: u64 = 128 * 1024;
+/// How much better than the untrained policy `train-sac`'s reported
+/// evaluation must be after its budget (Pendulum's return is a cost, about
+/// −1 200 for a random policy; −200 solves it).
+const SAC_MIN_GAIN: f32 = 250.0;
+
+/// `train-sac`'s run on the desktop with a budget of `steps`: RL Zoo's
+/// Pendulum-v1 SAC settings with the agent's ring and minibatch, an
+/// evaluation every 1 000 steps, early stop at −200, seed 0. The maths are
+/// the firmware's: this crate's `microrl` has `fast-math` (unified through
+/// microrl-harness), as the firmware's has. Returns the untrained policy's
+/// mean return on the reported evaluation's start states, the outcome and
+/// the checksum of the learned weights (actor, then both critics).
+fn desktop_sac(steps: u64) -> (f32, Outcome, u32) {
+    let run_config = RunConfig::new(steps, Pendulum::SOLVED_RETURN);
+    let mut agent = Box::new(SacAgent::new(SacConfig {
+        buffer_size: 2_000,
+        batch_size: 64,
+        ..SacConfig::PENDULUM
+    }));
+    let (mut env, mut eval_env) = (Pendulum::new(), Pendulum::new());
+    let mut trainer =
+        Trainer::<_, Xoshiro128PlusPlus>::start(&mut *agent, &mut env, run_config, 0).unwrap();
+    let mut rng = Xoshiro128PlusPlus::seed_from_u64(report_seed(0));
+    let (untrained, _) = evaluate(&*agent, &mut Pendulum::new(), 100, &mut rng).unwrap();
+    let outcome = trainer
+        .run(&mut *agent, &mut env, &mut eval_env, &mut ())
+        .unwrap();
+    (untrained, outcome, sac_fnv(&agent))
+}
+
+/// `train-sac`'s checksum: the actor's tensors, then both critics'.
+fn sac_fnv<
+    T,
+    Q,
+    const OBS: usize,
+    const ACT: usize,
+    const OA: usize,
+    const H: usize,
+    const CAP: usize,
+    const BATCH: usize,
+>(
+    agent: &Sac<T, Q, OBS, ACT, OA, H, CAP, BATCH>,
+) -> u32
+where
+    T: microrl::nn::Layer<Input = microrl::SVector<f32, OBS>, Output = microrl::SVector<f32, H>>,
+    Q: microrl::nn::Layer<Input = microrl::SVector<f32, OA>, Output = microrl::SVector<f32, 1>>,
+{
+    weights_fnv(&agent.actor.params, &agent.critic.params)
+}
+
+#[test]
+fn train_sac_learns_pendulum_like_the_desktop() {
+    let Some(elfs) = firmware() else { return };
+    let run = run_ok(elfs, "train-sac", false);
+    let (untrained, outcome, fnv) = desktop_sac(SAC_STEPS);
+
+    let line = run.line("INFO trained:");
+    assert_eq!(
+        after(line, "steps").parse::<u64>().unwrap(),
+        outcome.steps,
+        "{line}"
+    );
+    assert_eq!(
+        after(line, "updates").parse::<u64>().unwrap(),
+        outcome.updates,
+        "MCU and desktop made different numbers of gradient steps: {line}"
+    );
+    assert_eq!(
+        bits_after(line, "eval"),
+        outcome.report.mean.to_bits(),
+        "MCU and desktop reported evaluations differ: {line}"
+    );
+    assert_eq!(
+        hex(after(line, "policy_fnv")),
+        fnv,
+        "MCU and desktop learned different weights: {line}"
+    );
+    println!(
+        "train-sac: untrained {untrained}, after {} steps ({} gradient steps) {} ± {}",
+        outcome.steps, outcome.updates, outcome.report.mean, outcome.report.std
+    );
+    assert!(
+        outcome.report.mean >= untrained + SAC_MIN_GAIN,
+        "SAC did not learn: untrained {untrained}, trained {}",
+        outcome.report.mean
+    );
+    assert_ram_within(elfs, "train-sac", &run, SAC_RAM_BUDGET);
+}
+
+#[test]
+fn bench_sac_reports_every_instruction_count() {
+    let Some(elfs) = firmware() else { return };
+    let run = run_ok(elfs, "bench-sac", true);
+    for name in [
+        "sac-warmup-step",
+        "pendulum-step",
+        "sac-gradient-step",
+        "sac-train-step",
+        "sac-act",
+    ] {
+        let line = run.line(&format!("INFO bench {name}:"));
+        let count: u64 = after(line, &format!("{name}:")).parse().expect("a count");
+        assert!(count > 0, "{line}");
+    }
+}
+
+/// `train-sac` built with `--features sac-solve` (a 20 000-step budget,
+/// early stop) solves Pendulum as the desktop does, bit for bit: the same
+/// solving step, gradient steps, reported evaluation and weights, held-out
+/// mean ≥ −200. Minutes of emulation, hence `--ignored`:
+/// `cargo test -p microrl-tests --test firmware train_sac_solves -- --ignored --nocapture`.
+/// Longest the solving run may take (under 10 minutes on an idle core).
+const SAC_SOLVE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(3600);
+
+#[test]
+#[ignore = "minutes of emulation; run with -- --ignored"]
+fn train_sac_solves_pendulum_like_the_desktop() {
+    if !qemu::tools(CORTEX_M4F) {
+        return;
+    }
+    let elfs = qemu::build_with_features(CORTEX_M4F, &["train-sac"], &["sac-solve"]);
+    let run = qemu::boot_within(CORTEX_M4F, &elfs["train-sac"], false, SAC_SOLVE_TIMEOUT);
+    assert_eq!(run.status, Some(0), "{}", run.lines.join("\n"));
+    let (_, outcome, fnv) = desktop_sac(20_000);
+    assert!(outcome.solved(Pendulum::SOLVED_RETURN), "{outcome:?}");
+    assert_solved_like_outcome(&run, &outcome, fnv);
+    println!(
+        "train-sac (sac-solve): solved at step {:?}, {} gradient steps, held-out {} ± {}",
+        outcome.solved_at_step, outcome.updates, outcome.report.mean, outcome.report.std
+    );
+    assert_ram_within(&elfs, "train-sac", &run, SAC_RAM_BUDGET);
 }

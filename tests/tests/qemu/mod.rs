@@ -139,6 +139,16 @@ fn target_installed(target: &str) -> bool {
 /// `cargo build --release --target <board> --bin …` in `firmware-example/`;
 /// the ELFs by binary name.
 pub fn build(board: Board, bins: &[&str]) -> HashMap<String, PathBuf> {
+    build_with_features(board, bins, &[])
+}
+
+/// [`build`] with the firmware's cargo `features` enabled (on top of the
+/// defaults).
+pub fn build_with_features(
+    board: Board,
+    bins: &[&str],
+    features: &[&str],
+) -> HashMap<String, PathBuf> {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let mut cmd = Command::new(cargo);
     cmd.current_dir(firmware_dir()).args([
@@ -150,6 +160,9 @@ pub fn build(board: Board, bins: &[&str]) -> HashMap<String, PathBuf> {
     ]);
     for bin in bins {
         cmd.args(["--bin", bin]);
+    }
+    if !features.is_empty() {
+        cmd.args(["--features", &features.join(",")]);
     }
     let out = cmd
         .stderr(Stdio::inherit())
@@ -202,6 +215,11 @@ pub fn run(board: Board, elf: &Path) -> Run {
 /// Boots `elf` on `board`, with `-icount shift=0` iff `icount`, waits (at
 /// most [`QEMU_TIMEOUT`]) and decodes its defmt output.
 pub fn boot(board: Board, elf: &Path, icount: bool) -> Run {
+    boot_within(board, elf, icount, QEMU_TIMEOUT)
+}
+
+/// [`boot`] with another limit than [`QEMU_TIMEOUT`] (runs of minutes).
+pub fn boot_within(board: Board, elf: &Path, icount: bool, timeout: Duration) -> Run {
     let mut cmd = Command::new("qemu-system-arm");
     cmd.args(board.machine).args([
         "-nographic",
@@ -229,9 +247,9 @@ pub fn boot(board: Board, elf: &Path, icount: bool) -> Run {
         if let Some(status) = child.try_wait().expect("wait for qemu") {
             break status;
         }
-        if start.elapsed() > QEMU_TIMEOUT {
+        if start.elapsed() > timeout {
             let _ = child.kill();
-            panic!("{} did not finish within {QEMU_TIMEOUT:?}", elf.display());
+            panic!("{} did not finish within {timeout:?}", elf.display());
         }
         std::thread::sleep(Duration::from_millis(20));
     };
