@@ -181,6 +181,7 @@ fi
 # 1 000 steps (--quick: 500), 100 episodes (--quick: 10).
 if [[ $quick == 1 ]]; then op_steps=1000; op_every=500; else op_steps=""; op_every=1000; fi
 RLT_OFFPOLICY_CMD=()
+RLT_BOTH='rltools_pendulum_{sac,td3}'  # the two commands differ only in it
 for algo in sac td3; do
     bin="$BUILD/rltools_pendulum_${algo}_${op_steps:-upstream}_${op_every}_${rlt_eval}"
     cmd=(g++ -std=c++17 -O3 -DRL_TOOLS_DISABLE_TENSORBOARD
@@ -201,5 +202,5 @@ exec "$PY" "$HERE/run.py" --reps "$reps" --cpu "$cpu" --out "$out" "${quick_flag
     --tasks "$tasks" --microrl "$BUILD/x86-64/release/microrl" --microrl-native "$MICRORL_NATIVE" \
     --rltools "$RLT_BIN" --rltools-sac "$RLT_SAC_BIN" --rltools-td3 "$RLT_TD3_BIN" \
     --rltools-compile "${RLT_CMD[*]}" \
-    --rltools-offpolicy-compile "${RLT_OFFPOLICY_CMD[*]/rltools_pendulum_td3/rltools_pendulum_{sac,td3}}" \
+    --rltools-offpolicy-compile "${RLT_OFFPOLICY_CMD[*]//rltools_pendulum_td3/$RLT_BOTH}" \
     --rltools-pkg "$RLT_PKG" --venv "$VENV"
