@@ -7,7 +7,7 @@
 # CPU seconds (user + sys of the training process, from getrusage) of whole
 # runs -- start-up, training for the FULL budget (no early stop) and the final
 # 100-episode deterministic evaluation -- each process pinned to one core
-# (taskset -c CPU, default 1) with one thread. Two tasks, each against the
+# (taskset -c CPU, default 1) with one thread. Three comparisons, each against the
 # peer that publishes a tuned configuration for it:
 #
 #  * PPO CartPole-v1, 100 000 steps, RL Zoo's tuned SB3 configuration
