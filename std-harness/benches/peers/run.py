@@ -29,10 +29,54 @@ ROOT = os.path.abspath(os.path.join(HERE, "..", "..", ".."))
 CARTPOLE_STEPS = (100_000, 2_048)
 PENDULUM_STEPS = (300_000, 40_960)  # RLtools evaluates every 10 rollouts of 4096: >= 10 of them
 EVAL_EPISODES = (100, 10)
+# SAC/TD3 on Pendulum-v1. microrl and SB3 run RL Zoo's 20 000 steps; RLtools'
+# budgets are compiled into its binaries (run.sh: SAC 10 000 steps, TD3
+# 20 000 + 1, upstream's). The held-out curve: a point every OFFPOLICY_EVAL_INTERVAL steps.
+OFFPOLICY_STEPS = (20_000, 1_000)
+RLTOOLS_OFFPOLICY_STEPS = {"sac": (10_000, 1_000), "td3": (20_001, 1_001)}
+OFFPOLICY_EVAL_INTERVAL = (1_000, 500)
+THRESHOLD = -200.0
+TASKS = ("ppo", "offpolicy")
 
 
 def runs(a):
     """The runs of one repetition, in order: key, library, command."""
+    out = []
+    if "ppo" in a.tasks:
+        out += ppo_runs(a)
+    if "offpolicy" in a.tasks:
+        out += offpolicy_runs(a)
+    return out
+
+
+def offpolicy_runs(a):
+    """SAC and TD3 on Pendulum, alternating microrl, SB3, microrl, RLtools, microrl."""
+    q = 1 if a.quick else 0
+    steps, ev, every = OFFPOLICY_STEPS[q], EVAL_EPISODES[q], OFFPOLICY_EVAL_INTERVAL[q]
+    out = []
+    for algo, rltools in (("sac", a.rltools_sac), ("td3", a.rltools_td3)):
+        def microrl(*extra, n=steps):
+            return [a.microrl, "train", "--env", "pendulum", "--algo", algo, "--steps", str(n),
+                    "--eval-episodes", str(ev), "--json", *extra]
+        sb3 = [a.python, os.path.join(HERE, "sb3_pendulum_offpolicy.py"), "--algo", algo,
+               "--steps", str(steps), "--eval-episodes", str(ev), "--eval-interval", str(every)]
+        if a.quick:
+            sb3 += ["--learning-starts", "100"]  # smoke test: let the updates run
+        out += [
+            (f"microrl_{algo}_early_stop", "microrl", microrl()),
+            (f"sb3_{algo}_rlzoo", "SB3", sb3),
+            (f"microrl_{algo}_full", "microrl", microrl("--no-early-stop", "--final-eval-only")),
+            (f"rltools_{algo}", "RLtools", [rltools]),
+            (f"microrl_{algo}_rltools_config", "microrl",
+             microrl("--no-early-stop", "--final-eval-only",
+                     "--config", os.path.join(HERE, f"microrl_pendulum_{algo}_rltools.toml"),
+                     n=RLTOOLS_OFFPOLICY_STEPS[algo][q])),
+        ]
+    return out
+
+
+def ppo_runs(a):
+    """The PPO runs of one repetition."""
     q = 1 if a.quick else 0
     cp, pd, ev = CARTPOLE_STEPS[q], PENDULUM_STEPS[q], EVAL_EPISODES[q]
 
@@ -89,6 +133,8 @@ ROWS_NATIVE = [
 ]
 
 PEERS_RESULT = re.compile(r"^PEERS_RESULT steps=(\d+) final_return=(\S+)", re.M)
+PEERS_EVAL_CPU = re.compile(r"^PEERS_RESULT .*eval_cpu_s=(\S+)", re.M)
+PEERS_EVAL = re.compile(r"^PEERS_EVAL step=(\d+) cpu_s=(\S+) return=(\S+)", re.M)
 
 
 def run_one(key, library, cmd, a, rep, logdir):
@@ -128,6 +174,21 @@ def run_one(key, library, cmd, a, rep, logdir):
         if not m:
             sys.exit(f"run.py: {key} (rep {rep}) printed no PEERS_RESULT line; see {log}")
         rec.update(steps=int(m.group(1)), final_eval=float(m.group(2)))
+        e = PEERS_EVAL_CPU.search(p.stdout)
+        if e:
+            # The held-out curve: its evaluations' CPU time is not the training's.
+            curve = [(int(st), float(c), float(r)) for st, c, r in PEERS_EVAL.findall(p.stdout)]
+            rec["curve_eval_cpu_s"] = float(e.group(1))
+            rec["cpu_s_without_curve"] = round(rec["cpu_s"] - rec["curve_eval_cpu_s"], 3)
+            hit = next((c for c in curve if c[2] >= THRESHOLD), None)
+            rec["curve"] = curve
+            rec["to_threshold_steps"] = hit[0] if hit else None
+            rec["to_threshold_cpu_s"] = hit[1] if hit else None
+    if rec["key"] in ("microrl_sac_early_stop", "microrl_td3_early_stop"):
+        # microrl's time to solve: the deciding evaluation passed and the
+        # held-out report reaches the threshold; the whole run's CPU time.
+        rec["to_threshold_steps"] = j["solved_at_step"] if j["solved"] else None
+        rec["to_threshold_cpu_s"] = rec["cpu_s"] if j["solved"] else None
     return rec
 
 
@@ -175,9 +236,22 @@ def versions(a):
         "stable-baselines3": stable_baselines3.__version__,
         "gymnasium": gymnasium.__version__,
         "numpy": numpy.__version__,
-        "rltools": version("rltools") + " (headers = rl-tools tag v2.2.0)",
+        "rltools": rltools_version(a) + " (headers = rl-tools tag v2.2.0)",
         "rltools_compile": a.rltools_compile.replace(ROOT + "/", ""),
+        "rltools_offpolicy_compile": a.rltools_offpolicy_compile.replace(ROOT + "/", ""),
     }
+
+
+def rltools_version(a):
+    """The rltools package whose headers were compiled: the venv's, or the
+    headers-only copy run.sh installs beside the build (--rltools-include)."""
+    from importlib.metadata import PackageNotFoundError, version
+    try:
+        return version("rltools")
+    except PackageNotFoundError:
+        m = re.search(r"rltools-([0-9.]+)\.dist-info", " ".join(os.listdir(a.rltools_pkg))) \
+            if a.rltools_pkg and os.path.isdir(a.rltools_pkg) else None
+        return (m.group(1) if m else "?") + " (headers only, pip install --no-deps --target)"
 
 
 def fmt_eval(recs):
@@ -193,6 +267,94 @@ def fmt_eval(recs):
     return s
 
 
+def median_or_none(xs):
+    xs = [x for x in xs if x is not None]
+    return statistics.median(xs) if xs else None
+
+
+def offpolicy_summary(records, q):
+    """Per (algorithm, library): the time to held-out >= THRESHOLD, the final
+    held-out evaluation and the full budget's CPU time, medians over the
+    repetitions; and the equal-work comparison."""
+    by = lambda k: [r for r in records if r["key"] == k]
+    rows = []
+    for algo in ("sac", "td3"):
+        for library, solve_key, full_key in (
+            ("microrl", f"microrl_{algo}_early_stop", f"microrl_{algo}_full"),
+            ("RLtools", f"rltools_{algo}", f"rltools_{algo}"),
+            ("SB3", f"sb3_{algo}_rlzoo", f"sb3_{algo}_rlzoo"),
+        ):
+            solve, full = by(solve_key), by(full_key)
+            if not solve or not full:
+                continue
+            reached = [r for r in solve if r.get("to_threshold_steps") is not None]
+            full_cpu = [r.get("cpu_s_without_curve", r["cpu_s"]) for r in full]
+            rows.append({
+                "algo": algo.upper(), "library": library, "solve_run": solve_key, "full_run": full_key,
+                "reached": len(reached), "reps": len(solve),
+                "to_threshold_cpu_s": median_or_none(r["to_threshold_cpu_s"] for r in reached),
+                "to_threshold_steps": median_or_none(r["to_threshold_steps"] for r in reached),
+                "early_stop_final_eval": fmt_eval(solve) if library == "microrl" else None,
+                "final_eval": fmt_eval(full),
+                "full_budget_steps": statistics.median(r["steps"] for r in full),
+                "full_budget_cpu_s": statistics.median(full_cpu),
+                "curve_eval_cpu_s": median_or_none(r.get("curve_eval_cpu_s") for r in full),
+            })
+    equal = []
+    for algo in ("sac", "td3"):
+        m, pr = by(f"microrl_{algo}_rltools_config"), by(f"rltools_{algo}")
+        if not m or not pr:
+            continue
+        mc = statistics.median(r["cpu_s"] for r in m)
+        pc = statistics.median(r.get("cpu_s_without_curve", r["cpu_s"]) for r in pr)
+        equal.append({"algo": algo.upper(), "steps": statistics.median(r["steps"] for r in m),
+                      "microrl_cpu_s": mc, "microrl_eval": fmt_eval(m),
+                      "rltools_cpu_s": pc, "rltools_eval": fmt_eval(pr), "ratio": pc / mc})
+    return {"rows": rows, "equal_work": equal}
+
+
+def offpolicy_table(o, q, reps):
+    f = lambda x, d=2: "—" if x is None else f"{x:.{d}f}"
+    lines = [
+        "",
+        f"SAC and TD3 on Pendulum-v1. Time to held-out >= {THRESHOLD:.0f}: microrl, its default "
+        f"early stop (the deciding evaluation on selection start states passes, the "
+        f"{EVAL_EPISODES[q]}-episode held-out report reaches the threshold): the whole run's CPU "
+        f"seconds and solved_at_step; RLtools and SB3, the first point of their held-out curve "
+        f"(a {EVAL_EPISODES[q]}-episode deterministic evaluation every "
+        f"{OFFPOLICY_EVAL_INTERVAL[q]} steps) at or above the threshold: the process's CPU "
+        f"seconds at that point without the curve's evaluations. Medians over the repetitions "
+        f"that reached it (reached/reps). Full budget: microrl --no-early-stop "
+        f"--final-eval-only; the peers' whole run without the curve's evaluations (their final "
+        f"evaluation included, as microrl's).",
+        "",
+        "| algorithm | library | CPU s to held-out ≥ −200 | env steps to held-out ≥ −200 | reached | "
+        "final held-out | full budget (steps) | full-budget CPU s |",
+        "|---|---|---:|---:|---:|---|---:|---:|",
+    ]
+    for r in o["rows"]:
+        final = r["final_eval"]
+        if r["early_stop_final_eval"]:
+            final = f"{r['early_stop_final_eval']} (early stop); {final} (full budget)"
+        lines.append(f"| {r['algo']} | {r['library']} | {f(r['to_threshold_cpu_s'])} | "
+                     f"{f(r['to_threshold_steps'], 0)} | {r['reached']}/{r['reps']} | {final} | "
+                     f"{r['full_budget_steps']:.0f} | {f(r['full_budget_cpu_s'])} |")
+    if o["equal_work"]:
+        lines += [
+            "",
+            "Equal work: RLtools' own configuration in microrl (microrl_pendulum_{sac,td3}_rltools.toml, "
+            "the same steps, batch and networks) against RLtools' run without its curve.",
+            "",
+            "| algorithm | steps | microrl CPU s | microrl final held-out | RLtools CPU s | "
+            "RLtools final held-out | RLtools / microrl |",
+            "|---|---:|---:|---|---:|---|---:|",
+        ]
+        for e in o["equal_work"]:
+            lines.append(f"| {e['algo']} | {e['steps']:.0f} | {e['microrl_cpu_s']:.2f} | {e['microrl_eval']} | "
+                         f"{e['rltools_cpu_s']:.2f} | {e['rltools_eval']} | {e['ratio']:.2f}x |")
+    return lines
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--reps", type=int, default=3)
@@ -201,13 +363,29 @@ def main():
     p.add_argument("--out", required=True)
     p.add_argument("--microrl", required=True,
                    help="microrl built for a portable x86-64 (the main rows)")
-    p.add_argument("--rltools", required=True)
+    p.add_argument("--rltools", default="", help="RLtools' PPO Pendulum binary")
+    p.add_argument("--rltools-sac", default="", help="RLtools' SAC Pendulum binary")
+    p.add_argument("--rltools-td3", default="", help="RLtools' TD3 Pendulum binary")
+    p.add_argument("--tasks", default="ppo,offpolicy",
+                   help="comma-separated: ppo (CartPole and Pendulum PPO), offpolicy (SAC, TD3)")
     p.add_argument("--microrl-native", default="",
                    help="microrl's default build, -C target-cpu=native (adds its rows)")
     p.add_argument("--rltools-compile", default="")
+    p.add_argument("--rltools-offpolicy-compile", default="")
+    p.add_argument("--rltools-pkg", default="",
+                   help="where run.sh installed the rltools package when the venv lacks it")
     p.add_argument("--venv", default="")
     a = p.parse_args()
     a.python = sys.executable
+    a.tasks = [t for t in a.tasks.split(",") if t]
+    if not a.tasks or any(t not in TASKS for t in a.tasks):
+        p.error(f"--tasks: a comma-separated subset of {','.join(TASKS)}")
+    if "ppo" in a.tasks and not a.rltools:
+        p.error("--tasks ppo needs --rltools")
+    if "offpolicy" in a.tasks and not (a.rltools_sac and a.rltools_td3):
+        p.error("--tasks offpolicy needs --rltools-sac and --rltools-td3")
+    if "ppo" not in a.tasks:
+        a.microrl_native = ""
 
     logdir = os.path.join(a.out, "logs")
     shutil.rmtree(logdir, ignore_errors=True)
@@ -226,7 +404,8 @@ def main():
     q = 1 if a.quick else 0
     by = lambda k: [r for r in records if r["key"] == k]
     summary = []
-    for label, mk, pk in ROWS + (ROWS_NATIVE if a.microrl_native else []):
+    ppo_rows = (ROWS + (ROWS_NATIVE if a.microrl_native else [])) if "ppo" in a.tasks else []
+    for label, mk, pk in ppo_rows:
         m, pr = by(mk), by(pk)
         mc = statistics.median(r["cpu_s"] for r in m)
         pc = statistics.median(r["cpu_s"] for r in pr)
@@ -239,20 +418,27 @@ def main():
         })
 
     mach, vers = machine(), versions(a)
-    cmdline = "std-harness/benches/peers/run.sh --reps %d --cpu %d%s" % (
-        a.reps, a.cpu, " --quick" if a.quick else "")
+    cmdline = "std-harness/benches/peers/run.sh --reps %d --cpu %d%s%s" % (
+        a.reps, a.cpu, " --quick" if a.quick else "",
+        "" if a.tasks == list(TASKS) else " --tasks " + ",".join(a.tasks))
     lines = [
         f"Measured {started} with `{cmdline}`: CPU seconds (user + sys) of whole runs "
         f"pinned to core {a.cpu}, one thread, median of {a.reps}; final eval = mean return of "
         f"the {EVAL_EPISODES[q]}-episode deterministic evaluation after training "
         f"(median [min, max] over the repetitions).",
-        "",
-        "| task | microrl CPU s | microrl final eval | peer | peer CPU s | peer final eval | peer / microrl |",
-        "|---|---:|---|---|---:|---|---:|",
     ]
+    if summary:
+        lines += [
+            "",
+            "| task | microrl CPU s | microrl final eval | peer | peer CPU s | peer final eval | peer / microrl |",
+            "|---|---:|---|---|---:|---|---:|",
+        ]
     for s in summary:
         lines.append(f"| {s['task']} | {s['microrl_cpu_s']:.2f} | {s['microrl_eval']} | {s['peer']} "
                      f"| {s['peer_cpu_s']:.2f} | {s['peer_eval']} | {s['ratio']:.2f}x |")
+    offpolicy = offpolicy_summary(records, q) if "offpolicy" in a.tasks else None
+    if offpolicy:
+        lines += offpolicy_table(offpolicy, q, a.reps)
     lines += [
         "",
         f"Machine: {mach['cpu_model']} ({mach['cpu_family_model']}, hypervisor "
@@ -262,9 +448,11 @@ def main():
         f"load average {load_before[0]:.2f} at the start, {load_after[0]:.2f} at the end.",
         "",
         "Versions: " + "; ".join(v if k in ("rustc", "g++") else f"{k} {v}"
-                                 for k, v in vers.items() if k != "rltools_compile") + ".",
+                                 for k, v in vers.items() if not k.startswith("rltools_")) + ".",
         "",
-        f"RLtools built with `{vers['rltools_compile']}`.",
+    ] + ([f"RLtools PPO built with `{vers['rltools_compile']}`."] if "ppo" in a.tasks else []) + (
+        [f"RLtools SAC and TD3 built with `{vers['rltools_offpolicy_compile']}`."]
+        if "offpolicy" in a.tasks else []) + [
     ]
     table = "\n".join(lines) + "\n"
 
@@ -272,11 +460,14 @@ def main():
         f.write(table)
     with open(os.path.join(a.out, "results.json"), "w") as f:
         json.dump({"started": started, "command": cmdline, "quick": a.quick, "reps": a.reps,
-                   "cpu": a.cpu, "load_average": {"before": load_before, "after": load_after},
-                   "machine": mach, "versions": vers, "summary": summary, "runs": records},
+                   "cpu": a.cpu, "tasks": a.tasks,
+                   "load_average": {"before": load_before, "after": load_after},
+                   "machine": mach, "versions": vers, "summary": summary,
+                   "offpolicy_summary": offpolicy, "runs": records},
                   f, indent=2)
     cols = ["rep", "key", "library", "seed", "cpu_s", "user_s", "sys_s", "wall_s", "steps",
-            "final_eval", "solved_at_step", "command"]
+            "final_eval", "solved_at_step", "curve_eval_cpu_s", "cpu_s_without_curve",
+            "to_threshold_steps", "to_threshold_cpu_s", "command"]
     with open(os.path.join(a.out, "results.csv"), "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=cols, extrasaction="ignore")
         w.writeheader()

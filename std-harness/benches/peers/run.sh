@@ -7,7 +7,7 @@
 # CPU seconds (user + sys of the training process, from getrusage) of whole
 # runs -- start-up, training for the FULL budget (no early stop) and the final
 # 100-episode deterministic evaluation -- each process pinned to one core
-# (taskset -c CPU, default 1) with one thread. Two tasks, each against the
+# (taskset -c CPU, default 1) with one thread. Three comparisons, each against the
 # peer that publishes a tuned configuration for it:
 #
 #  * PPO CartPole-v1, 100 000 steps, RL Zoo's tuned SB3 configuration
@@ -29,15 +29,33 @@
 #    runs microrl with RLtools' hyper-parameters (microrl_pendulum_rltools.toml:
 #    the same gradient steps per environment step).
 #
+#  * SAC and TD3 Pendulum-v1: RLtools' own SAC and TD3 Pendulum trainings
+#    (rltools_pendulum_{sac,td3}.cpp, upstream's examples and hyper-parameters,
+#    built as the PPO one) and SB3 with RL Zoo's Pendulum-v1 entries
+#    (sb3_pendulum_offpolicy.py), each printing a held-out evaluation curve
+#    (100 deterministic episodes from start states no training uses, every
+#    1 000 steps; its CPU time reported apart and subtracted), against microrl
+#    with its defaults and early stop (the time to solve, held-out report) and
+#    for the full budget; and, as equal work, microrl with RLtools' SAC and TD3
+#    settings (microrl_pendulum_{sac,td3}_rltools.toml).
+#
 # Runs alternate (microrl, SB3, microrl, RLtools, ... per repetition) so that
 # the noise of a shared machine falls on every library alike; the table gives
 # medians over the repetitions.
 #
 # Usage:  std-harness/benches/peers/run.sh [--reps N] [--quick] [--cpu C] [--out DIR]
+#                                          [--tasks ppo,offpolicy] [--venv DIR]
 #   --reps N   repetitions (default 3)
-#   --quick    tiny budgets (2 048 CartPole and 40 960 Pendulum steps,
-#              10-episode evaluations):
-#              a smoke test of the whole pipeline, not a measurement
+#   --quick    tiny budgets (2 048 CartPole and 40 960 Pendulum PPO steps,
+#              1 000 SAC/TD3 steps with a curve point every 500, 10-episode
+#              evaluations): a smoke test of the whole pipeline, not a measurement
+#   --tasks T  which comparisons: ppo (CartPole and Pendulum PPO), offpolicy
+#              (SAC and TD3 on Pendulum), or both (default ppo,offpolicy)
+#   --venv DIR reuse an existing venv (also $PEERS_VENV) instead of building
+#              target/peers-venv: refused unless its stable-baselines3,
+#              gymnasium, torch and numpy are requirements.txt's versions; if
+#              it lacks rltools, the pinned rltools (headers only, 0.6 MB) goes
+#              to target/peers/rltools-pkg
 #   --cpu C    the core every run is pinned to (default 1)
 #   --out DIR  where results.{csv,json}, table.md and the run logs go
 #              (default target/peers/results, or target/peers/results-quick)
@@ -60,12 +78,16 @@ reps=3
 quick=0
 cpu=1
 out=""
+tasks="ppo,offpolicy"
+venv_arg="${PEERS_VENV:-}"
 while [[ $# -gt 0 ]]; do
     case "$1" in
         --reps) reps="$2"; shift 2 ;;
         --quick) quick=1; shift ;;
         --cpu) cpu="$2"; shift 2 ;;
         --out) out="$2"; shift 2 ;;
+        --tasks) tasks="$2"; shift 2 ;;
+        --venv) venv_arg="$2"; shift 2 ;;
         -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) echo "run.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
     esac
@@ -75,9 +97,23 @@ if [[ -z "$out" ]]; then
 fi
 mkdir -p "$BUILD" "$out"
 
-# --- 1. The Python venv (pinned; reused while requirements.txt is unchanged).
+has_task() { [[ ",$tasks," == *",$1,"* ]]; }
+
+# --- 1. The Python venv (pinned; reused while requirements.txt is unchanged),
+# or an existing one with the same versions of the packages that run.
 req_hash="$(sha256sum "$HERE/requirements.txt" | cut -c1-16)"
-if [[ ! -f "$VENV/.peers-$req_hash" ]]; then
+if [[ -n "$venv_arg" ]]; then
+    VENV="$(cd "$venv_arg" && pwd)"
+    for pkg in stable-baselines3 gymnasium torch numpy; do
+        want="$(grep -iE "^$pkg==" "$HERE/requirements.txt" | cut -d= -f3)"
+        have="$("$VENV/bin/python" -c 'import sys; from importlib.metadata import version; print(version(sys.argv[1]))' "$pkg" 2>/dev/null || echo none)"
+        if [[ "$have" != "$want" ]]; then
+            echo "run.sh: --venv $VENV has $pkg $have, requirements.txt pins $want" >&2
+            exit 2
+        fi
+    done
+    echo "== reusing the venv $VENV (stable-baselines3, gymnasium, torch, numpy as pinned)" >&2
+elif [[ ! -f "$VENV/.peers-$req_hash" ]]; then
     echo "== building the venv $VENV" >&2
     rm -rf "$VENV"
     python3 -m venv "$VENV"
@@ -96,7 +132,18 @@ if [[ ! -f "$VENV/.peers-$req_hash" ]]; then
     touch "$VENV/.peers-$req_hash"
 fi
 PY="$VENV/bin/python"
-RLT_INCLUDE="$("$PY" -c 'import os, rltools; print(os.path.join(os.path.dirname(rltools.__file__), "external", "rl_tools", "include"))')"
+RLT_PKG=""
+if ! RLT_INCLUDE="$("$PY" -c 'import os, rltools; print(os.path.join(os.path.dirname(rltools.__file__), "external", "rl_tools", "include"))' 2>/dev/null)"; then
+    # A reused venv without rltools: the pinned package's headers beside the build.
+    RLT_PKG="$BUILD/rltools-pkg"
+    rlt_pin="$(grep -E '^rltools==' "$HERE/requirements.txt")"
+    if [[ ! -d "$RLT_PKG/rltools-${rlt_pin#rltools==}.dist-info" ]]; then
+        echo "== $PY -m pip install --no-deps --target $RLT_PKG $rlt_pin" >&2
+        rm -rf "$RLT_PKG"
+        "$PY" -m pip install --no-deps --target "$RLT_PKG" "$rlt_pin" >&2
+    fi
+    RLT_INCLUDE="$RLT_PKG/rltools/external/rl_tools/include"
+fi
 
 # --- 2. microrl's release builds. The table's main rows use a portable
 # x86-64 build (SSE2; RLtools below is compiled without -march=native too).
@@ -108,9 +155,12 @@ RLT_INCLUDE="$("$PY" -c 'import os, rltools; print(os.path.join(os.path.dirname(
 echo "== RUSTFLAGS='-C target-cpu=x86-64' cargo build --release -p microrl-harness --target-dir $BUILD/x86-64" >&2
 (cd "$ROOT" && RUSTFLAGS="-C target-cpu=x86-64" \
     cargo build --release -p microrl-harness --target-dir "$BUILD/x86-64" >&2)
-echo "== cargo build --release -p microrl-harness" >&2
-(cd "$ROOT" && env -u RUSTFLAGS cargo build --release -p microrl-harness >&2)
-MICRORL_NATIVE="$TARGET/release/microrl"
+MICRORL_NATIVE=""
+if has_task ppo; then  # the default build's rows are PPO rows
+    echo "== cargo build --release -p microrl-harness" >&2
+    (cd "$ROOT" && env -u RUSTFLAGS cargo build --release -p microrl-harness >&2)
+    MICRORL_NATIVE="$TARGET/release/microrl"
+fi
 
 # --- 3. RLtools' PPO Pendulum, from the headers of the rltools package.
 # Upstream's flags minus its benchmark target's -Ofast -march=native: plain -O3,
@@ -121,14 +171,36 @@ RLT_BIN="$BUILD/rltools_pendulum_ppo_${rlt_steps}_${rlt_eval}"
 RLT_CMD=(g++ -std=c++17 -O3 -DRL_TOOLS_DISABLE_TENSORBOARD
          -DPEERS_TOTAL_STEPS="$rlt_steps" -DPEERS_FINAL_EVAL_EPISODES="$rlt_eval"
          -I "$RLT_INCLUDE" "$HERE/rltools_pendulum_ppo.cpp" -o "$RLT_BIN")
-if [[ ! -x "$RLT_BIN" || "$HERE/rltools_pendulum_ppo.cpp" -nt "$RLT_BIN" ]]; then
+if has_task ppo && [[ ! -x "$RLT_BIN" || "$HERE/rltools_pendulum_ppo.cpp" -nt "$RLT_BIN" ]]; then
     echo "== ${RLT_CMD[*]}" >&2
     "${RLT_CMD[@]}"
 fi
+
+# --- 3b. RLtools' SAC and TD3 Pendulum, the same flags. Upstream's budgets
+# (SAC 10 000 steps, TD3 20 000 + 1) unless --quick; the held-out curve every
+# 1 000 steps (--quick: 500), 100 episodes (--quick: 10).
+if [[ $quick == 1 ]]; then op_steps=1000; op_every=500; else op_steps=""; op_every=1000; fi
+RLT_OFFPOLICY_CMD=()
+RLT_BOTH='rltools_pendulum_{sac,td3}'  # the two commands differ only in it
+for algo in sac td3; do
+    bin="$BUILD/rltools_pendulum_${algo}_${op_steps:-upstream}_${op_every}_${rlt_eval}"
+    cmd=(g++ -std=c++17 -O3 -DRL_TOOLS_DISABLE_TENSORBOARD
+         ${op_steps:+-DPEERS_STEP_LIMIT=$op_steps} -DPEERS_EVAL_INTERVAL="$op_every"
+         -DPEERS_EVAL_EPISODES="$rlt_eval" -I "$RLT_INCLUDE" "$HERE/rltools_pendulum_${algo}.cpp" -o "$bin")
+    if has_task offpolicy && [[ ! -x "$bin" || "$HERE/rltools_pendulum_${algo}.cpp" -nt "$bin" ]]; then
+        echo "== ${cmd[*]}" >&2
+        "${cmd[@]}"
+    fi
+    declare "RLT_${algo^^}_BIN=$bin"
+    RLT_OFFPOLICY_CMD=("${cmd[@]}")
+done
 
 # --- 4. The runs, alternating, and the table.
 quick_flag=()
 [[ $quick == 1 ]] && quick_flag=(--quick)
 exec "$PY" "$HERE/run.py" --reps "$reps" --cpu "$cpu" --out "$out" "${quick_flag[@]}" \
-    --microrl "$BUILD/x86-64/release/microrl" --microrl-native "$MICRORL_NATIVE" --rltools "$RLT_BIN" \
-    --rltools-compile "${RLT_CMD[*]}" --venv "$VENV"
+    --tasks "$tasks" --microrl "$BUILD/x86-64/release/microrl" --microrl-native "$MICRORL_NATIVE" \
+    --rltools "$RLT_BIN" --rltools-sac "$RLT_SAC_BIN" --rltools-td3 "$RLT_TD3_BIN" \
+    --rltools-compile "${RLT_CMD[*]}" \
+    --rltools-offpolicy-compile "${RLT_OFFPOLICY_CMD[*]//rltools_pendulum_td3/$RLT_BOTH}" \
+    --rltools-pkg "$RLT_PKG" --venv "$VENV"
