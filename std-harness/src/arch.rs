@@ -28,8 +28,8 @@
 use microrl::Deployed;
 use microrl::algo::offpolicy::{TanhPolicy, torch_default_init};
 use microrl::env::{
-    Acrobot, ActionOf, ActionSpace, CartPole, CartPoleContinuous, Continuous, Env,
-    MountainCarContinuous, Pendulum, obs_dim,
+    Acrobot, ActionOf, ActionSpace, CartPole, CartPoleContinuous, CartPoleSwingUp, Continuous, Env,
+    MountainCarContinuous, Pendulum, Quadrotor2d, Servo, obs_dim,
 };
 use microrl::nn::{Layer, Mlp, Relu};
 use microrl::optim::{Adam, TrainState};
@@ -117,6 +117,24 @@ architectures! {
     MountaincarContinuousRelu = "mountaincar-continuous-relu", "2-64-64-1 gaussian relu", MountainCarContinuous, Policy<GaussianActor<Mlp<2, 64, 1, Relu>, 1>, 2>;
     /// Deterministic 2-64-64-1 ReLU, tanh-squashed output (SAC, TD3; continuous MountainCar).
     MountaincarContinuousSquashed = "mountaincar-continuous-squashed", "2-64-64-1 relu, tanh-squashed (SAC/TD3)", MountainCarContinuous, Deployed<agent::Sac<MountainCarContinuous, 64, 1, 1, 3>>;
+    /// Gaussian 5-64-64-1 with learnable log_std (cart-pole swing-up).
+    CartpoleSwingup = "cartpole-swingup", "5-64-64-1 gaussian", CartPoleSwingUp, agent::Policy<CartPoleSwingUp, 64>;
+    /// Gaussian 5-64-64-1 with ReLU hidden layers (imported; cart-pole swing-up).
+    CartpoleSwingupRelu = "cartpole-swingup-relu", "5-64-64-1 gaussian relu", CartPoleSwingUp, Policy<GaussianActor<Mlp<5, 64, 1, Relu>, 1>, 5>;
+    /// Deterministic 5-64-64-1 ReLU, tanh-squashed output (SAC, TD3; cart-pole swing-up).
+    CartpoleSwingupSquashed = "cartpole-swingup-squashed", "5-64-64-1 relu, tanh-squashed (SAC/TD3)", CartPoleSwingUp, Deployed<agent::Sac<CartPoleSwingUp, 64, 1, 1, 6>>;
+    /// Gaussian 3-64-64-1 with learnable log_std (DC-motor servo).
+    Servo = "servo", "3-64-64-1 gaussian", Servo, agent::Policy<Servo, 64>;
+    /// Gaussian 3-64-64-1 with ReLU hidden layers (imported; DC-motor servo).
+    ServoRelu = "servo-relu", "3-64-64-1 gaussian relu", Servo, Policy<GaussianActor<Mlp<3, 64, 1, Relu>, 1>, 3>;
+    /// Deterministic 3-64-64-1 ReLU, tanh-squashed output (SAC, TD3; DC-motor servo).
+    ServoSquashed = "servo-squashed", "3-64-64-1 relu, tanh-squashed (SAC/TD3)", Servo, Deployed<agent::Sac<Servo, 64, 1, 1, 4>>;
+    /// Gaussian 6-64-64-2 with learnable log_std (planar quadrotor).
+    Quadrotor2d = "quadrotor-2d", "6-64-64-2 gaussian", Quadrotor2d, agent::Policy<Quadrotor2d, 64>;
+    /// Gaussian 6-64-64-2 with ReLU hidden layers (imported; planar quadrotor).
+    Quadrotor2dRelu = "quadrotor-2d-relu", "6-64-64-2 gaussian relu", Quadrotor2d, Policy<GaussianActor<Mlp<6, 64, 2, Relu>, 2>, 6>;
+    /// Deterministic 6-64-64-2 ReLU, tanh-squashed output (SAC, TD3; planar quadrotor).
+    Quadrotor2dSquashed = "quadrotor-2d-squashed", "6-64-64-2 relu, tanh-squashed (SAC/TD3)", Quadrotor2d, Deployed<agent::Sac<Quadrotor2d, 64, 1, 1, 8>>;
 }
 
 /// What kind of deployed policy a type is.
@@ -171,6 +189,8 @@ pub trait Deployable<const OBS: usize>: Params + Sized + 'static {
     /// # Errors
     /// A non-finite observation or output.
     fn action(&self, obs: &SVector<f32, OBS>) -> anyhow::Result<Action>;
+    /// The action space it was trained in (a continuous one's bounds).
+    fn space(&self) -> Self::Space;
 }
 
 /// The kind-specific part of [`Deployable`] for the policies of an
@@ -226,6 +246,9 @@ where
         self.actor.init(rng);
         self.space = space;
     }
+    fn space(&self) -> Self::Space {
+        self.space
+    }
     fn action(&self, obs: &SVector<f32, OBS>) -> anyhow::Result<Action> {
         A::describe(self, obs)
     }
@@ -244,6 +267,9 @@ where
     fn init_from(&mut self, space: Self::Space, rng: &mut Xoshiro128PlusPlus) {
         torch_default_init(&mut self.net, rng);
         self.space = space;
+    }
+    fn space(&self) -> Self::Space {
+        self.space
     }
     fn action(&self, obs: &SVector<f32, OBS>) -> anyhow::Result<Action> {
         continuous(self.act(obs)?, &self.space)
@@ -270,6 +296,20 @@ impl PolicyVisitor for Loads<'_> {
     type Out = bool;
     fn visit<P: PolicyFor<E, OBS>, E: TaskOf<OBS>, const OBS: usize>(self, _: Arch) -> bool {
         load::<P>(self.0).is_ok()
+    }
+}
+
+/// Whether the policy in the blob acts in its plant's default action space.
+struct PlantBounds<'a>(&'a [u8]);
+
+impl PolicyVisitor for PlantBounds<'_> {
+    type Out = bool;
+    fn visit<P: PolicyFor<E, OBS>, E: TaskOf<OBS>, const OBS: usize>(self, _: Arch) -> bool {
+        let plant = E::plant(&toml::Table::new());
+        match (load::<P>(self.0), plant) {
+            (Ok(policy), Ok(plant)) => policy.space() == plant.action_space(),
+            _ => false,
+        }
     }
 }
 
@@ -345,10 +385,29 @@ impl Arch {
         self.env().obs_dim()
     }
 
-    /// The architecture whose policy `blob` is: the first that loads it
-    /// (length, tensor shapes and kinds, checksum, finite values).
+    /// The architecture whose policy `blob` is: the one that loads it
+    /// (length, tensor shapes and kinds, checksum, finite values). Two
+    /// plants with the same sizes (Pendulum and the servo: 3 observations,
+    /// one action) load each other's files; then the one whose plant's
+    /// actuator bounds are the file's wins (Pendulum ±2 N·m, the servo ±1),
+    /// else the first. [`detect_for`](Self::detect_for) decides by the task.
     pub fn detect(blob: &[u8]) -> Option<Arch> {
-        Arch::ALL.into_iter().find(|a| a.with_policy(Loads(blob)))
+        let loads: Vec<Arch> = Arch::ALL
+            .into_iter()
+            .filter(|a| a.with_policy(Loads(blob)))
+            .collect();
+        loads
+            .iter()
+            .copied()
+            .find(|a| loads.len() == 1 || a.with_policy(PlantBounds(blob)))
+            .or(loads.first().copied())
+    }
+
+    /// The architecture of `blob` among those acting in `env`.
+    pub fn detect_for(blob: &[u8], env: EnvName) -> Option<Arch> {
+        Arch::ALL
+            .into_iter()
+            .find(|a| a.env() == env && a.with_policy(Loads(blob)))
     }
 
     /// Memory figures for this architecture.

@@ -77,7 +77,10 @@ pub fn eval(
 ) -> anyhow::Result<EvalSummary> {
     use rand_core::SeedableRng;
     anyhow::ensure!(episodes > 0, "--episodes must be > 0");
-    let arch = detect(blob)?;
+    let arch = match env.and_then(|env| Arch::detect_for(blob, env)) {
+        Some(arch) => arch,
+        None => detect(blob)?,
+    };
     let env = env.unwrap_or(arch.env());
     anyhow::ensure!(
         arch.env() == env,

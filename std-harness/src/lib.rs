@@ -16,7 +16,7 @@ macro_rules! named_enum {
         #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
         #[serde(rename_all = "kebab-case")]
         pub enum $enum {
-            $( $(#[$doc])* $variant, )*
+            $( $(#[$doc])* #[value(name = $name)] #[serde(rename = $name)] $variant, )*
         }
 
         impl $enum {

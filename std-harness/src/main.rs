@@ -73,6 +73,12 @@ struct TrainArgs {
     /// `infer` size) instead of 64-64.
     #[arg(long)]
     small: bool,
+    /// PPO: rollouts of policy lag, 0 or 1. `--lag 1` trains on the schedule
+    /// of a device that learns while it controls — rollout j is acted by the
+    /// policy published after update j−2 — the desktop reference of the
+    /// firmware's learned weights, bit for bit.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    lag: u8,
     /// Write a checkpoint to <out>.checkpoint/ every N iterations (rollouts
     /// and updates; online steps for `ac`), so that `--resume` can continue
     /// a killed run bit for bit.
@@ -130,7 +136,8 @@ struct PlantArgs {
     /// Pendulum: g, m, l, max_speed, max_torque, dt; Acrobot: link_length_1,
     /// link_mass_1, link_mass_2, link_com_pos_1, link_com_pos_2, link_moi,
     /// gravity, torque, dt, max_vel_1, max_vel_2; mountaincar-continuous:
-    /// power, gravity, max_speed), e.g. `--plant masspole=0.3,length=1.0`;
+    /// power, gravity, max_speed; cartpole-swingup, servo, quadrotor-2d:
+    /// see docs/plants.md), e.g. `--plant masspole=0.3,length=1.0`;
     /// each KEY at most once. An unknown KEY is refused listing the task's.
     #[arg(long, value_name = "KEY=VALUE", value_delimiter = ',')]
     plant: Vec<String>,
@@ -202,6 +209,7 @@ impl TrainArgs {
             out,
             progress,
             small: self.small,
+            lag: self.lag,
             checkpoint_every: self.checkpoint_every,
             plant: chosen.plant,
             anchor,
@@ -263,7 +271,7 @@ enum Command {
         /// Continue the run of output directory DIR from its checkpoint
         /// (DIR.checkpoint/, written with --checkpoint-every), with the options
         /// it was started with; ends bit-identical to the uninterrupted run.
-        #[arg(long, value_name = "DIR", conflicts_with_all = ["out", "seed", "steps", "env", "algo", "config", "small", "checkpoint_every", "no_early_stop", "final_eval_only", "eval_episodes", "select_margin"])]
+        #[arg(long, value_name = "DIR", conflicts_with_all = ["out", "seed", "steps", "env", "algo", "config", "small", "lag", "checkpoint_every", "no_early_stop", "final_eval_only", "eval_episodes", "select_margin"])]
         resume: Option<PathBuf>,
     },
     /// Learn a CartPole reward model from synthetic pairwise preferences

@@ -204,3 +204,61 @@ fn init_writes_the_new_architectures_and_info_lists_them() {
     }
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// The plants of the suite without a Gymnasium original — cart-pole
+/// swing-up, DC-motor servo, planar quadrotor (two thrusts) — train with
+/// SAC and PPO, and their policies evaluate, act (in the actuator bounds)
+/// and export; `--plant` takes their parameters and refuses an
+/// out-of-range one naming the field.
+#[test]
+fn swingup_servo_and_quadrotor_train_with_sac_and_ppo_and_their_policies_act() {
+    let dir = temp_dir("suite-plants");
+    let plants = [
+        (
+            "cartpole-swingup",
+            "0,0,-1,0,0",
+            1,
+            "force_mag=20",
+            "dead_zone=0.1",
+        ),
+        ("servo", "0.5,0,0", 1, "dead_zone=0.1", "force_mag=20"),
+        (
+            "quadrotor-2d",
+            "0.1,0,0.1,0,0,0",
+            2,
+            "max_thrust=0.4",
+            "dead_zone=0.1",
+        ),
+    ];
+    for (env, obs, actions, good, foreign) in plants {
+        for (algo, steps) in [("sac", "400"), ("ppo", "2048")] {
+            let arch = match algo {
+                "sac" => format!("{env}-squashed"),
+                _ => env.to_string(),
+            };
+            let run = dir.join(format!("{env}-{algo}"));
+            let summary = train(env, algo, steps, &run);
+            assert_eq!(summary["env"], env);
+            let checked = check_policy(env, &arch, &run, obs);
+            let action = &checked["act"]["action"]["continuous"];
+            let action = action.as_array().unwrap();
+            assert_eq!(action.len(), actions, "{checked}");
+            assert!(
+                action
+                    .iter()
+                    .all(|a| (-1.0..=1.0).contains(&a.as_f64().unwrap())),
+                "{checked}"
+            );
+        }
+        let policy = dir.join(format!("{env}-ppo")).join("policy.mrlp");
+        succeeds(&["eval", s(&policy), "--episodes", "2", "--plant", good]);
+        let key = foreign.split('=').next().unwrap();
+        refused_naming(&["eval", s(&policy), "--plant", foreign], &["--plant", key]);
+    }
+    refused_training(
+        &dir,
+        &["--env", "servo", "--plant", "dead_zone=0.9"],
+        &["invalid --plant", "dead_zone", "0.5"],
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}

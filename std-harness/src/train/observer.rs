@@ -43,6 +43,7 @@ impl Observer {
             seed: opts.seed,
             steps: opts.steps,
             small: opts.small,
+            lag: opts.lag,
             threshold: opts.threshold,
             eval_episodes: opts.eval_episodes,
             select_margin: opts.select_margin,

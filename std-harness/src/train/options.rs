@@ -39,6 +39,11 @@ pub struct TrainOptions {
     pub progress: bool,
     /// CartPole only: train the MCU-sized 4-32-32 actor and critic instead of 64-64.
     pub small: bool,
+    /// PPO only: rollouts of policy lag (0 or 1). With 1, PPO runs the
+    /// schedule of a device that learns while it controls
+    /// (`microrl::algo::LaggedPpo`): rollout `j` is acted by the policy
+    /// published after update `j − 2`.
+    pub lag: u8,
     /// Write a checkpoint (`<out>.checkpoint/`) every this many iterations
     /// (rollouts and updates; online steps for `ac`), so a killed run can
     /// be resumed bit for bit (`None`: no checkpoints).
@@ -97,6 +102,7 @@ impl TrainOptions {
             out: None,
             progress: false,
             small: false,
+            lag: 0,
             plant: toml::Table::new(),
             anchor: None,
             checkpoint_every: None,

@@ -46,6 +46,15 @@ macro_rules! for_each_task {
             /// Gymnasium MountainCarContinuous-v0, force in [−1, 1].
             MountaincarContinuous = "mountaincar-continuous", microrl::env::MountainCarContinuous,
                 microrl::env::MountainCarParams, ppo = $crate::train::PPO_STEPS, oa = 3;
+            /// Cart-pole swing-up from hanging, force in [−1, 1] · 10 N.
+            CartpoleSwingup = "cartpole-swingup", microrl::env::CartPoleSwingUp,
+                microrl::env::CartPoleSwingUpParams, ppo = $crate::train::PPO_STEPS, oa = 6;
+            /// DC-motor position servo at 1 kHz, duty in [−1, 1].
+            Servo = "servo", microrl::env::Servo, microrl::env::ServoParams,
+                ppo = $crate::train::PPO_STEPS, oa = 4;
+            /// Planar quadrotor recovering to hover, two rotor thrusts in [−1, 1].
+            Quadrotor2d = "quadrotor-2d", microrl::env::Quadrotor2d,
+                microrl::env::Quadrotor2dParams, ppo = $crate::train::PPO_STEPS, oa = 8;
         }
     };
 }
@@ -511,6 +520,16 @@ where
             .ppo()
             .context("the online actor-critic's config given to a rollout agent")?;
         Ok(())
+    }
+}
+
+impl<A, C, const OBS: usize, const N: usize> Configure for microrl::algo::LaggedPpo<A, C, OBS, N>
+where
+    A: microrl::policy::Actor<OBS>,
+    C: microrl::algo::Critic<OBS>,
+{
+    fn configure(&mut self, config: AlgoConfig) -> anyhow::Result<()> {
+        self.ppo.configure(config)
     }
 }
 

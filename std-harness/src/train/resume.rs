@@ -30,6 +30,9 @@ pub(crate) struct Progress {
     pub(crate) seed: u64,
     pub(crate) steps: u64,
     pub(crate) small: bool,
+    /// Absent from the progress files of runs before `--lag` existed: 0.
+    #[serde(default)]
+    pub(crate) lag: u8,
     pub(crate) threshold: f32,
     pub(crate) eval_episodes: u32,
     /// Absent from the progress files of checkpoint formats 2 and 3, which
@@ -174,6 +177,7 @@ pub fn resume(out: &Path, progress_bar: bool) -> anyhow::Result<TrainSummary> {
         out: Some(out.to_path_buf()),
         progress: progress_bar,
         small: saved.small,
+        lag: saved.lag,
         checkpoint_every: saved.checkpoint_every,
         plant: saved.plant.clone(),
         anchor: saved.anchor.clone(),

@@ -41,6 +41,19 @@ pub(crate) fn train_from(
             opts.env.name()
         );
     }
+    if opts.lag > 1 {
+        bail!("--lag {}: 0 or 1 rollouts of policy lag", opts.lag);
+    }
+    if opts.lag == 1
+        && (opts.algo != Algo::Ppo
+            || opts.anchor.is_some()
+            || opts.weights.value.is_some()
+            || opts.reward_model.is_some())
+    {
+        bail!(
+            "--lag 1 is PPO's learn-while-controlling schedule: use --algo ppo, without --kl-ref, --value-weights or --reward-model"
+        );
+    }
     if opts.anchor.is_some() && opts.algo != Algo::Ppo {
         bail!("--kl-ref fine-tunes with PPO: use --algo ppo");
     }
@@ -130,6 +143,9 @@ pub(crate) fn train_from(
         ($env_ty:ty, $h:literal, $ppo_n:expr, $env:expr, $eval:expr $(, oa = $oa:literal)?) => {
             match (opts.algo, opts.weights.value) {
                 (Algo::Sac | Algo::Td3, _) => offpolicy!($env_ty, $h, $env, $eval $(, oa = $oa)?),
+                (Algo::Ppo, _) if opts.lag == 1 => {
+                    go!(agent::LaggedPpo<$env_ty, $h, { $ppo_n }>, $env, $eval)
+                }
                 (Algo::Ppo, _) if opts.anchor.is_some() => go_anchored!(
                     agent::Anchored<$env_ty, $h, { $ppo_n }>,
                     $env,
@@ -326,6 +342,7 @@ where
         seed: opts.seed,
         steps: opts.steps,
         small: opts.small,
+        lag: opts.lag,
         plant: opts.plant.clone(),
         anchor: opts.anchor.clone(),
         weights: opts.weights,

@@ -22,6 +22,10 @@ pub struct TrainSummary {
     pub steps: u64,
     /// The 4-32-32 CartPole networks (`--small`).
     pub small: bool,
+    /// Rollouts of policy lag (`--lag`; 1: the learn-while-controlling
+    /// schedule).
+    #[serde(default)]
+    pub lag: u8,
     /// The plant parameters that differ from Gymnasium's (`--plant`).
     pub plant: toml::Table,
     /// The reference policy and KL coefficient of a fine-tune (`--kl-ref`).
