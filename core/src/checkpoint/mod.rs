@@ -247,13 +247,30 @@ impl Header {
     }
 }
 
-/// Checks magic, version, length, CRC and that the header describes
-/// `L`/`E`/`R`; returns a reader positioned at the trainer section.
-fn verify<L: AgentState, E: EnvState, R: RngState>(
-    bytes: &[u8],
-    copies: usize,
-) -> Result<Reader<'_>, Error> {
-    let expected = Header::of::<L, E, R>(copies);
+/// What a checkpoint's header says about the file itself, read without
+/// the destination types ([`file_info`]), e.g. to describe a file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct FileInfo {
+    /// Format version ([`VERSION`] or [`VERSION_ENVS`]).
+    pub version: u16,
+    /// The maths backend of the build that wrote it; resuming needs the
+    /// same ([`Error::Backend`]).
+    pub backend: MathBackend,
+    /// Total length in bytes, CRC included.
+    pub len: u32,
+}
+
+/// Checks a checkpoint's magic, version, backend code, length and CRC —
+/// what [`Trainer::resume`](crate::train::Trainer::resume) checks first —
+/// and returns them. Whether it fits an agent, environment and RNG, and
+/// whether its backend is this build's, only `resume` says.
+///
+/// # Errors
+/// [`Error::Truncated`], [`Error::BadMagic`], [`Error::UnsupportedVersion`]
+/// (also for an unknown backend code), [`Error::TrailingBytes`],
+/// [`Error::ChecksumMismatch`].
+pub fn file_info(bytes: &[u8]) -> Result<FileInfo, Error> {
     if bytes.len() < HEADER_LEN + 4 {
         return Err(Error::Truncated);
     }
@@ -270,18 +287,42 @@ fn verify<L: AgentState, E: EnvState, R: RngState>(
     let (VERSION | VERSION_ENVS, Some(backend)) = (version, backend) else {
         return Err(Error::UnsupportedVersion);
     };
-    let len = r.u32()? as usize;
-    if bytes.len() < len {
+    let len = r.u32()?;
+    if (bytes.len() as u64) < u64::from(len) {
         return Err(Error::Truncated);
     }
-    if bytes.len() > len {
+    if bytes.len() as u64 > u64::from(len) {
         return Err(Error::TrailingBytes);
     }
-    let (body, crc) = bytes.split_at(len - 4);
+    let (body, crc) = bytes.split_at(bytes.len() - 4);
     if crc32(body).to_le_bytes() != crc {
         return Err(Error::ChecksumMismatch);
     }
-    let mut found = [len as u32, 0, 0, 0, 0, 0, 0, 0, 0];
+    Ok(FileInfo {
+        version,
+        backend,
+        len,
+    })
+}
+
+/// Checks magic, version, length, CRC and that the header describes
+/// `L`/`E`/`R`; returns a reader positioned at the trainer section.
+fn verify<L: AgentState, E: EnvState, R: RngState>(
+    bytes: &[u8],
+    copies: usize,
+) -> Result<Reader<'_>, Error> {
+    let expected = Header::of::<L, E, R>(copies);
+    let FileInfo {
+        version,
+        backend,
+        len,
+    } = file_info(bytes)?;
+    let mut r = Reader {
+        buf: bytes,
+        pos: 12,
+        commit: false,
+    };
+    let mut found = [len, 0, 0, 0, 0, 0, 0, 0, 0];
     for f in &mut found[1..] {
         *f = r.u32()?;
     }

@@ -879,11 +879,20 @@ fn a_checkpoint_of_another_backend_is_refused_without_change() {
         }
     }
     assert_eq!(MathBackend::from_code(0), Some(MathBackend::FastMath));
+    assert_eq!(
+        file_info(&buf),
+        Ok(FileInfo {
+            version: VERSION,
+            backend: BACKEND,
+            len: buf.len() as u32
+        })
+    );
     // A code no release knows is another format.
     let mut file = buf.clone();
     file[6..8].copy_from_slice(&7u16.to_le_bytes());
     recrc(&mut file);
     assert_eq!(refused(&file), Error::UnsupportedVersion);
+    assert_eq!(file_info(&file), Err(Error::UnsupportedVersion));
 }
 
 #[test]
