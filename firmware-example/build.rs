@@ -12,7 +12,7 @@
 //! It also writes `imported_policy.rs` for the `imported` binary: the policy
 //! file `policies/sb3-cartpole.mrlp` (written by `microrl import`; another
 //! 4-64-64-2 CartPole policy file with `MICRORL_IMPORTED_POLICY=path`),
-//! loaded and checked with the core's own `serialize::load`, as a constant
+//! loaded and checked with the core's own loader, as a constant
 //! expression of the deployed policy type in which every weight is an
 //! `f32::from_bits` literal. The `static` it initialises stays in flash: the
 //! 18 KB policy is used in place, never copied to RAM (the Cortex-M0 board
@@ -28,7 +28,16 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use microrl::env::CartPole;
+use microrl::math::MathBackend;
 use microrl::{agent, serialize};
+
+/// The maths backend the firmware builds the core with (`Cargo.toml`:
+/// `microrl = { features = ["defmt", "fast-math"] }`). This build script's
+/// own core is a build dependency with default features (libm), so it loads
+/// with `load_any_backend` and requires the file's backend to be the
+/// firmware's: a policy evaluated under another backend can act
+/// differently in the last bit (`docs/formats.md`, "Maths backend").
+const FIRMWARE_BACKEND: MathBackend = MathBackend::FastMath;
 
 /// The `imported` binary's policy width (its `Policy` alias is
 /// `agent::Policy<CartPole, 64>`).
@@ -98,12 +107,17 @@ fn replay_observations(recorded: &[u8]) -> Vec<u8> {
 fn policy_source<const H: usize>(path: &Path) -> String {
     let blob = fs::read(path).unwrap_or_else(|e| panic!("reading {}: {e}", path.display()));
     let mut policy = Box::new(agent::Policy::<CartPole, H>::ZERO);
-    serialize::load(&mut *policy, &blob).unwrap_or_else(|e| {
+    let backend = serialize::load_any_backend(&mut *policy, &blob).unwrap_or_else(|e| {
         panic!(
             "{} is not a 4-{H}-{H}-2 categorical CartPole policy file: {e}",
             path.display()
         )
     });
+    assert!(
+        backend == FIRMWARE_BACKEND,
+        "{} was written with the `{backend}` maths backend, the firmware computes with `{FIRMWARE_BACKEND}`",
+        path.display()
+    );
     let net = &policy.actor.net;
     let norm = &policy.obs_norm;
     format!(

@@ -94,6 +94,20 @@ pub enum Error {
         /// What is wrong, e.g. `"preference names a segment past the end"`.
         what: &'static str,
     },
+    /// The file was written by a build with another maths backend
+    /// ([`MathBackend`](crate::math::MathBackend)): the same weights give
+    /// actions that can differ in the last bit. A policy blob returns it
+    /// from [`serialize::load`](crate::serialize::load) only once every other
+    /// check has passed, so
+    /// [`serialize::load_any_backend`](crate::serialize::load_any_backend)
+    /// would accept it; a checkpoint is refused (its resume could not be
+    /// bit for bit).
+    Backend {
+        /// The backend that wrote the file.
+        file: crate::math::MathBackend,
+        /// This build's backend ([`math::BACKEND`](crate::math::BACKEND)).
+        build: crate::math::MathBackend,
+    },
 }
 
 impl Error {
@@ -121,6 +135,12 @@ impl fmt::Display for Error {
             }
             Error::InvalidState { what } => return write!(f, "invalid saved state: {what}"),
             Error::InvalidInput { what } => return write!(f, "invalid training input: {what}"),
+            Error::Backend { file, build } => {
+                return write!(
+                    f,
+                    "written with the `{file}` maths backend, this build computes with `{build}` (actions can differ in the last bit)"
+                );
+            }
             Error::MidIteration => {
                 "checkpoint requested mid-iteration (a rollout awaits its update)"
             }

@@ -9,14 +9,14 @@
 //! |---|---|---|
 //! | 0 | 4 | magic `b"MRLP"` |
 //! | 4 | 2 | format version ([`VERSION`]) |
-//! | 6 | 2 | reserved, must be 0 |
+//! | 6 | 2 | maths backend ([`MathBackend::code`]: 0 `fast-math`, 1 libm, 2 `micromath`; reserved and 0 before it existed) |
 //! | 8 | 4 | number of tensors `T` |
 //! | 12 | 4 | number of scalars `N` |
 //! | 16 | 12·T | per tensor: rows, cols, tag ([`TensorShape`]) |
 //! | 16 + 12·T | 4·N | the scalars as `f32`, tensor by tensor, column-major |
 //! | end − 4 | 4 | CRC-32 (IEEE 802.3) of every preceding byte |
 //!
-//! [`load`] checks, in order: magic, version, exact total length, checksum,
+//! [`load`] checks, in order: magic, version and a known backend code, exact total length, checksum,
 //! tensor and scalar counts, every tensor's shape and kind, that every
 //! scalar is finite, and that every tensor lies in its *domain*
 //! ([`Params::check_values`]: a normaliser's variance and count `≥ 0`, a
@@ -31,13 +31,30 @@
 //! domain (one that would load and then fail every `act`) is refused with
 //! [`Error::OutOfDomain`] naming the tensor. [`save`] refuses what `load`
 //! would refuse.
+//!
+//! **The maths backend.** [`save`] records the build's
+//! [`math::BACKEND`](crate::math::BACKEND). Last of all, [`load`] compares it
+//! with the file's: another backend is [`Error::Backend`]`{ file, build }`
+//! and nothing is written. That is an error rather than an `Ok` with a flag
+//! because a flag is easy to drop, and a firmware that deploys a policy
+//! evaluated under another backend should decide so in its source: the
+//! actions differ by about 1 ulp in `exp`/`tanh`, which is enough for
+//! another action where two are nearly tied, and for another action hash.
+//! Because it is checked last, `Error::Backend` means "everything else is
+//! valid": [`load_any_backend`] loads the same blob and returns the file's
+//! backend. Files written before the field existed hold 0 and read as
+//! `fast-math`, the backend of the `microrl` CLI and the firmware that wrote
+//! them (see [`MathBackend`]), so their bytes are unchanged.
 
 use crate::error::Error;
+use crate::math::{BACKEND, MathBackend};
 use crate::params::{Params, TensorData, TensorShape};
 
 /// Magic number at the start of every blob.
 pub const MAGIC: [u8; 4] = *b"MRLP";
-/// Current format version.
+/// Current format version. The maths backend took over the reserved `u16`
+/// after it without a new version: 0, what format 1 always wrote, is
+/// [`MathBackend::FastMath`].
 pub const VERSION: u16 = 1;
 /// Size of the fixed part of the header.
 pub const HEADER_LEN: usize = 16;
@@ -69,7 +86,7 @@ pub fn save<P: Params>(params: &P, out: &mut [u8]) -> Result<usize, Error> {
     let mut w = Writer { buf: out, pos: 0 };
     w.bytes(&MAGIC);
     w.bytes(&VERSION.to_le_bytes());
-    w.bytes(&0u16.to_le_bytes());
+    w.bytes(&BACKEND.code().to_le_bytes());
     w.u32(P::TENSORS as u32);
     w.u32(P::LEN as u32);
     for i in 0..P::TENSORS {
@@ -88,16 +105,40 @@ pub fn save<P: Params>(params: &P, out: &mut [u8]) -> Result<usize, Error> {
     Ok(w.pos)
 }
 
-/// Overwrites `params` with the blob in `bytes`, which must be exactly one blob.
+/// Overwrites `params` with the blob in `bytes`, which must be exactly one
+/// blob written by a build of the same maths backend.
 ///
 /// # Errors
-/// [`Error::Truncated`], [`Error::BadMagic`], [`Error::UnsupportedVersion`],
-/// [`Error::ShapeMismatch`] (different layer dimensions, tensor kinds or
-/// activations), [`Error::TrailingBytes`], [`Error::ChecksumMismatch`],
-/// [`Error::NonFinite`] or [`Error::OutOfDomain`] (a finite value outside its
-/// tensor's domain, e.g. a negative normaliser variance). On any error
-/// `params` is unchanged.
+/// [`Error::Truncated`], [`Error::BadMagic`], [`Error::UnsupportedVersion`]
+/// (also for an unknown backend code), [`Error::ShapeMismatch`] (different
+/// layer dimensions, tensor kinds or activations), [`Error::TrailingBytes`],
+/// [`Error::ChecksumMismatch`], [`Error::NonFinite`] or
+/// [`Error::OutOfDomain`] (a finite value outside its tensor's domain, e.g. a
+/// negative normaliser variance); last, [`Error::Backend`] if every other
+/// check passed but the file's maths backend is not
+/// [`math::BACKEND`](crate::math::BACKEND) ([`load_any_backend`] accepts it).
+/// On any error `params` is unchanged.
 pub fn load<P: Params>(params: &mut P, bytes: &[u8]) -> Result<(), Error> {
+    load_checked(params, bytes, true).map(|_| ())
+}
+
+/// [`load`], accepting a blob of any maths backend; returns the file's
+/// backend. For a caller that has decided the last-bit differences of
+/// another backend are acceptable (an evaluation tool, a firmware that was
+/// tested with the policy under its own backend).
+///
+/// # Errors
+/// As [`load`], except [`Error::Backend`]. On any error `params` is
+/// unchanged.
+pub fn load_any_backend<P: Params>(params: &mut P, bytes: &[u8]) -> Result<MathBackend, Error> {
+    load_checked(params, bytes, false)
+}
+
+fn load_checked<P: Params>(
+    params: &mut P,
+    bytes: &[u8],
+    same_backend: bool,
+) -> Result<MathBackend, Error> {
     let header = verify(bytes)?;
     if header.tensors as usize != P::TENSORS || header.scalars as usize != P::LEN {
         return Err(Error::ShapeMismatch);
@@ -122,6 +163,12 @@ pub fn load<P: Params>(params: &mut P, bytes: &[u8]) -> Result<(), Error> {
         let end = start.saturating_add(bytes_of(i));
         TensorData::from_le_bytes(payload.get(start..end).unwrap_or(&[]))
     })?;
+    if same_backend && header.backend != BACKEND {
+        return Err(Error::Backend {
+            file: header.backend,
+            build: BACKEND,
+        });
+    }
     // Every check passed: now write.
     let mut scalars = scalars;
     for i in 0..P::TENSORS {
@@ -129,7 +176,7 @@ pub fn load<P: Params>(params: &mut P, bytes: &[u8]) -> Result<(), Error> {
             *dst = src;
         }
     }
-    Ok(())
+    Ok(header.backend)
 }
 
 /// The fixed part of a blob's header.
@@ -138,6 +185,8 @@ pub fn load<P: Params>(params: &mut P, bytes: &[u8]) -> Result<(), Error> {
 pub struct Header {
     /// Format version.
     pub version: u16,
+    /// The maths backend of the build that wrote the blob.
+    pub backend: MathBackend,
     /// Number of tensors.
     pub tensors: u32,
     /// Number of scalars.
@@ -155,11 +204,12 @@ impl Header {
     }
 }
 
-/// Reads and checks the fixed header (magic and version) without knowing the
-/// destination type, e.g. to describe a file.
+/// Reads and checks the fixed header (magic, version, backend code) without
+/// knowing the destination type, e.g. to describe a file.
 ///
 /// # Errors
-/// [`Error::Truncated`], [`Error::BadMagic`] or [`Error::UnsupportedVersion`].
+/// [`Error::Truncated`], [`Error::BadMagic`] or [`Error::UnsupportedVersion`]
+/// (another version, or a backend code this release does not know).
 pub fn read_header(bytes: &[u8]) -> Result<Header, Error> {
     if bytes.len() < HEADER_LEN {
         return Err(Error::Truncated);
@@ -168,12 +218,13 @@ pub fn read_header(bytes: &[u8]) -> Result<Header, Error> {
         return Err(Error::BadMagic);
     }
     let version = u16::from_le_bytes([bytes[4], bytes[5]]);
-    let reserved = u16::from_le_bytes([bytes[6], bytes[7]]);
-    if version != VERSION || reserved != 0 {
+    let backend = MathBackend::from_code(u16::from_le_bytes([bytes[6], bytes[7]]));
+    let (VERSION, Some(backend)) = (version, backend) else {
         return Err(Error::UnsupportedVersion);
-    }
+    };
     Ok(Header {
         version,
+        backend,
         tensors: read_u32(bytes, 8),
         scalars: read_u32(bytes, 12),
     })
@@ -513,6 +564,123 @@ mod tests {
             })
         );
         assert!(out.iter().all(|&b| b == 0));
+    }
+
+    /// `blob` with header backend code `code` and a recomputed CRC: what a
+    /// build of that backend would have written.
+    fn with_backend_code(blob: &[u8], code: u16) -> std::vec::Vec<u8> {
+        let mut b = blob.to_vec();
+        b[6..8].copy_from_slice(&code.to_le_bytes());
+        let n = b.len();
+        let crc = crc32(&b[..n - 4]);
+        b[n - 4..].copy_from_slice(&crc.to_le_bytes());
+        b
+    }
+
+    #[test]
+    fn save_records_the_build_backend() {
+        let blob = saved(&trained_like());
+        assert_eq!(blob[6..8], BACKEND.code().to_le_bytes());
+        assert_eq!(verify(&blob).unwrap().backend, BACKEND);
+    }
+
+    /// A blob of each backend: the build's loads; another is
+    /// `Error::Backend` naming both, with the destination untouched, and
+    /// `load_any_backend` loads it and names the file's backend.
+    #[test]
+    fn another_backend_is_reported_and_accepted_only_explicitly() {
+        let original = trained_like();
+        let blob = saved(&original);
+        let sentinel = {
+            let mut s = Policy::ZERO;
+            s.net.first.bias.fill(0.125);
+            s
+        };
+        for backend in MathBackend::ALL {
+            let file = with_backend_code(&blob, backend.code());
+            assert_eq!(verify(&file).unwrap().backend, backend);
+            let mut dst = sentinel.clone();
+            if backend == BACKEND {
+                assert_eq!(load(&mut dst, &file), Ok(()));
+                assert!(dst == original);
+            } else {
+                assert_eq!(
+                    load(&mut dst, &file),
+                    Err(Error::Backend {
+                        file: backend,
+                        build: BACKEND
+                    }),
+                    "{backend}"
+                );
+                assert!(dst == sentinel, "{backend}: destination modified");
+            }
+            let mut dst = sentinel.clone();
+            assert_eq!(load_any_backend(&mut dst, &file), Ok(backend));
+            assert!(dst == original);
+        }
+        // A code this release does not know: a newer format, not a backend.
+        for code in [3, 0x100, u16::MAX] {
+            let file = with_backend_code(&blob, code);
+            let mut dst = sentinel.clone();
+            assert_eq!(load(&mut dst, &file), Err(Error::UnsupportedVersion));
+            assert_eq!(
+                load_any_backend(&mut dst, &file),
+                Err(Error::UnsupportedVersion)
+            );
+            assert!(dst == sentinel);
+        }
+    }
+
+    /// The backend is checked after everything else: a blob that is also
+    /// damaged or of another shape says so, not `Backend`.
+    #[test]
+    fn backend_is_checked_last() {
+        let other = BACKEND_OTHER;
+        let file = with_backend_code(&saved(&trained_like()), other.code());
+        let mut wider = CategoricalActor {
+            net: Mlp::<4, 9, 2>::ZERO,
+        };
+        assert_eq!(load(&mut wider, &file), Err(Error::ShapeMismatch));
+        let mut nan = file.clone();
+        patch(&mut nan, Policy::TENSORS, 0, f32::NAN);
+        let mut dst = Policy::ZERO;
+        assert_eq!(load(&mut dst, &nan), Err(Error::NonFinite));
+        let mut corrupt = file.clone();
+        corrupt[20] ^= 1;
+        assert_eq!(load(&mut dst, &corrupt), Err(Error::ChecksumMismatch));
+        assert!(dst == Policy::ZERO);
+    }
+
+    /// A backend other than the build's.
+    const BACKEND_OTHER: MathBackend = match BACKEND {
+        MathBackend::Libm => MathBackend::FastMath,
+        _ => MathBackend::Libm,
+    };
+
+    /// A format-1 blob from before the field (reserved = 0, today's bytes
+    /// of every `fast-math` writer) reads as `fast-math`.
+    #[test]
+    fn a_file_from_before_the_backend_field_reads_as_fast_math() {
+        let original = trained_like();
+        let legacy = with_backend_code(&saved(&original), 0);
+        assert_eq!(legacy[4..8], [1, 0, 0, 0]);
+        assert_eq!(verify(&legacy).unwrap().backend, MathBackend::FastMath);
+        let mut dst = Policy::ZERO;
+        assert_eq!(
+            load_any_backend(&mut dst, &legacy),
+            Ok(MathBackend::FastMath)
+        );
+        assert!(dst == original);
+        let mut dst = Policy::ZERO;
+        let expected = if BACKEND == MathBackend::FastMath {
+            Ok(())
+        } else {
+            Err(Error::Backend {
+                file: MathBackend::FastMath,
+                build: BACKEND,
+            })
+        };
+        assert_eq!(load(&mut dst, &legacy), expected);
     }
 
     #[test]

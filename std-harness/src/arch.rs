@@ -497,13 +497,16 @@ impl<A: Actor<OBS>, const OBS: usize> IsPolicy<OBS> for Policy<A, OBS> {
     type Actor = A;
 }
 
-/// Loads `blob` as policy type `P` (boxed: the 64-wide ones are 18 KB).
+/// Loads `blob` as policy type `P` (boxed: the 64-wide ones are 18 KB), of
+/// any maths backend: the desktop tool evaluates, acts with and exports a
+/// policy of another backend (`serialize::load_any_backend`), and the
+/// commands say so once ([`crate::commands::backend_note`]).
 ///
 /// # Errors
 /// The core's load error (shape, kind, checksum, non-finite value, …).
 pub fn load<P: Params>(blob: &[u8]) -> Result<Box<P>, microrl::Error> {
     let mut policy = Box::new(P::ZERO);
-    serialize::load(&mut *policy, blob)?;
+    serialize::load_any_backend(&mut *policy, blob)?;
     Ok(policy)
 }
 

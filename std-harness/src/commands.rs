@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
-use microrl::serialize;
+use microrl::{math, serialize};
 use serde_json::{Value, json};
 
 use serde::Serialize;
@@ -169,6 +169,9 @@ pub fn init(arch: Arch, seed: u64, out: &Path) -> anyhow::Result<Report> {
 /// `microrl inspect`: verifies a blob's checksum and lists its tensors.
 pub fn inspect(path: &Path) -> anyhow::Result<Report> {
     let blob = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
+    if blob.starts_with(&microrl::checkpoint::MAGIC) {
+        return inspect_checkpoint(path, &blob);
+    }
     let header =
         serialize::verify(&blob).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
     let mut lines = vec![format!(
@@ -179,6 +182,18 @@ pub fn inspect(path: &Path) -> anyhow::Result<Report> {
         header.scalars,
         blob.len()
     )];
+    lines.push(format!(
+        "  maths backend: {}{}",
+        header.backend,
+        if header.backend == math::BACKEND {
+            String::new()
+        } else {
+            format!(
+                " (this tool computes with {}: actions can differ in the last bit)",
+                math::BACKEND
+            )
+        }
+    ));
     let mut tensors = Vec::new();
     for i in 0..header.tensors as usize {
         let shape = serialize::tensor_shape(&blob, i);
@@ -217,9 +232,62 @@ pub fn inspect(path: &Path) -> anyhow::Result<Report> {
         lines,
         json: json!({
             "command": "inspect", "path": path, "bytes": blob.len(), "version": header.version,
+            "backend": header.backend.name(),
             "crc32": format!("{:08x}", serialize::crc32(&blob[..blob.len().saturating_sub(4)])),
             "tensors": tensors, "params": header.scalars, "arch": arch,
         }),
+    })
+}
+
+/// `microrl inspect` of a checkpoint (`state.mrlc` of a run's
+/// `DIR.checkpoint/`): its framing — version, maths backend, length,
+/// CRC-32. Whether it fits an agent is what `train --resume` checks.
+fn inspect_checkpoint(path: &Path, blob: &[u8]) -> anyhow::Result<Report> {
+    let info = microrl::checkpoint::file_info(blob)
+        .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+    let resumable = if info.backend == math::BACKEND {
+        String::new()
+    } else {
+        format!(
+            " (this tool computes with {}: it cannot resume this run)",
+            math::BACKEND
+        )
+    };
+    Ok(Report {
+        lines: vec![
+            format!(
+                "{}: microrl checkpoint v{}, {} bytes, CRC-32 ok",
+                path.display(),
+                info.version,
+                blob.len()
+            ),
+            format!("  maths backend: {}{resumable}", info.backend),
+        ],
+        json: json!({
+            "command": "inspect", "path": path, "kind": "checkpoint", "bytes": blob.len(),
+            "version": info.version, "backend": info.backend.name(),
+        }),
+    })
+}
+
+/// The `note:` that `act`, `eval` and `export` print for a policy file
+/// written with another maths backend than this tool's
+/// ([`math::BACKEND`], `fast-math`): they use it all the same — the
+/// weights are valid, only the last bits of `exp`/`tanh` differ — and say
+/// once that the actions can differ from the writer's. `None` for the same
+/// backend, or a file that is not a policy (the command reports that).
+pub fn backend_note(path: &Path) -> Option<String> {
+    let blob = std::fs::read(path).ok()?;
+    let backend = serialize::read_header(&blob).ok()?.backend;
+    (backend != math::BACKEND).then(|| {
+        format!(
+            "{} was written with the `{backend}` maths backend; this tool computes with `{}`, so \
+             its actions can differ from the writer's in the last bit, and a `{}` firmware's \
+             serialize::load reports Error::Backend for it (docs/formats.md, \"Maths backend\")",
+            path.display(),
+            math::BACKEND,
+            math::BACKEND
+        )
     })
 }
 

@@ -558,7 +558,11 @@ fn run(cli: Cli) -> anyhow::Result<bool> {
             episodes,
             seed,
             plant,
-        } => commands::eval(env, &policy.path(), episodes, seed, &plant.table()?)?,
+        } => {
+            let (policy, plant) = (policy.path(), plant.table()?);
+            say(commands::backend_note(&policy));
+            commands::eval(env, &policy, episodes, seed, &plant)?
+        }
         Command::Validate {
             args,
             seeds,
@@ -607,6 +611,7 @@ fn run(cli: Cli) -> anyhow::Result<bool> {
                     if vecnormalize.is_some() || to.is_some() {
                         anyhow::bail!("--to and --vecnormalize need --format safetensors");
                     }
+                    say(commands::backend_note(&policy));
                     commands::export(env, &policy, &out)?
                 }
                 ExportFormat::Safetensors => {
@@ -667,11 +672,16 @@ fn run(cli: Cli) -> anyhow::Result<bool> {
                     &[("POLICY", Some(&policy)), ("--obs-file", Some(&file))],
                 )?;
             }
+            say(commands::backend_note(&policy));
             microrl_harness::batch::act_file(arch, &policy, &file, out.as_deref())?
         }
         Command::Act {
             arch, policy, obs, ..
-        } => commands::act(arch, &policy.path(), &obs)?,
+        } => {
+            let policy = policy.path();
+            say(commands::backend_note(&policy));
+            commands::act(arch, &policy, &obs)?
+        }
     };
     for line in &report.lines {
         println!("{line}");

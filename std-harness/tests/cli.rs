@@ -74,6 +74,115 @@ fn init_inspect_act() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// The maths backend: `inspect` shows it; `act`, `eval` and `export` use a
+/// policy of another backend (its header written directly, as a libm build
+/// would) with one `note:` naming both backends, and none for the tool's
+/// own. A committed policy from before the field reads as fast-math.
+#[test]
+fn another_maths_backend_is_shown_and_noted() {
+    let dir = temp_dir("backend");
+    let path = dir.join("cartpole.mrlp");
+    let path_str = path.to_str().unwrap();
+    succeeds(&["init", "--seed", "3", "--out", path_str]);
+    let blob = std::fs::read(&path).unwrap();
+    // The CLI computes with fast-math, code 0: today's bytes.
+    assert_eq!(blob[6..8], [0, 0]);
+    let stdout = succeeds(&["inspect", path_str, "--json"]);
+    assert!(
+        stdout.contains("\n  maths backend: fast-math\n"),
+        "{stdout}"
+    );
+    assert_eq!(last_json(&stdout)["backend"], "fast-math");
+    let obs = ["--obs", "-0.01,0,0.02,0"];
+    let (ok, own, stderr) = microrl(&["act", path_str, obs[0], obs[1], "--json"]);
+    assert!(ok && stderr.is_empty(), "{stderr}");
+
+    let mut libm = blob.clone();
+    libm[6..8].copy_from_slice(&1u16.to_le_bytes());
+    let n = libm.len();
+    let crc = microrl::serialize::crc32(&libm[..n - 4]);
+    libm[n - 4..].copy_from_slice(&crc.to_le_bytes());
+    let other = dir.join("libm.mrlp");
+    let other_str = other.to_str().unwrap();
+    std::fs::write(&other, &libm).unwrap();
+    let stdout = succeeds(&["inspect", other_str, "--json"]);
+    assert!(
+        stdout.contains("\n  maths backend: libm (this tool computes with fast-math"),
+        "{stdout}"
+    );
+    assert_eq!(last_json(&stdout)["backend"], "libm");
+    assert_eq!(last_json(&stdout)["arch"], "cartpole");
+    let out = dir.join("exported.mrlp");
+    for args in [
+        &["act", other_str, obs[0], obs[1], "--json"][..],
+        &["eval", other_str, "--episodes", "1"][..],
+        &["export", other_str, "--out", out.to_str().unwrap()][..],
+    ] {
+        let (ok, stdout, stderr) = microrl(args);
+        assert!(ok, "{args:?}: {stderr}");
+        let notes: Vec<_> = stderr.lines().collect();
+        assert_eq!(notes.len(), 1, "{args:?}: {stderr}");
+        assert!(
+            notes[0].starts_with("note: ")
+                && notes[0].contains("`libm` maths backend")
+                && notes[0].contains("computes with `fast-math`"),
+            "{args:?}: {stderr}"
+        );
+        if args[0] == "act" {
+            // The same weights: here the same action.
+            assert_eq!(
+                last_json(&stdout)["action"]["discrete"],
+                last_json(&own)["action"]["discrete"]
+            );
+        }
+    }
+    // `export` copies the file: its backend goes with it.
+    assert_eq!(std::fs::read(&out).unwrap(), libm);
+
+    // A committed policy from before the field: reserved 0, fast-math.
+    let committed = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../firmware-example/policies/cartpole-small.mrlp"
+    );
+    assert_eq!(std::fs::read(committed).unwrap()[4..8], [1, 0, 0, 0]);
+    let stdout = succeeds(&["inspect", committed, "--json"]);
+    assert_eq!(last_json(&stdout)["backend"], "fast-math");
+    assert_eq!(last_json(&stdout)["arch"], "cartpole-small");
+
+    // A checkpoint's framing: `MRLC`, format 4, the backend, the length, a
+    // header of zeros and the CRC (what `inspect` reads of it).
+    for (code, line) in [
+        (0u16, "  maths backend: fast-math\n"),
+        (
+            1,
+            "  maths backend: libm (this tool computes with fast-math: it cannot resume this run)\n",
+        ),
+    ] {
+        let mut state = b"MRLC".to_vec();
+        state.extend(4u16.to_le_bytes());
+        state.extend(code.to_le_bytes());
+        state.extend(48u32.to_le_bytes());
+        state.resize(44, 0);
+        let crc = microrl::serialize::crc32(&state);
+        state.extend(crc.to_le_bytes());
+        let file = dir.join("state.mrlc");
+        std::fs::write(&file, &state).unwrap();
+        let stdout = succeeds(&["inspect", file.to_str().unwrap(), "--json"]);
+        assert!(
+            stdout.contains("microrl checkpoint v4, 48 bytes, CRC-32 ok\n"),
+            "{stdout}"
+        );
+        assert!(stdout.contains(line), "{stdout}");
+        let json = last_json(&stdout);
+        assert_eq!(json["kind"], "checkpoint");
+        assert_eq!(
+            json["backend"],
+            if code == 0 { "fast-math" } else { "libm" }
+        );
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 #[test]
 fn train_eval_export() {
     let dir = temp_dir("train");

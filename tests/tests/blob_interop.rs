@@ -59,3 +59,49 @@ fn blobs_do_not_load_into_other_architectures() {
         "Pendulum's torque bounds"
     );
 }
+
+/// The committed firmware policy, written before the header recorded the
+/// maths backend (its reserved `u16` is 0), still loads byte for byte as it
+/// is: 0 is `fast-math`, the backend of the harness that wrote it and of
+/// this test build (the harness's feature unifies); the same file marked
+/// libm is reported, not loaded, unless accepted explicitly.
+#[test]
+fn a_committed_policy_from_before_the_backend_field_loads() {
+    use microrl::math::{BACKEND, MathBackend};
+    use microrl_harness::arch::CartPoleSmallPolicy;
+    let blob = std::fs::read(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../firmware-example/policies/cartpole-small.mrlp"
+    ))
+    .unwrap();
+    assert_eq!(blob[4..8], [1, 0, 0, 0]);
+    assert_eq!(BACKEND, MathBackend::FastMath);
+    assert_eq!(
+        serialize::verify(&blob).unwrap().backend,
+        MathBackend::FastMath
+    );
+    let mut policy = Box::new(CartPoleSmallPolicy::ZERO);
+    serialize::load(&mut *policy, &blob).unwrap();
+    // Saved again by this build: the same bytes.
+    assert_eq!(serialize::to_vec(&*policy).unwrap(), blob);
+
+    let mut libm = blob.clone();
+    libm[6] = 1;
+    let n = libm.len();
+    let crc = serialize::crc32(&libm[..n - 4]);
+    libm[n - 4..].copy_from_slice(&crc.to_le_bytes());
+    let mut dst = Box::new(CartPoleSmallPolicy::ZERO);
+    assert_eq!(
+        serialize::load(&mut *dst, &libm),
+        Err(Error::Backend {
+            file: MathBackend::Libm,
+            build: MathBackend::FastMath
+        })
+    );
+    assert!(*dst == CartPoleSmallPolicy::ZERO);
+    assert_eq!(
+        serialize::load_any_backend(&mut *dst, &libm),
+        Ok(MathBackend::Libm)
+    );
+    assert!(*dst == *policy);
+}

@@ -452,7 +452,9 @@ fn fuzz_load<P: Params + Clone>(
                 match e {
                     Error::ChecksumMismatch => out.checksum += 1,
                     Error::Truncated | Error::TrailingBytes => out.truncated_or_trailing += 1,
-                    Error::BadMagic | Error::UnsupportedVersion => out.header += 1,
+                    Error::BadMagic | Error::UnsupportedVersion | Error::Backend { .. } => {
+                        out.header += 1
+                    }
                     Error::ShapeMismatch => out.shape += 1,
                     Error::NonFinite => out.non_finite += 1,
                     Error::OutOfDomain { .. } => out.domain += 1,

@@ -104,6 +104,15 @@ impl<'a> Reader<'a> {
         Ok(b)
     }
 
+    /// A `u16`.
+    ///
+    /// # Errors
+    /// [`Error::Truncated`] past the end.
+    pub fn u16(&mut self) -> Result<u16, Error> {
+        let b = self.take(2)?;
+        Ok(u16::from_le_bytes([b[0], b[1]]))
+    }
+
     /// A `u32`.
     ///
     /// # Errors

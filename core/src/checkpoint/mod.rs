@@ -70,7 +70,7 @@
 //! |---|---|---|
 //! | 0 | 4 | magic `b"MRLC"` ([`MAGIC`], distinct from the policy format's `MRLP`) |
 //! | 4 | 2 | format version ([`VERSION`]; [`VERSION_ENVS`] with more than one environment copy) |
-//! | 6 | 2 | reserved, must be 0 |
+//! | 6 | 2 | maths backend ([`MathBackend::code`](crate::math::MathBackend::code): 0 `fast-math`, 1 libm, 2 `micromath`; reserved and 0 before it existed) |
 //! | 8 | 4 | total length in bytes, CRC included |
 //! | 12 | 4 | agent kind ([`AgentState::KIND`]) |
 //! | 16 | 4 | agent fingerprint ([`AgentState::fingerprint`]: every tensor's shape and kind, the rollout length) |
@@ -102,11 +102,22 @@
 //! [`Error::UnsupportedVersion`]: resume such a run with the release that
 //! wrote it.
 //!
-//! [`Trainer::resume`](crate::train::Trainer::resume) checks, in order: magic, version, that the length is
+//! **The maths backend.** A checkpoint promises a resume bit for bit, which
+//! only a build computing `exp`/`tanh` with the same backend can keep:
+//! [`Trainer::save`](crate::train::Trainer::save) records
+//! [`math::BACKEND`](crate::math::BACKEND) and
+//! [`Trainer::resume`](crate::train::Trainer::resume) refuses a checkpoint of
+//! another backend with [`Error::Backend`]`{ file, build }` (there is no
+//! override: continue such a run with a build of the file's backend).
+//! Checkpoints written before the field hold 0, which is `fast-math` — the
+//! backend of the `microrl` CLI and the firmware, so theirs keep their bytes.
+//!
+//! [`Trainer::resume`](crate::train::Trainer::resume) checks, in order: magic, version and a known backend code, that the length is
 //! the one the header announces ([`Error::Truncated`],
 //! [`Error::TrailingBytes`]), the CRC, that every header field matches the
 //! destination types ([`Error::ShapeMismatch`]: another agent, network size,
-//! rollout length, environment or RNG), then every value: finite numbers,
+//! rollout length, environment or RNG), the maths backend
+//! ([`Error::Backend`]), then every value: finite numbers,
 //! tensors in their domain, a valid run and agent configuration, counters
 //! and flags in range, a non-zero RNG state.
 
@@ -122,6 +133,7 @@ pub use state::{AgentState, Field, Fields, fold_shapes};
 
 use crate::env::EnvState;
 use crate::error::Error;
+use crate::math::{BACKEND, MathBackend};
 use crate::rng::RngState;
 use crate::serialize::crc32;
 use crate::train::Envs;
@@ -235,13 +247,30 @@ impl Header {
     }
 }
 
-/// Checks magic, version, length, CRC and that the header describes
-/// `L`/`E`/`R`; returns a reader positioned at the trainer section.
-fn verify<L: AgentState, E: EnvState, R: RngState>(
-    bytes: &[u8],
-    copies: usize,
-) -> Result<Reader<'_>, Error> {
-    let expected = Header::of::<L, E, R>(copies);
+/// What a checkpoint's header says about the file itself, read without
+/// the destination types ([`file_info`]), e.g. to describe a file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct FileInfo {
+    /// Format version ([`VERSION`] or [`VERSION_ENVS`]).
+    pub version: u16,
+    /// The maths backend of the build that wrote it; resuming needs the
+    /// same ([`Error::Backend`]).
+    pub backend: MathBackend,
+    /// Total length in bytes, CRC included.
+    pub len: u32,
+}
+
+/// Checks a checkpoint's magic, version, backend code, length and CRC —
+/// what [`Trainer::resume`](crate::train::Trainer::resume) checks first —
+/// and returns them. Whether it fits an agent, environment and RNG, and
+/// whether its backend is this build's, only `resume` says.
+///
+/// # Errors
+/// [`Error::Truncated`], [`Error::BadMagic`], [`Error::UnsupportedVersion`]
+/// (also for an unknown backend code), [`Error::TrailingBytes`],
+/// [`Error::ChecksumMismatch`].
+pub fn file_info(bytes: &[u8]) -> Result<FileInfo, Error> {
     if bytes.len() < HEADER_LEN + 4 {
         return Err(Error::Truncated);
     }
@@ -253,22 +282,47 @@ fn verify<L: AgentState, E: EnvState, R: RngState>(
     if r.take(4)? != MAGIC {
         return Err(Error::BadMagic);
     }
-    let version = r.u32()?;
-    if version != u32::from(VERSION) && version != u32::from(VERSION_ENVS) {
+    let version = r.u16()?;
+    let backend = MathBackend::from_code(r.u16()?);
+    let (VERSION | VERSION_ENVS, Some(backend)) = (version, backend) else {
         return Err(Error::UnsupportedVersion);
-    }
-    let len = r.u32()? as usize;
-    if bytes.len() < len {
+    };
+    let len = r.u32()?;
+    if (bytes.len() as u64) < u64::from(len) {
         return Err(Error::Truncated);
     }
-    if bytes.len() > len {
+    if bytes.len() as u64 > u64::from(len) {
         return Err(Error::TrailingBytes);
     }
-    let (body, crc) = bytes.split_at(len - 4);
+    let (body, crc) = bytes.split_at(bytes.len() - 4);
     if crc32(body).to_le_bytes() != crc {
         return Err(Error::ChecksumMismatch);
     }
-    let mut found = [len as u32, 0, 0, 0, 0, 0, 0, 0, 0];
+    Ok(FileInfo {
+        version,
+        backend,
+        len,
+    })
+}
+
+/// Checks magic, version, length, CRC and that the header describes
+/// `L`/`E`/`R`; returns a reader positioned at the trainer section.
+fn verify<L: AgentState, E: EnvState, R: RngState>(
+    bytes: &[u8],
+    copies: usize,
+) -> Result<Reader<'_>, Error> {
+    let expected = Header::of::<L, E, R>(copies);
+    let FileInfo {
+        version,
+        backend,
+        len,
+    } = file_info(bytes)?;
+    let mut r = Reader {
+        buf: bytes,
+        pos: 12,
+        commit: false,
+    };
+    let mut found = [len, 0, 0, 0, 0, 0, 0, 0, 0];
     for f in &mut found[1..] {
         *f = r.u32()?;
     }
@@ -277,8 +331,14 @@ fn verify<L: AgentState, E: EnvState, R: RngState>(
     if found != expected.fields() {
         return Err(Error::ShapeMismatch);
     }
-    if version != u32::from(self::version(copies)) {
+    if version != self::version(copies) {
         return Err(Error::UnsupportedVersion);
+    }
+    if backend != BACKEND {
+        return Err(Error::Backend {
+            file: backend,
+            build: BACKEND,
+        });
     }
     Ok(r)
 }

@@ -884,6 +884,56 @@ fn older_formats_and_a_negative_margin_are_refused() {
     );
 }
 
+/// A checkpoint records the build's maths backend; one of every other
+/// backend (the header field written directly, as that build would) is
+/// refused naming both, before anything is changed; the build's own
+/// resumes. Code 0 — every checkpoint from before the field — is
+/// `fast-math`.
+#[test]
+fn a_checkpoint_of_another_backend_is_refused_without_change() {
+    use crate::math::{BACKEND, MathBackend};
+    let (_, _, _, buf) = saved_ppo();
+    assert_eq!(buf[6..8], BACKEND.code().to_le_bytes());
+    for backend in MathBackend::ALL {
+        let mut file = buf.clone();
+        file[6..8].copy_from_slice(&backend.code().to_le_bytes());
+        recrc(&mut file);
+        if backend == BACKEND {
+            let (mut agent, mut env) = destination();
+            assert!(T::resume(&mut *agent, &mut env, &file).is_ok());
+        } else {
+            let err = refused(&file);
+            assert_eq!(
+                err,
+                Error::Backend {
+                    file: backend,
+                    build: BACKEND
+                }
+            );
+            let text = std::format!("{err}");
+            assert!(
+                text.contains(backend.name()) && text.contains(BACKEND.name()),
+                "{text}"
+            );
+        }
+    }
+    assert_eq!(MathBackend::from_code(0), Some(MathBackend::FastMath));
+    assert_eq!(
+        file_info(&buf),
+        Ok(FileInfo {
+            version: VERSION,
+            backend: BACKEND,
+            len: buf.len() as u32
+        })
+    );
+    // A code no release knows is another format.
+    let mut file = buf.clone();
+    file[6..8].copy_from_slice(&7u16.to_le_bytes());
+    recrc(&mut file);
+    assert_eq!(refused(&file), Error::UnsupportedVersion);
+    assert_eq!(file_info(&file), Err(Error::UnsupportedVersion));
+}
+
 #[test]
 fn damaged_checkpoints_are_refused_without_change() {
     let (_, _, _, buf) = saved_ppo();
@@ -1019,6 +1069,15 @@ fn new_errors_display() {
         "invalid saved state: flag"
     );
     assert!(Error::MidIteration.to_string().contains("mid-iteration"));
+    use crate::math::MathBackend;
+    assert_eq!(
+        Error::Backend {
+            file: MathBackend::FastMath,
+            build: MathBackend::Libm
+        }
+        .to_string(),
+        "written with the `fast-math` maths backend, this build computes with `libm` (actions can differ in the last bit)"
+    );
 }
 
 #[test]

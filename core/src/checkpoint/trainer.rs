@@ -103,7 +103,7 @@ impl<const OBS: usize, R: Rng + RngState> Trainer<SVector<f32, OBS>, R> {
         let header = Header::of::<L, E, R>(envs.len());
         w.bytes(&MAGIC);
         w.bytes(&version(envs.len()).to_le_bytes());
-        w.bytes(&0u16.to_le_bytes());
+        w.bytes(&crate::math::BACKEND.code().to_le_bytes());
         for f in header.fields() {
             w.u32(f);
         }
@@ -182,7 +182,9 @@ impl<const OBS: usize, R: Rng + RngState> Trainer<SVector<f32, OBS>, R> {
     /// [`Error::Truncated`], [`Error::BadMagic`],
     /// [`Error::UnsupportedVersion`], [`Error::TrailingBytes`],
     /// [`Error::ChecksumMismatch`], [`Error::ShapeMismatch`] (a checkpoint of
-    /// another agent, network, environment, RNG or number of copies), then
+    /// another agent, network, environment, RNG or number of copies),
+    /// [`Error::Backend`] (written by a build of another maths backend:
+    /// the run could not continue bit for bit), then
     /// [`Error::InvalidConfig`], [`Error::NonFinite`], [`Error::OutOfDomain`]
     /// or [`Error::InvalidState`] for a value out of range. `agent` and
     /// `envs` are unchanged on error.

@@ -28,6 +28,89 @@ pub mod fast;
 #[cfg(feature = "micromath")]
 pub mod micro;
 
+/// Which tier computes [`exp`] and [`tanh`]: the build's is [`BACKEND`].
+///
+/// Two tiers give the same network different last bits (`fast-math` is
+/// within `1.5e-7` of libm, about 1 ulp — enough for another action where
+/// two logits are nearly tied, and another run after a few updates), so the
+/// policy and checkpoint formats record the backend that wrote them
+/// ([`serialize`](crate::serialize), [`checkpoint`](crate::checkpoint)):
+/// a policy loaded under another backend is reported as
+/// [`Error::Backend`](crate::Error::Backend) (accepted explicitly by
+/// [`serialize::load_any_backend`](crate::serialize::load_any_backend)), a
+/// checkpoint resumed under another backend is refused.
+///
+/// The header stores [`code`](Self::code) in the `u16` that format 1 kept
+/// reserved (and zero). Code 0 is `fast-math`, the backend of every file
+/// microrl's own tools wrote before the field existed — the `microrl` CLI
+/// and the firmware build the core with `fast-math` — so those files keep
+/// their bytes and their meaning; a file of the default (libm) build now
+/// carries 1. A legacy file from a default-feature crate of one's own reads
+/// as `fast-math` (re-save it to record libm).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum MathBackend {
+    /// The `fast-math` feature: [`fast::exp`], [`fast::tanh`]. Code 0.
+    FastMath,
+    /// No maths feature: the `libm` crate's `expf`, `tanhf`. Code 1.
+    Libm,
+    /// The `micromath` feature (inference only). Code 2.
+    Micromath,
+}
+
+impl MathBackend {
+    /// Every backend, in code order.
+    pub const ALL: [MathBackend; 3] = [Self::FastMath, Self::Libm, Self::Micromath];
+
+    /// The value stored in a file's header.
+    pub const fn code(self) -> u16 {
+        match self {
+            Self::FastMath => 0,
+            Self::Libm => 1,
+            Self::Micromath => 2,
+        }
+    }
+
+    /// The backend of header value `code`; `None` for a value this release
+    /// does not know (a file from a newer writer).
+    pub const fn from_code(code: u16) -> Option<Self> {
+        match code {
+            0 => Some(Self::FastMath),
+            1 => Some(Self::Libm),
+            2 => Some(Self::Micromath),
+            _ => None,
+        }
+    }
+
+    /// The feature's name: `"libm"` (the default), `"fast-math"` or `"micromath"`.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Self::FastMath => "fast-math",
+            Self::Libm => "libm",
+            Self::Micromath => "micromath",
+        }
+    }
+}
+
+impl core::fmt::Display for MathBackend {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// The backend this build computes with (`micromath` takes precedence over
+/// `fast-math`, as in [`exp`]).
+#[cfg(feature = "micromath")]
+pub const BACKEND: MathBackend = MathBackend::Micromath;
+/// The backend this build computes with (`micromath` takes precedence over
+/// `fast-math`, as in [`exp`]).
+#[cfg(all(feature = "fast-math", not(feature = "micromath")))]
+pub const BACKEND: MathBackend = MathBackend::FastMath;
+/// The backend this build computes with (`micromath` takes precedence over
+/// `fast-math`, as in [`exp`]).
+#[cfg(not(any(feature = "fast-math", feature = "micromath")))]
+pub const BACKEND: MathBackend = MathBackend::Libm;
+
 /// `x` limited to `[low, high]`: `low` if `x < low`, `high` if `x > high`,
 /// else `x` (so a NaN `x` stays NaN).
 ///
@@ -190,6 +273,23 @@ mod tests {
         assert_eq!(softplus(1e4), 1e4);
         assert_eq!(softplus(-1e4), 0.0);
         assert!((softplus(0.0) - core::f32::consts::LN_2).abs() < 1e-7);
+    }
+
+    #[test]
+    fn backend_codes_round_trip() {
+        for b in MathBackend::ALL {
+            assert_eq!(MathBackend::from_code(b.code()), Some(b));
+        }
+        assert_eq!(MathBackend::from_code(3), None);
+        // Code 0 is what format 1 wrote (reserved, zero): fast-math, the
+        // backend of the CLI and the firmware.
+        assert_eq!(MathBackend::from_code(0), Some(MathBackend::FastMath));
+        #[cfg(not(any(feature = "fast-math", feature = "micromath")))]
+        assert_eq!(BACKEND, MathBackend::Libm);
+        #[cfg(all(feature = "fast-math", not(feature = "micromath")))]
+        assert_eq!(BACKEND, MathBackend::FastMath);
+        #[cfg(feature = "micromath")]
+        assert_eq!(BACKEND, MathBackend::Micromath);
     }
 
     #[test]
