@@ -22,12 +22,15 @@
 #![no_std]
 #![deny(unsafe_code)]
 
+pub mod cmsdk;
 pub mod episode;
 pub mod icount;
 #[cfg(all(target_arch = "arm", target_abi = "eabihf"))]
 pub mod kernel;
+pub mod latency;
 pub mod plant;
 mod progress;
+pub mod publish;
 pub mod run;
 pub mod stack;
 
