@@ -17,7 +17,7 @@
 //!   update. At a rollout boundary (every 256 ticks) it switches to the
 //!   policy the learner published, if any ([`Published`]: two slots, an
 //!   `AtomicU8` front index, one atomic switch). The learner, in thread
-//!   mode, sleeps (`WFI`) until a whole rollout is queued, drains it,
+//!   mode, waits (`WFI` on a board) until a whole rollout is queued, drains it,
 //!   `ingest`s, `update`s, exports into the back slot and publishes, then
 //!   runs the trainer's own evaluation gate (`Trainer::after_update`:
 //!   quick and deciding evaluations on the selection stream, on its own
@@ -35,8 +35,9 @@
 //!   Cortex-M4 at the cycle model's 2.0 cycles per instruction (its
 //!   estimate for the PPO update, `firmware-example/README.md`):
 //!   3.36 M cycles = 1.68 M instructions = 42 000 counts. Run QEMU with
-//!   `-icount shift=0,sleep=off`, so the idle time (`WFI`) is skipped
-//!   instead of waited for.
+//!   `-icount shift=0`; under QEMU the learner's wait spins instead of
+//!   sleeping (see [`sleep_until`]), so every interrupt is taken at its
+//!   exact instruction.
 //! - **Measurements** (clock counts; ×40 for instructions): per tick the
 //!   latency from the timer's interrupt to the handler (`TIMER0`'s own
 //!   counter), entry → actuator written (the plant wrapper [`Timed`] reads
@@ -65,7 +66,6 @@
 use core::cell::RefCell;
 use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 
-use cortex_m::asm::wfi;
 use cortex_m::interrupt::{Mutex, free};
 use cortex_m_rt::{entry, exception};
 use heapless::spsc::{Consumer, Producer, Queue};
@@ -122,6 +122,12 @@ static CONTROL: Mutex<RefCell<Option<ControlLoop>>> = Mutex::new(RefCell::new(No
 static CONTROL_COUNTS: AtomicU32 = AtomicU32::new(0);
 /// When the update whose policy is published ended (clock).
 static UPDATE_DONE_AT: AtomicU32 = AtomicU32::new(0);
+/// `TIMER0`'s reload for one [`PERIOD`] of the clock (set by [`calibrate`]).
+static RELOAD0: AtomicU32 = AtomicU32::new(PERIOD - 1);
+/// `TIMER0` counts and clock counts over the calibration loop: the ratio
+/// of the two timers' rates (set by [`calibrate`]).
+static RATE0: AtomicU32 = AtomicU32::new(1);
+static RATE1: AtomicU32 = AtomicU32::new(1);
 /// The control loop failed (a plant or policy error): the learner exits.
 static FAULT: AtomicBool = AtomicBool::new(false);
 
@@ -249,8 +255,10 @@ impl ControlLoop {
 unsafe fn DefaultHandler(irqn: i16) {
     let clock = Clock::running();
     let entry = clock.now();
-    let latency = TIMER0.since_expiry(PERIOD - 1);
+    let since = TIMER0.since_expiry(RELOAD0.load(Ordering::Relaxed));
     TIMER0.clear_interrupt();
+    // In clock counts.
+    let latency = since * RATE1.load(Ordering::Relaxed) / RATE0.load(Ordering::Relaxed).max(1);
     if irqn != TIMER0.irq() as i16 {
         FAULT.store(true, Ordering::Relaxed);
         return;
@@ -262,9 +270,12 @@ unsafe fn DefaultHandler(irqn: i16) {
     });
 }
 
-/// Thread-mode time, net of the control interrupts inside it.
+/// Thread-mode time, net of the control interrupts inside it (signed: a
+/// short window's two clock reads and the interrupt's own are each
+/// quantised to a count, so one window may come out a count below zero;
+/// the errors cancel in the sum).
 #[derive(Clone, Copy, Default)]
-struct Net(u64);
+struct Net(i64);
 
 impl Net {
     /// Runs `f`, adding its clock counts less the interrupts' to `self`.
@@ -273,20 +284,38 @@ impl Net {
         let (t0, c0) = (clock.now(), CONTROL_COUNTS.load(Ordering::Relaxed));
         let out = f();
         let (t1, c1) = (clock.now(), CONTROL_COUNTS.load(Ordering::Relaxed));
-        self.0 += u64::from(t1.wrapping_sub(t0).wrapping_sub(c1.wrapping_sub(c0)));
+        self.0 += i64::from(t1.wrapping_sub(t0)) - i64::from(c1.wrapping_sub(c0));
         out
     }
 }
 
-/// Sleeps until `ready()`; exits if the control loop failed.
+/// Waits until `ready()`; exits if the control loop failed. On a board the
+/// core sleeps (`WFI`) between interrupts; under QEMU (the `semihosting`
+/// build) it spins instead: QEMU 7.2's `-icount` loses timer interrupts
+/// across `WFI` with `sleep=off` (993 of 2 759 periods in this run) and
+/// ties them to the host's timing with `sleep=on` (entries up to 0.9 of a
+/// period late on a loaded host), while a spinning core takes every
+/// interrupt at its exact instruction. Idle time is the same either way:
+/// the wait less the interrupts inside it.
 fn sleep_until(clock: Clock, idle: &mut Net, mut ready: impl FnMut() -> bool) {
-    while !ready() {
-        if FAULT.load(Ordering::Relaxed) {
-            defmt::error!("control loop failed (plant, policy or a stray interrupt)");
-            exit(false);
+    idle.time(clock, || {
+        while !ready() {
+            if FAULT.load(Ordering::Relaxed) {
+                defmt::error!("control loop failed (plant, policy or a stray interrupt)");
+                exit(false);
+            }
+            wait_for_interrupt();
         }
-        idle.time(clock, wfi);
-    }
+    });
+}
+
+/// One wait for the next interrupt (see [`sleep_until`]).
+#[inline(always)]
+fn wait_for_interrupt() {
+    #[cfg(feature = "semihosting")]
+    nop_loop(16);
+    #[cfg(not(feature = "semihosting"))]
+    cortex_m::asm::wfi();
 }
 
 /// Instructions for `counts` clock counts.
@@ -300,14 +329,34 @@ fn permille(part: u64, whole: u64) -> u32 {
 }
 
 /// Checks that a clock count is [`INSTR_PER_COUNT`] instructions (QEMU
-/// with `-icount shift=0`); exits 1 otherwise.
+/// with `-icount shift=0`), exits 1 otherwise; then measures `TIMER0`'s
+/// rate against the clock's and sets its reload for one [`PERIOD`] of the
+/// clock (QEMU 7.2's `mps2-an386` runs `TIMER0` at 16 MHz, not the
+/// 25 MHz of `TIMER1`: measured, not assumed).
 fn calibrate(clock: Clock) {
     let (n1, n2) = (100_000u32, 200_000u32);
+    TIMER0.start(u32::MAX, false);
+    let v0 = TIMER0.value();
     let t0 = clock.now();
     nop_loop(n1);
     let t1 = clock.now();
     nop_loop(n2);
     let t2 = clock.now();
+    let v2 = TIMER0.value();
+    TIMER0.stop();
+    let (counts0, counts1) = (v0.wrapping_sub(v2), t2.wrapping_sub(t0));
+    RATE0.store(counts0, Ordering::Relaxed);
+    RATE1.store(counts1, Ordering::Relaxed);
+    let reload = (u64::from(PERIOD) * u64::from(counts0) + u64::from(counts1) / 2)
+        / u64::from(counts1.max(1));
+    RELOAD0.store((reload as u32).saturating_sub(1), Ordering::Relaxed);
+    defmt::info!(
+        "calibration: TIMER0 {=u32} counts while the clock counted {=u32}: reload {=u32} for {=u32} clock counts",
+        counts0,
+        counts1,
+        (reload as u32).saturating_sub(1),
+        PERIOD
+    );
     let dt = u64::from(t2.wrapping_sub(t1).wrapping_sub(t1.wrapping_sub(t0)));
     let loop_instr = NOP_LOOP_INSTRUCTIONS * u64::from(n2 - n1);
     let per = u64::from(INSTR_PER_COUNT);
@@ -318,7 +367,7 @@ fn calibrate(clock: Clock) {
     );
     if (dt * per).abs_diff(loop_instr) > 2 * per {
         defmt::error!(
-            "calibration: not {=u32} instructions per count (run QEMU with -icount shift=0,sleep=off)",
+            "calibration: not {=u32} instructions per count (run QEMU with -icount shift=0)",
             INSTR_PER_COUNT
         );
         exit(false);
@@ -393,7 +442,7 @@ fn main() -> ! {
     let mut stopping = false;
 
     let start = clock.now();
-    TIMER0.start(PERIOD - 1, true);
+    TIMER0.start(RELOAD0.load(Ordering::Relaxed), true);
     TIMER0.unmask(&mut peripherals.NVIC, 0);
 
     let steps = loop {
@@ -475,14 +524,15 @@ fn main() -> ! {
         instr(t.publish_worst),
         t.publish_sum * u64::from(INSTR_PER_COUNT) / switches_after_first
     );
-    let other = total.saturating_sub(control_counts + idle.0 + learning.0 + evaluating.0);
+    let [idle, learning, evaluating] = [idle, learning, evaluating].map(|n| n.0.max(0) as u64);
+    let other = total.saturating_sub(control_counts + idle + learning + evaluating);
     defmt::info!(
         "rt: total_instr {=u64} control_permille {=u32} learning_permille {=u32} evaluation_permille {=u32} idle_permille {=u32} other_permille {=u32} report_instr {=u64}",
         total * u64::from(INSTR_PER_COUNT),
         permille(control_counts, total),
-        permille(learning.0, total),
-        permille(evaluating.0, total),
-        permille(idle.0, total),
+        permille(learning, total),
+        permille(evaluating, total),
+        permille(idle, total),
         permille(other, total),
         u64::from(report_counts) * u64::from(INSTR_PER_COUNT)
     );
