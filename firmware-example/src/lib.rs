@@ -6,7 +6,9 @@
 //! defmt-logging training hooks ([`Log`]), the end-of-run report
 //! ([`finish`]), the training run the training binaries share ([`run`]),
 //! the inference binaries' CartPole episodes ([`episode`]), instruction
-//! counting ([`icount`]) and the plant interface ([`plant`]).
+//! counting ([`icount`]), the plant interface ([`plant`]), and for
+//! `learn-rt` the board's timers ([`cmsdk`]), a lock-free double buffer
+//! ([`publish`]) and fixed-size timing statistics ([`latency`]).
 //!
 //! Binaries: `train-ppo` and `train-ac` (CartPole learned on the MCU through
 //! `microrl::train::Trainer`), `train-resume` (`train-ppo`'s run checkpointed,
@@ -17,19 +19,25 @@
 //! from an exported policy), `infer-plant` (the policy in flash commanding a
 //! [`plant::Plant`], no simulator: 15.4 KB of flash), `train-sac` (SAC
 //! learns Pendulum in 110 KB of RAM with its stack), `bench-sac` (its
-//! instruction counts), `bench`
-//! (instruction counts) and `kernel-check` (the assembly inference kernels
-//! of `kernel`, for `thumbv7em-none-eabihf`, against the core bit for bit).
+//! instruction counts), `bench` (instruction counts), `kernel-check` (the
+//! assembly inference kernels of `kernel`, for `thumbv7em-none-eabihf`,
+//! against the core bit for bit) and `learn-rt` (PPO learns CartPole while
+//! a 50 Hz timer interrupt controls it, on the [`cmsdk`] timers, with the
+//! policy double-buffered by [`publish`] and the timings kept by
+//! [`latency`]).
 
 #![no_std]
 #![deny(unsafe_code)]
 
+pub mod cmsdk;
 pub mod episode;
 pub mod icount;
 #[cfg(all(target_arch = "arm", target_abi = "eabihf"))]
 pub mod kernel;
+pub mod latency;
 pub mod plant;
 mod progress;
+pub mod publish;
 pub mod run;
 pub mod stack;
 

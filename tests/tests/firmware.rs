@@ -48,6 +48,11 @@
 //!   untrained policy's, and static RAM + peak stack must fit the 128 KB of
 //!   an STM32F405/F407's main SRAM. `bench-sac` (`-icount shift=0`) must
 //!   report the instructions of its gradient and environment steps.
+//! - `learn-rt`: PPO learns CartPole while a 50 Hz timer interrupt controls
+//!   it (the lagged schedule), under `-icount shift=0`: no
+//!   deadline miss, no overrun, solved, and the solving step, updates,
+//!   reported evaluation and weights equal the desktop's `LaggedPpo` run
+//!   through `Trainer::run`; prints one `realtime learn-rt: …` line.
 //!
 //! QEMU's exit status is the firmware's (`microrl_firmware::exit`, or 1 from
 //! the panic and HardFault handlers). Without `qemu-system-arm` or the
@@ -95,6 +100,7 @@ const BINS: &[&str] = &[
     "bench",
     "train-sac",
     "bench-sac",
+    "learn-rt",
 ];
 
 /// The built firmware ELFs by binary name, built once per test run, or
@@ -859,4 +865,73 @@ fn train_sac_solves_pendulum_like_the_desktop() {
         outcome.solved_at_step, outcome.updates, outcome.report.mean, outcome.report.std
     );
     assert_ram_within(&elfs, "train-sac", &run, SAC_RAM_BUDGET);
+}
+
+/// The desktop reference of `learn-rt`: `agent::LaggedPpo<CartPole, 32,
+/// 256>` with `PpoConfig::CARTPOLE` over 100 000 steps, run by
+/// `Trainer::run` from seed 0 with an evaluation after every update — the
+/// one-thread schedule the firmware splits into an interrupt and a learner.
+fn desktop_lagged() -> (Outcome, u32) {
+    type Lagged = agent::LaggedPpo<CartPole, 32, 256>;
+    let config = PpoConfig {
+        total_steps: 100_000,
+        ..PpoConfig::CARTPOLE
+    };
+    let mut agent = Box::new(Lagged::new(config));
+    let (mut env, mut eval_env) = (CartPole::new(), CartPole::new());
+    let run = RunConfig {
+        eval_interval: 1,
+        ..RunConfig::new(100_000, CartPole::SOLVED_RETURN)
+    };
+    let mut trainer =
+        Trainer::<_, Xoshiro128PlusPlus>::start(&mut *agent, &mut env, run, 0).unwrap();
+    let outcome = trainer
+        .run(&mut *agent, &mut env, &mut eval_env, &mut ())
+        .unwrap();
+    (outcome, weights_fnv(agent.ppo.actor(), &agent.ppo.obs_norm))
+}
+
+/// `learn-rt` learns while it controls, in real time: every tick's
+/// actuator command within the deadline, no overrun of the lagged
+/// schedule, CartPole solved, and bit-identical to the desktop's
+/// `LaggedPpo`. Prints the one `realtime learn-rt:` summary line.
+#[test]
+fn learn_rt_realtime_matches_the_desktop_lagged_schedule() {
+    let Some(elfs) = firmware() else { return };
+    let run = qemu::run(CORTEX_M4F, &elfs["learn-rt"]);
+    let (desktop, desktop_fnv) = desktop_lagged();
+
+    let rt = run.line("INFO rt: rate_hz");
+    let number = |key: &str| -> u64 { after(rt, key).parse().unwrap() };
+    let solved = run
+        .lines
+        .iter()
+        .find(|l| l.starts_with("INFO solved:"))
+        .map(String::as_str);
+    let solved_at = solved.map(|l| after(l, "step").parse::<u64>().unwrap());
+    let bit_identical = solved.is_some_and(|l| {
+        Some(after(l, "step").parse::<u64>().unwrap()) == desktop.solved_at_step
+            && after(l, "updates").parse::<u64>().unwrap() == desktop.updates
+            && bits_after(l, "eval") == desktop.report.mean.to_bits()
+            && hex(after(l, "policy_fnv")) == desktop_fnv
+    });
+    let deadline_misses = number("deadline_misses");
+    println!(
+        "realtime learn-rt: rate_hz={} worst_tick_instr={} median_tick_instr={} deadline_misses={} solved_at={} bit_identical={}",
+        number("rate_hz"),
+        number("worst_tick_instr"),
+        number("median_tick_instr"),
+        deadline_misses,
+        solved_at.map_or_else(|| "none".to_owned(), |s| s.to_string()),
+        bit_identical
+    );
+    assert_eq!(run.status, Some(0), "{}", run.lines.join("\n"));
+    assert_eq!(deadline_misses, 0, "{rt}");
+    assert_eq!(number("overruns"), 0, "{rt}");
+    assert_eq!(number("dropped"), 0, "{rt}");
+    assert!(desktop.solved(CartPole::SOLVED_RETURN), "{desktop:?}");
+    assert!(
+        bit_identical,
+        "learn-rt and the desktop LaggedPpo differ: {solved:?} vs {desktop:?}, policy_fnv {desktop_fnv:#010x}"
+    );
 }

@@ -90,7 +90,8 @@ fn import(name: &str, layout: Layout, env: EnvName) -> interop::Imported {
 
 type CartPolePolicy = microrl::agent::Policy<microrl::env::CartPole, 64>;
 type PendulumPolicy = microrl::agent::Policy<microrl::env::Pendulum, 64>;
-type PendulumSquashedPolicy = microrl_harness::arch::PendulumSquashedPolicy;
+type PendulumSquashedPolicy =
+    microrl::Deployed<microrl::agent::Sac<microrl::env::Pendulum, 64, 1, 1, 4>>;
 
 fn load<P: Params>(blob: &[u8]) -> Box<P> {
     let mut policy = Box::new(P::ZERO);

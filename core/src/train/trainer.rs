@@ -8,8 +8,9 @@ use nalgebra::SVector;
 use rand_core::{Rng, SeedableRng};
 
 use crate::algo::{Cursor, evaluate};
-use crate::env::Env;
+use crate::env::{ActionOf, Env};
 use crate::error::Error;
+use crate::policy::Controller;
 
 use super::*;
 
@@ -137,8 +138,15 @@ impl<const OBS: usize, R: Rng> Trainer<SVector<f32, OBS>, R> {
         E: Env<Obs = SVector<f32, OBS>>,
         H: Hooks<L::Stats>,
     {
-        self.train_step(agent, envs, hooks)?;
-        self.evaluate_due(agent, eval_env, hooks)
+        let stats = self.train_step(agent, envs, hooks)?;
+        self.after_update(
+            &Acting(agent, PhantomData),
+            agent.steps(),
+            agent.updates_per_iteration(),
+            &stats,
+            eval_env,
+            hooks,
+        )
     }
 
     /// [`iterate`](Self::iterate) with one environment — a real plant, of
@@ -160,21 +168,23 @@ impl<const OBS: usize, R: Rng> Trainer<SVector<f32, OBS>, R> {
         E: Env<Obs = SVector<f32, OBS>>,
         H: Hooks<L::Stats>,
     {
-        self.train_step(agent, env, hooks)?;
-        let progress = self.evaluate_due(agent, env, hooks)?;
+        let stats = self.train_step(agent, env, hooks)?;
+        let acting = Acting(agent, PhantomData);
+        let (steps, updates) = (agent.steps(), agent.updates_per_iteration());
+        let progress = self.after_update(&acting, steps, updates, &stats, env, hooks)?;
         if progress.evaluation.is_some() {
             self.cursor = Cursor::start(env, &mut self.rng);
         }
         Ok(progress)
     }
 
-    /// One [`Learner::iterate`], counting episodes and updates.
+    /// One [`Learner::iterate`], counting episodes; returns its statistics.
     fn train_step<L, V, E, H>(
         &mut self,
         agent: &mut L,
         envs: &mut V,
         hooks: &mut H,
-    ) -> Result<(), Error>
+    ) -> Result<L::Stats, Error>
     where
         L: Learner<E>,
         V: Envs<Env = E>,
@@ -186,35 +196,62 @@ impl<const OBS: usize, R: Rng> Trainer<SVector<f32, OBS>, R> {
             *episodes += 1;
             hooks.on_episode(e);
         })?;
-        self.count_update(agent, &stats, hooks);
-        Ok(())
+        Ok(stats)
     }
 
-    /// Counts an iteration's updates and reports its statistics.
-    fn count_update<L: Agent, H: Hooks<L::Stats>>(
+    /// The step after an update, as a step of its own: counts `updates`
+    /// gradient updates, reports `stats` to [`Hooks::on_update`], then runs
+    /// the evaluation gate due at `steps` — the quick evaluation of `policy`
+    /// on `eval_env` from the selection stream and, when it reaches the
+    /// threshold, the deciding one, which marks the run solved at `steps`
+    /// when it clears the margin. [`iterate`](Self::iterate) (and so
+    /// [`run`](Self::run)) calls it after every iteration with the agent
+    /// itself, its [`steps`](Agent::steps) and its
+    /// [`updates_per_iteration`](Agent::updates_per_iteration); a caller
+    /// whose learner runs apart from its control loop calls it after each of
+    /// its own updates — a device on the lagged schedule
+    /// ([`LaggedPpo`](crate::algo::LaggedPpo)) passes the learner and the
+    /// schedule's step count (the rollouts trained on plus the one being
+    /// acted), and then [`ends_run`](Self::ends_run) and
+    /// [`finish_with`](Self::finish_with): the same gate and stop rule as
+    /// the desktop's run, by the same code.
+    ///
+    /// # Errors
+    /// The evaluation's first error.
+    pub fn after_update<P, E, H, S>(
         &mut self,
-        agent: &L,
-        stats: &L::Stats,
-        hooks: &mut H,
-    ) {
-        self.updates += agent.updates_per_iteration();
-        hooks.on_update(agent.steps(), stats);
-    }
-
-    /// The quick (and, when it passes, the deciding) evaluation if one is due.
-    fn evaluate_due<L, E, H>(
-        &mut self,
-        agent: &L,
+        policy: &P,
+        steps: u64,
+        updates: u64,
+        stats: &S,
         eval_env: &mut E,
         hooks: &mut H,
     ) -> Result<Progress, Error>
     where
-        L: Learner<E>,
+        P: Controller<OBS, Action = ActionOf<E>> + ?Sized,
         E: Env<Obs = SVector<f32, OBS>>,
-        H: Hooks<L::Stats>,
+        H: Hooks<S>,
+    {
+        self.updates += updates;
+        hooks.on_update(steps, stats);
+        self.evaluate_due(policy, steps, eval_env, hooks)
+    }
+
+    /// The quick (and, when it passes, the deciding) evaluation of `policy`
+    /// if one is due at `steps`.
+    fn evaluate_due<P, E, H, S>(
+        &mut self,
+        policy: &P,
+        steps: u64,
+        eval_env: &mut E,
+        hooks: &mut H,
+    ) -> Result<Progress, Error>
+    where
+        P: Controller<OBS, Action = ActionOf<E>> + ?Sized,
+        E: Env<Obs = SVector<f32, OBS>>,
+        H: Hooks<S>,
     {
         let c = self.config;
-        let steps = agent.steps();
         // Additions only (no 64-bit division: a few hundred bytes less flash
         // on a 32-bit MCU): the next multiple of the interval past `steps`.
         let due = c.quick_episodes > 0 && steps >= self.next_eval;
@@ -229,8 +266,7 @@ impl<const OBS: usize, R: Rng> Trainer<SVector<f32, OBS>, R> {
         }
         let mut evaluation = None;
         if due {
-            let acting = Acting(agent, PhantomData);
-            let (mean, std) = evaluate(&acting, eval_env, c.quick_episodes, &mut self.select_rng)?;
+            let (mean, std) = evaluate(policy, eval_env, c.quick_episodes, &mut self.select_rng)?;
             let quick = Evaluation {
                 kind: EvalKind::Quick,
                 step: steps,
@@ -242,7 +278,7 @@ impl<const OBS: usize, R: Rng> Trainer<SVector<f32, OBS>, R> {
             evaluation = Some(quick);
             if self.solved_at_step.is_none() && mean >= c.threshold {
                 let (mean, std) =
-                    evaluate(&acting, eval_env, c.select_episodes, &mut self.select_rng)?;
+                    evaluate(policy, eval_env, c.select_episodes, &mut self.select_rng)?;
                 let select = Evaluation {
                     kind: EvalKind::Select,
                     step: steps,
@@ -278,12 +314,29 @@ impl<const OBS: usize, R: Rng> Trainer<SVector<f32, OBS>, R> {
         L: Learner<E>,
         E: Env<Obs = SVector<f32, OBS>>,
     {
+        self.report_with(&Acting(agent, PhantomData), agent.steps(), eval_env)
+    }
+
+    /// [`report`](Self::report) of `policy` at `steps` (see
+    /// [`after_update`](Self::after_update)).
+    ///
+    /// # Errors
+    /// The evaluation's first error.
+    pub fn report_with<P, E>(
+        &mut self,
+        policy: &P,
+        steps: u64,
+        eval_env: &mut E,
+    ) -> Result<Evaluation, Error>
+    where
+        P: Controller<OBS, Action = ActionOf<E>> + ?Sized,
+        E: Env<Obs = SVector<f32, OBS>>,
+    {
         let episodes = self.config.report_episodes;
-        let acting = Acting(agent, PhantomData);
-        let (mean, std) = evaluate(&acting, eval_env, episodes, &mut self.report_rng)?;
+        let (mean, std) = evaluate(policy, eval_env, episodes, &mut self.report_rng)?;
         Ok(Evaluation {
             kind: EvalKind::Report,
-            step: agent.steps(),
+            step: steps,
             episodes,
             mean,
             std,
@@ -375,9 +428,11 @@ impl<const OBS: usize, R: Rng> Trainer<SVector<f32, OBS>, R> {
         self.finish(agent, env, hooks)
     }
 
-    /// Whether the run ends after an iteration: a hook breaks, or (with
-    /// early stop) the deciding evaluation passed.
-    fn ends_run<S, H: Hooks<S>>(&self, progress: &Progress, hooks: &mut H) -> bool {
+    /// Whether the run ends after an iteration: a hook breaks
+    /// ([`Hooks::on_iteration`], called here once per iteration), or (with
+    /// early stop) the deciding evaluation passed. (The budget is checked
+    /// before the next iteration: `progress.steps >= config.total_steps`.)
+    pub fn ends_run<S, H: Hooks<S>>(&self, progress: &Progress, hooks: &mut H) -> bool {
         hooks.on_iteration(progress).is_break()
             || (self.config.early_stop && progress.solved_at_step.is_some())
     }
@@ -400,10 +455,30 @@ impl<const OBS: usize, R: Rng> Trainer<SVector<f32, OBS>, R> {
         E: Env<Obs = SVector<f32, OBS>>,
         H: Hooks<L::Stats>,
     {
-        let report = self.report(agent, eval_env)?;
+        self.finish_with(&Acting(agent, PhantomData), agent.steps(), eval_env, hooks)
+    }
+
+    /// [`finish`](Self::finish) with `policy` at `steps` (see
+    /// [`after_update`](Self::after_update)).
+    ///
+    /// # Errors
+    /// The evaluation's first error.
+    pub fn finish_with<P, E, H, S>(
+        &mut self,
+        policy: &P,
+        steps: u64,
+        eval_env: &mut E,
+        hooks: &mut H,
+    ) -> Result<Outcome, Error>
+    where
+        P: Controller<OBS, Action = ActionOf<E>> + ?Sized,
+        E: Env<Obs = SVector<f32, OBS>>,
+        H: Hooks<S>,
+    {
+        let report = self.report_with(policy, steps, eval_env)?;
         hooks.on_evaluation(&report);
         Ok(Outcome {
-            steps: agent.steps(),
+            steps,
             episodes: self.episodes,
             updates: self.updates,
             solved_at_step: self.solved_at_step,

@@ -157,6 +157,26 @@ where
 impl<A: Actor<OBS>, C: Critic<OBS>, const OBS: usize, const N: usize, const CHUNK: usize>
     Ppo<A, C, OBS, N, CHUNK>
 {
+    /// The schedule's start, for a learner kept apart from its control loop
+    /// (a device): [`init`](Ppo::init) for `env` from `rng`, then the
+    /// control loop's own stream (actions, episode resets) seeded from one
+    /// draw of `rng` and returned — exactly what
+    /// [`LaggedPpo`]'s `init` does (it calls this), so a device's learner
+    /// and control loop start where the one-thread reference starts. The
+    /// policy `θ₀` the control loop first acts with is then
+    /// [`export`](Ppo::export)ed.
+    ///
+    /// # Errors
+    /// As [`init`](Ppo::init); `rng` is then not drawn from for the stream.
+    pub fn init_lagged<E, R>(&mut self, env: &E, rng: &mut R) -> Result<Xoshiro128pp, Error>
+    where
+        E: Env<Obs = SVector<f32, OBS>, Space = A::Space>,
+        R: Rng + ?Sized,
+    {
+        self.init(env, rng)?;
+        Ok(Xoshiro128pp::seed_from_u64(rng.next_u64()))
+    }
+
     /// The learner side: fills the rollout from `ticks` — a whole rollout of
     /// [`PpoConfig::rollout_len`](super::PpoConfig::rollout_len) ticks, in
     /// the order they were acted — as [`collect`](Self::collect) would from
@@ -348,9 +368,8 @@ where
     /// [`Ppo::init`], then publishes `θ₀` and seeds the control loop's
     /// stream from one draw of `rng`.
     fn init<R: Rng + ?Sized>(&mut self, env: &E, rng: &mut R) -> Result<(), Error> {
-        self.ppo.init(env, rng)?;
+        self.acting_rng = self.ppo.init_lagged(env, rng)?;
         self.ppo.export(&mut self.published);
-        self.acting_rng = Xoshiro128pp::seed_from_u64(rng.next_u64());
         self.pending.len = 0;
         self.published_count = 0;
         Ok(())

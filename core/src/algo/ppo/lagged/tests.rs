@@ -214,3 +214,82 @@ fn lagged_ppo_solves_cartpole() {
     crate::train::Agent::export(&*agent, &mut policy);
     assert_eq!(policy, agent.published);
 }
+
+/// A device's whole run: the learner drains each rollout, updates,
+/// publishes, then runs the trainer's own gate ([`Trainer::after_update`]
+/// with the schedule's step count, [`Trainer::ends_run`]) and, at the end,
+/// [`Trainer::finish_with`] — while the control loop acts. The outcome
+/// (solving step, deciding and reported evaluations, updates, episodes) and
+/// the weights equal the one-thread [`LaggedPpo`] run through
+/// [`Trainer::run`] bit for bit.
+#[test]
+fn a_device_run_through_the_trainers_steps_equals_trainer_run() {
+    use crate::train::{report_seed, select_seed};
+    let seed = 11;
+    let run = RunConfig {
+        eval_interval: 1,
+        ..RunConfig::new(20_000, 150.0)
+    };
+    let mut reference = Box::new(Agent::new(CONFIG));
+    let (mut env, mut eval_env) = (CartPole::new(), CartPole::new());
+    let mut trainer =
+        Trainer::<_, Xoshiro128pp>::start(&mut *reference, &mut env, run, seed).unwrap();
+    let expected = trainer
+        .run(&mut *reference, &mut env, &mut eval_env, &mut ())
+        .unwrap();
+    assert!(expected.solved_at_step.is_some(), "{expected:?}");
+
+    // The device: the learner, the trainer's state and the control loop's.
+    let mut learner = Box::new(Ppo::<Actor4, Mlp<4, 16, 1>, 4, 64>::new(CONFIG));
+    let (mut env, mut eval_env) = (CartPole::new(), CartPole::new());
+    let mut rng = Xoshiro128pp::seed_from_u64(seed);
+    let mut acting_rng = learner.init_lagged(&env, &mut rng).unwrap();
+    let mut front = Policy::ZERO;
+    learner.export(&mut front);
+    let select = Xoshiro128pp::seed_from_u64(select_seed(seed));
+    let report = Xoshiro128pp::seed_from_u64(report_seed(seed));
+    let mut trainer = Trainer::new(run, &mut env, rng, select, report).unwrap();
+    let mut cursor = trainer.cursor.clone();
+    let mut back: Option<Policy<Actor4, 4>> = None;
+    let mut queue: std::collections::VecDeque<Tick<4, usize>> = Default::default();
+    let (len, mut tick, mut stopping) = (64usize, 0usize, false);
+    let steps = loop {
+        if tick.is_multiple_of(len)
+            && let Some(policy) = back.take()
+        {
+            front = policy;
+        }
+        let t = behave(&front, &mut env, &mut cursor, &mut acting_rng, &mut |_| {}).unwrap();
+        queue.push_back(t);
+        tick += 1;
+        // The learner's turn: a few ticks into the next rollout.
+        if queue.len() < len + 5 && !(stopping && queue.len() >= len) {
+            continue;
+        }
+        let rollout: Vec<_> = queue.drain(..len).collect();
+        trainer.episodes += rollout
+            .iter()
+            .filter(|t| t.terminated || t.truncated)
+            .count() as u64;
+        if stopping {
+            break learner.steps + len as u64;
+        }
+        learner.ingest(&rollout).unwrap();
+        let stats = learner.update(&mut trainer.rng).unwrap();
+        let mut policy = Policy::ZERO;
+        learner.export(&mut policy);
+        back = Some(policy);
+        let steps = learner.steps + len as u64;
+        let progress = trainer
+            .after_update(&*learner, steps, 1, &stats, &mut eval_env, &mut ())
+            .unwrap();
+        stopping =
+            trainer.ends_run::<UpdateStats, ()>(&progress, &mut ()) || steps >= run.total_steps;
+    };
+    let outcome = trainer
+        .finish_with::<_, _, _, UpdateStats>(&*learner, steps, &mut eval_env, &mut ())
+        .unwrap();
+    assert_eq!(outcome, expected);
+    assert_eq!(learner.train.params, reference.ppo.train.params);
+    assert_eq!(learner.obs_norm, reference.ppo.obs_norm);
+}
