@@ -174,6 +174,12 @@ pub struct DocsFormats;
 #[doc = include_str!("../../docs/safety.md")]
 pub struct DocsSafety;
 #[cfg(doctest)]
+#[doc = include_str!("../../docs/plants.md")]
+pub struct DocsPlants;
+#[cfg(doctest)]
+#[doc = include_str!("../../docs/tuning.md")]
+pub struct DocsTuning;
+#[cfg(doctest)]
 #[doc = include_str!("../../docs/speed.md")]
 pub struct DocsSpeed;
 
