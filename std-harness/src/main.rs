@@ -398,6 +398,46 @@ enum Command {
         #[arg(long, default_value = "plot.png")]
         out: PathBuf,
     },
+    /// Search hyper-parameters for a plant: successive halving over a documented space
+    /// (ppo, ac; sac and td3 on continuous plants), several seeds per candidate on every
+    /// core, ranked on tuning start states, reported on held-out ones beside the defaults.
+    ///
+    /// With --out DIR: tuned.toml (for `microrl train --config`), tune.json, tune.png.
+    Tune {
+        /// Task.
+        #[arg(long, value_enum, default_value = "cartpole")]
+        env: EnvName,
+        /// Algorithm.
+        #[arg(long, value_enum, default_value = "ppo")]
+        algo: Algo,
+        #[command(flatten)]
+        plant: PlantArgs,
+        /// Candidates drawn for the first rung.
+        #[arg(long, default_value_t = 27)]
+        candidates: usize,
+        /// Keep the best 1/ETA at each rung and multiply the budget by ETA.
+        #[arg(long, default_value_t = 3)]
+        eta: usize,
+        /// Environment steps of the first rung.
+        #[arg(long, default_value_t = 10_000)]
+        min_steps: u64,
+        /// Largest budget of a rung.
+        #[arg(long, default_value_t = 90_000)]
+        max_steps: u64,
+        /// Training seeds per candidate.
+        #[arg(long, default_value_t = 3,
+              value_parser = clap::value_parser!(u64).range(1..=microrl_harness::limits::MAX_SEEDS))]
+        seeds: u64,
+        /// Worker threads (default: every core).
+        #[arg(long)]
+        jobs: Option<usize>,
+        /// Seed of the candidates' draw.
+        #[arg(long, default_value_t = 0)]
+        seed: u64,
+        /// Write tuned.toml, tune.json and tune.png here.
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
     /// Parameter counts and memory (inference, training state, blob) of each policy architecture.
     Info,
     /// Write a freshly initialised policy (orthogonal, SB3 gains, empty normaliser) in the binary format.
@@ -521,6 +561,35 @@ fn run(cli: Cli) -> anyhow::Result<bool> {
     let mut ok = true;
     let report = match cli.command.unwrap_or(Command::Info) {
         Command::Info => commands::info(),
+        Command::Tune {
+            env,
+            algo,
+            plant,
+            candidates,
+            eta,
+            min_steps,
+            max_steps,
+            seeds,
+            jobs,
+            seed,
+            out,
+        } => microrl_harness::tune::command::run(&microrl_harness::tune::command::TuneArgs {
+            env,
+            algo,
+            plant: plant.table()?,
+            options: microrl_harness::tune::TuneOptions {
+                candidates,
+                eta,
+                min_steps,
+                max_steps,
+                seeds,
+                threads: jobs.unwrap_or(0),
+                seed,
+                ..microrl_harness::tune::TuneOptions::DEFAULT
+            },
+            out,
+            progress: std::io::IsTerminal::is_terminal(&std::io::stderr()),
+        })?,
         Command::Plot { runs, out } => {
             let read: Vec<PathBuf> = runs
                 .iter()

@@ -11,8 +11,10 @@
 //! the budget, until `max_steps`. Every run starts from scratch with its
 //! budget as the configuration's `total_steps`, so the schedules anneal
 //! over the budget the run really has. The base configuration (the
-//! defaults) runs at the last rung's budget on the same seeds, so the
-//! report compares tuned and default held-out returns.
+//! defaults) runs at the last rung's budget on the same seeds and competes
+//! on the same tuning stream: when it scores better than the last rung's
+//! winner, the defaults are the answer (no overrides). The report gives the
+//! tuned and the default held-out returns side by side.
 //!
 //! The held-out return is the core trainer's report evaluation: its start
 //! states come from a stream the tuning never sees (`report_seed`), so
@@ -236,6 +238,10 @@ fn mean(xs: &[f32]) -> f32 {
     }
 }
 
+/// The candidate index of the base configuration (the defaults) in
+/// trials and as [`TuneReport::best_candidate`].
+pub const DEFAULTS: usize = usize::MAX;
+
 /// What the search found.
 #[derive(Clone, Debug, Serialize)]
 pub struct TuneReport<C> {
@@ -243,7 +249,9 @@ pub struct TuneReport<C> {
     pub best: C,
     /// The winner's values as configuration overrides.
     pub best_overrides: toml::Table,
-    /// Index of the winner in [`candidates`](Self::candidates).
+    /// Index of the winner in [`candidates`](Self::candidates), or
+    /// [`DEFAULTS`] when the base configuration scored best on the tuning
+    /// stream.
     pub best_candidate: usize,
     /// Every candidate's drawn values.
     pub candidates: Vec<toml::Table>,
@@ -254,8 +262,12 @@ pub struct TuneReport<C> {
 }
 
 impl<C> TuneReport<C> {
-    /// The winner's trial at the last rung.
+    /// The winner's trial at the last rung (the base configuration's when
+    /// the defaults won).
     pub fn best_trial(&self) -> Option<&Trial> {
+        if self.best_candidate == DEFAULTS {
+            return self.base_trial();
+        }
         self.trials
             .iter()
             .filter(|t| t.rung.is_some() && t.candidate == self.best_candidate)
@@ -541,14 +553,36 @@ where
     let (base_config, _) = apply(&base, &[], last)?;
     let base_trials = run_rung(
         None,
-        &[(usize::MAX, base_config)],
+        &[(DEFAULTS, base_config)],
         last,
         options,
         &make_env,
         &make_agent,
         &progress,
     );
+    // The defaults compete on the same tuning stream: if they score better
+    // than the last rung's winner, they are the answer.
+    let winner_score = trials
+        .iter()
+        .filter(|t| t.rung == Some(budgets.len() - 1) && t.candidate == best_candidate)
+        .map(Trial::score)
+        .next()
+        .unwrap_or(f32::NEG_INFINITY);
+    let defaults_win = base_trials
+        .first()
+        .is_some_and(|t| t.score() > winner_score);
     trials.extend(base_trials);
+    if defaults_win {
+        let (best, _) = apply(&base, &[], last)?;
+        return Ok(TuneReport {
+            best,
+            best_overrides: toml::Table::new(),
+            best_candidate: DEFAULTS,
+            candidates,
+            trials,
+            budgets,
+        });
+    }
     let (best, _) = apply(&base, &drawn[best_candidate], last)?;
     Ok(TuneReport {
         best,
@@ -560,5 +594,6 @@ where
     })
 }
 
+pub mod command;
 #[cfg(test)]
 mod tests;

@@ -91,8 +91,17 @@ fn a_small_search_keeps_the_best_half_each_rung() {
         assert!(survivors.contains(&t.candidate));
         assert_eq!((t.steps, t.tuning.len(), t.held_out.len()), (2_048, 2, 2));
     }
+    // The winner is the best of the last rung, or the defaults if they
+    // scored better on the tuning stream.
     let best = report.best_trial().unwrap();
+    let base = report.base_trial().unwrap();
     assert!(rung1.iter().all(|t| t.score() <= best.score()));
+    if report.best_candidate == DEFAULTS {
+        assert!(base.score() > rung1.iter().map(|t| t.score()).fold(f32::MIN, f32::max));
+        assert!(report.best_overrides.is_empty());
+    } else {
+        assert!(base.score() <= best.score());
+    }
     assert_eq!(report.base_trial().unwrap().steps, 2_048);
     assert_eq!(report.best.total_steps, 2_048);
     let again = small_search(&PPO_SPACE[..3]);
