@@ -41,7 +41,15 @@ impl Schedule {
                 } else {
                     0.0
                 };
-                start + (end - start) * p
+                let v = start + (end - start) * p;
+                if v.is_finite() {
+                    v
+                } else {
+                    // The exact value lies between `start` and `end`; near
+                    // `f32::MAX` the rounded sum can overflow to ∞ (found by
+                    // `tests/tests/properties.rs::schedules_stay_finite`).
+                    crate::math::clamp(v, start.min(end), start.max(end))
+                }
             }
         }
     }
@@ -154,6 +162,20 @@ mod serde_impl {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Near `f32::MAX` the interpolation's rounded sum can overflow; the
+    /// value stays between the ends (`start + (end − start)` is `∞` here).
+    #[test]
+    fn linear_values_near_the_largest_float_stay_finite() {
+        let s = Schedule::Linear {
+            start: 1.346_515_8e38,
+            end: f32::MAX,
+        };
+        assert!(s.validate("learning_rate", f32::MAX).is_ok());
+        assert_eq!(s.at(1, 0), f32::MAX);
+        assert_eq!(s.value(1.0), f32::MAX);
+        assert!(s.value(0.999).is_finite());
+    }
 
     /// The serde form: a number is a constant (read from an unsigned, a
     /// signed or a float number), `{ start, end }` a linear schedule; the
