@@ -64,6 +64,14 @@ fn main() {
         "memory/mps2-an386.x"
     };
     fs::copy(layout, out.join("memory.x")).expect("copy the memory layout to OUT_DIR");
+    // cortex-m-rt's `device` feature INCLUDEs `device.x` (a PAC's handler
+    // names); the firmware's table (src/vectors.rs) names only
+    // `DefaultHandler`, so it is empty.
+    fs::write(
+        out.join("device.x"),
+        "/* src/vectors.rs: every interrupt enters DefaultHandler */\n",
+    )
+    .expect("write device.x to OUT_DIR");
     println!("cargo:rustc-link-search={}", out.display());
     println!("cargo:rerun-if-changed=memory");
     println!("cargo:rerun-if-changed=build.rs");

@@ -40,6 +40,7 @@ mod progress;
 pub mod publish;
 pub mod run;
 pub mod stack;
+pub mod vectors;
 
 #[cfg(all(feature = "semihosting", feature = "rtt"))]
 compile_error!(
