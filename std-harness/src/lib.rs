@@ -45,6 +45,7 @@ pub mod overlay;
 pub mod paths;
 pub mod plot;
 pub mod preference;
+pub mod suite;
 pub mod train;
 pub mod tune;
 

@@ -438,6 +438,40 @@ enum Command {
         #[arg(long)]
         out: Option<PathBuf>,
     },
+    /// Train every plant of the suite with the defaults and score it against its
+    /// classical baseline (PID, LQR, energy swing-up…) on the same held-out start
+    /// states; exits non-zero unless every row beats its baseline.
+    ///
+    /// A row is --seeds runs of `microrl train --env E --algo A --seed S`; its
+    /// `learned` is the worst seed's held-out mean return over 200 episodes.
+    Suite {
+        /// Plants (repeatable; default: acrobot, mountaincar-continuous,
+        /// cartpole-swingup, servo, quadrotor-2d).
+        #[arg(long, value_enum)]
+        env: Vec<EnvName>,
+        /// Algorithms (repeatable; default: ppo, the best measured on every
+        /// plant; ac everywhere, sac and td3 on the continuous plants).
+        #[arg(long, value_enum)]
+        algo: Vec<Algo>,
+        /// Training seeds per row.
+        #[arg(long, default_value_t = 3,
+              value_parser = clap::value_parser!(u64).range(1..=microrl_harness::limits::MAX_SEEDS))]
+        seeds: u64,
+        /// Environment steps per run (default: each row's `microrl train` budget).
+        #[arg(long)]
+        steps: Option<u64>,
+        /// Hyper-parameters (TOML, as `train --config`) merged over every row's
+        /// defaults; a key the row's algorithm does not have is an error.
+        #[arg(long)]
+        config: Option<PathBuf>,
+        /// Score each run's last policy, not the one that did best on the
+        /// keep-best evaluations during the run.
+        #[arg(long)]
+        last: bool,
+        /// Worker threads (default: every core).
+        #[arg(long)]
+        jobs: Option<usize>,
+    },
     /// Parameter counts and memory (inference, training state, blob) of each policy architecture.
     Info,
     /// Write a freshly initialised policy (orthogonal, SB3 gains, empty normaliser) in the binary format.
@@ -561,6 +595,36 @@ fn run(cli: Cli) -> anyhow::Result<bool> {
     let mut ok = true;
     let report = match cli.command.unwrap_or(Command::Info) {
         Command::Info => commands::info(),
+        Command::Suite {
+            env,
+            algo,
+            seeds,
+            steps,
+            config,
+            last,
+            jobs,
+        } => {
+            let overrides = match &config {
+                Some(path) => microrl_harness::train::Overrides::from_file(path)?,
+                None => microrl_harness::train::Overrides::default(),
+            };
+            let (report, pass) = microrl_harness::suite::run(&microrl_harness::suite::SuiteArgs {
+                envs: if env.is_empty() {
+                    microrl_harness::suite::PLANTS.to_vec()
+                } else {
+                    env
+                },
+                algos: algo,
+                seeds,
+                steps,
+                overrides,
+                keep_best: !last,
+                threads: jobs.unwrap_or(0),
+                progress: std::io::IsTerminal::is_terminal(&std::io::stderr()),
+            })?;
+            ok = pass;
+            report
+        }
         Command::Tune {
             env,
             algo,

@@ -342,8 +342,22 @@ fn apply<C: Serialize + DeserializeOwned>(
     Ok((config, overrides))
 }
 
-/// A learner seen as a [`Controller`] (its deterministic action).
-struct Acting<'a, L, E>(&'a L, PhantomData<E>);
+/// A learner seen as a [`Controller`]: its deterministic action, the one
+/// its own evaluation takes and its exported policy takes.
+pub struct Acting<'a, L, E>(&'a L, PhantomData<E>);
+
+impl<L, E> std::fmt::Debug for Acting<'_, L, E> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Acting")
+    }
+}
+
+impl<'a, L, E> Acting<'a, L, E> {
+    /// `learner` as a controller on `E`.
+    pub fn new(learner: &'a L) -> Self {
+        Self(learner, PhantomData)
+    }
+}
 
 impl<L, E, const OBS: usize> Controller<OBS> for Acting<'_, L, E>
 where

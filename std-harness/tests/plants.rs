@@ -262,3 +262,32 @@ fn swingup_servo_and_quadrotor_train_with_sac_and_ppo_and_their_policies_act() {
     );
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn suite_prints_its_rows_as_json_and_exits_non_zero_when_a_row_is_below_its_baseline() {
+    // 1 024 steps learn nothing: both rows are below, the exit status is a
+    // failure, and the last line is still the JSON object with every row.
+    let (ok, stdout, _) = common::microrl(&[
+        "suite", "--env", "servo", "--env", "acrobot", "--algo", "ppo", "--seeds", "1", "--steps",
+        "1024", "--json",
+    ]);
+    assert!(!ok, "{stdout}");
+    let json = last_json(&stdout);
+    assert_eq!(json["command"], "suite");
+    assert_eq!(json["pass"], false);
+    let rows = json["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 2);
+    for row in rows {
+        for key in [
+            "plant", "algo", "seeds", "baseline", "learned", "steps", "cpu_s",
+        ] {
+            assert!(row.get(key).is_some(), "{key} missing in {row}");
+        }
+        assert!(row["learned"].as_f64().unwrap() < row["baseline"].as_f64().unwrap());
+    }
+    // A plant without a baseline is refused in one line naming it.
+    refused_naming(
+        &["suite", "--env", "cartpole"],
+        &["cartpole", "no classical baseline"],
+    );
+}

@@ -28,6 +28,7 @@
 //!   streams seeded from `--seed` (the core's `select_seed`/`report_seed`),
 //!   so a run is reproducible bit for bit, on the desktop and on the MCU.
 
+mod agents;
 mod observer;
 mod options;
 mod overrides;
@@ -38,6 +39,7 @@ mod summary;
 #[cfg(test)]
 mod tests;
 
+pub use agents::*;
 use observer::Observer;
 pub use options::*;
 pub use overrides::*;

@@ -7,18 +7,17 @@
 
 use std::path::PathBuf;
 
-use anyhow::bail;
-use microrl::env::{Env, EnvState};
-use microrl::{SVector, agent};
+use microrl::env::{ActionOf, Env, EnvState};
+use microrl::train::Learner;
+use microrl::{Controller, Params, SVector};
 use serde::Serialize;
+use serde::de::DeserializeOwned;
 use serde_json::json;
 
-use super::{AC_SPACE, Dim, PPO_SPACE, SAC_SPACE, TD3_SPACE, Trial, TuneOptions, TuneReport, tune};
+use super::{Dim, Trial, TuneOptions, TuneReport, tune};
 use crate::commands::Report;
 use crate::plot::{Chart, Series};
-use crate::train::{
-    Algo, AlgoConfig, EnvName, OFFPOLICY_BATCH, OFFPOLICY_CAP, Overrides, Task, for_each_task,
-};
+use crate::train::{Algo, AlgoConfig, EnvName, Overrides, WithAgent, with_agent};
 
 /// Output files of `microrl tune --out DIR`.
 pub const TUNE_FILES: [&str; 3] = ["tuned.toml", "tune.json", "tune.png"];
@@ -56,67 +55,29 @@ pub fn run(args: &TuneArgs) -> anyhow::Result<Report> {
         false,
         &Overrides::default(),
     )?;
-    macro_rules! boxed {
-        ($agent:ty) => {
-            |config| {
-                let mut agent: Box<$agent> = Box::new(<$agent>::ZERO);
-                agent.config = config;
-                agent
-            }
-        };
+    with_agent(args.env, base, &args.plant, Search(args))
+}
+
+/// `microrl tune`'s job for [`with_agent`].
+struct Search<'a>(&'a TuneArgs);
+
+impl WithAgent for Search<'_> {
+    type Output = Report;
+    fn run<E, L, C, const OBS: usize>(
+        self,
+        space: &'static [Dim],
+        base: C,
+        plant: E,
+        make_agent: impl Fn(C) -> Box<L> + Send + Sync + Copy + 'static,
+    ) -> anyhow::Result<Report>
+    where
+        E: Env<Obs = SVector<f32, OBS>> + EnvState + Clone + Send + Sync + 'static,
+        L: Learner<E> + 'static,
+        L::Policy: Params + Controller<OBS, Action = ActionOf<E>>,
+        C: Clone + Send + Sync + Serialize + DeserializeOwned + 'static,
+    {
+        report(self.0, space, base, plant, make_agent)
     }
-    macro_rules! by_algo {
-        ($plant:ty, $n:expr $(, oa = $oa:literal)?) => {{
-            let plant = <$plant as Task>::plant(&args.plant)?;
-            match base {
-                AlgoConfig::Ppo(c) => report(
-                    args,
-                    &PPO_SPACE,
-                    c,
-                    plant,
-                    boxed!(agent::Ppo<$plant, 64, { $n }>),
-                ),
-                AlgoConfig::Ac(c) => report(
-                    args,
-                    &AC_SPACE,
-                    c,
-                    plant,
-                    boxed!(agent::ActorCritic<$plant, 64>),
-                ),
-                $(
-                    AlgoConfig::Sac(c) => report(
-                        args,
-                        &SAC_SPACE,
-                        c,
-                        plant,
-                        boxed!(agent::Sac<$plant, 64, OFFPOLICY_CAP, OFFPOLICY_BATCH, $oa>),
-                    ),
-                    AlgoConfig::Td3(c) => report(
-                        args,
-                        &TD3_SPACE,
-                        c,
-                        plant,
-                        boxed!(agent::Td3<$plant, 64, OFFPOLICY_CAP, OFFPOLICY_BATCH, $oa>),
-                    ),
-                )?
-                _ => bail!(
-                    "microrl tune searches ppo and ac on every plant, sac and td3 on the continuous ones ({}): not {} on {}",
-                    EnvName::continuous_names(),
-                    args.algo.name(),
-                    args.env.name()
-                ),
-            }
-        }};
-    }
-    macro_rules! by_task {
-        ($( $(#[$doc:meta])* $variant:ident = $name:literal, $plant:ty, $params:ty,
-            ppo = $n:expr $(, oa = $oa:literal)?; )*) => {
-            match args.env {
-                $(EnvName::$variant => by_algo!($plant, $n $(, oa = $oa)?),)*
-            }
-        };
-    }
-    for_each_task!(by_task)
 }
 
 /// Runs the search with a progress bar, then writes and reports it.

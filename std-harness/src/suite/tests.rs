@@ -1,0 +1,136 @@
+//! The suite's rows, verdict and baselines.
+
+use super::*;
+
+#[test]
+fn the_baselines_score_what_docs_plants_md_commits() {
+    // docs/plants.md, "Baselines": held-out mean returns of the committed
+    // gains over 200 episodes from seed 2000.
+    let expected = [
+        (EnvName::Acrobot, -87.505),
+        (EnvName::MountaincarContinuous, 97.977),
+        (EnvName::CartpoleSwingup, 446.650),
+        (EnvName::Servo, -9.372),
+        (EnvName::Quadrotor2d, 442.770),
+    ];
+    for (env, mean) in expected {
+        let got = baseline_held_out(env).unwrap().unwrap();
+        assert!((got - mean).abs() < 5e-3, "{}: {got} vs {mean}", env.name());
+    }
+    assert_eq!(baseline_held_out(EnvName::Cartpole).unwrap(), None);
+}
+
+#[test]
+fn every_suite_plant_has_a_default_algorithm_that_applies() {
+    for env in PLANTS {
+        let algos = default_algos(env);
+        assert!(!algos.is_empty());
+        assert!(algos.iter().all(|&a| applies(env, a)), "{}", env.name());
+    }
+    assert!(!applies(EnvName::Acrobot, Algo::Sac));
+    assert!(applies(EnvName::Servo, Algo::Td3));
+    assert!(!applies(EnvName::Servo, Algo::Trpo));
+}
+
+fn args(envs: Vec<EnvName>, algos: Vec<Algo>, steps: u64) -> SuiteArgs {
+    SuiteArgs {
+        envs,
+        algos,
+        seeds: 2,
+        steps: Some(steps),
+        overrides: Overrides::default(),
+        keep_best: false,
+        threads: 2,
+        progress: false,
+    }
+}
+
+#[test]
+fn a_short_suite_fails_with_one_row_per_plant_and_algorithm() {
+    // 2 000 steps learn nothing: every row is below its baseline, the
+    // verdict fails, and the JSON carries every field the acceptance names.
+    let (report, pass) = run(&args(
+        vec![EnvName::Servo, EnvName::Acrobot],
+        vec![Algo::Ppo],
+        2_048,
+    ))
+    .unwrap();
+    assert!(!pass);
+    let rows = report.json["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 2);
+    for (row, plant) in rows.iter().zip(["servo", "acrobot"]) {
+        assert_eq!(row["plant"], plant);
+        assert_eq!(row["algo"], "ppo");
+        assert_eq!(row["seeds"], 2);
+        assert_eq!(row["steps"], 2_048);
+        assert_eq!(row["per_seed"].as_array().unwrap().len(), 2);
+        assert!(row["cpu_s"].as_f64().unwrap() > 0.0);
+        assert_eq!(row["beats"], false);
+        let per_seed: Vec<f64> = row["per_seed"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x.as_f64().unwrap())
+            .collect();
+        let worst = per_seed.iter().copied().fold(f64::INFINITY, f64::min);
+        assert_eq!(row["learned"].as_f64().unwrap(), worst);
+        assert!(row["learned"].as_f64().unwrap() < row["baseline"].as_f64().unwrap());
+    }
+    assert!(report.lines.last().unwrap().contains("0/2 rows beat"));
+}
+
+#[test]
+fn a_row_is_the_train_command_scored_like_eval_on_the_held_out_stream() {
+    // A row's seed-0 score is `microrl eval --episodes 200 --seed 2000` of
+    // the policy `microrl train --no-early-stop` writes, bit for bit.
+    let (env, algo, steps) = (EnvName::MountaincarContinuous, Algo::Sac, 600);
+    let (report, _) = run(&SuiteArgs {
+        seeds: 1,
+        ..args(vec![env], vec![algo], steps)
+    })
+    .unwrap();
+    let dir = std::env::temp_dir().join(format!("microrl-suite-row-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    crate::train::train(&TrainOptions {
+        out: Some(dir.clone()),
+        ..row_options(env, algo, 0, steps)
+    })
+    .unwrap();
+    let blob = std::fs::read(dir.join(crate::train::POLICY_FILE)).unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+    let eval = crate::eval::eval(
+        Some(env),
+        &blob,
+        HELD_OUT_EPISODES,
+        HELD_OUT_SEED,
+        &toml::Table::new(),
+    )
+    .unwrap();
+    let learned = report.json["rows"][0]["learned"].as_f64().unwrap();
+    assert_eq!(learned, f64::from(eval.mean));
+}
+
+#[test]
+fn refuses_a_plant_without_baseline_and_an_algorithm_that_does_not_apply() {
+    let e = run(&args(vec![EnvName::Cartpole], vec![], 1_000)).unwrap_err();
+    assert!(e.to_string().contains("no classical baseline"), "{e}");
+    let e = run(&args(vec![EnvName::Acrobot], vec![Algo::Sac], 1_000)).unwrap_err();
+    assert!(e.to_string().contains("not sac on acrobot"), "{e}");
+}
+
+#[test]
+fn keep_best_keeps_the_first_strictly_best_and_never_a_nan() {
+    let mut best = KeepBest::new(Box::new(0u32));
+    assert_eq!((best.score(), *best.policy()), (None, 0));
+    assert!(!best.offer(f32::NAN, |p| *p = 9));
+    assert_eq!(best.score(), None);
+    let offers = [(1.0, 1), (3.0, 2), (3.0, 3), (2.0, 4), (f32::NAN, 5)];
+    let kept: Vec<bool> = offers
+        .iter()
+        .map(|&(score, id)| best.offer(score, |p| *p = id))
+        .collect();
+    assert_eq!(kept, [true, true, false, false, false]);
+    assert_eq!((best.score(), *best.policy()), (Some(3.0), 2));
+    best.replace(|p| *p = 7);
+    assert_eq!((best.score(), *best.policy()), (Some(3.0), 7));
+}
