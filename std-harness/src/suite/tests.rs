@@ -106,8 +106,10 @@ fn a_row_is_the_train_command_scored_like_eval_on_the_held_out_stream() {
         &toml::Table::new(),
     )
     .unwrap();
-    let learned = report.json["rows"][0]["learned"].as_f64().unwrap();
-    assert_eq!(learned, f64::from(eval.mean));
+    // JSON writes an f32 as its shortest decimal, which reads back as that
+    // f32 exactly (not as the f32's exact f64 value).
+    let learned = report.json["rows"][0]["learned"].as_f64().unwrap() as f32;
+    assert_eq!(learned.to_bits(), eval.mean.to_bits());
 }
 
 #[test]
