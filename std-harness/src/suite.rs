@@ -180,6 +180,7 @@ struct Jobs {
 
 impl WithAgent for Jobs {
     type Output = Vec<Job>;
+    const REFUSAL: &'static str = "microrl suite runs";
     fn run<E, L, C, const OBS: usize>(
         self,
         _space: &'static [Dim],
@@ -350,6 +351,7 @@ pub fn run(args: &SuiteArgs) -> anyhow::Result<(Report, bool)> {
             let base = AlgoConfig::resolve(env, algo, steps, false, &args.overrides)?;
             let row_jobs = with_agent(
                 env,
+                algo,
                 base,
                 &toml::Table::new(),
                 Jobs {

@@ -17,7 +17,7 @@ use microrl::{Controller, Params, SVector, agent};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use super::{AlgoConfig, EnvName, OFFPOLICY_BATCH, OFFPOLICY_CAP, Task, for_each_task};
+use super::{Algo, AlgoConfig, EnvName, OFFPOLICY_BATCH, OFFPOLICY_CAP, Task, for_each_task};
 use crate::tune::{AC_SPACE, Dim, PPO_SPACE, SAC_SPACE, TD3_SPACE};
 
 /// A job generic over a built-in plant's agent: [`with_agent`] calls
@@ -25,6 +25,9 @@ use crate::tune::{AC_SPACE, Dim, PPO_SPACE, SAC_SPACE, TD3_SPACE};
 pub trait WithAgent {
     /// What the job returns.
     type Output;
+    /// The command and its verb, for the refusal of an algorithm that does
+    /// not apply (`"microrl tune searches"`).
+    const REFUSAL: &'static str;
     /// Runs the job: `space` is the algorithm's search space, `base` the
     /// configuration, `plant` the plant (with `--plant`'s parameters) and
     /// `make_agent` a fresh boxed agent with a given configuration.
@@ -46,7 +49,8 @@ pub trait WithAgent {
 }
 
 /// Calls `job` with the plant `env` (its `--plant` parameters in `plant`),
-/// the agent type of `base`'s algorithm on it, and `base`.
+/// the agent type of `base`'s algorithm on it, and `base` (the resolved
+/// configuration of `algo`, which names it in a refusal).
 ///
 /// # Errors
 /// An algorithm without a search space or not for this action space
@@ -54,6 +58,7 @@ pub trait WithAgent {
 /// `plant` parameters, and the job's own errors.
 pub fn with_agent<J: WithAgent>(
     env: EnvName,
+    algo: Algo,
     base: AlgoConfig,
     plant: &toml::Table,
     job: J,
@@ -92,8 +97,10 @@ pub fn with_agent<J: WithAgent>(
                     ),
                 )?
                 _ => bail!(
-                    "ppo and ac run on every plant, sac and td3 on the continuous ones ({}): not this algorithm on {}",
+                    "{} ppo and ac on every plant, sac and td3 on the continuous ones ({}): not {} on {}",
+                    J::REFUSAL,
                     EnvName::continuous_names(),
+                    algo.name(),
                     env.name()
                 ),
             }

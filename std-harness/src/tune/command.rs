@@ -55,7 +55,7 @@ pub fn run(args: &TuneArgs) -> anyhow::Result<Report> {
         false,
         &Overrides::default(),
     )?;
-    with_agent(args.env, base, &args.plant, Search(args))
+    with_agent(args.env, args.algo, base, &args.plant, Search(args))
 }
 
 /// `microrl tune`'s job for [`with_agent`].
@@ -63,6 +63,7 @@ struct Search<'a>(&'a TuneArgs);
 
 impl WithAgent for Search<'_> {
     type Output = Report;
+    const REFUSAL: &'static str = "microrl tune searches";
     fn run<E, L, C, const OBS: usize>(
         self,
         space: &'static [Dim],
