@@ -44,6 +44,7 @@ pub mod limits;
 pub mod overlay;
 pub mod paths;
 pub mod plot;
+pub mod pool;
 pub mod preference;
 pub mod suite;
 pub mod train;

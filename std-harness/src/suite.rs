@@ -18,7 +18,6 @@
 //! does not depend on how many run at once.
 
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 use anyhow::{Context, anyhow};
 use microrl::baseline::{self, HELD_OUT_SEED};
@@ -403,11 +402,6 @@ pub fn run(args: &SuiteArgs) -> anyhow::Result<(Report, bool)> {
 /// row, result and CPU seconds, in the order of `jobs`.
 fn run_jobs(jobs: Vec<(usize, Job)>, threads: usize, progress: bool) -> Vec<Done> {
     let total = jobs.len();
-    let threads = match threads {
-        0 => std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get),
-        n => n,
-    }
-    .min(total.max(1));
     let bar = if progress {
         indicatif::ProgressBar::new(total as u64)
     } else {
@@ -420,23 +414,14 @@ fn run_jobs(jobs: Vec<(usize, Job)>, threads: usize, progress: bool) -> Vec<Done
     let queue: Vec<Mutex<Option<(usize, Job)>>> =
         jobs.into_iter().map(|j| Mutex::new(Some(j))).collect();
     let done: Mutex<Vec<Option<Done>>> = Mutex::new((0..total).map(|_| None).collect());
-    let next = AtomicUsize::new(0);
-    std::thread::scope(|scope| {
-        for _ in 0..threads {
-            scope.spawn(|| {
-                loop {
-                    let k = next.fetch_add(1, Ordering::Relaxed);
-                    let Some(slot) = queue.get(k) else { break };
-                    let taken = slot.lock().unwrap_or_else(|e| e.into_inner()).take();
-                    let Some((row, job)) = taken else { continue };
-                    let clock = cpu_time::ThreadTime::now();
-                    let result = job();
-                    let cpu_s = clock.elapsed().as_secs_f64();
-                    done.lock().unwrap_or_else(|e| e.into_inner())[k] = Some((row, result, cpu_s));
-                    bar.inc(1);
-                }
-            });
-        }
+    crate::pool::for_each_index(total, threads, |k| {
+        let taken = queue[k].lock().unwrap_or_else(|e| e.into_inner()).take();
+        let Some((row, job)) = taken else { return };
+        let clock = cpu_time::ThreadTime::now();
+        let result = job();
+        let cpu_s = clock.elapsed().as_secs_f64();
+        done.lock().unwrap_or_else(|e| e.into_inner())[k] = Some((row, result, cpu_s));
+        bar.inc(1);
     });
     bar.finish_and_clear();
     done.into_inner()

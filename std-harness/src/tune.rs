@@ -43,7 +43,6 @@
 
 use std::marker::PhantomData;
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 use anyhow::{Context, anyhow};
 use microrl::algo::evaluate;
@@ -432,45 +431,29 @@ where
     let seeds = options.seeds as usize;
     let total = jobs.len() * seeds;
     let results: Mutex<Vec<Slot>> = Mutex::new(vec![None; total]);
-    let next = AtomicUsize::new(0);
-    let threads = match options.threads {
-        0 => std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get),
-        n => n,
-    }
-    .min(total.max(1));
-    std::thread::scope(|scope| {
-        for _ in 0..threads {
-            scope.spawn(|| {
-                loop {
-                    let k = next.fetch_add(1, Ordering::Relaxed);
-                    if k >= total {
-                        break;
-                    }
-                    let (job, seed) = (k / seeds, (k % seeds) as u64);
-                    let started = std::time::Instant::now();
-                    let result = run_one(
-                        jobs[job].1.clone(),
-                        steps,
-                        seed,
-                        options,
-                        make_env,
-                        make_agent,
-                    );
-                    let wall = started.elapsed().as_secs_f64();
-                    let complete = {
-                        let mut slots = results.lock().unwrap_or_else(|e| e.into_inner());
-                        slots[k] = Some((result, wall));
-                        let first = job * seeds;
-                        slots[first..first + seeds]
-                            .iter()
-                            .all(Option::is_some)
-                            .then(|| trial(rung, jobs[job].0, steps, &slots[first..first + seeds]))
-                    };
-                    if let Some(t) = complete {
-                        progress(&t);
-                    }
-                }
-            });
+    crate::pool::for_each_index(total, options.threads, |k| {
+        let (job, seed) = (k / seeds, (k % seeds) as u64);
+        let started = std::time::Instant::now();
+        let result = run_one(
+            jobs[job].1.clone(),
+            steps,
+            seed,
+            options,
+            make_env,
+            make_agent,
+        );
+        let wall = started.elapsed().as_secs_f64();
+        let complete = {
+            let mut slots = results.lock().unwrap_or_else(|e| e.into_inner());
+            slots[k] = Some((result, wall));
+            let first = job * seeds;
+            slots[first..first + seeds]
+                .iter()
+                .all(Option::is_some)
+                .then(|| trial(rung, jobs[job].0, steps, &slots[first..first + seeds]))
+        };
+        if let Some(t) = complete {
+            progress(&t);
         }
     });
     let slots = results.into_inner().unwrap_or_else(|e| e.into_inner());
