@@ -37,6 +37,30 @@ pub const CLIP: f32 = 10.0;
 /// Initial pseudo-count (Gymnasium's `RunningMeanStd(epsilon=1e-4)`).
 const INITIAL_COUNT: f32 = 1e-4;
 
+/// Reward scaling (SB3's `VecNormalize`): `clip(r / √(Var[G] + ε), ±CLIP)`
+/// with `G ← γG + r` the running discounted return, `return_norm` updated with
+/// every `G`, and `G` reset to 0 after an episode end (`done`: terminated or
+/// truncated). Gymnasium's `NormalizeReward` differs: it resets `G` only on
+/// termination and does not clip. Shared by PPO and the online actor-critic.
+///
+/// # Errors
+/// [`Error::NonFinite`] for a non-finite `G` (from a non-finite reward).
+pub fn scale_reward(
+    gamma: f32,
+    return_norm: &mut RunningNorm<1>,
+    discounted_return: &mut f32,
+    reward: f32,
+    done: bool,
+) -> Result<f32, Error> {
+    *discounted_return = *discounted_return * gamma + reward;
+    return_norm.update(&SVector::<f32, 1>::new(*discounted_return))?;
+    if done {
+        *discounted_return = 0.0;
+    }
+    let scaled = reward / math::sqrt(return_norm.var[0] + EPSILON);
+    Ok(scaled.clamp(-CLIP, CLIP))
+}
+
 /// Per-dimension running mean and variance of `N`-dimensional observations.
 #[derive(Clone, Debug, PartialEq)]
 pub struct RunningNorm<const N: usize> {

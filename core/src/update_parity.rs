@@ -788,6 +788,8 @@ fn online_actor_critic_steps_match_the_reference() {
             ent_coef: f(&cfg["ent_coef"]),
             max_grad_norm: Some(f(&cfg["max_grad_norm"])),
             normalize_obs: false,
+            normalize_reward: false,
+            critic_warmup: 0,
             adam: AdamConfig {
                 eps: f(&cfg["adam_eps"]),
                 ..AdamConfig::DEFAULT

@@ -398,10 +398,19 @@ impl AlgoConfig {
                 gamma,
                 ..ReinforceConfig::DEFAULT
             }),
+            // The core's plant defaults (reward scaling, critic warm-up) on
+            // every plant but the two whose DEFAULT runs are pinned.
             Algo::Ac => AlgoConfig::Ac(AcConfig {
                 total_steps: steps,
                 gamma,
-                ..AcConfig::DEFAULT
+                ..if matches!(
+                    env,
+                    EnvName::Cartpole | EnvName::CartpoleContinuous | EnvName::Pendulum
+                ) {
+                    AcConfig::DEFAULT
+                } else {
+                    AcConfig::PLANT
+                }
             }),
             // RL Zoo's Pendulum-v1 settings; SB3's defaults elsewhere. The
             // replay ring holds the whole budget up to OFFPOLICY_CAP.

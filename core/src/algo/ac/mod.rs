@@ -19,6 +19,8 @@
 
 mod learner;
 mod persist;
+#[cfg(test)]
+mod tests;
 
 use nalgebra::SVector;
 use rand_core::Rng;
@@ -52,6 +54,17 @@ pub struct AcConfig {
     pub max_grad_norm: Option<f32>,
     /// Running observation normalisation. Default true.
     pub normalize_obs: bool,
+    /// Reward scaling by the running standard deviation of the discounted
+    /// return (SB3's `VecNormalize`, [`scale_reward`](crate::normalize::scale_reward)):
+    /// the critic then learns values of order one and the TD error that
+    /// drives the actor has the same scale on every plant, whatever its
+    /// reward's units. Default false ([`PLANT`](Self::PLANT): true).
+    pub normalize_reward: bool,
+    /// Critic warm-up: for the first `critic_warmup` steps only the critic
+    /// learns (the actor acts, unchanged), so the first actor steps follow a
+    /// TD error from a critic that has seen the plant rather than from its
+    /// random initialisation. Default 0 ([`PLANT`](Self::PLANT): 10 000).
+    pub critic_warmup: u64,
     /// Adam's `β₁, β₂, ε` (both networks). Default `0.9, 0.999, 1e-5`.
     pub adam: AdamConfig,
 }
@@ -66,6 +79,8 @@ impl AcConfig {
         ent_coef: 0.0,
         max_grad_norm: None,
         normalize_obs: false,
+        normalize_reward: false,
+        critic_warmup: 0,
         adam: AdamConfig::ZERO,
     };
 
@@ -78,7 +93,23 @@ impl AcConfig {
         ent_coef: 0.0,
         max_grad_norm: Some(1.0),
         normalize_obs: true,
+        normalize_reward: false,
+        critic_warmup: 0,
         adam: AdamConfig::DEFAULT,
+    };
+
+    /// The defaults for a plant of your own: [`DEFAULT`](Self::DEFAULT) with
+    /// its two safeguards on — rewards scaled by the running spread of the
+    /// return (`normalize_reward`) and a 10 000-step critic warm-up
+    /// (`critic_warmup`). `microrl train --algo ac` uses it on every plant
+    /// but CartPole and Pendulum, whose `DEFAULT` runs (the firmware's) are
+    /// pinned bit for bit. On the suite's plants it turns the divergence of
+    /// `DEFAULT` (the servo's worst seed −155 against a PID's −9.4) into a
+    /// policy near the baseline (docs/plants.md, "The suite").
+    pub const PLANT: Self = Self {
+        normalize_reward: true,
+        critic_warmup: 10_000,
+        ..Self::DEFAULT
     };
 
     /// Checks every field before the agent touches anything.
@@ -142,6 +173,11 @@ pub struct ActorCritic<A: Actor<OBS>, C: Network<OBS, 1>, const OBS: usize> {
     pub critic: TrainState<C>,
     /// Observation statistics.
     pub obs_norm: RunningNorm<OBS>,
+    /// Statistics of the discounted return (`normalize_reward`).
+    pub return_norm: RunningNorm<1>,
+    /// The running discounted return `G` of the current episode
+    /// (`normalize_reward`).
+    pub discounted_return: f32,
     /// Environment steps taken.
     pub steps: u64,
     actor_cache: A::Cache,
@@ -168,6 +204,8 @@ impl<A: Actor<OBS>, C: Network<OBS, 1>, const OBS: usize> ActorCritic<A, C, OBS>
             config,
             space: <A::Space as Params>::ZERO,
             obs_norm: RunningNorm::ZERO,
+            return_norm: RunningNorm::ZERO,
+            discounted_return: 0.0,
             steps: 0,
             actor_cache: A::ZERO_CACHE,
             critic_cache: C::ZERO_CACHE,
@@ -201,6 +239,8 @@ impl<A: Actor<OBS>, C: Network<OBS, 1>, const OBS: usize> ActorCritic<A, C, OBS>
         self.critic.optimizer.config = self.config.adam;
         self.critic.optimizer.reset();
         self.obs_norm = RunningNorm::ZERO;
+        self.return_norm = RunningNorm::ZERO;
+        self.discounted_return = 0.0;
         self.steps = 0;
         Ok(())
     }
@@ -247,10 +287,20 @@ impl<A: Actor<OBS>, C: Network<OBS, 1>, const OBS: usize> ActorCritic<A, C, OBS>
         R: Rng + ?Sized,
     {
         self.config.validate()?;
-        let saved = (self.obs_norm.clone(), self.steps);
+        let saved = (
+            self.obs_norm.clone(),
+            self.return_norm.clone(),
+            self.discounted_return,
+            self.steps,
+        );
         let result = self.try_step(env, cursor, rng, on_episode);
         if result.is_err() {
-            (self.obs_norm, self.steps) = saved;
+            (
+                self.obs_norm,
+                self.return_norm,
+                self.discounted_return,
+                self.steps,
+            ) = saved;
         }
         result
     }
@@ -287,7 +337,18 @@ impl<A: Actor<OBS>, C: Network<OBS, 1>, const OBS: usize> ActorCritic<A, C, OBS>
         } else {
             value(&self.critic.params, &self.observe(&step.obs)?)
         };
-        let delta = step.reward + c.gamma * v_next - v;
+        let reward = if c.normalize_reward {
+            crate::normalize::scale_reward(
+                c.gamma,
+                &mut self.return_norm,
+                &mut self.discounted_return,
+                step.reward,
+                step.done(),
+            )?
+        } else {
+            step.reward
+        };
+        let delta = reward + c.gamma * v_next - v;
         check_finite(delta)?;
 
         // Critic: ∂/∂V ½(V − y)² = V − y = −δ.
@@ -321,7 +382,10 @@ impl<A: Actor<OBS>, C: Network<OBS, 1>, const OBS: usize> ActorCritic<A, C, OBS>
         check_lr(critic_lr)?;
         check_lr(actor_lr)?;
         self.critic.apply(critic_lr, c.max_grad_norm)?;
-        self.actor.apply(actor_lr, c.max_grad_norm)?;
+        // Critic warm-up: the actor (and its Adam moments) stay untouched.
+        if progress >= c.critic_warmup {
+            self.actor.apply(actor_lr, c.max_grad_norm)?;
+        }
         Ok(AcStats {
             delta,
             value: v,

@@ -1,5 +1,6 @@
 //! The online actor-critic's part of a checkpoint: actor and critic with
-//! their own Adam, the action space, the normaliser and the step count.
+//! their own Adam, the action space, the observation and return
+//! normalisers, the running discounted return and the step count.
 
 use super::ActorCritic;
 use crate::algo::Actor;
@@ -17,6 +18,8 @@ impl<A: Actor<OBS>, C: Network<OBS, 1>, const OBS: usize> AgentState for ActorCr
         TrainState<C>,
         A::Space,
         RunningNorm<OBS>,
+        RunningNorm<1>,
+        f32,
         u64,
     );
 
@@ -30,6 +33,8 @@ impl<A: Actor<OBS>, C: Network<OBS, 1>, const OBS: usize> AgentState for ActorCr
             &self.critic,
             &self.space,
             &self.obs_norm,
+            &self.return_norm,
+            &self.discounted_return,
             &self.steps,
         );
         <Self::Saved as Fields>::save(w, fields)
@@ -38,16 +43,20 @@ impl<A: Actor<OBS>, C: Network<OBS, 1>, const OBS: usize> AgentState for ActorCr
     fn load_state(&mut self, r: &mut Reader<'_>) -> Result<(), Error> {
         self.config.validate()?;
         let mut steps = 0;
+        let mut discounted_return = 0.0;
         let fields = (
             &mut self.actor,
             &mut self.critic,
             &mut self.space,
             &mut self.obs_norm,
+            &mut self.return_norm,
+            &mut discounted_return,
             &mut steps,
         );
         <Self::Saved as Fields>::load(r, fields)?;
         if r.commit() {
             self.steps = steps;
+            self.discounted_return = discounted_return;
             self.actor.optimizer.config = self.config.adam;
             self.critic.optimizer.config = self.config.adam;
             self.actor.zero_grad();

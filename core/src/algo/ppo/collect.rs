@@ -10,7 +10,6 @@ use crate::algo::buffer::Transition;
 use crate::algo::{Actor, Cursor, Episode};
 use crate::env::{ActionSpace, Env};
 use crate::error::{Error, check_finite};
-use crate::math;
 use crate::normalize::RunningNorm;
 
 impl<A: Actor<OBS>, C: Critic<OBS>, const OBS: usize, const N: usize, const CHUNK: usize>
@@ -22,13 +21,9 @@ impl<A: Actor<OBS>, C: Critic<OBS>, const OBS: usize, const N: usize, const CHUN
         self.obs_norm.normalize(obs)
     }
 
-    /// Reward scaling (SB3's `VecNormalize`): `clip(r / √(Var[G] + ε), ±10)`
-    /// with `G ← γG + r` the running discounted return of the environment
-    /// copy that paid `r` (`discounted_return`), the one `return_norm`
-    /// updated with every copy's every `G`, and `G` reset after every episode
-    /// end of its copy (terminated or truncated). Gymnasium's
-    /// `NormalizeReward` differs: it resets `G` only on termination and does
-    /// not clip.
+    /// Reward scaling when `normalize_reward` is set: see
+    /// [`normalize::scale_reward`](crate::normalize::scale_reward), with the
+    /// discounted return `G` of the environment copy that paid `r`.
     pub(super) fn scale_reward(
         config: &PpoConfig,
         return_norm: &mut RunningNorm<1>,
@@ -39,13 +34,7 @@ impl<A: Actor<OBS>, C: Critic<OBS>, const OBS: usize, const N: usize, const CHUN
         if !config.normalize_reward {
             return Ok(reward);
         }
-        *discounted_return = *discounted_return * config.gamma + reward;
-        return_norm.update(&SVector::<f32, 1>::new(*discounted_return))?;
-        if done {
-            *discounted_return = 0.0;
-        }
-        let scaled = reward / math::sqrt(return_norm.var[0] + crate::normalize::EPSILON);
-        Ok(scaled.clamp(-crate::normalize::CLIP, crate::normalize::CLIP))
+        crate::normalize::scale_reward(config.gamma, return_norm, discounted_return, reward, done)
     }
 
     /// Collects a rollout of [`PpoConfig::rollout_len`]`(N)` steps (all `N`
