@@ -119,9 +119,10 @@ pub struct SuiteArgs {
     /// tuned configuration put to the whole suite).
     pub overrides: Overrides,
     /// Score the policy that did best on the keep-best evaluations of the
-    /// run ([`KEEP_BEST_EPISODES`] fixed start states after every
-    /// evaluation the trainer runs), not the last one.
-    pub keep_best: bool,
+    /// run (this many fixed start states after every evaluation the trainer
+    /// runs, default [`KEEP_BEST_EPISODES`]), not the last one; 0 scores the
+    /// last policy.
+    pub keep_best: u32,
     /// Worker threads (0: every core).
     pub threads: usize,
     /// Draw a progress bar on standard error.
@@ -174,7 +175,7 @@ struct Jobs {
     algo: Algo,
     steps: u64,
     seeds: u64,
-    keep_best: bool,
+    keep_best: u32,
 }
 
 impl WithAgent for Jobs {
@@ -222,14 +223,14 @@ pub fn row_options(env: EnvName, algo: Algo, seed: u64, steps: u64) -> TrainOpti
 /// configuration, evaluation and early stop) and returns the trained
 /// policy's held-out mean return.
 ///
-/// `keep_best`: after every evaluation the trainer runs, the policy is
-/// also played on [`KEEP_BEST_EPISODES`] fixed start states, and the one
-/// that scored best there (the first on ties) is scored instead of the last.
+/// `keep_best` > 0: after every evaluation the trainer runs, the policy is
+/// also played on `keep_best` fixed start states, and the one that scored
+/// best there (the first on ties) is scored instead of the last.
 fn train_and_score<E, L, const OBS: usize>(
     agent: &mut L,
     plant: E,
     options: &TrainOptions,
-    keep_best: bool,
+    keep_best: u32,
 ) -> anyhow::Result<f32>
 where
     E: Env<Obs = SVector<f32, OBS>> + Clone,
@@ -242,13 +243,13 @@ where
     let mut best = KeepBest::new(Box::new(L::Policy::ZERO));
     while agent.steps() < config.total_steps {
         let progress = trainer.iterate(agent, &mut env, &mut eval_env, &mut ())?;
-        if keep_best && progress.evaluation.is_some() {
+        if keep_best > 0 && progress.evaluation.is_some() {
             let mut starts =
                 Xoshiro128PlusPlus::seed_from_u64(crate::tune::tuning_seed(options.seed));
             let (mean, _) = algo::evaluate(
                 &crate::tune::Acting::new(&*agent),
                 &mut eval_env,
-                KEEP_BEST_EPISODES,
+                keep_best,
                 &mut starts,
             )?;
             best.offer(mean, |p| agent.export(p));
@@ -257,7 +258,7 @@ where
             break;
         }
     }
-    if !keep_best || best.score().is_none() {
+    if keep_best == 0 || best.score().is_none() {
         best.replace(|p| agent.export(p));
     }
     let mut starts = Xoshiro128PlusPlus::seed_from_u64(HELD_OUT_SEED);

@@ -39,7 +39,7 @@ fn args(envs: Vec<EnvName>, algos: Vec<Algo>, steps: u64) -> SuiteArgs {
         seeds: 2,
         steps: Some(steps),
         overrides: Overrides::default(),
-        keep_best: false,
+        keep_best: 0,
         threads: 2,
         progress: false,
     }

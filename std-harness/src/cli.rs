@@ -1,0 +1,534 @@
+//! The command line of the `microrl` binary: the `clap` definitions of its
+//! options and subcommands ([`Cli`], [`Command`]) and the conversion of the
+//! training options into [`TrainOptions`]. A module of the binary
+//! (`src/main.rs`), not of the library; apart from `main.rs` so that it
+//! holds what is parsed and `main.rs` what is run.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+use clap::{Args, Parser, Subcommand};
+use microrl_harness::Arch;
+use microrl_harness::interop::Layout;
+use microrl_harness::train::{
+    Algo, AnchorOptions, EnvName, FusionWeights, Overrides, SummaryRun, TrainOptions, default_steps,
+};
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "microrl",
+    version,
+    about = "Reinforcement learning that trains on microcontrollers: desktop harness"
+)]
+pub(crate) struct Cli {
+    /// Print exactly one JSON object as the last line of standard output.
+    #[arg(long, global = true)]
+    pub(crate) json: bool,
+    #[command(subcommand)]
+    pub(crate) command: Option<Command>,
+}
+
+/// What to train and how long.
+#[derive(Args, Debug, Clone)]
+pub(crate) struct TrainArgs {
+    /// Task (default: cartpole, or the --config summary.json's).
+    #[arg(long, value_enum)]
+    env: Option<EnvName>,
+    /// Algorithm (default: ppo, or the --config summary.json's).
+    #[arg(long, value_enum)]
+    algo: Option<Algo>,
+    /// Environment-step budget (default: the registry's for the task and
+    /// algorithm: 100000 for PPO on CartPole, 200000 for PPO on
+    /// cartpole-continuous, 300000 for PPO on Pendulum, 50000 for SAC and TD3
+    /// (20000 on Pendulum), 500000 otherwise; see docs/cli.md).
+    #[arg(long)]
+    steps: Option<u64>,
+    /// Hyper-parameters: a TOML file whose keys are the fields of the
+    /// algorithm's config (PpoConfig / A2cConfig / ReinforceConfig / AcConfig /
+    /// TrpoConfig / GrpoConfig / SacConfig / Td3Config, e.g. `gamma = 0.98`, `learning_rate = 3e-4` or `{ start = 1e-3, end = 0.0 }`,
+    /// `max_grad_norm = false`, PPO's `n_envs = 8` environment copies of
+    /// `n_steps = 32` steps a rollout, `[adam] eps = 1e-5`), merged over the
+    /// tuned defaults; or a run's summary.json to reproduce that run.
+    #[arg(long)]
+    pub(crate) config: Option<PathBuf>,
+    /// Episodes of the deterministic evaluations that decide "solved"
+    /// (selection start states) and that are reported (held-out start states).
+    #[arg(long, default_value_t = 100)]
+    eval_episodes: u32,
+    /// Standard errors by which the deciding evaluation's mean must clear
+    /// the threshold before the run counts as solved and stops (a lower
+    /// confidence bound against stopping on lucky start states; 0: the mean
+    /// alone).
+    #[arg(long, value_name = "Z", default_value_t = microrl::train::DEFAULT_SELECT_MARGIN)]
+    select_margin: f32,
+    /// Keep training for the whole budget after the task is solved.
+    #[arg(long)]
+    no_early_stop: bool,
+    /// Evaluate only after the whole budget (the reported evaluation):
+    /// none during training, so no early stop, no solved step, and a
+    /// learning curve of training returns. For timing at equal work with a
+    /// library that does not evaluate while it trains (the peer benchmark's
+    /// SB3 run).
+    #[arg(long)]
+    final_eval_only: bool,
+    /// CartPole: train the MCU-sized 4-32-32 actor and critic (the firmware's
+    /// `infer` size) instead of 64-64.
+    #[arg(long)]
+    small: bool,
+    /// PPO: rollouts of policy lag, 0 or 1. `--lag 1` trains on the schedule
+    /// of a device that learns while it controls — rollout j is acted by the
+    /// policy published after update j−2 — the desktop reference of the
+    /// firmware's learned weights, bit for bit.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    lag: u8,
+    /// Write a checkpoint to <out>.checkpoint/ every N iterations (rollouts
+    /// and updates; online steps for `ac`), so that `--resume` can continue
+    /// a killed run bit for bit.
+    #[arg(long, value_name = "N")]
+    checkpoint_every: Option<u64>,
+    #[command(flatten)]
+    plant: PlantArgs,
+    /// Fine-tune from this policy (PPO only): the actor and its observation
+    /// statistics start as the reference's (statistics frozen unless the
+    /// config sets normalize_obs = true), and every step's reward is
+    /// penalised by β·(log π(a|s) − log π_ref(a|s)), the KL to the reference.
+    #[arg(long, value_name = "POLICY")]
+    kl_ref: Option<PathBuf>,
+    /// β of --kl-ref (0: plain PPO started from the reference).
+    #[arg(long, default_value_t = 0.1, requires = "kl_ref")]
+    kl_beta: f32,
+    /// With --kl-ref: adapt β after every rollout towards this mean per-step
+    /// KL (halved below target/1.5, doubled above 1.5·target).
+    #[arg(long, requires = "kl_ref")]
+    kl_target: Option<f32>,
+    /// Multi-reward: train on cartpole-continuous's two reward channels
+    /// (upright, effort = −a²) fused as U·upright + E·effort (finite,
+    /// non-negative, summing to 1); evaluations score the plant's own reward.
+    #[arg(long, value_name = "U,E", value_delimiter = ',', num_args = 1)]
+    reward_weights: Option<Vec<f32>>,
+    /// Multi-critic PPO: two critics whose values are fused with these
+    /// weights for GAE, each trained toward the fused return with the
+    /// weighted value loss (finite, non-negative, summing to 1).
+    #[arg(long, value_name = "V1,V2", value_delimiter = ',', num_args = 1)]
+    value_weights: Option<Vec<f32>>,
+    /// Train on a learned reward (CartPole): the Bradley–Terry model FILE
+    /// written by `microrl reward-model`; each step earns r_θ(s') − b (0 for
+    /// the step that drops the pole); evaluations score the plant's own reward.
+    #[arg(long, value_name = "FILE")]
+    reward_model: Option<PathBuf>,
+}
+
+/// Two comma-separated weights.
+fn pair(option: &str, values: &Option<Vec<f32>>) -> anyhow::Result<Option<[f32; 2]>> {
+    values
+        .as_ref()
+        .map(|v| {
+            <[f32; 2]>::try_from(v.as_slice())
+                .map_err(|_| anyhow::anyhow!("{option} takes two weights, got {}", v.len()))
+        })
+        .transpose()
+}
+
+/// `--plant KEY=VALUE,...`: a changed plant.
+#[derive(Args, Clone, Debug)]
+pub(crate) struct PlantArgs {
+    /// The plant's physical parameters that differ from Gymnasium's, as
+    /// KEY=VALUE: the fields of the task's parameter struct (CartPole:
+    /// gravity, masscart, masspole, length — half the pole —, force_mag, tau;
+    /// Pendulum: g, m, l, max_speed, max_torque, dt; Acrobot: link_length_1,
+    /// link_mass_1, link_mass_2, link_com_pos_1, link_com_pos_2, link_moi,
+    /// gravity, torque, dt, max_vel_1, max_vel_2; mountaincar-continuous:
+    /// power, gravity, max_speed; cartpole-swingup, servo, quadrotor-2d:
+    /// see docs/plants.md), e.g. `--plant masspole=0.3,length=1.0`;
+    /// each KEY at most once. An unknown KEY is refused listing the task's.
+    #[arg(long, value_name = "KEY=VALUE", value_delimiter = ',')]
+    plant: Vec<String>,
+}
+
+impl PlantArgs {
+    pub(crate) fn table(&self) -> anyhow::Result<toml::Table> {
+        let mut table = toml::Table::new();
+        for pair in &self.plant {
+            let (key, value) = pair
+                .split_once('=')
+                .with_context(|| format!("--plant {pair}: expected KEY=VALUE"))?;
+            let value: f64 = value
+                .trim()
+                .parse()
+                .with_context(|| format!("--plant {pair}: `{}` is not a number", value.trim()))?;
+            let key = key.trim();
+            anyhow::ensure!(
+                table
+                    .insert(key.to_string(), toml::Value::Float(value))
+                    .is_none(),
+                "--plant {pair}: `{key}` given twice (each parameter once, as in a TOML config)"
+            );
+        }
+        Ok(table)
+    }
+}
+
+impl TrainArgs {
+    pub(crate) fn options(
+        &self,
+        seed: u64,
+        out: Option<PathBuf>,
+        progress: bool,
+    ) -> anyhow::Result<(TrainOptions, Option<String>)> {
+        let mut overrides = match &self.config {
+            Some(path) => Overrides::from_file(path)?,
+            None => Overrides::default(),
+        };
+        // A summary.json names its run's task, algorithm and plant too.
+        let summary = match &self.config {
+            Some(path) => SummaryRun::from_file(path)?.map(|run| (path, run)),
+            None => None,
+        };
+        let plant = self.plant.table()?;
+        let chosen = match &summary {
+            Some((path, run)) => run.choose(path, self.env, self.algo, plant),
+            None => SummaryRun::default().choose(Path::new(""), self.env, self.algo, plant),
+        };
+        let (env, algo) = (chosen.env, chosen.algo);
+        let anchor = self.kl_ref.as_ref().map(|reference| AnchorOptions {
+            reference: reference.clone(),
+            kl_coef: self.kl_beta,
+            kl_target: self.kl_target,
+        });
+        if anchor.is_some() && !overrides.0.contains_key("normalize_obs") {
+            // A fine-tune keeps the reference's observation statistics.
+            overrides
+                .0
+                .insert("normalize_obs".into(), toml::Value::Boolean(false));
+        }
+        let steps = self.steps.unwrap_or_else(|| default_steps(env, algo));
+        let opts = TrainOptions {
+            overrides,
+            eval_episodes: self.eval_episodes,
+            select_margin: self.select_margin,
+            early_stop: !self.no_early_stop,
+            train_eval: !self.final_eval_only,
+            out,
+            progress,
+            small: self.small,
+            lag: self.lag,
+            checkpoint_every: self.checkpoint_every,
+            plant: chosen.plant,
+            anchor,
+            weights: FusionWeights {
+                reward: pair("--reward-weights", &self.reward_weights)?,
+                value: pair("--value-weights", &self.value_weights)?,
+            },
+            reward_model: self.reward_model.clone(),
+            ..TrainOptions::new(env, algo, seed, steps)
+        };
+        Ok((opts, chosen.note))
+    }
+}
+
+/// The policy file a command reads: `POLICY`, positional in every command
+/// (`--policy POLICY` is still accepted, hidden, for older scripts; the
+/// commands' usage lines say `<POLICY>`, which clap would print `[POLICY]`).
+#[derive(Args, Debug, Clone)]
+pub(crate) struct PolicyFile {
+    /// A policy file written by `train`, `init` or `export`.
+    #[arg(value_name = "POLICY", required_unless_present = "policy_option")]
+    policy: Option<PathBuf>,
+    /// The same, as an option (older spelling).
+    #[arg(
+        long = "policy",
+        value_name = "POLICY",
+        hide = true,
+        conflicts_with = "policy"
+    )]
+    policy_option: Option<PathBuf>,
+}
+
+impl PolicyFile {
+    pub(crate) fn path(self) -> PathBuf {
+        // clap requires exactly one of the two.
+        self.policy.or(self.policy_option).unwrap_or_default()
+    }
+}
+
+/// One observation component of `act --obs` (surrounding spaces allowed).
+fn observation(text: &str) -> Result<f32, String> {
+    text.trim()
+        .parse()
+        .map_err(|_| format!("not a number: {text:?}"))
+}
+
+#[derive(Subcommand, Debug)]
+pub(crate) enum Command {
+    /// Train a policy; writes policy.mrlp, curve.csv, curve.png and summary.json into --out.
+    Train {
+        #[command(flatten)]
+        args: TrainArgs,
+        /// RNG seed.
+        #[arg(long, default_value_t = 0)]
+        seed: u64,
+        /// Output directory (default: runs/<env>-<algo>-seed<N>).
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// Continue the run of output directory DIR from its checkpoint
+        /// (DIR.checkpoint/, written with --checkpoint-every), with the options
+        /// it was started with; ends bit-identical to the uninterrupted run.
+        #[arg(long, value_name = "DIR", conflicts_with_all = ["out", "seed", "steps", "env", "algo", "config", "small", "lag", "checkpoint_every", "no_early_stop", "final_eval_only", "eval_episodes", "select_margin"])]
+        resume: Option<PathBuf>,
+    },
+    /// Learn a CartPole reward model from synthetic pairwise preferences
+    /// (Bradley–Terry; the oracle prefers the segment that stays upright
+    /// longer, answers flipped with probability --noise); reports held-out
+    /// accuracy and writes the model for `train --reward-model`.
+    RewardModel {
+        /// RNG seed (segments, labels, shuffles, initial weights).
+        #[arg(long, default_value_t = 0)]
+        seed: u64,
+        /// Training segments of 50 steps (the held-out set has half as many).
+        #[arg(long, default_value_t = 1000)]
+        segments: usize,
+        /// Labelled training pairs (the held-out set has half as many).
+        #[arg(long, default_value_t = 4000)]
+        pairs: usize,
+        /// Probability that a training label is flipped.
+        #[arg(long, default_value_t = 0.1)]
+        noise: f64,
+        /// Passes over the training pairs.
+        #[arg(long, default_value_t = 30)]
+        epochs: u32,
+        /// Output file.
+        #[arg(long, default_value = "reward-model.mrlp")]
+        out: PathBuf,
+    },
+    /// Evaluate a policy file with deterministic actions.
+    #[command(override_usage = "microrl eval <POLICY> [OPTIONS]")]
+    Eval {
+        #[command(flatten)]
+        policy: PolicyFile,
+        /// Task (default: the one the policy's architecture acts in).
+        #[arg(long, value_enum)]
+        env: Option<EnvName>,
+        /// Episodes.
+        #[arg(long, default_value_t = 100)]
+        episodes: u32,
+        /// Seed of the episodes' initial states.
+        #[arg(long, default_value_t = 0)]
+        seed: u64,
+        #[command(flatten)]
+        plant: PlantArgs,
+    },
+    /// Train several seeds in parallel and fail unless enough reach the threshold.
+    Validate {
+        #[command(flatten)]
+        args: TrainArgs,
+        /// Number of seeds (0..N; at most 1024).
+        #[arg(long, default_value_t = 10,
+              value_parser = clap::value_parser!(u64).range(..=microrl_harness::limits::MAX_SEEDS))]
+        seeds: u64,
+        /// Evaluation return a seed must reach (default: the task's solved threshold).
+        #[arg(long, allow_hyphen_values = true)]
+        threshold: Option<f32>,
+        /// Seeds that must pass (default: all).
+        #[arg(long)]
+        min_pass: Option<u64>,
+        /// Parallel jobs (default: all cores; at most one per seed).
+        #[arg(long)]
+        jobs: Option<usize>,
+        /// Also write each seed's outputs under this directory.
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
+    /// Check a trained policy file and write it for the firmware (.mrlp/.bin raw, .rs as a
+    /// static array), or its actor as a PyTorch state_dict (--format safetensors).
+    #[command(override_usage = "microrl export <POLICY> --out <OUT> [OPTIONS]")]
+    Export {
+        #[command(flatten)]
+        policy: PolicyFile,
+        /// Task (default: the one the policy's architecture acts in).
+        #[arg(long, value_enum)]
+        env: Option<EnvName>,
+        /// Output file.
+        #[arg(long)]
+        out: PathBuf,
+        /// `mrlp`: microrl's binary format for the firmware; `safetensors`: the
+        /// actor under Stable-Baselines3's (or CleanRL's, `--to`) tensor names.
+        #[arg(long, value_enum, default_value = "mrlp")]
+        format: ExportFormat,
+        /// Tensor names of the safetensors file (default: sb3).
+        #[arg(long, value_enum)]
+        to: Option<Layout>,
+        /// With `--format safetensors`: write the observation statistics here
+        /// (VecNormalize's fields as JSON); required if the policy has any.
+        #[arg(long, value_name = "STATS.json")]
+        vecnormalize: Option<PathBuf>,
+    },
+    /// Import the actor of a Stable-Baselines3 or CleanRL PPO policy (a safetensors
+    /// state_dict, tanh or ReLU MLP) and its VecNormalize statistics as a microrl policy file.
+    Import {
+        /// The policy's `state_dict`, saved with `safetensors.torch.save_file`.
+        file: PathBuf,
+        /// The library that trained it (its tensor names).
+        #[arg(long, value_enum)]
+        from: Layout,
+        /// VecNormalize's observation statistics as JSON:
+        /// {"obs_rms": {"mean": [...], "var": [...], "count": n}, "clip_obs": 10.0, "epsilon": 1e-8}.
+        #[arg(long, value_name = "STATS.json")]
+        vecnormalize: Option<PathBuf>,
+        /// Task the policy acts in.
+        #[arg(long, value_enum)]
+        env: EnvName,
+        /// The hidden layers' activation (SB3's `activation_fn`). Default:
+        /// the file's `activation_fn` metadata, else tanh (said on standard
+        /// error); a file that states another is refused.
+        #[arg(long, value_enum)]
+        activation: Option<microrl_harness::arch::Activation>,
+        /// Output policy file.
+        #[arg(long)]
+        out: PathBuf,
+    },
+    /// Overlay the learning curves of several runs in one PNG.
+    ///
+    /// Each RUN_DIR is a directory written by `train --out` (its curve.csv
+    /// and summary.json are read); the curves are labelled by algorithm,
+    /// environment and seed, with the threshold. The runs must share one
+    /// environment and threshold.
+    Plot {
+        /// Run directories.
+        #[arg(required = true, value_name = "RUN_DIR")]
+        runs: Vec<PathBuf>,
+        /// Output file.
+        #[arg(long, default_value = "plot.png")]
+        out: PathBuf,
+    },
+    /// Search hyper-parameters for a plant: successive halving over a documented space
+    /// (ppo, ac; sac and td3 on continuous plants), several seeds per candidate on every
+    /// core, ranked on tuning start states, reported on held-out ones beside the defaults.
+    ///
+    /// With --out DIR: tuned.toml (for `microrl train --config`), tune.json, tune.png.
+    Tune {
+        /// Task.
+        #[arg(long, value_enum, default_value = "cartpole")]
+        env: EnvName,
+        /// Algorithm.
+        #[arg(long, value_enum, default_value = "ppo")]
+        algo: Algo,
+        #[command(flatten)]
+        plant: PlantArgs,
+        /// Candidates drawn for the first rung.
+        #[arg(long, default_value_t = 27)]
+        candidates: usize,
+        /// Keep the best 1/ETA at each rung and multiply the budget by ETA.
+        #[arg(long, default_value_t = 3)]
+        eta: usize,
+        /// Environment steps of the first rung.
+        #[arg(long, default_value_t = 10_000)]
+        min_steps: u64,
+        /// Largest budget of a rung.
+        #[arg(long, default_value_t = 90_000)]
+        max_steps: u64,
+        /// Training seeds per candidate.
+        #[arg(long, default_value_t = 3,
+              value_parser = clap::value_parser!(u64).range(1..=microrl_harness::limits::MAX_SEEDS))]
+        seeds: u64,
+        /// Worker threads (default: every core).
+        #[arg(long)]
+        jobs: Option<usize>,
+        /// Seed of the candidates' draw.
+        #[arg(long, default_value_t = 0)]
+        seed: u64,
+        /// Write tuned.toml, tune.json and tune.png here.
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
+    /// Train every plant of the suite with the defaults and score it against its
+    /// classical baseline (PID, LQR, energy swing-up…) on the same held-out start
+    /// states; exits non-zero unless every row beats its baseline.
+    ///
+    /// A row is --seeds runs of `microrl train --env E --algo A --seed S`; its
+    /// `learned` is the worst seed's held-out mean return over 200 episodes.
+    Suite {
+        /// Plants (repeatable; default: acrobot, mountaincar-continuous,
+        /// cartpole-swingup, servo, quadrotor-2d).
+        #[arg(long, value_enum)]
+        env: Vec<EnvName>,
+        /// Algorithms (repeatable; default: ppo, the best measured on every
+        /// plant; ac everywhere, sac and td3 on the continuous plants).
+        #[arg(long, value_enum)]
+        algo: Vec<Algo>,
+        /// Training seeds per row.
+        #[arg(long, default_value_t = 3,
+              value_parser = clap::value_parser!(u64).range(1..=microrl_harness::limits::MAX_SEEDS))]
+        seeds: u64,
+        /// Environment steps per run (default: each row's `microrl train` budget).
+        #[arg(long)]
+        steps: Option<u64>,
+        /// Hyper-parameters (TOML, as `train --config`) merged over every row's
+        /// defaults; a key the row's algorithm does not have is an error.
+        #[arg(long)]
+        config: Option<PathBuf>,
+        /// Score each run's last policy, not the one that did best on the
+        /// keep-best evaluations during the run.
+        #[arg(long, conflicts_with = "keep_best")]
+        last: bool,
+        /// Start states of each keep-best evaluation (from the run's tuning
+        /// stream, after every evaluation the trainer runs).
+        #[arg(long, default_value_t = microrl_harness::suite::KEEP_BEST_EPISODES,
+              value_parser = clap::value_parser!(u32).range(1..))]
+        keep_best: u32,
+        /// Worker threads (default: every core).
+        #[arg(long)]
+        jobs: Option<usize>,
+    },
+    /// Parameter counts and memory (inference, training state, blob) of each policy architecture.
+    Info,
+    /// Write a freshly initialised policy (orthogonal, SB3 gains, empty normaliser) in the binary format.
+    Init {
+        /// Policy architecture.
+        #[arg(long, value_enum, default_value = "cartpole")]
+        arch: Arch,
+        /// RNG seed.
+        #[arg(long, default_value_t = 0)]
+        seed: u64,
+        /// Output file (default: <arch>.mrlp).
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
+    /// Verify a policy file (magic, version, CRC-32), list its tensors and name its architecture.
+    #[command(override_usage = "microrl inspect <POLICY> [OPTIONS]")]
+    Inspect {
+        #[command(flatten)]
+        policy: PolicyFile,
+    },
+    /// The deployed policy's command at one observation, or at every
+    /// observation of a file (--obs-file).
+    #[command(
+        override_usage = "microrl act <POLICY> --obs <OBS> [OPTIONS]\n       microrl act <POLICY> --obs-file <FILE> [--out <OUT>] [OPTIONS]"
+    )]
+    Act {
+        /// Policy architecture (default: recognised from the file).
+        #[arg(long, value_enum)]
+        arch: Option<Arch>,
+        #[command(flatten)]
+        policy: PolicyFile,
+        /// Comma-separated observation, e.g. 0.01,0.0,-0.02,0.03.
+        #[arg(long, required_unless_present = "obs_file", value_delimiter = ',', allow_hyphen_values = true, value_parser = observation)]
+        obs: Vec<f32>,
+        /// Observations, one a row: a CSV of numbers (a header row is
+        /// skipped) or a NumPy .npy float32/float64 array [N, OBS].
+        #[arg(long, value_name = "FILE", conflicts_with = "obs")]
+        obs_file: Option<PathBuf>,
+        /// With --obs-file: write the actions here (CSV, or .npy: int64 [N]
+        /// or float32 [N, ACT]) instead of to standard output.
+        #[arg(long, requires = "obs_file")]
+        out: Option<PathBuf>,
+    },
+}
+
+/// The file format of `microrl export`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum ExportFormat {
+    /// microrl's binary policy format (`.rs`: as a Rust `static` byte array).
+    Mrlp,
+    /// The actor as a PyTorch `state_dict` in safetensors.
+    Safetensors,
+}
