@@ -132,3 +132,22 @@ fn a_refused_step_leaves_the_reward_statistics_alone() {
     assert_eq!(agent.discounted_return, g);
     assert_eq!(agent.steps, steps);
 }
+
+/// `PLANT` is `DEFAULT` with exactly its two safeguards on.
+#[test]
+fn the_plant_defaults_are_the_defaults_with_both_safeguards() {
+    let plant = AcConfig::PLANT;
+    assert!(plant.normalize_reward);
+    assert_eq!(plant.critic_warmup, 10_000);
+    assert!(!AcConfig::DEFAULT.normalize_reward);
+    assert_eq!(AcConfig::DEFAULT.critic_warmup, 0);
+    assert_eq!(
+        AcConfig {
+            normalize_reward: false,
+            critic_warmup: 0,
+            ..plant
+        },
+        AcConfig::DEFAULT
+    );
+    assert!(plant.validate().is_ok());
+}
