@@ -36,7 +36,21 @@ OFFPOLICY_STEPS = (20_000, 1_000)
 RLTOOLS_OFFPOLICY_STEPS = {"sac": (10_000, 1_000), "td3": (20_001, 1_001)}
 OFFPOLICY_EVAL_INTERVAL = (1_000, 500)
 THRESHOLD = -200.0
-TASKS = ("ppo", "offpolicy")
+# The suite's peers (--tasks suite): SB3 PPO on the suite plants Gymnasium has,
+# with SB3's defaults (microrl suite's 500 000 steps) and RL Zoo's tuned entries
+# (their own n_timesteps), each trained policy imported into microrl and scored
+# by `microrl eval --episodes 200 --seed 2000`: the 200 held-out start states
+# of `microrl suite` (HELD_OUT_SEED 2000).
+SUITE_ENVS = ("acrobot", "mountaincar-continuous")
+SUITE_CONFIGS = ("defaults", "rlzoo")
+SUITE_STEPS = {  # (full, --quick); None: the script's own (500 000, or RL Zoo's n_timesteps)
+    ("defaults", "acrobot"): (None, 2_048), ("defaults", "mountaincar-continuous"): (None, 2_048),
+    ("rlzoo", "acrobot"): (None, 4_096), ("rlzoo", "mountaincar-continuous"): (None, 200),
+}
+SUITE_EVAL_EPISODES = (200, 10)
+SUITE_HELD_OUT_SEED = 2000
+TASKS = ("ppo", "offpolicy", "suite")
+DEFAULT_TASKS = ("ppo", "offpolicy")
 
 
 def runs(a):
@@ -46,6 +60,24 @@ def runs(a):
         out += ppo_runs(a)
     if "offpolicy" in a.tasks:
         out += offpolicy_runs(a)
+    return out
+
+
+def suite_runs(a):
+    """SB3 PPO on the suite plants: key, library, command, config. Not in the
+    repetitions' alternation (no microrl training among them): all seeds of
+    SB3's defaults first, then RL Zoo's, so that a long run completes one
+    configuration before the next."""
+    q = 1 if a.quick else 0
+    out = []
+    for config in SUITE_CONFIGS:
+        for env in SUITE_ENVS:
+            cmd = [a.python, os.path.join(HERE, "sb3_suite_ppo.py"), "--env", env,
+                   "--config", config, "--eval-episodes", str(SUITE_EVAL_EPISODES[q])]
+            steps = SUITE_STEPS[(config, env)][q]
+            if steps is not None:
+                cmd += ["--steps", str(steps)]
+            out.append((f"sb3_suite_{config}_{env}", "SB3", cmd, config, env))
     return out
 
 
@@ -137,15 +169,10 @@ PEERS_EVAL_CPU = re.compile(r"^PEERS_RESULT .*eval_cpu_s=(\S+)", re.M)
 PEERS_EVAL = re.compile(r"^PEERS_EVAL step=(\d+) cpu_s=(\S+) return=(\S+)", re.M)
 
 
-def run_one(key, library, cmd, a, rep, logdir):
-    """Runs `cmd` pinned, returns its record."""
-    seed = rep
-    if library == "microrl":
-        cmd = cmd + ["--seed", str(seed), "--out", os.path.join(logdir, f"{rep}-{key}")]
-    elif library == "SB3":
-        cmd = cmd + ["--seed", str(seed)]
-    else:
-        cmd = cmd + [str(seed)]
+def pinned(cmd, a, key, rep, logdir, log_name=None):
+    """Runs `cmd` pinned to a.cpu with one thread; returns the process, the
+    full command, user and sys CPU seconds (getrusage(RUSAGE_CHILDREN)) and
+    the wall time. Its command and output go to logdir/<rep>-<key>.log."""
     full = ["taskset", "-c", str(a.cpu)] + cmd
     env = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1",
                OPENBLAS_NUM_THREADS="1", PYTHONHASHSEED="0")
@@ -156,11 +183,24 @@ def run_one(key, library, cmd, a, rep, logdir):
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     user = after.ru_utime - before.ru_utime
     sys_ = after.ru_stime - before.ru_stime
-    log = os.path.join(logdir, f"{rep}-{key}.log")
+    log = os.path.join(logdir, log_name or f"{rep}-{key}.log")
     with open(log, "w") as f:
         f.write("$ " + " ".join(full) + "\n--- stdout\n" + p.stdout + "\n--- stderr\n" + p.stderr)
     if p.returncode != 0:
         sys.exit(f"run.py: {key} (rep {rep}) exited {p.returncode}; see {log}")
+    return p, full, user, sys_, wall
+
+
+def run_one(key, library, cmd, a, rep, logdir):
+    """Runs `cmd` pinned, returns its record."""
+    seed = rep
+    if library == "microrl":
+        cmd = cmd + ["--seed", str(seed), "--out", os.path.join(logdir, f"{rep}-{key}")]
+    elif library == "SB3":
+        cmd = cmd + ["--seed", str(seed)]
+    else:
+        cmd = cmd + [str(seed)]
+    p, full, user, sys_, wall = pinned(cmd, a, key, rep, logdir)
     rec = {"rep": rep, "key": key, "library": library, "seed": seed,
            "cpu_s": round(user + sys_, 3), "user_s": round(user, 3), "sys_s": round(sys_, 3),
            "wall_s": round(wall, 3), "steps": None, "final_eval": None,
@@ -190,6 +230,98 @@ def run_one(key, library, cmd, a, rep, logdir):
         rec["to_threshold_steps"] = j["solved_at_step"] if j["solved"] else None
         rec["to_threshold_cpu_s"] = rec["cpu_s"] if j["solved"] else None
     return rec
+
+
+def run_suite_one(key, cmd, config, env, a, rep, logdir):
+    """One SB3 suite run, pinned; then its policy imported into microrl and
+    scored on microrl suite's held-out start states (not timed)."""
+    seed = rep
+    q = 1 if a.quick else 0
+    out = os.path.join(logdir, f"{rep}-{key}")
+    p, full, user, sys_, wall = pinned(cmd + ["--seed", str(seed), "--out", out], a, key, rep, logdir)
+    m = PEERS_RESULT.search(p.stdout)
+    if not m:
+        sys.exit(f"run.py: {key} (rep {rep}) printed no PEERS_RESULT line; see {logdir}/{rep}-{key}.log")
+    line = p.stdout[m.start():].splitlines()[0]
+    kv = dict(x.split("=", 1) for x in line.split()[1:])
+    field = lambda name: float(kv[name])
+    policy = os.path.join(out, "policy.mrlp")
+    imp = [a.microrl, "import", "--from", "sb3", os.path.join(out, "policy.safetensors"),
+           "--env", env, "--out", policy, "--json"]
+    stats = os.path.join(out, "vecnormalize.json")
+    if os.path.exists(stats):
+        imp[-1:-1] = ["--vecnormalize", stats]
+    ev = [a.microrl, "eval", policy, "--episodes", str(SUITE_EVAL_EPISODES[q]),
+          "--seed", str(SUITE_HELD_OUT_SEED), "--json"]
+    logs = []
+    for name, c in (("import", imp), ("eval", ev)):
+        r = subprocess.run(c, capture_output=True, text=True)
+        logs.append("$ " + " ".join(c) + "\n--- stdout\n" + r.stdout + "\n--- stderr\n" + r.stderr)
+        if r.returncode != 0:
+            with open(os.path.join(logdir, f"{rep}-{key}-microrl.log"), "w") as f:
+                f.write("\n".join(logs))
+            sys.exit(f"run.py: microrl {name} of {key} (rep {rep}) exited {r.returncode}; "
+                     f"see {logdir}/{rep}-{key}-microrl.log")
+    with open(os.path.join(logdir, f"{rep}-{key}-microrl.log"), "w") as f:
+        f.write("\n".join(logs))
+    j = json.loads(r.stdout.strip().splitlines()[-1])
+    return {"rep": rep, "key": key, "library": "SB3", "seed": seed, "config": config, "env": env,
+            "cpu_s": round(user + sys_, 3), "user_s": round(user, 3), "sys_s": round(sys_, 3),
+            "wall_s": round(wall, 3), "steps": int(m.group(1)),
+            "train_cpu_s": field("train_cpu_s"),
+            "final_eval": j["mean"], "final_eval_std": j["std"],
+            "final_eval_start_states": f"microrl eval --episodes {j['episodes']} --seed {SUITE_HELD_OUT_SEED}",
+            "gym_eval": float(m.group(2)), "gym_eval_cpu_s": field("eval_cpu_s"),
+            "gym_eval_start_states": f"Gymnasium reset(seed=1_000_000 + i), i < {j['episodes']}",
+            "solved_at_step": None, "command": " ".join(full),
+            "microrl_commands": [" ".join(imp), " ".join(ev)]}
+
+
+def suite_summary(records):
+    """Per (env, config): the per-seed held-out returns on microrl's start
+    states, their mean, the Gymnasium cross-check and the CPU seconds."""
+    rows = []
+    for config in SUITE_CONFIGS:
+        for env in SUITE_ENVS:
+            rs = sorted((r for r in records if r.get("config") == config and r.get("env") == env),
+                        key=lambda r: r["seed"])
+            if not rs:
+                continue
+            rows.append({
+                "env": env, "config": config, "seeds": [r["seed"] for r in rs],
+                "steps": statistics.median(r["steps"] for r in rs),
+                "held_out": [r["final_eval"] for r in rs],
+                "held_out_mean": statistics.mean(r["final_eval"] for r in rs),
+                "gym_eval": [r["gym_eval"] for r in rs],
+                "train_cpu_s": [r["train_cpu_s"] for r in rs],
+                "train_cpu_s_median": statistics.median(r["train_cpu_s"] for r in rs),
+                "cpu_s_median": statistics.median(r["cpu_s"] for r in rs),
+            })
+    return rows
+
+
+def suite_table(rows, q):
+    n = SUITE_EVAL_EPISODES[q]
+    lines = [
+        "",
+        f"SB3 PPO on the suite plants (`--tasks suite`): held-out = mean return of the deterministic "
+        f"policy, imported into microrl (`microrl import --from sb3`), over the {n} held-out start "
+        f"states of `microrl suite` (`microrl eval --episodes {n} --seed {SUITE_HELD_OUT_SEED}`); "
+        f"Gymnasium check = the same policy in SB3 and Gymnasium, episode i from "
+        f"reset(seed=1_000_000 + i): the same start-state distribution, not the same start states. "
+        f"Training CPU s = model.learn() alone (time.process_time); process CPU s = the whole "
+        f"run (getrusage: start-up, training, saving, the Gymnasium check).",
+        "",
+        "| env | config | steps | seeds | held-out per seed | held-out mean | Gymnasium check per seed "
+        "| training CPU s per seed | training CPU s (median) | process CPU s (median) |",
+        "|---|---|---:|---|---|---:|---|---|---:|---:|",
+    ]
+    for r in rows:
+        j = lambda xs, d: ", ".join(f"{x:.{d}f}" for x in xs)
+        lines.append(f"| {r['env']} | {r['config']} | {r['steps']:.0f} | {j(r['seeds'], 0)} | "
+                     f"{j(r['held_out'], 3)} | {r['held_out_mean']:.3f} | {j(r['gym_eval'], 3)} | "
+                     f"{j(r['train_cpu_s'], 1)} | {r['train_cpu_s_median']:.1f} | {r['cpu_s_median']:.1f} |")
+    return lines
 
 
 def sh(cmd):
@@ -226,7 +358,7 @@ def versions(a):
     commit = sh(f"git -C {ROOT} rev-parse --short HEAD")
     dirty = sh(f"git -C {ROOT} status --porcelain -- core std-harness Cargo.lock ':!std-harness/benches'")
     src = os.path.join(a.venv, ".peers-torch-source")
-    return {
+    v = {
         "microrl": f"{commit}{' (modified)' if dirty else ''}",
         "rustc": sh("rustc --version"),
         "g++": sh("g++ --version | head -1"),
@@ -236,10 +368,21 @@ def versions(a):
         "stable-baselines3": stable_baselines3.__version__,
         "gymnasium": gymnasium.__version__,
         "numpy": numpy.__version__,
-        "rltools": rltools_version(a) + " (headers = rl-tools tag v2.2.0)",
-        "rltools_compile": a.rltools_compile.replace(ROOT + "/", ""),
-        "rltools_offpolicy_compile": a.rltools_offpolicy_compile.replace(ROOT + "/", ""),
     }
+    if "ppo" in a.tasks or "offpolicy" in a.tasks:
+        v.update({
+            "rltools": rltools_version(a) + " (headers = rl-tools tag v2.2.0)",
+            "rltools_compile": a.rltools_compile.replace(ROOT + "/", ""),
+            "rltools_offpolicy_compile": a.rltools_offpolicy_compile.replace(ROOT + "/", ""),
+        })
+    if "suite" in a.tasks:
+        v["safetensors"] = version("safetensors")
+    if a.microrl_given:
+        # A binary the caller gave (run.sh --microrl): which one, not the tree's commit.
+        digest = sh(f"sha256sum {a.microrl} | cut -c1-16")
+        v["microrl"] = (f"{a.microrl} ({sh(a.microrl + ' --version')}, sha256 {digest}; "
+                        f"tree at {v['microrl']})")
+    return v
 
 
 def rltools_version(a):
@@ -362,12 +505,16 @@ def main():
     p.add_argument("--cpu", type=int, default=1)
     p.add_argument("--out", required=True)
     p.add_argument("--microrl", required=True,
-                   help="microrl built for a portable x86-64 (the main rows)")
+                   help="microrl built for a portable x86-64 (the main rows); the suite's "
+                        "rows use it only to import and evaluate SB3's policies")
+    p.add_argument("--microrl-given", action="store_true",
+                   help="--microrl is a binary the caller gave run.sh (--microrl), not its build")
     p.add_argument("--rltools", default="", help="RLtools' PPO Pendulum binary")
     p.add_argument("--rltools-sac", default="", help="RLtools' SAC Pendulum binary")
     p.add_argument("--rltools-td3", default="", help="RLtools' TD3 Pendulum binary")
-    p.add_argument("--tasks", default="ppo,offpolicy",
-                   help="comma-separated: ppo (CartPole and Pendulum PPO), offpolicy (SAC, TD3)")
+    p.add_argument("--tasks", default=",".join(DEFAULT_TASKS),
+                   help="comma-separated: ppo (CartPole and Pendulum PPO), offpolicy (SAC, TD3), "
+                        "suite (SB3 PPO on Acrobot-v1 and MountainCarContinuous-v0; not a default)")
     p.add_argument("--microrl-native", default="",
                    help="microrl's default build, -C target-cpu=native (adds its rows)")
     p.add_argument("--rltools-compile", default="")
@@ -392,21 +539,44 @@ def main():
     os.makedirs(logdir)
     started = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
     load_before = os.getloadavg()
+    mach, vers = machine(), versions(a)
     records = []
-    for rep in range(a.reps):
-        for key, library, cmd in runs(a):
-            rec = run_one(key, library, cmd, a, rep, logdir)
-            records.append(rec)
-            print(f"rep {rep} {key:34s} cpu {rec['cpu_s']:8.2f} s  wall {rec['wall_s']:8.2f} s  "
-                  f"steps {rec['steps']}  eval {rec['final_eval']:.1f}", file=sys.stderr, flush=True)
-    load_after = os.getloadavg()
+    plan = [(rep, key, library, cmd) for rep in range(a.reps) for key, library, cmd in runs(a)]
+    suite_plan = ([(config, rep, key, cmd, env) for key, _, cmd, config, env in suite_runs(a)
+                   for rep in range(a.reps)] if "suite" in a.tasks else [])
+    # The suite's runs: configuration-major (every seed of SB3's defaults, then RL Zoo's).
+    suite_plan.sort(key=lambda x: (SUITE_CONFIGS.index(x[0]), x[1]))
+    total = len(plan) + len(suite_plan)
+    for rep, key, library, cmd in plan:
+        rec = run_one(key, library, cmd, a, rep, logdir)
+        records.append(rec)
+        print(f"rep {rep} {key:34s} cpu {rec['cpu_s']:8.2f} s  wall {rec['wall_s']:8.2f} s  "
+              f"steps {rec['steps']}  eval {rec['final_eval']:.1f}", file=sys.stderr, flush=True)
+        report(a, records, total, started, load_before, mach, vers, logdir, final=False)
+    for config, rep, key, cmd, env in suite_plan:
+        rec = run_suite_one(key, cmd, config, env, a, rep, logdir)
+        records.append(rec)
+        print(f"rep {rep} {key:34s} cpu {rec['cpu_s']:8.2f} s  train {rec['train_cpu_s']:8.2f} s  "
+              f"wall {rec['wall_s']:8.2f} s  steps {rec['steps']}  held-out {rec['final_eval']:.3f}  "
+              f"gym {rec['gym_eval']:.3f}", file=sys.stderr, flush=True)
+        report(a, records, total, started, load_before, mach, vers, logdir, final=False)
+    table = report(a, records, total, started, load_before, mach, vers, logdir, final=True)
+    print(table)
+    print(f"raw results: {a.out}/results.csv, results.json; logs: {logdir}", file=sys.stderr)
 
+
+def report(a, records, total, started, load_before, mach, vers, logdir, final):
+    """Writes table.md, results.json and results.csv for the runs so far
+    (after every run: a long run leaves its results if stopped); returns the table."""
+    load_after = os.getloadavg()
     q = 1 if a.quick else 0
     by = lambda k: [r for r in records if r["key"] == k]
     summary = []
     ppo_rows = (ROWS + (ROWS_NATIVE if a.microrl_native else [])) if "ppo" in a.tasks else []
     for label, mk, pk in ppo_rows:
         m, pr = by(mk), by(pk)
+        if not m or not pr:
+            continue
         mc = statistics.median(r["cpu_s"] for r in m)
         pc = statistics.median(r["cpu_s"] for r in pr)
         summary.append({
@@ -417,16 +587,20 @@ def main():
             "peer_cpu_s": pc, "peer_eval": fmt_eval(pr), "ratio": pc / mc,
         })
 
-    mach, vers = machine(), versions(a)
-    cmdline = "std-harness/benches/peers/run.sh --reps %d --cpu %d%s%s" % (
+    cmdline = "std-harness/benches/peers/run.sh --reps %d --cpu %d%s%s%s" % (
         a.reps, a.cpu, " --quick" if a.quick else "",
-        "" if a.tasks == list(TASKS) else " --tasks " + ",".join(a.tasks))
+        "" if a.tasks == list(DEFAULT_TASKS) else " --tasks " + ",".join(a.tasks),
+        f" --microrl {a.microrl}" if a.microrl_given else "")
     lines = [
         f"Measured {started} with `{cmdline}`: CPU seconds (user + sys) of whole runs "
-        f"pinned to core {a.cpu}, one thread, median of {a.reps}; final eval = mean return of "
-        f"the {EVAL_EPISODES[q]}-episode deterministic evaluation after training "
-        f"(median [min, max] over the repetitions).",
+        f"pinned to core {a.cpu}, one thread, median of {a.reps}" + (
+            f"; final eval = mean return of the {EVAL_EPISODES[q]}-episode deterministic "
+            f"evaluation after training (median [min, max] over the repetitions)."
+            if "ppo" in a.tasks or "offpolicy" in a.tasks else
+            f" (seeds 0 .. {a.reps - 1})."),
     ]
+    if not final:
+        lines += ["", f"**Partial: {len(records)} of {total} runs so far.**"]
     if summary:
         lines += [
             "",
@@ -436,9 +610,13 @@ def main():
     for s in summary:
         lines.append(f"| {s['task']} | {s['microrl_cpu_s']:.2f} | {s['microrl_eval']} | {s['peer']} "
                      f"| {s['peer_cpu_s']:.2f} | {s['peer_eval']} | {s['ratio']:.2f}x |")
-    offpolicy = offpolicy_summary(records, q) if "offpolicy" in a.tasks else None
-    if offpolicy:
+    offpolicy = None
+    if "offpolicy" in a.tasks and any(r["key"].startswith(("microrl_sac", "microrl_td3")) for r in records):
+        offpolicy = offpolicy_summary(records, q)
         lines += offpolicy_table(offpolicy, q, a.reps)
+    suite = suite_summary(records) if "suite" in a.tasks else None
+    if suite:
+        lines += suite_table(suite, q)
     lines += [
         "",
         f"Machine: {mach['cpu_model']} ({mach['cpu_family_model']}, hypervisor "
@@ -460,20 +638,22 @@ def main():
         f.write(table)
     with open(os.path.join(a.out, "results.json"), "w") as f:
         json.dump({"started": started, "command": cmdline, "quick": a.quick, "reps": a.reps,
-                   "cpu": a.cpu, "tasks": a.tasks,
+                   "cpu": a.cpu, "tasks": a.tasks, "complete": final,
                    "load_average": {"before": load_before, "after": load_after},
                    "machine": mach, "versions": vers, "summary": summary,
-                   "offpolicy_summary": offpolicy, "runs": records},
+                   "offpolicy_summary": offpolicy, "suite_summary": suite, "runs": records},
                   f, indent=2)
     cols = ["rep", "key", "library", "seed", "cpu_s", "user_s", "sys_s", "wall_s", "steps",
             "final_eval", "solved_at_step", "curve_eval_cpu_s", "cpu_s_without_curve",
             "to_threshold_steps", "to_threshold_cpu_s", "command"]
+    if suite:
+        # The suite's columns, after the others (the earlier files' columns unchanged).
+        cols[-1:-1] = ["config", "env", "train_cpu_s", "gym_eval", "gym_eval_cpu_s"]
     with open(os.path.join(a.out, "results.csv"), "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=cols, extrasaction="ignore")
         w.writeheader()
         w.writerows(records)
-    print(table)
-    print(f"raw results: {a.out}/results.csv, results.json; logs: {logdir}", file=sys.stderr)
+    return table
 
 
 if __name__ == "__main__":

@@ -39,21 +39,39 @@
 #    for the full budget; and, as equal work, microrl with RLtools' SAC and TD3
 #    settings (microrl_pendulum_{sac,td3}_rltools.toml).
 #
+#  * The suite's peers (--tasks suite, not a default: ~3 CPU hours): SB3 PPO
+#    on the two suite plants Gymnasium has, Acrobot-v1 and
+#    MountainCarContinuous-v0 (sb3_suite_ppo.py), with SB3's defaults for
+#    microrl suite's 500 000 steps and with RL Zoo's tuned entries (their own
+#    budgets, VecNormalize), seeds 0 .. reps-1. Each trained policy is imported
+#    into microrl (microrl import --from sb3, the frozen VecNormalize
+#    statistics with it) and scored by microrl eval --episodes 200 --seed
+#    2000: the held-out start states of microrl suite's rows and baselines.
+#    CPU seconds of model.learn() and of the whole process reported apart.
+#
 # Runs alternate (microrl, SB3, microrl, RLtools, ... per repetition) so that
 # the noise of a shared machine falls on every library alike; the table gives
 # medians over the repetitions.
 #
 # Usage:  std-harness/benches/peers/run.sh [--reps N] [--quick] [--cpu C] [--out DIR]
-#                                          [--tasks ppo,offpolicy] [--venv DIR]
+#                                          [--tasks ppo,offpolicy,suite] [--venv DIR]
+#                                          [--microrl BIN]
 #   --reps N   repetitions (default 3)
 #   --quick    tiny budgets (2 048 CartPole and 40 960 Pendulum PPO steps,
 #              1 000 SAC/TD3 steps with a curve point every 500, 10-episode
+#              evaluations; suite: one rollout of each configuration -- 200
+#              steps for RL Zoo's MountainCarContinuous --, 10-episode
 #              evaluations): a smoke test of the whole pipeline, not a measurement
-#   --tasks T  which comparisons: ppo (CartPole and Pendulum PPO), offpolicy
-#              (SAC and TD3 on Pendulum), or both (default ppo,offpolicy)
+#   --tasks T  which comparisons, comma-separated: ppo (CartPole and Pendulum
+#              PPO), offpolicy (SAC and TD3 on Pendulum), suite (SB3 PPO on
+#              Acrobot-v1 and MountainCarContinuous-v0); default ppo,offpolicy
+#   --microrl BIN  only with --tasks suite: import and evaluate with this
+#              microrl binary instead of building one (the suite's rows time
+#              no microrl run)
 #   --venv DIR reuse an existing venv (also $PEERS_VENV) instead of building
 #              target/peers-venv: refused unless its stable-baselines3,
-#              gymnasium, torch and numpy are requirements.txt's versions; if
+#              gymnasium, torch and numpy (and, for the suite, safetensors)
+#              are requirements.txt's versions; if
 #              it lacks rltools, the pinned rltools (headers only, 0.6 MB) goes
 #              to target/peers/rltools-pkg
 #   --cpu C    the core every run is pinned to (default 1)
@@ -80,6 +98,7 @@ cpu=1
 out=""
 tasks="ppo,offpolicy"
 venv_arg="${PEERS_VENV:-}"
+microrl_arg=""
 while [[ $# -gt 0 ]]; do
     case "$1" in
         --reps) reps="$2"; shift 2 ;;
@@ -88,6 +107,7 @@ while [[ $# -gt 0 ]]; do
         --out) out="$2"; shift 2 ;;
         --tasks) tasks="$2"; shift 2 ;;
         --venv) venv_arg="$2"; shift 2 ;;
+        --microrl) microrl_arg="$2"; shift 2 ;;
         -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) echo "run.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
     esac
@@ -98,13 +118,26 @@ fi
 mkdir -p "$BUILD" "$out"
 
 has_task() { [[ ",$tasks," == *",$1,"* ]]; }
+if [[ -n "$microrl_arg" ]]; then
+    if [[ "$tasks" != "suite" ]]; then
+        echo "run.sh: --microrl only with --tasks suite (the other rows time run.sh's own builds)" >&2
+        exit 2
+    fi
+    if [[ ! -x "$microrl_arg" ]]; then
+        echo "run.sh: --microrl $microrl_arg is not an executable" >&2
+        exit 2
+    fi
+    microrl_arg="$(cd "$(dirname "$microrl_arg")" && pwd)/$(basename "$microrl_arg")"
+fi
 
 # --- 1. The Python venv (pinned; reused while requirements.txt is unchanged),
 # or an existing one with the same versions of the packages that run.
 req_hash="$(sha256sum "$HERE/requirements.txt" | cut -c1-16)"
 if [[ -n "$venv_arg" ]]; then
     VENV="$(cd "$venv_arg" && pwd)"
-    for pkg in stable-baselines3 gymnasium torch numpy; do
+    checked=(stable-baselines3 gymnasium torch numpy)
+    has_task suite && checked+=(safetensors)  # the suite's policies go to microrl import
+    for pkg in "${checked[@]}"; do
         want="$(grep -iE "^$pkg==" "$HERE/requirements.txt" | cut -d= -f3)"
         have="$("$VENV/bin/python" -c 'import sys; from importlib.metadata import version; print(version(sys.argv[1]))' "$pkg" 2>/dev/null || echo none)"
         if [[ "$have" != "$want" ]]; then
@@ -112,7 +145,7 @@ if [[ -n "$venv_arg" ]]; then
             exit 2
         fi
     done
-    echo "== reusing the venv $VENV (stable-baselines3, gymnasium, torch, numpy as pinned)" >&2
+    echo "== reusing the venv $VENV (${checked[*]} as pinned)" >&2
 elif [[ ! -f "$VENV/.peers-$req_hash" ]]; then
     echo "== building the venv $VENV" >&2
     rm -rf "$VENV"
@@ -133,16 +166,20 @@ elif [[ ! -f "$VENV/.peers-$req_hash" ]]; then
 fi
 PY="$VENV/bin/python"
 RLT_PKG=""
-if ! RLT_INCLUDE="$("$PY" -c 'import os, rltools; print(os.path.join(os.path.dirname(rltools.__file__), "external", "rl_tools", "include"))' 2>/dev/null)"; then
-    # A reused venv without rltools: the pinned package's headers beside the build.
-    RLT_PKG="$BUILD/rltools-pkg"
-    rlt_pin="$(grep -E '^rltools==' "$HERE/requirements.txt")"
-    if [[ ! -d "$RLT_PKG/rltools-${rlt_pin#rltools==}.dist-info" ]]; then
-        echo "== $PY -m pip install --no-deps --target $RLT_PKG $rlt_pin" >&2
-        rm -rf "$RLT_PKG"
-        "$PY" -m pip install --no-deps --target "$RLT_PKG" "$rlt_pin" >&2
+RLT_INCLUDE=""
+# The RLtools headers (not needed by the suite's rows).
+if has_task ppo || has_task offpolicy; then
+    if ! RLT_INCLUDE="$("$PY" -c 'import os, rltools; print(os.path.join(os.path.dirname(rltools.__file__), "external", "rl_tools", "include"))' 2>/dev/null)"; then
+        # A reused venv without rltools: the pinned package's headers beside the build.
+        RLT_PKG="$BUILD/rltools-pkg"
+        rlt_pin="$(grep -E '^rltools==' "$HERE/requirements.txt")"
+        if [[ ! -d "$RLT_PKG/rltools-${rlt_pin#rltools==}.dist-info" ]]; then
+            echo "== $PY -m pip install --no-deps --target $RLT_PKG $rlt_pin" >&2
+            rm -rf "$RLT_PKG"
+            "$PY" -m pip install --no-deps --target "$RLT_PKG" "$rlt_pin" >&2
+        fi
+        RLT_INCLUDE="$RLT_PKG/rltools/external/rl_tools/include"
     fi
-    RLT_INCLUDE="$RLT_PKG/rltools/external/rl_tools/include"
 fi
 
 # --- 2. microrl's release builds. The table's main rows use a portable
@@ -152,9 +189,15 @@ fi
 # multiply into an add and the kernels' summation order does not depend on the
 # vector width: the same trained bits, see docs/speed.md): extra
 # rows in the table.
-echo "== RUSTFLAGS='-C target-cpu=x86-64' cargo build --release -p microrl-harness --target-dir $BUILD/x86-64" >&2
-(cd "$ROOT" && RUSTFLAGS="-C target-cpu=x86-64" \
-    cargo build --release -p microrl-harness --target-dir "$BUILD/x86-64" >&2)
+MICRORL="$BUILD/x86-64/release/microrl"
+if [[ -n "$microrl_arg" ]]; then
+    MICRORL="$microrl_arg"
+    echo "== using $MICRORL (--microrl) for the suite's import and eval" >&2
+else
+    echo "== RUSTFLAGS='-C target-cpu=x86-64' cargo build --release -p microrl-harness --target-dir $BUILD/x86-64" >&2
+    (cd "$ROOT" && RUSTFLAGS="-C target-cpu=x86-64" \
+        cargo build --release -p microrl-harness --target-dir "$BUILD/x86-64" >&2)
+fi
 MICRORL_NATIVE=""
 if has_task ppo; then  # the default build's rows are PPO rows
     echo "== cargo build --release -p microrl-harness" >&2
@@ -198,8 +241,9 @@ done
 # --- 4. The runs, alternating, and the table.
 quick_flag=()
 [[ $quick == 1 ]] && quick_flag=(--quick)
+[[ -n "$microrl_arg" ]] && quick_flag+=(--microrl-given)
 exec "$PY" "$HERE/run.py" --reps "$reps" --cpu "$cpu" --out "$out" "${quick_flag[@]}" \
-    --tasks "$tasks" --microrl "$BUILD/x86-64/release/microrl" --microrl-native "$MICRORL_NATIVE" \
+    --tasks "$tasks" --microrl "$MICRORL" --microrl-native "$MICRORL_NATIVE" \
     --rltools "$RLT_BIN" --rltools-sac "$RLT_SAC_BIN" --rltools-td3 "$RLT_TD3_BIN" \
     --rltools-compile "${RLT_CMD[*]}" \
     --rltools-offpolicy-compile "${RLT_OFFPOLICY_CMD[*]//rltools_pendulum_td3/$RLT_BOTH}" \

@@ -136,18 +136,18 @@ fn a_refused_step_leaves_the_reward_statistics_alone() {
 /// `PLANT` is `DEFAULT` with exactly its two safeguards on.
 #[test]
 fn the_plant_defaults_are_the_defaults_with_both_safeguards() {
-    let plant = AcConfig::PLANT;
+    let (plant, default) = (AcConfig::PLANT, AcConfig::DEFAULT);
     assert!(plant.normalize_reward);
     assert_eq!(plant.critic_warmup, 10_000);
-    assert!(!AcConfig::DEFAULT.normalize_reward);
-    assert_eq!(AcConfig::DEFAULT.critic_warmup, 0);
+    assert!(!default.normalize_reward);
+    assert_eq!(default.critic_warmup, 0);
     assert_eq!(
         AcConfig {
             normalize_reward: false,
             critic_warmup: 0,
             ..plant
         },
-        AcConfig::DEFAULT
+        default
     );
     assert!(plant.validate().is_ok());
 }
