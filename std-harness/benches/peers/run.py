@@ -522,6 +522,9 @@ def main():
     p.add_argument("--rltools-pkg", default="",
                    help="where run.sh installed the rltools package when the venv lacks it")
     p.add_argument("--venv", default="")
+    p.add_argument("--resume", action="store_true",
+                   help="keep the runs OUT/results.json already holds (same tasks, budgets and "
+                        "repetitions) and run only the missing ones")
     a = p.parse_args()
     a.python = sys.executable
     a.tasks = [t for t in a.tasks.split(",") if t]
@@ -535,12 +538,30 @@ def main():
         a.microrl_native = ""
 
     logdir = os.path.join(a.out, "logs")
-    shutil.rmtree(logdir, ignore_errors=True)
-    os.makedirs(logdir)
     started = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
     load_before = os.getloadavg()
     mach, vers = machine(), versions(a)
     records = []
+    prev = os.path.join(a.out, "results.json")
+    if a.resume and os.path.exists(prev):
+        with open(prev) as f:
+            old = json.load(f)
+        if (old["tasks"], old["quick"], old["reps"], old["cpu"]) != (a.tasks, a.quick, a.reps, a.cpu):
+            sys.exit(f"run.py: --resume: {prev} is of another run (tasks {old['tasks']}, quick "
+                     f"{old['quick']}, reps {old['reps']}, cpu {old['cpu']})")
+        # A given microrl binary is named by its digest; the tree's commit may move on.
+        same = lambda v: {k: (re.sub(r"; tree at .*\)$", ")", x) if k == "microrl" and a.microrl_given
+                              else x) for k, x in v.items()}
+        if same(old["versions"]) != same(vers):
+            sys.exit(f"run.py: --resume: {prev} ran other versions: {old['versions']}")
+        records = old["runs"]
+        started = old["started"] + " (resumed " + started + ")"
+        load_before = tuple(old["load_average"]["before"])
+        print(f"== resuming: {len(records)} runs kept from {prev}", file=sys.stderr)
+    else:
+        shutil.rmtree(logdir, ignore_errors=True)
+    os.makedirs(logdir, exist_ok=True)
+    done = {(r["key"], r["rep"]) for r in records}
     plan = [(rep, key, library, cmd) for rep in range(a.reps) for key, library, cmd in runs(a)]
     suite_plan = ([(config, rep, key, cmd, env) for key, _, cmd, config, env in suite_runs(a)
                    for rep in range(a.reps)] if "suite" in a.tasks else [])
@@ -548,12 +569,16 @@ def main():
     suite_plan.sort(key=lambda x: (SUITE_CONFIGS.index(x[0]), x[1]))
     total = len(plan) + len(suite_plan)
     for rep, key, library, cmd in plan:
+        if (key, rep) in done:
+            continue
         rec = run_one(key, library, cmd, a, rep, logdir)
         records.append(rec)
         print(f"rep {rep} {key:34s} cpu {rec['cpu_s']:8.2f} s  wall {rec['wall_s']:8.2f} s  "
               f"steps {rec['steps']}  eval {rec['final_eval']:.1f}", file=sys.stderr, flush=True)
         report(a, records, total, started, load_before, mach, vers, logdir, final=False)
     for config, rep, key, cmd, env in suite_plan:
+        if (key, rep) in done:
+            continue
         rec = run_suite_one(key, cmd, config, env, a, rep, logdir)
         records.append(rec)
         print(f"rep {rep} {key:34s} cpu {rec['cpu_s']:8.2f} s  train {rec['train_cpu_s']:8.2f} s  "

@@ -65,6 +65,9 @@
 #   --tasks T  which comparisons, comma-separated: ppo (CartPole and Pendulum
 #              PPO), offpolicy (SAC and TD3 on Pendulum), suite (SB3 PPO on
 #              Acrobot-v1 and MountainCarContinuous-v0); default ppo,offpolicy
+#   --resume   keep the runs OUT/results.json already holds (the same tasks,
+#              --quick, --reps, --cpu and versions) and run the missing ones:
+#              results.json is rewritten after every run
 #   --microrl BIN  only with --tasks suite: import and evaluate with this
 #              microrl binary instead of building one (the suite's rows time
 #              no microrl run)
@@ -99,6 +102,7 @@ out=""
 tasks="ppo,offpolicy"
 venv_arg="${PEERS_VENV:-}"
 microrl_arg=""
+resume=0
 while [[ $# -gt 0 ]]; do
     case "$1" in
         --reps) reps="$2"; shift 2 ;;
@@ -108,6 +112,7 @@ while [[ $# -gt 0 ]]; do
         --tasks) tasks="$2"; shift 2 ;;
         --venv) venv_arg="$2"; shift 2 ;;
         --microrl) microrl_arg="$2"; shift 2 ;;
+        --resume) resume=1; shift ;;
         -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) echo "run.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
     esac
@@ -242,6 +247,7 @@ done
 quick_flag=()
 [[ $quick == 1 ]] && quick_flag=(--quick)
 [[ -n "$microrl_arg" ]] && quick_flag+=(--microrl-given)
+[[ $resume == 1 ]] && quick_flag+=(--resume)
 exec "$PY" "$HERE/run.py" --reps "$reps" --cpu "$cpu" --out "$out" "${quick_flag[@]}" \
     --tasks "$tasks" --microrl "$MICRORL" --microrl-native "$MICRORL_NATIVE" \
     --rltools "$RLT_BIN" --rltools-sac "$RLT_SAC_BIN" --rltools-td3 "$RLT_TD3_BIN" \
