@@ -2,6 +2,8 @@
 //! cortex-m-rt/embassy convention: cortex-m-rt's `link.x` does
 //! `INCLUDE memory.x`). `memory/mps2-an386.x` (QEMU's Cortex-M4F board) by
 //! default; `memory/stm32f407.x` with the `stm32f407` feature;
+//! `memory/stm32f405.x` (QEMU's `netduinoplus2`, the Crazyflie's MCU) with
+//! the `stm32f405` feature;
 //! `memory/microbit.x` (QEMU's Cortex-M0 board, 256 KB flash, 16 KB RAM)
 //! when building for `thumbv6m-none-eabi`.
 //!
@@ -58,6 +60,8 @@ fn main() {
     let cortex_m0 = env::var("TARGET").is_ok_and(|t| t.starts_with("thumbv6m"));
     let layout = if env::var_os("CARGO_FEATURE_STM32F407").is_some() {
         "memory/stm32f407.x"
+    } else if env::var_os("CARGO_FEATURE_STM32F405").is_some() {
+        "memory/stm32f405.x"
     } else if cortex_m0 {
         "memory/microbit.x"
     } else {

@@ -54,6 +54,10 @@
 //!   reported evaluation and weights equal the desktop's `LaggedPpo` run
 //!   through `Trainer::run`; prints one `realtime learn-rt: …` line.
 //!
+//! - `train-ppo` again, linked for the STM32F405 (`--features stm32f405`)
+//!   and booted in QEMU's `netduinoplus2` (the Crazyflie 2.x's MCU): the
+//!   same `solved` line as the desktop's, within the same budget.
+//!
 //! QEMU's exit status is the firmware's (`microrl_firmware::exit`, or 1 from
 //! the panic and HardFault handlers). Without `qemu-system-arm` or the
 //! `thumbv7em-none-eabihf` target the tests skip with one line on stderr
@@ -79,7 +83,7 @@ use rand_core::SeedableRng;
 use rand_xoshiro::Xoshiro128PlusPlus;
 
 use microrl::algo::Sac;
-use qemu::{CORTEX_M4F, Fnv1a, Run, after, firmware_dir, hex};
+use qemu::{CORTEX_M4F, Fnv1a, NETDUINOPLUS2, Run, after, firmware_dir, hex};
 
 /// The firmware's small CartPole policy type (`infer`, `train-ppo`, `train-ac`):
 /// 4-32-32-2 actor, frozen normaliser, discrete action space.
@@ -322,6 +326,47 @@ fn train_ppo_solves_cartpole_like_the_desktop_within_budget() {
     assert!(
         ram + peak <= 64 * 1024,
         "train-ppo RAM {ram} + stack {peak} B > 64 KB"
+    );
+}
+
+/// `train-ppo` linked for the STM32F405 (the `stm32f405` feature:
+/// `memory/stm32f405.x`, flash at 0x0800_0000) and booted in QEMU's
+/// `netduinoplus2`, an STM32F405 board — the Crazyflie 2.x's MCU: the same
+/// run as the desktop's (and the MPS2 board's), bit for bit, within the
+/// same budget.
+#[test]
+fn train_ppo_on_the_stm32f405_netduinoplus2_matches_the_desktop() {
+    if !qemu::tools(NETDUINOPLUS2) {
+        return;
+    }
+    let elfs = qemu::build_in(
+        Some("stm32f405"),
+        NETDUINOPLUS2,
+        &["train-ppo"],
+        &["stm32f405"],
+    );
+    let elf = &elfs["train-ppo"];
+    // Linked for the STM32's flash, not the MPS2's code SRAM at 0.
+    let bytes = std::fs::read(elf).expect("read ELF");
+    let entry = u32::from_le_bytes(bytes[0x18..0x1c].try_into().unwrap());
+    assert!(
+        (0x0800_0000..0x0810_0000).contains(&entry),
+        "entry point {entry:#010x} is not in the STM32F405's flash"
+    );
+    let run = qemu::boot(NETDUINOPLUS2, elf, false);
+    assert_eq!(run.status, Some(0), "{}", run.lines.join("\n"));
+    let (summary, blob) = desktop_ppo();
+    assert_solved_like_desktop(&run, summary, blob);
+    let (flash, ram) = footprint(elf);
+    let peak: u64 = after(run.line("INFO stack:"), "peak").parse().unwrap();
+    println!(
+        "netduinoplus2 train-ppo: solved at {:?}, flash {flash} B, static RAM {ram} B, peak stack {peak} B",
+        summary.solved_at_step
+    );
+    assert!(flash <= 64 * 1024, "train-ppo flash {flash} B > 64 KB");
+    assert!(
+        ram + peak <= 64 * 1024,
+        "RAM {ram} + stack {peak} B > 64 KB"
     );
 }
 
@@ -854,7 +899,14 @@ fn train_sac_solves_pendulum_like_the_desktop() {
     if !qemu::tools(CORTEX_M4F) {
         return;
     }
-    let elfs = qemu::build_with_features(CORTEX_M4F, &["train-sac"], &["sac-solve"]);
+    // Its own target directory: the default build's `train-sac` stays the
+    // 4 000-step one the other tests boot.
+    let elfs = qemu::build_in(
+        Some("sac-solve"),
+        CORTEX_M4F,
+        &["train-sac"],
+        &["sac-solve"],
+    );
     let run = qemu::boot_within(CORTEX_M4F, &elfs["train-sac"], false, SAC_SOLVE_TIMEOUT);
     assert_eq!(run.status, Some(0), "{}", run.lines.join("\n"));
     let (_, outcome, fnv) = desktop_sac(20_000);

@@ -48,6 +48,16 @@ pub const CORTEX_M4F: Board = Board {
     name: "Cortex-M4F",
 };
 
+/// Netduino Plus 2: an STM32F405RG (Cortex-M4F, 1 MB flash at 0x0800_0000,
+/// 128 KB SRAM + 64 KB CCM), the Crazyflie 2.x's MCU. Its firmware is the
+/// Cortex-M4F build linked with the `stm32f405` feature's layout
+/// ([`build_in`] into its own target directory).
+pub const NETDUINOPLUS2: Board = Board {
+    target: "thumbv7em-none-eabihf",
+    machine: &["-machine", "netduinoplus2"],
+    name: "STM32F405 (netduinoplus2)",
+};
+
 /// BBC micro:bit (nRF51822): Cortex-M0, no FPU, 256 KB flash, 16 KB RAM.
 pub const CORTEX_M0: Board = Board {
     target: "thumbv6m-none-eabi",
@@ -139,12 +149,16 @@ fn target_installed(target: &str) -> bool {
 /// `cargo build --release --target <board> --bin …` in `firmware-example/`;
 /// the ELFs by binary name.
 pub fn build(board: Board, bins: &[&str]) -> HashMap<String, PathBuf> {
-    build_with_features(board, bins, &[])
+    build_in(None, board, bins, &[])
 }
 
 /// [`build`] with the firmware's cargo `features` enabled (on top of the
-/// defaults).
-pub fn build_with_features(
+/// defaults), into `firmware-example/target/<dir>` when `dir` is given
+/// instead of the default target directory: a build with other
+/// features writes its ELFs to the same paths, so a test that boots them
+/// while others boot the default build's needs a directory of its own.
+pub fn build_in(
+    dir: Option<&str>,
     board: Board,
     bins: &[&str],
     features: &[&str],
@@ -158,6 +172,10 @@ pub fn build_with_features(
         board.target,
         "--message-format=json-render-diagnostics",
     ]);
+    if let Some(dir) = dir {
+        cmd.arg("--target-dir")
+            .arg(firmware_dir().join("target").join(dir));
+    }
     for bin in bins {
         cmd.args(["--bin", bin]);
     }
