@@ -121,6 +121,8 @@ pub trait AgentTypes {
     type Grpo<S: ActorFor, const H: usize, const N: usize>;
     /// The online actor-critic.
     type ActorCritic<S: ActorFor, const H: usize>;
+    /// The online actor-critic on the lagged schedule, blocks of `BLOCK` ticks.
+    type LaggedAc<S: ActorFor, const H: usize, const BLOCK: usize>;
     /// The deployable policy.
     type Policy<S: ActorFor, const H: usize>;
     /// SAC (see [`OffPolicyFor`]).
@@ -157,6 +159,8 @@ impl<const OBS: usize> AgentTypes for SVector<f32, OBS> {
     type Grpo<S: ActorFor, const H: usize, const N: usize> = algo::Grpo<S::Actor<OBS, H>, OBS, N>;
     type ActorCritic<S: ActorFor, const H: usize> =
         algo::ActorCritic<S::Actor<OBS, H>, Mlp<OBS, H, 1>, OBS>;
+    type LaggedAc<S: ActorFor, const H: usize, const BLOCK: usize> =
+        algo::LaggedAc<S::Actor<OBS, H>, Mlp<OBS, H, 1>, OBS, BLOCK>;
     type Policy<S: ActorFor, const H: usize> = crate::policy::Policy<S::Actor<OBS, H>, OBS>;
     type Sac<
         S: OffPolicyFor,
@@ -220,6 +224,13 @@ pub type Grpo<E, const H: usize, const N: usize> =
 /// The online one-step actor-critic on `E` (no rollout buffer).
 pub type ActorCritic<E, const H: usize> =
     <<E as Env>::Obs as AgentTypes>::ActorCritic<<E as Env>::Space, H>;
+
+/// The online actor-critic on `E` run on the lagged schedule of a device
+/// that learns while it controls (see [`algo::ac::lagged`]): the same
+/// networks; the control loop acts blocks of `BLOCK` ticks with the
+/// published policy while the learner steps through the previous block.
+pub type LaggedAc<E, const H: usize, const BLOCK: usize> =
+    <<E as Env>::Obs as AgentTypes>::LaggedAc<<E as Env>::Space, H, BLOCK>;
 
 /// SAC on `E` with SB3's architecture (actor trunk and twin critics with
 /// two ReLU hidden layers of `H` units; see [`algo::sac`]), a replay ring

@@ -39,7 +39,7 @@ pub mod sac;
 pub mod td3;
 pub mod trpo;
 
-pub use ac::{AcConfig, AcStats, ActorCritic};
+pub use ac::{AcConfig, AcStats, ActorCritic, LaggedAc};
 pub use anchor::{AnchorConfig, Anchored};
 pub use buffer::Rollout;
 pub use critic::{Critic, Critics};

@@ -17,6 +17,7 @@
 //! observation normaliser — no rollout buffer. This is the variant for the
 //! smallest microcontrollers.
 
+pub mod lagged;
 mod learner;
 mod persist;
 #[cfg(test)]
@@ -25,13 +26,14 @@ mod tests;
 use nalgebra::SVector;
 use rand_core::Rng;
 
-use super::{Actor, Cursor, Episode, Policy, value};
+use super::{Actor, Cursor, Episode, Policy};
 use crate::env::{ActionSpace, Env};
-use crate::error::{Error, check_finite};
+use crate::error::Error;
 use crate::nn::{Network, gain};
 use crate::normalize::RunningNorm;
-use crate::optim::{AdamConfig, Optimizer, Schedule, TrainState, check_gradient, check_lr};
+use crate::optim::{AdamConfig, Optimizer, Schedule, TrainState};
 use crate::params::Params;
+pub use lagged::LaggedAc;
 
 /// Online actor-critic hyper-parameters.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -324,73 +326,7 @@ impl<A: Actor<OBS>, C: Network<OBS, 1>, const OBS: usize> ActorCritic<A, C, OBS>
         };
         let (action, _) = self.actor.params.sample(&obs, rng)?;
         let step = cursor.advance(env, self.space.command(&action), rng, &mut on_episode)?;
-        let progress = self.steps;
-        self.steps += 1;
-
-        // δ = r + γ V(s′)(1 − terminated) − V(s), from the critic before updating.
-        let v = self
-            .critic
-            .params
-            .forward_train(&obs, &mut self.critic_cache)[0];
-        let v_next = if step.terminated {
-            0.0
-        } else {
-            value(&self.critic.params, &self.observe(&step.obs)?)
-        };
-        let reward = if c.normalize_reward {
-            crate::normalize::scale_reward(
-                c.gamma,
-                &mut self.return_norm,
-                &mut self.discounted_return,
-                step.reward,
-                step.done(),
-            )?
-        } else {
-            step.reward
-        };
-        let delta = reward + c.gamma * v_next - v;
-        check_finite(delta)?;
-
-        // Critic: ∂/∂V ½(V − y)² = V − y = −δ.
-        self.critic.zero_grad();
-        let d_value = SVector::<f32, 1>::new(-delta);
-        self.critic
-            .params
-            .backward(&self.critic_cache, &d_value, &mut self.critic.grads);
-
-        // Actor: ∂/∂log π (−δ log π) = −δ; ∂/∂H (−c_e H) = −c_e.
-        self.actor.zero_grad();
-        let (_, entropy) = self
-            .actor
-            .params
-            .evaluate(&obs, &action, &mut self.actor_cache)?;
-        self.actor.params.backward(
-            &self.actor_cache,
-            &action,
-            -delta,
-            -c.ent_coef,
-            &mut self.actor.grads,
-        );
-
-        // Check both gradients and both learning rates before applying
-        // either: with them valid (and the configuration validated) neither
-        // `apply` can fail, so a step is never half-applied.
-        check_gradient(&self.critic.grads)?;
-        check_gradient(&self.actor.grads)?;
-        let critic_lr = c.critic_lr.at(progress, c.total_steps);
-        let actor_lr = c.actor_lr.at(progress, c.total_steps);
-        check_lr(critic_lr)?;
-        check_lr(actor_lr)?;
-        self.critic.apply(critic_lr, c.max_grad_norm)?;
-        // Critic warm-up: the actor (and its Adam moments) stay untouched.
-        if progress >= c.critic_warmup {
-            self.actor.apply(actor_lr, c.max_grad_norm)?;
-        }
-        Ok(AcStats {
-            delta,
-            value: v,
-            entropy,
-        })
+        self.learn(&obs, &action, &step, None)
     }
 
     /// Copies the deployable policy — actor, frozen normaliser, action

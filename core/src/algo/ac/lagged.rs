@@ -1,0 +1,415 @@
+//! The online actor-critic with one block of policy lag: the schedule a
+//! device runs when its control loop (a fast timer interrupt, e.g. a motor
+//! at 1 kHz) keeps acting while the learner updates in the background.
+//!
+//! The one-step actor-critic learns from every transition, but on a
+//! microcontroller its update does not fit inside the control tick that
+//! produced the transition. So the control loop acts with the last
+//! *published* policy and queues every [`Tick`] (with the behaviour
+//! log-probability it was drawn with); the learner takes the ticks of a
+//! whole block of `BLOCK` control periods at once, makes one online step on
+//! each, in order, and publishes at the next block boundary. The schedule,
+//! fixed and independent of timing, is PPO's lagged one with a block in
+//! place of a rollout ([`crate::algo::ppo::lagged`]):
+//!
+//! | block | acted by | learned from while |
+//! |---|---|---|
+//! | 0 | `θ₀` (the initial policy) | nothing runs |
+//! | 1 | `θ₀` | the learner steps through block 0 → `θ₁` |
+//! | j ≥ 1 | `θ_{j−1}`, published after block j−2 | the learner steps through block j−1 → `θ_j` |
+//!
+//! **Importance correction.** A tick of block `j−1` was drawn by the
+//! behaviour policy `μ = θ_{j−2}`, while the learner that uses it holds
+//! `θ_{j−1}` advanced by the ticks before it. Each step weights both the
+//! critic's and the actor's TD term by the truncated importance ratio
+//! `ρ = min(1, π(a|s) / μ(a|s))` (off-policy actor-critic, Degris, White &
+//! Sutton 2012, eq. 5; truncated at 1 as V-trace's `ρ̄`, Espeholt et al.
+//! 2018, eq. 1), computed from the stored `log μ(a|s)`:
+//! - critic: one step on `½ρ(V(s) − y)²`, `y = r + γV(s′)(1 − terminated)`
+//!   held fixed;
+//! - actor: one step on `−ρδ log π(a|s) − c_e H[π(·|s)]`.
+//!
+//! When the policy that acted is the learner's own (same weights, same
+//! normaliser) the ratio is exactly 1 and the step is
+//! [`ActorCritic::step`]'s bit for bit (`tests.rs` checks it).
+//!
+//! The pieces split along the two rhythms as PPO's do: the control side is
+//! [`behave`](crate::algo::behave); the learner side is
+//! [`ActorCritic::ingest`] per tick and [`ActorCritic::export`] at the
+//! end of a block. [`LaggedAc`] runs the schedule on one thread and is the
+//! desktop reference a firmware's learned weights equal bit for bit.
+
+use nalgebra::SVector;
+use rand_core::{Rng, SeedableRng};
+
+use super::{AcStats, ActorCritic};
+use crate::algo::ppo::lagged::Pending;
+use crate::algo::{Actor, Cursor, Episode, Tick, behave, value};
+use crate::env::{Env, Step};
+use crate::error::{Error, check_finite};
+use crate::nn::Network;
+use crate::optim::{check_gradient, check_lr};
+use crate::policy::{Controller, Policy};
+use crate::rng::Xoshiro128pp;
+
+impl<A: Actor<OBS>, C: Network<OBS, 1>, const OBS: usize> ActorCritic<A, C, OBS> {
+    /// The schedule's start, for a learner kept apart from its control loop
+    /// (a device): [`init`](Self::init) for `env` from `rng`, then the
+    /// control loop's own stream (actions, episode resets) seeded from one
+    /// draw of `rng` and returned — what [`LaggedAc`]'s `init` does. The
+    /// policy `θ₀` the control loop first acts with is then
+    /// [`export`](Self::export)ed.
+    ///
+    /// # Errors
+    /// As [`init`](Self::init); `rng` is then not drawn from for the stream.
+    pub fn init_lagged<E, R>(&mut self, env: &E, rng: &mut R) -> Result<Xoshiro128pp, Error>
+    where
+        E: Env<Obs = SVector<f32, OBS>, Space = A::Space>,
+        R: Rng + ?Sized,
+    {
+        self.init(env, rng)?;
+        Ok(Xoshiro128pp::seed_from_u64(rng.next_u64()))
+    }
+
+    /// The learner side of one control tick: one online step on `tick`,
+    /// acted by a behaviour policy whose `log μ(a|s)` the tick carries,
+    /// with both TD terms weighted by `ρ = min(1, π(a|s)/μ(a|s))` (module
+    /// docs). The observation statistics are updated with the tick's
+    /// observation, as [`step`](Self::step) updates them with the one it acts
+    /// on.
+    ///
+    /// Transactional like [`step`](Self::step): on any error the agent is
+    /// unchanged.
+    ///
+    /// # Errors
+    /// [`Error::InvalidConfig`] for an invalid configuration,
+    /// [`Error::NonFinite`] for a non-finite observation, log-probability,
+    /// reward, TD error, ratio, network output or gradient,
+    /// [`Error::GradientOverflow`] for an unusable gradient, and the
+    /// actor's refusal of the action ([`Error::InvalidAction`]).
+    pub fn ingest(&mut self, tick: &Tick<OBS, A::Action>) -> Result<AcStats, Error> {
+        self.config.validate()?;
+        let saved = (
+            self.obs_norm.clone(),
+            self.return_norm.clone(),
+            self.discounted_return,
+            self.steps,
+        );
+        let result = self.try_ingest(tick);
+        if result.is_err() {
+            (
+                self.obs_norm,
+                self.return_norm,
+                self.discounted_return,
+                self.steps,
+            ) = saved;
+        }
+        result
+    }
+
+    fn try_ingest(&mut self, tick: &Tick<OBS, A::Action>) -> Result<AcStats, Error> {
+        check_finite(tick.log_prob)?;
+        let obs = if self.config.normalize_obs {
+            self.obs_norm.update_normalize(&tick.obs)?
+        } else {
+            self.observe(&tick.obs)?
+        };
+        let step = Step {
+            obs: tick.next_obs,
+            reward: tick.reward,
+            terminated: tick.terminated,
+            truncated: tick.truncated,
+        };
+        self.learn(&obs, &tick.action, &step, Some(tick.log_prob))
+    }
+
+    /// One TD step on the transition `obs` (normalised) → `step`, taking
+    /// `action`; `behaviour` is `log μ(a|s)` of the policy that acted when
+    /// it is not this learner's current one (`None`: ρ = 1, on-policy).
+    /// Shared by [`step`](Self::step) and [`ingest`](Self::ingest); the
+    /// caller restores the statistics and the step count on an error.
+    pub(super) fn learn(
+        &mut self,
+        obs: &SVector<f32, OBS>,
+        action: &A::Action,
+        step: &Step<SVector<f32, OBS>>,
+        behaviour: Option<f32>,
+    ) -> Result<AcStats, Error> {
+        let c = self.config;
+        let progress = self.steps;
+        self.steps += 1;
+
+        // δ = r + γ V(s′)(1 − terminated) − V(s), from the critic before updating.
+        let v = self
+            .critic
+            .params
+            .forward_train(obs, &mut self.critic_cache)[0];
+        let v_next = if step.terminated {
+            0.0
+        } else {
+            value(&self.critic.params, &self.observe(&step.obs)?)
+        };
+        check_finite(step.reward)?;
+        let reward = if c.normalize_reward {
+            crate::normalize::scale_reward(
+                c.gamma,
+                &mut self.return_norm,
+                &mut self.discounted_return,
+                step.reward,
+                step.done(),
+            )?
+        } else {
+            step.reward
+        };
+        let delta = reward + c.gamma * v_next - v;
+        check_finite(delta)?;
+
+        // Actor forward: log π(a|s) for the ratio, H for the bonus.
+        let (log_prob, entropy) = self
+            .actor
+            .params
+            .evaluate(obs, action, &mut self.actor_cache)?;
+        // ρ = min(1, exp(log π − log μ)) (Degris et al. 2012; V-trace's ρ̄ = 1).
+        let rho = match behaviour {
+            None => 1.0,
+            Some(log_mu) => {
+                let rho = crate::math::exp(log_prob - log_mu).min(1.0);
+                check_finite(rho)?;
+                rho
+            }
+        };
+        let weighted = rho * delta;
+
+        // Critic: ∂/∂V ½ρ(V − y)² = ρ(V − y) = −ρδ.
+        self.critic.zero_grad();
+        let d_value = SVector::<f32, 1>::new(-weighted);
+        self.critic
+            .params
+            .backward(&self.critic_cache, &d_value, &mut self.critic.grads);
+
+        // Actor: ∂/∂log π (−ρδ log π) = −ρδ; ∂/∂H (−c_e H) = −c_e.
+        self.actor.zero_grad();
+        self.actor.params.backward(
+            &self.actor_cache,
+            action,
+            -weighted,
+            -c.ent_coef,
+            &mut self.actor.grads,
+        );
+
+        // Check both gradients and both learning rates before applying
+        // either: with them valid (and the configuration validated) neither
+        // `apply` can fail, so a step is never half-applied.
+        check_gradient(&self.critic.grads)?;
+        check_gradient(&self.actor.grads)?;
+        let critic_lr = c.critic_lr.at(progress, c.total_steps);
+        let actor_lr = c.actor_lr.at(progress, c.total_steps);
+        check_lr(critic_lr)?;
+        check_lr(actor_lr)?;
+        self.critic.apply(critic_lr, c.max_grad_norm)?;
+        // Critic warm-up: the actor (and its Adam moments) stay untouched.
+        if progress >= c.critic_warmup {
+            self.actor.apply(actor_lr, c.max_grad_norm)?;
+        }
+        Ok(AcStats {
+            delta,
+            value: v,
+            entropy,
+        })
+    }
+}
+
+/// [`ActorCritic`] run on the lagged schedule (see the [module](self) docs)
+/// on one thread: each iteration acts a block of `BLOCK` ticks with the
+/// *published* policy while — in the schedule's time — the learner steps
+/// through the previous block, then publishes. The desktop reference of a
+/// firmware whose control loop learns while it acts.
+///
+/// Memory: the agent, the published [`Policy`] (the control loop's copy)
+/// and one block of [`Tick`]s (on a device, the queue between the two
+/// rhythms).
+pub struct LaggedAc<A: Actor<OBS>, C: Network<OBS, 1>, const OBS: usize, const BLOCK: usize> {
+    /// The learner.
+    pub ac: ActorCritic<A, C, OBS>,
+    /// The policy the control loop acts with (published after each block).
+    pub published: Policy<A, OBS>,
+    /// The block acted since the last one learned from, awaiting its turn.
+    pub pending: Pending<OBS, A::Action, BLOCK>,
+    /// The control loop's RNG stream (actions, episode resets), seeded from
+    /// the training stream by [`init`](crate::train::Learner::init).
+    pub acting_rng: Xoshiro128pp,
+    /// Policies published so far.
+    pub published_count: u64,
+}
+
+impl<A: Actor<OBS>, C: Network<OBS, 1>, const OBS: usize, const BLOCK: usize>
+    LaggedAc<A, C, OBS, BLOCK>
+{
+    /// An agent with zeroed weights and `config`; `init` before training.
+    pub const fn new(config: super::AcConfig) -> Self {
+        Self {
+            ac: ActorCritic::new(config),
+            published: Policy::ZERO,
+            pending: Pending::new(A::ZERO_ACTION),
+            acting_rng: Xoshiro128pp::UNSEEDED,
+            published_count: 0,
+        }
+    }
+
+    /// Every byte zero, the configuration included (see [`ActorCritic::ZERO`]).
+    pub const ZERO: Self = Self::new(super::AcConfig::ZERO);
+
+    /// The control side of one block: `BLOCK` ticks acted by the published
+    /// policy into [`pending`](Self::pending).
+    fn act_block<E>(
+        &mut self,
+        env: &mut E,
+        cursor: &mut Cursor<SVector<f32, OBS>>,
+        on_episode: &mut dyn FnMut(Episode),
+    ) -> Result<(), Error>
+    where
+        E: Env<Obs = SVector<f32, OBS>, Space = A::Space>,
+    {
+        self.pending.len = 0;
+        let mut on_episode = |e: Episode| on_episode(e);
+        for slot in &mut self.pending.ticks {
+            *slot = behave(
+                &self.published,
+                env,
+                cursor,
+                &mut self.acting_rng,
+                &mut on_episode,
+            )?;
+            self.pending.len += 1;
+        }
+        Ok(())
+    }
+}
+
+/// The learner's step through one block: the mean of each statistic.
+fn mean_stats(sum: AcStats, n: usize) -> AcStats {
+    let n = n.max(1) as f32;
+    AcStats {
+        delta: sum.delta / n,
+        value: sum.value / n,
+        entropy: sum.entropy / n,
+    }
+}
+
+impl<A: Actor<OBS>, C: Network<OBS, 1>, const OBS: usize, const BLOCK: usize> crate::train::Agent
+    for LaggedAc<A, C, OBS, BLOCK>
+{
+    type Policy = Policy<A, OBS>;
+    type Stats = AcStats;
+
+    /// Steps acted: those learned from plus the block awaiting its turn.
+    fn steps(&self) -> u64 {
+        self.ac.steps + self.pending.len as u64
+    }
+
+    /// One online step per tick of the block.
+    fn updates_per_iteration(&self) -> u64 {
+        BLOCK as u64
+    }
+
+    /// The learner's latest policy — after an iteration, the published one.
+    fn export(&self, out: &mut Policy<A, OBS>) {
+        self.ac.export(out);
+    }
+}
+
+impl<A, C, E, const OBS: usize, const BLOCK: usize> crate::train::Learner<E>
+    for LaggedAc<A, C, OBS, BLOCK>
+where
+    A: Actor<OBS>,
+    C: Network<OBS, 1>,
+    E: Env<Obs = SVector<f32, OBS>, Space = A::Space>,
+{
+    /// [`ActorCritic::init`], then publishes `θ₀` and seeds the control
+    /// loop's stream from one draw of `rng`.
+    fn init<R: Rng + ?Sized>(&mut self, env: &E, rng: &mut R) -> Result<(), Error> {
+        self.acting_rng = self.ac.init_lagged(env, rng)?;
+        self.ac.export(&mut self.published);
+        self.pending.len = 0;
+        self.published_count = 0;
+        Ok(())
+    }
+
+    /// One block of the schedule: the first iteration first acts block 0
+    /// with `θ₀`; then the learner steps through the pending block (one
+    /// [`ingest`](ActorCritic::ingest) per tick, in order) while the
+    /// control loop acts the next one with the published policy, and the
+    /// learner's policy is published for the block after. Returns the
+    /// block's mean statistics (`rng` is not drawn from: the online step
+    /// needs no randomness of the learner's).
+    ///
+    /// # Errors
+    /// As [`ActorCritic::ingest`] and [`behave`]. The block's ticks before
+    /// the refused one stay learned (each step is transactional, the block
+    /// is not); the rest of the block is discarded and nothing is
+    /// published. An error while acting discards the partial block (the
+    /// next iteration acts anew).
+    fn iterate<R: Rng + ?Sized>(
+        &mut self,
+        env: &mut E,
+        cursor: &mut Cursor<E::Obs>,
+        _rng: &mut R,
+        on_episode: &mut dyn FnMut(Episode),
+    ) -> Result<AcStats, Error> {
+        if self.pending.len != BLOCK {
+            self.act_block(env, cursor, on_episode)?;
+        }
+        let mut sum = AcStats::default();
+        let mut refused = None;
+        for tick in &self.pending.ticks {
+            match self.ac.ingest(tick) {
+                Ok(s) => {
+                    sum.delta += s.delta;
+                    sum.value += s.value;
+                    sum.entropy += s.entropy;
+                }
+                Err(e) => {
+                    refused = Some(e);
+                    break;
+                }
+            }
+        }
+        if let Some(e) = refused {
+            self.pending.len = 0;
+            return Err(e);
+        }
+        // The control loop acts block j with the policy published after
+        // block j − 2 while the learner stepped through block j − 1.
+        self.act_block(env, cursor, on_episode)?;
+        self.ac.export(&mut self.published);
+        self.published_count += 1;
+        Ok(mean_stats(sum, BLOCK))
+    }
+}
+
+impl<A: Actor<OBS>, C: Network<OBS, 1>, const OBS: usize, const BLOCK: usize> Controller<OBS>
+    for LaggedAc<A, C, OBS, BLOCK>
+{
+    type Action = A::Action;
+
+    /// The learner's policy, deterministic (what evaluation and the
+    /// exported policy act with).
+    fn act(&self, obs: &SVector<f32, OBS>) -> Result<A::Action, Error> {
+        self.ac.act(obs)
+    }
+}
+
+impl<A: Actor<OBS>, C: Network<OBS, 1>, const OBS: usize, const BLOCK: usize> core::fmt::Debug
+    for LaggedAc<A, C, OBS, BLOCK>
+{
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("LaggedAc")
+            .field("ac", &self.ac)
+            .field("pending", &self.pending.len)
+            .field("published_count", &self.published_count)
+            .finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests;
