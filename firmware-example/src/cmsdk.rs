@@ -70,7 +70,8 @@ const CTRL_IRQ_ENABLE: u32 = 1 << 3;
 struct Irq(u16);
 
 // SAFETY: `number` returns the interrupt's number as given, a valid IRQ
-// line of the board (8 or 9, below its 32 lines), never anything else.
+// line of the board (8, 9 or [`LEARNER`]'s 25, below its 32 lines), never
+// anything else.
 #[allow(unsafe_code)]
 unsafe impl InterruptNumber for Irq {
     fn number(self) -> u16 {
@@ -159,6 +160,44 @@ impl Timer {
     /// Disables the timer's interrupt in the NVIC.
     pub fn mask(self) {
         NVIC::mask(Irq(self.irq));
+    }
+}
+
+/// An external interrupt no device raises, which the firmware pends
+/// itself (the NVIC's set-pending register): a task below the control
+/// loop's priority and above thread mode, as RTIC's software tasks are.
+#[derive(Clone, Copy, Debug)]
+pub struct SoftIrq(u16);
+
+/// `learn-rt-ac`'s learner task: IRQ 25, a line of `mps2-an386`'s 32 that
+/// no modelled device drives (QEMU `hw/arm/mps2.c`).
+pub const LEARNER: SoftIrq = SoftIrq(25);
+
+impl SoftIrq {
+    /// The interrupt's number.
+    pub fn irq(self) -> u16 {
+        self.0
+    }
+
+    /// Enables it in the NVIC at `priority` (0 is the highest).
+    pub fn unmask(self, nvic: &mut NVIC, priority: u8) {
+        // SAFETY: as for [`Timer::unmask`].
+        #[allow(unsafe_code)]
+        unsafe {
+            nvic.set_priority(Irq(self.0), priority);
+            NVIC::unmask(Irq(self.0));
+        }
+    }
+
+    /// Raises it: the handler runs as soon as no higher-priority one does.
+    #[inline(always)]
+    pub fn pend(self) {
+        NVIC::pend(Irq(self.0));
+    }
+
+    /// Disables it in the NVIC.
+    pub fn mask(self) {
+        NVIC::mask(Irq(self.0));
     }
 }
 

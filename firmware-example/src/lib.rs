@@ -38,6 +38,7 @@ pub mod latency;
 pub mod plant;
 mod progress;
 pub mod publish;
+pub mod rt;
 pub mod run;
 pub mod stack;
 pub mod vectors;
@@ -135,18 +136,21 @@ pub fn finish(outcome: &Outcome, threshold: f32, policy_fnv: u32) -> ! {
 /// updates <n> eval <reported mean> (<its f32 bits>) ± <std> solved <bool>
 /// policy_fnv <checksum>` — the figures the host test compares with the
 /// desktop — and the peak stack, then exits with status 0 (an error during
-/// training has already exited with 1).
+/// training has already exited with 1). `solved_at` is the step at which
+/// the deciding evaluation passed, 0 if it never did.
 pub fn finish_budget(outcome: &Outcome, threshold: f32, policy_fnv: u32) -> ! {
     let report = outcome.report;
     defmt::info!(
-        "trained: steps {=u64} updates {=u64} eval {=f32} ({=u32:#010x}) ± {=f32} solved {=bool} policy_fnv {=u32:#010x}",
+        "trained: steps {=u64} updates {=u64} eval {=f32} ({=u32:#010x}) ± {=f32} solved {=bool} policy_fnv {=u32:#010x} solved_at {=u64} episodes {=u64}",
         outcome.steps,
         outcome.updates,
         report.mean,
         report.mean.to_bits(),
         report.std,
         outcome.solved(threshold),
-        policy_fnv
+        policy_fnv,
+        outcome.solved_at_step.unwrap_or(0),
+        outcome.episodes
     );
     log_stack();
     exit(true)

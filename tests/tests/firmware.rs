@@ -53,6 +53,13 @@
 //!   deadline miss, no overrun, solved, and the solving step, updates,
 //!   reported evaluation and weights equal the desktop's `LaggedPpo` run
 //!   through `Trainer::run`; prints one `realtime learn-rt: …` line.
+//! - `learn-rt-ac`: the online actor-critic learns the servo while a 1 kHz
+//!   timer interrupt controls it, the learner a software-pended interrupt
+//!   below it, the trainer's evaluations in thread mode (`-icount
+//!   shift=0`): no deadline miss, overrun or dropped tick, and the outcome
+//!   and weights equal the desktop's `LaggedAc` run through `Trainer::run`;
+//!   prints one `realtime learn-rt-ac: …` line with the blocking
+//!   `ActorCritic`'s solving step beside it.
 //!
 //! - `train-ppo` again, linked for the STM32F405 (`--features stm32f405`)
 //!   and booted in QEMU's `netduinoplus2` (the Crazyflie 2.x's MCU): the
@@ -72,7 +79,7 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 use microrl::algo::{AcConfig, PpoConfig, SacConfig, evaluate};
-use microrl::env::{CartPole, CartPoleParams, Env, Pendulum};
+use microrl::env::{CartPole, CartPoleParams, Env, Pendulum, Servo};
 use microrl::optim::Schedule;
 use microrl::train::{Learner, Outcome, RunConfig, Trainer, report_seed};
 use microrl::{Controller, Params, agent, serialize};
@@ -105,6 +112,7 @@ const BINS: &[&str] = &[
     "train-sac",
     "bench-sac",
     "learn-rt",
+    "learn-rt-ac",
 ];
 
 /// The built firmware ELFs by binary name, built once per test run, or
@@ -985,5 +993,104 @@ fn learn_rt_realtime_matches_the_desktop_lagged_schedule() {
     assert!(
         bit_identical,
         "learn-rt and the desktop LaggedPpo differ: {solved:?} vs {desktop:?}, policy_fnv {desktop_fnv:#010x}"
+    );
+}
+
+/// `learn-rt-ac`'s configuration (its constants): the servo, judged every
+/// 5 000 steps, solved at −50, a 100 000-step budget.
+fn servo_run() -> RunConfig {
+    RunConfig {
+        eval_interval: 5_000,
+        ..RunConfig::new(100_000, -50.0)
+    }
+}
+
+/// `learn-rt-ac`'s desktop reference: `agent::LaggedAc<Servo, 8, 1000>`
+/// with `AcConfig::PLANT` through `Trainer::run` from seed 0 (the
+/// firmware's maths: this crate's `microrl` has `fast-math`, as the
+/// firmware's has), and the weights' checksum.
+fn desktop_lagged_servo() -> (Outcome, u32) {
+    type Lagged = agent::LaggedAc<Servo, 8, 1000>;
+    let config = AcConfig {
+        total_steps: 100_000,
+        ..AcConfig::PLANT
+    };
+    let mut agent = Box::new(Lagged::new(config));
+    let (mut env, mut eval_env) = (Servo::new(), Servo::new());
+    let mut trainer =
+        Trainer::<_, Xoshiro128PlusPlus>::start(&mut *agent, &mut env, servo_run(), 0).unwrap();
+    let outcome = trainer
+        .run(&mut *agent, &mut env, &mut eval_env, &mut ())
+        .unwrap();
+    (outcome, weights_fnv(agent.ac.actor(), &agent.ac.obs_norm))
+}
+
+/// The same plant, configuration and seed learned by the blocking online
+/// actor-critic (`ActorCritic<Servo, 8>`, one step per tick, no lag).
+fn desktop_blocking_servo() -> Outcome {
+    let config = AcConfig {
+        total_steps: 100_000,
+        ..AcConfig::PLANT
+    };
+    let mut agent = Box::new(agent::ActorCritic::<Servo, 8>::new(config));
+    let (mut env, mut eval_env) = (Servo::new(), Servo::new());
+    let mut trainer =
+        Trainer::<_, Xoshiro128PlusPlus>::start(&mut *agent, &mut env, servo_run(), 0).unwrap();
+    trainer
+        .run(&mut *agent, &mut env, &mut eval_env, &mut ())
+        .unwrap()
+}
+
+/// `learn-rt-ac` learns while it controls a 1 kHz servo, in real time:
+/// every tick's actuator command within the deadline, no overrun of the
+/// lagged schedule, no dropped tick, no snapshot left unjudged, and the
+/// outcome (solving step, updates, episodes, reported evaluation) and the
+/// weights equal the desktop's `LaggedAc`. Prints the one `realtime
+/// learn-rt-ac:` summary line and the blocking learner's solving step.
+#[test]
+fn learn_rt_ac_realtime_matches_the_desktop_lagged_schedule() {
+    let Some(elfs) = firmware() else { return };
+    let run = qemu::run(CORTEX_M4F, &elfs["learn-rt-ac"]);
+    let (desktop, desktop_fnv) = desktop_lagged_servo();
+    let blocking = desktop_blocking_servo();
+
+    let rt = run.line("INFO rt: rate_hz");
+    let number = |key: &str| -> u64 { after(rt, key).parse().unwrap() };
+    let trained = run.line("INFO trained:");
+    let solved_at = after(trained, "solved_at").parse::<u64>().unwrap();
+    let bit_identical = after(trained, "steps").parse::<u64>().unwrap() == desktop.steps
+        && Some(solved_at).filter(|&s| s > 0) == desktop.solved_at_step
+        && after(trained, "updates").parse::<u64>().unwrap() == desktop.updates
+        && after(trained, "episodes").parse::<u64>().unwrap() == desktop.episodes
+        && bits_after(trained, "eval") == desktop.report.mean.to_bits()
+        && hex(after(trained, "policy_fnv")) == desktop_fnv;
+    let deadline_misses = number("deadline_misses");
+    let show = |s: Option<u64>| s.map_or_else(|| "none".to_owned(), |s| s.to_string());
+    println!(
+        "realtime learn-rt-ac: rate_hz={} worst_tick_instr={} median_tick_instr={} deadline_misses={} solved_at={} bit_identical={}",
+        number("rate_hz"),
+        number("worst_tick_instr"),
+        number("median_tick_instr"),
+        deadline_misses,
+        show(Some(solved_at).filter(|&s| s > 0)),
+        bit_identical
+    );
+    println!(
+        "learn-rt-ac: held-out {} ± {}; the blocking ActorCritic<Servo, 8>: solved at {}, held-out {} ± {}",
+        desktop.report.mean,
+        desktop.report.std,
+        show(blocking.solved_at_step),
+        blocking.report.mean,
+        blocking.report.std
+    );
+    assert_eq!(run.status, Some(0), "{}", run.lines.join("\n"));
+    assert_eq!(deadline_misses, 0, "{rt}");
+    assert_eq!(number("overruns"), 0, "{rt}");
+    assert_eq!(number("dropped"), 0, "{rt}");
+    let judge = run.line("INFO rt: judge_queue_full");
+    assert_eq!(after(judge, "judge_queue_full"), "0", "{judge}");
+    assert!(
+        bit_identical,
+        "learn-rt-ac and the desktop LaggedAc differ: {trained} vs {desktop:?}, policy_fnv {desktop_fnv:#010x}"
     );
 }
