@@ -65,6 +65,12 @@
 //!   and booted in QEMU's `netduinoplus2` (the Crazyflie 2.x's MCU): the
 //!   same `solved` line as the desktop's, within the same budget.
 //!
+//! - `fault-drill`: the safety net's fault drills
+//!   (`microrl::safety::drill::cartpole`) with the committed 4-32-32-1
+//!   CartPoleContinuous policy: every fault × arm's figures equal the
+//!   desktop's drill bit for bit, and on the MCU too the guarded run holds
+//!   the envelope and never returns less than the fallback alone.
+//!
 //! QEMU's exit status is the firmware's (`microrl_firmware::exit`, or 1 from
 //! the panic and HardFault handlers). Without `qemu-system-arm` or the
 //! `thumbv7em-none-eabihf` target the tests skip with one line on stderr
@@ -113,6 +119,7 @@ const BINS: &[&str] = &[
     "bench-sac",
     "learn-rt",
     "learn-rt-ac",
+    "fault-drill",
 ];
 
 /// The built firmware ELFs by binary name, built once per test run, or
@@ -1093,4 +1100,135 @@ fn learn_rt_ac_realtime_matches_the_desktop_lagged_schedule() {
         bit_identical,
         "learn-rt-ac and the desktop LaggedAc differ: {trained} vs {desktop:?}, policy_fnv {desktop_fnv:#010x}"
     );
+}
+
+/// `fault-drill`'s policy: `agent::Policy<CartPoleContinuous, 32>`.
+type DrillPolicy = agent::Policy<microrl::env::CartPoleContinuous, 32>;
+
+/// The committed `policies/cartpole-continuous-32.mrlp`.
+const DRILL_POLICY: &str = "policies/cartpole-continuous-32.mrlp";
+
+/// `fault-drill`'s policy file is PPO with the CLI's `cartpole-continuous`
+/// configuration (`PpoConfig`: lr 1e-3 annealed, γ 0.98, λ 0.8, 10 epochs
+/// of 32 minibatches of a 2 048-step rollout) and 4-32-32-1 networks, seed
+/// 0, trained to a held-out mean ≥ 475 — retrained here and compared byte
+/// for byte. `MICRORL_BLESS=1` writes it instead.
+#[test]
+fn drill_policy_is_what_ppo_trains() {
+    type Agent = agent::Ppo<microrl::env::CartPoleContinuous, 32, 2048>;
+    let config = PpoConfig {
+        total_steps: 200_000,
+        learning_rate: Schedule::linear_to_zero(1e-3),
+        gamma: 0.98,
+        gae_lambda: 0.8,
+        epochs: 10,
+        minibatches: 32,
+        ..PpoConfig::DEFAULT
+    };
+    let mut agent = Box::new(Agent::new(config));
+    let (mut env, mut eval_env) = (
+        microrl::env::CartPoleContinuous::new(),
+        microrl::env::CartPoleContinuous::new(),
+    );
+    let mut trainer = Trainer::<_, Xoshiro128PlusPlus>::start(
+        &mut *agent,
+        &mut env,
+        RunConfig::new(200_000, 475.0),
+        0,
+    )
+    .unwrap();
+    let outcome = trainer
+        .run(&mut *agent, &mut env, &mut eval_env, &mut ())
+        .unwrap();
+    assert!(outcome.solved(475.0), "{outcome:?}");
+    let mut policy = Box::new(DrillPolicy::ZERO);
+    microrl::train::Agent::export(&*agent, &mut policy);
+    let blob = serialize::to_vec(&*policy).unwrap();
+    let path = firmware_dir().join(DRILL_POLICY);
+    if std::env::var_os("MICRORL_BLESS").is_some_and(|v| v == "1") {
+        std::fs::write(&path, &blob).unwrap();
+    }
+    assert_eq!(
+        std::fs::read(&path).expect("the committed drill policy"),
+        blob,
+        "{DRILL_POLICY} is not what PPO trains (MICRORL_BLESS=1 rewrites it)"
+    );
+}
+
+/// `fault-drill` runs `microrl::safety::drill::cartpole::drill` for every
+/// fault and arm on the MCU: each line's figures (returns, held, policy
+/// intact, refusals, switches, fallback ticks, publishes, rollbacks,
+/// corrupt loads, mean score) equal the desktop's drill bit for bit, and
+/// the guarded run holds the envelope and never returns less than the
+/// fallback alone in any episode. Prints the fault table as measured on
+/// the MCU.
+#[test]
+fn fault_drill_matches_the_desktop() {
+    use microrl::safety::drill::{Arm, Fault, cartpole};
+    let Some(elfs) = firmware() else { return };
+    let run = run_ok(elfs, "fault-drill", false);
+    let blob = std::fs::read(firmware_dir().join(DRILL_POLICY)).unwrap();
+    let mut trained = Box::new(DrillPolicy::ZERO);
+    serialize::load(&mut *trained, &blob).unwrap();
+    let tensors = <microrl::nn::Mlp<4, 32, 1> as Params>::TENSORS;
+    println!(
+        "| fault | envelope held guarded / fallback / unguarded | return guarded / fallback / unguarded | switches to fallback | rollbacks (corrupt) | refused |"
+    );
+    println!("|---|---|---|---|---|---|");
+    for fault in Fault::ALL {
+        let mut row = Vec::new();
+        for arm in [Arm::Guarded, Arm::Fallback, Arm::Unguarded] {
+            let mut candidate = trained.clone();
+            let mut store = vec![0u8; serialize::encoded_len::<DrillPolicy>()];
+            let d = cartpole::drill(fault, arm, &*trained, &mut candidate, &mut store, tensors)
+                .unwrap();
+            let line = run.line(&format!("INFO drill {fault:?} {arm:?}:"));
+            let mut returns = Fnv1a::new();
+            for r in d.returns {
+                returns.write_u32(r.to_bits());
+            }
+            let number = |key: &str| after(line, key).parse::<u64>().unwrap();
+            assert_eq!(bits_after(line, "total"), d.total().to_bits(), "{line}");
+            assert_eq!(after(line, "held"), d.held.to_string(), "{line}");
+            assert_eq!(after(line, "intact"), d.policy_intact.to_string(), "{line}");
+            assert_eq!(number("refusals"), u64::from(d.refusals), "{line}");
+            assert_eq!(number("to_fallback"), d.supervisor.to_fallback, "{line}");
+            assert_eq!(
+                number("fallback_ticks"),
+                d.supervisor.ticks_fallback,
+                "{line}"
+            );
+            assert_eq!(number("published"), d.watchdog.published, "{line}");
+            assert_eq!(number("rolled_back"), d.rollback.rolled_back, "{line}");
+            assert_eq!(number("corrupt"), d.rollback.corrupt, "{line}");
+            assert_eq!(hex(after(line, "score")), d.mean_score.to_bits(), "{line}");
+            assert_eq!(hex(after(line, "returns_fnv")), returns.0, "{line}");
+            row.push(d);
+        }
+        let (g, f, u) = (&row[0], &row[1], &row[2]);
+        assert!(
+            g.held,
+            "{fault:?}: the guarded run left the envelope: {g:?}"
+        );
+        for (k, (rg, rf)) in g.returns.iter().zip(&f.returns).enumerate() {
+            assert!(
+                rg >= rf,
+                "{fault:?}: episode {k}: guarded {rg} < fallback {rf}"
+            );
+        }
+        let yes = |b: bool| if b { "yes" } else { "**no**" };
+        println!(
+            "| {fault:?} | {} / {} / {} | {} / {} / {} | {} | {} ({}) | {} |",
+            yes(g.held),
+            yes(f.held),
+            yes(u.held),
+            g.total(),
+            f.total(),
+            u.total(),
+            g.supervisor.to_fallback,
+            g.rollback.rolled_back,
+            g.rollback.corrupt,
+            g.refusals
+        );
+    }
 }

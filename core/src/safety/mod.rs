@@ -50,9 +50,9 @@
 //! | PoisonedUpdate | switches 1→fallback (performance 1) / 0→learned; fallback ticks 1696/2500; readings NaN 0, stuck 0; shield 22 interventions; watchdog refused 5 (NaN 5, overrun 0), published 0; rollback 0 (corrupt 0) | yes / yes / **no** | 2500 / 2500 / 385 | -0.0127 / -0.0002 |
 //! | NanSensors | switches 3→fallback (NaN 2, performance 1) / 2→learned; fallback ticks 1682/2500; readings NaN 50, stuck 0; shield 77 interventions; watchdog refused 0 (NaN 0, overrun 0), published 0; rollback 0 (corrupt 0) | yes / yes / **no** | 2500 / 2500 / 2446 | -0.0118 / -0.0002 |
 //! | StuckSensor | switches 3→fallback (stuck 2, performance 1) / 2→learned; fallback ticks 1699/2500; readings NaN 0, stuck 85; shield 116 interventions; watchdog refused 0 (NaN 0, overrun 0), published 0; rollback 0 (corrupt 0) | yes / yes / **no** | 2500 / 2500 / 2447 | -0.0123 / -0.0002 |
-//! | DivergingUpdate | switches 7→fallback (envelope 5, performance 2) / 7→learned; fallback ticks 590/2500; readings NaN 0, stuck 0; shield 145 interventions; watchdog refused 0 (NaN 0, overrun 0), published 5; rollback 5 (corrupt 0) | yes / yes / **no** | 2500 / 2500 / 197 | -0.0288 / -0.0002 |
-//! | OverrunUpdate | switches 1→fallback (performance 1) / 0→learned; fallback ticks 1696/2500; readings NaN 0, stuck 0; shield 22 interventions; watchdog refused 5 (NaN 0, overrun 5), published 0; rollback 0 (corrupt 0) | yes / yes / **no** | 2500 / 2500 / 468 | -0.0127 / -0.0002 |
-//! | DivergingCorruptStore | switches 5→fallback (envelope 5) / 4→learned; fallback ticks 2292/2500; readings NaN 0, stuck 0; shield 137 interventions; watchdog refused 0 (NaN 0, overrun 0), published 5; rollback 0 (corrupt 5) | yes / yes / **no** | 2500 / 2500 / 197 | -0.0041 / -0.0002 |
+//! | DivergingUpdate | switches 6→fallback (envelope 5, performance 1) / 6→learned; fallback ticks 254/2500; readings NaN 0, stuck 0; shield 86 interventions; watchdog refused 0 (NaN 0, overrun 0), published 5; rollback 5 (corrupt 0) | yes / yes / **no** | 2500 / 2500 / 147 | -0.0109 / -0.0002 |
+//! | OverrunUpdate | switches 1→fallback (performance 1) / 0→learned; fallback ticks 1696/2500; readings NaN 0, stuck 0; shield 22 interventions; watchdog refused 5 (NaN 0, overrun 5), published 0; rollback 0 (corrupt 0) | yes / yes / **no** | 2500 / 2500 / 447 | -0.0127 / -0.0002 |
+//! | DivergingCorruptStore | switches 5→fallback (envelope 5) / 4→learned; fallback ticks 2385/2500; readings NaN 0, stuck 0; shield 102 interventions; watchdog refused 0 (NaN 0, overrun 0), published 5; rollback 0 (corrupt 5) | yes / yes / **no** | 2500 / 2500 / 147 | -0.0019 / -0.0002 |
 //!
 //! "Unguarded" is the same fault without the net: the learned policy's
 //! command sent as is (0 when it errs), publishes copied straight into it.
@@ -71,6 +71,7 @@
 //! (latched until a new policy is published): the sensor faults of episodes
 //! 0 and 1 hit the learned policy, those of episodes 2–4 the fallback.
 
+pub mod drill;
 pub mod guarded;
 pub mod rollback;
 pub mod shield;

@@ -7,13 +7,14 @@
 //! start states come from [`FAULT_SEED`], which neither training nor tuning
 //! uses.
 
+use super::drill::{self, Arm, Drill, Fault};
 use super::*;
 use crate::agent;
 use crate::algo::PpoConfig;
-use crate::env::{CartPoleContinuous, Env};
-use crate::nn::fd;
+use crate::env::CartPoleContinuous;
+
 use crate::optim::Schedule;
-use crate::policy::{CategoricalActor, Controller};
+use crate::policy::CategoricalActor;
 use crate::train::{Deployed, RunConfig, Trainer};
 use crate::{Error, Params, SVector, serialize};
 use rand_xoshiro::Xoshiro128PlusPlus;
@@ -489,55 +490,9 @@ fn watchdog_notices_an_update_that_never_ends() {
 
 // ------------------------------------------------------- fault injection
 
-/// The plant's termination bounds: `|x| ≤ 2.4`, `|θ| ≤ 12°`.
-const X_LIMIT: f32 = 2.4;
-const THETA_LIMIT: f32 = 12.0 * 2.0 * core::f32::consts::PI / 360.0;
-/// Episodes per run, and the start-state seed of every fault run.
-const EPISODES: usize = 5;
-const FAULT_SEED: u64 = 2026;
-/// Start-state seeds of the fallback's gain grid (and of the reference
-/// scores); the fault runs never use them.
-const TUNING_SEEDS: [u64; 3] = [101, 102, 103];
-/// Tick (within each episode) at which a fault starts.
-const FAULT_AT: u32 = 100;
+use drill::cartpole::{FALLBACK_GAINS, Pd, tuning_score};
 
-/// The PD law `a = k·[x, ẋ, θ, θ̇]` (the plant clips to `[−1, 1]`).
-fn pd(k: [f32; 4]) -> impl Fn(&SVector<f32, 4>) -> Result<SVector<f32, 1>, Error> + Copy {
-    move |o: &SVector<f32, 4>| Ok(v1(k[0] * o[0] + k[1] * o[1] + k[2] * o[2] + k[3] * o[3]))
-}
-
-/// The fallback's gains: the grid optimum on [`TUNING_SEEDS`] (see
-/// `fallback_gains_are_the_grid_optimum_on_tuning_seeds`).
-const FALLBACK_GAINS: [f32; 4] = [6.4, 12.8, 128.0, 16.0];
-
-/// The score of a reading, per tick: the negated quadratic cost
-/// `−((x/2.4)² + (θ/12°)²)` (0 at the centre, −1 on a bound of one).
-fn score(o: &SVector<f32, 4>) -> f32 {
-    let (x, th) = (o[0] / X_LIMIT, o[2] / THETA_LIMIT);
-    -(x * x + th * th)
-}
-
-/// The shield of every run: CartPoleContinuous's `[−1, 1]`, at most 0.5
-/// change per tick, and near an end stop (`|x| ≥ 2`) no command pushing
-/// further out.
-fn shield_config() -> ShieldConfig<1> {
-    ShieldConfig::<1>::symmetric(1.0).with_max_delta(1.0)
-}
-
-fn end_stops(o: &SVector<f32, 4>, a: SVector<f32, 1>) -> SVector<f32, 1> {
-    if o[0] >= 2.0 && a[0] > 0.0 || o[0] <= -2.0 && a[0] < 0.0 {
-        v1(0.0)
-    } else {
-        a
-    }
-}
-
-/// The envelope the learned policy may act in: `|x| ≤ 1.6` m, `|ẋ| ≤ 2`
-/// m/s, `|θ| ≤ 5°`, `|θ̇| ≤ 1` rad/s.
-fn envelope() -> Bounds<4> {
-    let th = 4.0 * 2.0 * core::f32::consts::PI / 360.0;
-    Bounds::new([-1.6, -2.0, -th, -0.75], [1.6, 2.0, th, 0.75])
-}
+const EPISODES: usize = drill::cartpole::EPISODES;
 
 type Agent = agent::Ppo<CartPoleContinuous, 64, 2048>;
 type Learned = Deployed<Agent>;
@@ -574,68 +529,6 @@ fn learned() -> &'static Learned {
     })
 }
 
-/// Who acts in a run.
-#[derive(Clone, Copy, Debug, PartialEq)]
-enum Arm {
-    /// The learned policy inside `Guarded`.
-    Guarded,
-    /// The fallback alone, behind the same sensor checks and shield.
-    Fallback,
-    /// The learned policy's command sent as is (0 when it errs); publishes
-    /// go straight into the acting policy.
-    Unguarded,
-}
-
-/// The fault injected in every episode.
-#[derive(Clone, Copy, Debug, PartialEq)]
-enum Fault {
-    /// None.
-    Nominal,
-    /// At [`FAULT_AT`] the learner publishes weights with NaNs in them.
-    PoisonedUpdate,
-    /// Every sensor reads NaN for 10 ticks from [`FAULT_AT`].
-    NanSensors,
-    /// The reading freezes for 20 ticks from [`FAULT_AT`].
-    StuckSensor,
-    /// At [`FAULT_AT`] the learner publishes the weights a diverging
-    /// learning rate gives: `θ + 2·N(0, 1)` on every network weight.
-    DivergingUpdate,
-    /// At [`FAULT_AT`] an update starts and does not end within its limit
-    /// (200 ticks); its result (the diverged weights) arrives at tick 400.
-    OverrunUpdate,
-    /// As `DivergingUpdate`, with a bit flipped in the stored last-good blob.
-    DivergingCorruptStore,
-}
-
-const FAULTS: [Fault; 7] = [
-    Fault::Nominal,
-    Fault::PoisonedUpdate,
-    Fault::NanSensors,
-    Fault::StuckSensor,
-    Fault::DivergingUpdate,
-    Fault::OverrunUpdate,
-    Fault::DivergingCorruptStore,
-];
-
-fn poisoned(p: &Learned) -> Learned {
-    fn poison<P: Params>(p: &mut P) {
-        for k in (0..P::LEN).step_by(97) {
-            *p.get_flat_mut(k).unwrap() = f32::NAN;
-        }
-    }
-    let mut c = p.clone();
-    poison(&mut c.actor.net);
-    c
-}
-
-fn diverged(p: &Learned) -> Learned {
-    let mut c = p.clone();
-    let mut noise = c.actor.net.clone();
-    fd::randomise(&mut noise, &mut fd::rng(77), 2.0);
-    c.actor.net.add_scaled(1.0, &noise);
-    c
-}
-
 /// What a run did.
 #[derive(Clone, Debug, Default)]
 struct Run {
@@ -656,186 +549,50 @@ impl Run {
     }
 }
 
-/// The supervisor of every guarded run; `reference` is the fallback's mean
-/// score on the tuning seeds.
-fn supervisor_config(reference: f32) -> SupervisorConfig {
-    SupervisorConfig {
-        reentry_margin: 0.5,
-        min_dwell: 25,
-        stuck_ticks: 5,
-        perf_alpha: 0.01,
-        perf_reference: reference,
-        perf_margin: 0.05,
-        perf_warmup: 100,
-    }
-}
-
-/// Mean per-tick score of `controller` (behind the shield) on the tuning
-/// seeds, and the episodes' total return.
-fn tuning_score<C: Controller<4, Action = SVector<f32, 1>>>(controller: &C) -> (f32, f32) {
-    let (mut sum, mut ticks, mut ret) = (0.0f64, 0u32, 0.0f32);
-    for seed in TUNING_SEEDS {
-        let mut rng = fd::rng(seed);
-        let mut env = CartPoleContinuous::new();
-        let mut obs = env.reset(&mut rng);
-        let mut shield = Shield::new(shield_config(), end_stops).unwrap();
-        loop {
-            let a = controller.act(&obs).unwrap_or(v1(f32::NAN));
-            let step = env.step(shield.apply(&obs, a).action).unwrap();
-            obs = step.obs;
-            ret += step.reward;
-            sum += f64::from(score(&obs));
-            ticks += 1;
-            if step.done() {
-                break;
-            }
-        }
-    }
-    ((sum / f64::from(ticks)) as f32, ret)
-}
-
-/// One run of [`EPISODES`] episodes with `fault`, acted by `arm`.
+/// One drill of [`EPISODES`] episodes with `fault`, acted by `arm`
+/// ([`drill::cartpole::drill`]).
 fn run(fault: Fault, arm: Arm) -> Run {
     let trained = learned();
-    let fallback = pd(FALLBACK_GAINS);
-    let (reference, _) = tuning_score(&fallback);
-    let (learned_score, _) = tuning_score(trained);
     let mut store = [0u8; serialize::encoded_len::<Learned>()];
-    // The fallback-only arm is the same `Guarded` with an envelope that the
-    // learned policy is never inside: the same sensor checks, stale-reading
-    // command and shield.
-    let fallback_only = arm == Arm::Fallback;
-    let bounds = envelope();
-    let margin = move |o: &SVector<f32, 4>| {
-        if fallback_only {
-            -1.0
-        } else {
-            bounds.margin(o)
-        }
-    };
-    let mut g = Guarded::new(
-        trained.clone(),
-        learned_score,
-        fallback,
-        Supervisor::new(supervisor_config(reference), margin).unwrap(),
-        Shield::new(shield_config(), end_stops).unwrap(),
-        Rollback::new(RollbackConfig::new(200, 0.05), &mut store[..]).unwrap(),
-        Watchdog::new(WatchdogConfig::new(200)).unwrap(),
+    let mut candidate = trained.clone();
+    let d: Drill<EPISODES> = drill::cartpole::drill(
+        fault,
+        arm,
+        trained,
+        &mut candidate,
+        &mut store,
+        <crate::nn::Mlp<4, 64, 1> as Params>::TENSORS,
     )
     .unwrap();
-    if fault == Fault::DivergingCorruptStore {
-        let at = serialize::encoded_len::<Learned>() / 2;
-        g.rollback.store_mut()[at] ^= 0x04;
+    let (sv, sh, rb, wd) = (d.supervisor, d.shield, d.rollback, d.watchdog);
+    let refusals = d.refusals;
+    Run {
+        returns: d.returns.to_vec(),
+        mean_score: d.mean_score,
+        held: d.held,
+        policy_intact: d.policy_intact,
+        what: match arm {
+            Arm::Guarded => format!(
+                "switches {}→fallback ({}) / {}→learned; fallback ticks {}/{}; readings NaN {}, stuck {}; \
+                 shield {} interventions; watchdog refused {refusals} (NaN {}, overrun {}), published {}; \
+                 rollback {} (corrupt {})",
+                sv.to_fallback,
+                causes(&sv),
+                sv.to_learned,
+                sv.ticks_fallback,
+                sv.ticks_fallback + sv.ticks_learned,
+                sv.non_finite_obs,
+                sv.stuck_obs,
+                sh.interventions,
+                wd.non_finite,
+                wd.overrun,
+                wd.published,
+                rb.rolled_back,
+                rb.corrupt,
+            ),
+            _ => String::new(),
+        },
     }
-    let mut unguarded = trained.clone();
-
-    let mut rng = fd::rng(FAULT_SEED);
-    let mut env = CartPoleContinuous::new();
-    let mut out = Run {
-        held: true,
-        ..Run::default()
-    };
-    let (mut score_sum, mut ticks) = (0.0f64, 0u64);
-    let mut now = 0u32; // the control loop's clock
-    let mut refusals = 0u32;
-    for _ in 0..EPISODES {
-        let mut obs = env.reset(&mut rng);
-        g.reset();
-        let mut frozen = obs;
-        let mut ret = 0.0f32;
-        let mut t = 0u32;
-        loop {
-            // The reading the controller sees.
-            let in_fault = |len| (FAULT_AT..FAULT_AT + len).contains(&t);
-            let reading = match fault {
-                Fault::NanSensors if in_fault(10) => SVector::from_element(f32::NAN),
-                Fault::StuckSensor if in_fault(20) => frozen,
-                _ => obs,
-            };
-            frozen = if fault == Fault::StuckSensor && in_fault(20) {
-                frozen
-            } else {
-                obs
-            };
-            if t > 0 {
-                // The score of the state the last command led to.
-                let _ = g.record(score(&reading));
-            }
-            // The learner's publishes.
-            let candidate = match fault {
-                Fault::PoisonedUpdate if t == FAULT_AT => Some(poisoned(trained)),
-                Fault::DivergingUpdate | Fault::DivergingCorruptStore if t == FAULT_AT => {
-                    Some(diverged(trained))
-                }
-                Fault::OverrunUpdate if t == 400 => Some(diverged(trained)),
-                _ => None,
-            };
-            if fault == Fault::OverrunUpdate && t == FAULT_AT {
-                g.watchdog.begin(now);
-            }
-            let _ = g.watchdog.overdue(now);
-            if let Some(c) = candidate {
-                let published = if fault == Fault::OverrunUpdate {
-                    g.finish_update(now, Ok(()), &c)
-                } else {
-                    g.publish(Ok(()), &c, 1)
-                };
-                refusals += u32::from(published.is_err());
-                unguarded = c;
-            }
-            let action = match arm {
-                Arm::Guarded | Arm::Fallback => g.act(&reading).action,
-                Arm::Unguarded => unguarded.act(&reading).unwrap_or(v1(0.0)),
-            };
-            let step = env.step(action).unwrap();
-            obs = step.obs;
-            ret += step.reward;
-            score_sum += f64::from(score(&obs));
-            ticks += 1;
-            t += 1;
-            now = now.wrapping_add(1);
-            if step.terminated {
-                out.held = false;
-            }
-            if step.done() {
-                break;
-            }
-        }
-        out.returns.push(ret);
-    }
-    out.mean_score = (score_sum / ticks as f64) as f32;
-    out.policy_intact = match arm {
-        Arm::Guarded => g.policy == *trained,
-        _ => unguarded == *trained,
-    };
-    let (sv, sh, rb, wd) = (
-        g.supervisor.stats,
-        g.shield.stats,
-        g.rollback.stats,
-        g.watchdog.stats,
-    );
-    out.what = match arm {
-        Arm::Guarded => format!(
-            "switches {}→fallback ({}) / {}→learned; fallback ticks {}/{}; readings NaN {}, stuck {}; \
-             shield {} interventions; watchdog refused {refusals} (NaN {}, overrun {}), published {}; \
-             rollback {} (corrupt {})",
-            sv.to_fallback,
-            causes(&sv),
-            sv.to_learned,
-            sv.ticks_fallback,
-            sv.ticks_fallback + sv.ticks_learned,
-            sv.non_finite_obs,
-            sv.stuck_obs,
-            sh.interventions,
-            wd.non_finite,
-            wd.overrun,
-            wd.published,
-            rb.rolled_back,
-            rb.corrupt,
-        ),
-        _ => String::new(),
-    };
-    out
 }
 
 fn causes(s: &SupervisorStats) -> String {
@@ -958,7 +715,7 @@ fn fault_table() {
     );
     println!("|---|---|---|---|---|");
     let yes = |b: bool| if b { "yes" } else { "**no**" };
-    for fault in FAULTS {
+    for fault in Fault::ALL {
         let (g, f) = assert_safe(fault);
         let u = run(fault, Arm::Unguarded);
         println!(
@@ -986,7 +743,7 @@ fn fallback_gains_are_the_grid_optimum_on_tuning_seeds() {
             for kt in [8.0, 32.0, 128.0, 512.0] {
                 for kw in [1.0, 4.0, 16.0, 64.0] {
                     let k = [kx, kv, kt, kw];
-                    let (s, r) = tuning_score(&pd(k));
+                    let (s, r) = tuning_score(&Pd(k)).unwrap();
                     if (r, s) > (best.1, best.2) {
                         best = (k, r, s);
                     }
