@@ -1109,23 +1109,14 @@ type DrillPolicy = agent::Policy<microrl::env::CartPoleContinuous, 32>;
 const DRILL_POLICY: &str = "policies/cartpole-continuous-32.mrlp";
 
 /// `fault-drill`'s policy file is PPO with the CLI's `cartpole-continuous`
-/// configuration (`PpoConfig`: lr 1e-3 annealed, γ 0.98, λ 0.8, 10 epochs
-/// of 32 minibatches of a 2 048-step rollout) and 4-32-32-1 networks, seed
+/// configuration (`PpoConfig::CARTPOLE_CONTINUOUS`, a 2 048-step rollout)
+/// and 4-32-32-1 networks, seed
 /// 0, trained to a held-out mean ≥ 475 — retrained here and compared byte
 /// for byte. `MICRORL_BLESS=1` writes it instead.
 #[test]
 fn drill_policy_is_what_ppo_trains() {
     type Agent = agent::Ppo<microrl::env::CartPoleContinuous, 32, 2048>;
-    let config = PpoConfig {
-        total_steps: 200_000,
-        learning_rate: Schedule::linear_to_zero(1e-3),
-        gamma: 0.98,
-        gae_lambda: 0.8,
-        epochs: 10,
-        minibatches: 32,
-        ..PpoConfig::DEFAULT
-    };
-    let mut agent = Box::new(Agent::new(config));
+    let mut agent = Box::new(Agent::new(PpoConfig::CARTPOLE_CONTINUOUS));
     let (mut env, mut eval_env) = (
         microrl::env::CartPoleContinuous::new(),
         microrl::env::CartPoleContinuous::new(),

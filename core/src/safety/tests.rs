@@ -13,7 +13,6 @@ use crate::agent;
 use crate::algo::PpoConfig;
 use crate::env::CartPoleContinuous;
 
-use crate::optim::Schedule;
 use crate::policy::CategoricalActor;
 use crate::train::{Deployed, RunConfig, Trainer};
 use crate::{Error, Params, SVector, serialize};
@@ -505,12 +504,7 @@ fn learned() -> &'static Learned {
         let steps = 200_000;
         let config = PpoConfig {
             total_steps: steps,
-            learning_rate: Schedule::linear_to_zero(1e-3),
-            gamma: 0.98,
-            gae_lambda: 0.8,
-            epochs: 10,
-            minibatches: 32,
-            ..PpoConfig::DEFAULT
+            ..PpoConfig::CARTPOLE_CONTINUOUS
         };
         let mut agent = std::boxed::Box::new(Agent::new(config));
         let (mut env, mut eval_env) = (CartPoleContinuous::new(), CartPoleContinuous::new());

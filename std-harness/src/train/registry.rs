@@ -321,12 +321,7 @@ impl AlgoConfig {
             },
             EnvName::CartpoleContinuous => PpoConfig {
                 total_steps: steps,
-                learning_rate: Schedule::linear_to_zero(1e-3),
-                gamma: 0.98,
-                gae_lambda: 0.8,
-                epochs: 10,
-                minibatches: 32,
-                ..PpoConfig::DEFAULT
+                ..PpoConfig::CARTPOLE_CONTINUOUS
             },
             // RL Zoo's Pendulum settings (lr 1e-3, reward scaling in place of
             // gSDE) with γ 0.95 and 5 epochs: swept over seeds 10–29 with the

@@ -151,6 +151,21 @@ impl PpoConfig {
         ..Self::DEFAULT
     };
 
+    /// Tuned for [`CartPoleContinuous`](crate::env::CartPoleContinuous)
+    /// with a 2 048-step rollout over 200 000 steps (`microrl train --env
+    /// cartpole-continuous`): RL Zoo's CartPole `γ` 0.98 and `λ` 0.8, the
+    /// learning rate `1e-3 → 0`, 10 epochs of 32 minibatches (64 samples).
+    /// Set `total_steps` to the budget: the schedule anneals over it.
+    pub const CARTPOLE_CONTINUOUS: Self = Self {
+        total_steps: 200_000,
+        learning_rate: Schedule::linear_to_zero(1e-3),
+        gamma: 0.98,
+        gae_lambda: 0.8,
+        epochs: 10,
+        minibatches: 32,
+        ..Self::DEFAULT
+    };
+
     /// The samples of one rollout into a buffer of `capacity`:
     /// `n_envs × n_steps`, or with `n_steps = 0` the largest multiple of
     /// `n_envs` that fits (`capacity` itself for one environment). May
