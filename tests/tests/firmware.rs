@@ -1012,12 +1012,12 @@ fn servo_run() -> RunConfig {
     }
 }
 
-/// `learn-rt-ac`'s desktop reference: `agent::LaggedAc<Servo, 8, 1000>`
+/// `learn-rt-ac`'s desktop reference: `agent::LaggedAc<Servo, 8, 250>`
 /// with `AcConfig::PLANT` through `Trainer::run` from seed 0 (the
 /// firmware's maths: this crate's `microrl` has `fast-math`, as the
 /// firmware's has), and the weights' checksum.
 fn desktop_lagged_servo() -> (Outcome, u32) {
-    type Lagged = agent::LaggedAc<Servo, 8, 1000>;
+    type Lagged = agent::LaggedAc<Servo, 8, 250>;
     let config = AcConfig {
         total_steps: 100_000,
         ..AcConfig::PLANT
