@@ -30,6 +30,8 @@
 //!   latency, from an update's end to the control loop's switch.
 //!   [`report`] logs them as the two `rt:` lines the host test parses.
 
+pub mod lagged_ac;
+
 use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 
 use heapless::spsc::Producer;

@@ -1,0 +1,484 @@
+//! The online actor-critic learning a plant while it controls it, on three
+//! priorities — the runtime of `learn-rt-ac`, for any plant and network
+//! size: a firmware is [`learn_rt_ac!`](crate::learn_rt_ac) with its agent
+//! type, its plant and its rates.
+//!
+//! | context | priority | does |
+//! |---|---|---|
+//! | `TIMER0` interrupt, every period | 0 (highest) | act with the published policy, write the actuator, queue the tick ([`ControlLoop`](super::ControlLoop)); at every block boundary switch policy and pend the learner |
+//! | the learner ([`LEARNER`], software-pended) | 1 | drain each whole block, one `ActorCritic::ingest` per tick, publish; snapshot the policies the trainer must judge ([`Learner::run`]) |
+//! | thread mode | lowest | judge each snapshot in order with the trainer's gate, stop at the verdict, report ([`judge`]) |
+//!
+//! The policies judged are exactly those the desktop's
+//! `microrl::algo::LaggedAc` is judged at, with its step, update and
+//! episode counts, so the outcome and the weights equal the desktop's bit
+//! for bit. The learner keeps learning while the verdict is computed; the
+//! snapshot is the result.
+
+use core::cell::RefCell;
+use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+
+use cortex_m::interrupt::{Mutex, free};
+use heapless::spsc::{Consumer, Producer, Queue};
+use microrl::SVector;
+use microrl::algo::{AcConfig, AcStats, Actor, ActorCritic, Policy, Tick};
+use microrl::env::Env;
+use microrl::nn::Network;
+use microrl::rand_core::SeedableRng;
+use microrl::train::{RunConfig, Trainer, report_seed, select_seed};
+use rand_xoshiro::Xoshiro128PlusPlus;
+
+use super::{
+    ControlLoop, FAULT, Net, Shares, TASK_COUNTS, Timed, Timing, UPDATE_DONE_AT, sleep_until,
+};
+use crate::cmsdk::{Clock, LEARNER};
+use crate::publish::{Published, Writer};
+use crate::run::SEED;
+use crate::{Log, exit, finish_budget, ok_or_exit, params_fnv};
+
+/// The learner's NVIC priority: below the control loop's 0 (the M4 keeps
+/// the top 3 bits).
+pub const LEARNER_PRIORITY: u8 = 0x20;
+
+/// Thread mode's verdict is in: the learner learns no further.
+static STOP: AtomicBool = AtomicBool::new(false);
+/// The learner could not hand a snapshot over (the judge's queue was full).
+static JUDGE_FULL: AtomicU32 = AtomicU32::new(0);
+
+/// A policy the trainer must judge, as the desktop's `LaggedAc` stands
+/// after the same block.
+pub struct Snapshot<P> {
+    /// The learner's policy after the block.
+    pub policy: P,
+    /// `Agent::steps` there: blocks learned plus the one acted meanwhile.
+    pub steps: u64,
+    /// Online steps since the previous snapshot (the trainer's update count).
+    pub updates: u64,
+    /// Training episodes ended through the block acted meanwhile.
+    pub episodes: u64,
+    /// The block's mean statistics.
+    pub stats: AcStats,
+}
+
+/// The learner task's state.
+pub struct Learner<A: Actor<OBS> + 'static, C: Network<OBS, 1> + 'static, const OBS: usize> {
+    /// The agent.
+    pub ac: &'static mut ActorCritic<A, C, OBS>,
+    /// Ticks from the control loop.
+    pub ticks: Consumer<'static, Tick<OBS, A::Action>>,
+    /// Where it publishes.
+    pub writer: Writer<Policy<A, OBS>>,
+    /// Snapshots to thread mode.
+    pub judge: Producer<'static, Snapshot<Policy<A, OBS>>>,
+    /// The last snapshot, waiting for the next block's episodes.
+    pub held: &'static mut Option<Snapshot<Policy<A, OBS>>>,
+    /// Ticks per block.
+    pub block: usize,
+    /// The run's budget and evaluation interval.
+    pub run: RunConfig,
+    /// Training episodes ended so far.
+    pub episodes: u64,
+    /// Online steps since the last snapshot.
+    pub updates: u64,
+    /// The step count of the next evaluation (the trainer's rule).
+    pub next_eval: u64,
+}
+
+impl<A: Actor<OBS> + 'static, C: Network<OBS, 1> + 'static, const OBS: usize> Learner<A, C, OBS> {
+    /// Every whole block queued: learned tick by tick, published, and
+    /// snapshotted when the trainer would judge there.
+    pub fn run(&mut self, clock: Clock) {
+        while !STOP.load(Ordering::Relaxed) && self.ticks.len() >= self.block {
+            let mut sum = AcStats::default();
+            for _ in 0..self.block {
+                let Some(tick) = self.ticks.dequeue() else {
+                    FAULT.store(true, Ordering::Relaxed);
+                    return;
+                };
+                if tick.terminated || tick.truncated {
+                    self.episodes += 1;
+                }
+                let Ok(s) = self.ac.ingest(&tick) else {
+                    FAULT.store(true, Ordering::Relaxed);
+                    return;
+                };
+                sum.delta += s.delta;
+                sum.value += s.value;
+                sum.entropy += s.entropy;
+            }
+            self.updates += self.block as u64;
+            // The previous snapshot's episodes run through this block.
+            if let Some(mut snapshot) = self.held.take() {
+                snapshot.episodes = self.episodes;
+                if self.judge.enqueue(snapshot).is_err() {
+                    JUDGE_FULL.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+            UPDATE_DONE_AT.store(clock.now(), Ordering::Relaxed);
+            // The control loop switched to the last publish at this
+            // block's start; it preempts this task, so the wait is short.
+            while !self.writer.ready() {}
+            if let Some(back) = self.writer.back() {
+                self.ac.export(back);
+            }
+            self.writer.publish();
+            let steps = self.ac.steps + self.block as u64;
+            if steps >= self.next_eval || steps >= self.run.total_steps {
+                while self.next_eval <= steps {
+                    self.next_eval += self.run.eval_interval;
+                }
+                let n = self.block as f32;
+                let mut policy = Policy::ZERO;
+                self.ac.export(&mut policy);
+                *self.held = Some(Snapshot {
+                    policy,
+                    steps,
+                    updates: self.updates,
+                    episodes: 0,
+                    stats: AcStats {
+                        delta: sum.delta / n,
+                        value: sum.value / n,
+                        entropy: sum.entropy / n,
+                    },
+                });
+                self.updates = 0;
+            }
+        }
+    }
+}
+
+/// The learner task (priority 1): its state taken out of `cell` in a short
+/// critical section, run with interrupts on, put back.
+pub fn learner_task<A, C, const OBS: usize>(cell: &Mutex<RefCell<Option<Learner<A, C, OBS>>>>)
+where
+    A: Actor<OBS> + 'static,
+    C: Network<OBS, 1> + 'static,
+{
+    let clock = Clock::running();
+    let Some(mut learner) = free(|cs| cell.borrow(cs).take()) else {
+        return;
+    };
+    let mut net = Net(0);
+    net.time(clock, || learner.run(clock));
+    TASK_COUNTS.fetch_add(net.0.max(0) as u32, Ordering::Relaxed);
+    free(|cs| cell.borrow(cs).replace(Some(learner)));
+}
+
+/// The actor and critic types of an agent, for the
+/// [`learn_rt_ac!`](crate::learn_rt_ac) macro's `static`s.
+pub trait Parts {
+    /// The actor.
+    type Actor;
+    /// The critic.
+    type Critic;
+}
+
+impl<A: Actor<OBS>, C: Network<OBS, 1>, const OBS: usize> Parts for ActorCritic<A, C, OBS> {
+    type Actor = A;
+    type Critic = C;
+}
+
+/// The `static` storage of one run ([`learn_rt_ac!`](crate::learn_rt_ac)
+/// declares it): the tick queue of `N − 1` ticks (two blocks), the judge's
+/// queue of `J − 1` snapshots, the published policy's two slots, the held
+/// snapshot, and the cells the control loop and the learner live in.
+pub struct Statics<P, A, C, const OBS: usize, const N: usize, const J: usize>
+where
+    A: Actor<OBS> + 'static,
+    C: Network<OBS, 1> + 'static,
+    P: 'static,
+{
+    /// Control loop → learner.
+    pub ticks: &'static mut Queue<Tick<OBS, A::Action>, N>,
+    /// Learner → thread mode.
+    pub judge: &'static mut Queue<Snapshot<Policy<A, OBS>>, J>,
+    /// The published policy's two slots.
+    pub policies: &'static mut Published<Policy<A, OBS>>,
+    /// The held snapshot.
+    pub held: &'static mut Option<Snapshot<Policy<A, OBS>>>,
+    /// The control loop's cell.
+    pub control: &'static Mutex<RefCell<Option<ControlLoop<P, A, OBS>>>>,
+    /// The learner's cell.
+    pub learning: &'static Mutex<RefCell<Option<Learner<A, C, OBS>>>>,
+}
+
+/// Every external interrupt: the learner's task, or the control tick
+/// (which pends the learner at the end of a block).
+#[inline(always)]
+pub fn on_interrupt<P, A, C, const OBS: usize>(
+    irqn: i16,
+    control: &Mutex<RefCell<Option<ControlLoop<P, A, OBS>>>>,
+    learning: &Mutex<RefCell<Option<Learner<A, C, OBS>>>>,
+) where
+    P: Env<Obs = SVector<f32, OBS>, Space = A::Space>,
+    A: Actor<OBS> + 'static,
+    C: Network<OBS, 1> + 'static,
+{
+    if irqn == LEARNER.irq() as i16 {
+        learner_task(learning);
+        return;
+    }
+    let Some((_, entry, latency)) = super::enter(irqn) else {
+        return;
+    };
+    free(|cs| {
+        if let Some(control) = control.borrow(cs).borrow_mut().as_mut()
+            && control.tick(entry, latency)
+        {
+            // A block is queued: the learner's turn, once this returns.
+            LEARNER.pend();
+        }
+    });
+}
+
+/// Learns `plant` with `agent` while controlling it at `rate_hz`, the
+/// policy switched every `block` ticks, judged and stopped by `run`, from
+/// the firmware's seed — the desktop's `LaggedAc<…, block>` run through
+/// `Trainer::run`, bit for bit. `eval_env` is the trainer's own simulated
+/// plant. Logs the `rt:` lines and the `trained:` line and exits (0 when
+/// the run completed in real time).
+#[allow(clippy::too_many_arguments)]
+pub fn run<P, A, C, const OBS: usize, const N: usize, const J: usize>(
+    agent: &'static mut ActorCritic<A, C, OBS>,
+    config: AcConfig,
+    mut plant: P,
+    mut eval_env: P,
+    run: RunConfig,
+    rate_hz: u32,
+    block: usize,
+    statics: Statics<P, A, C, OBS, N, J>,
+) -> !
+where
+    P: Env<Obs = SVector<f32, OBS>, Space = A::Space> + 'static,
+    A: Actor<OBS> + 'static,
+    C: Network<OBS, 1> + 'static,
+{
+    let period = super::period_counts(rate_hz);
+    let clock = Clock::start();
+    super::calibrate(clock, period);
+    let Some(mut peripherals) = cortex_m::Peripherals::take() else {
+        exit(false)
+    };
+
+    // The desktop's start (`LaggedAc`'s `init`, then `Trainer::start`).
+    agent.config = AcConfig {
+        total_steps: run.total_steps,
+        ..config
+    };
+    let mut rng = Xoshiro128PlusPlus::seed_from_u64(SEED);
+    let acting = ok_or_exit(agent.init_lagged(&plant, &mut rng), "init");
+    let select = Xoshiro128PlusPlus::seed_from_u64(select_seed(SEED));
+    let report = Xoshiro128PlusPlus::seed_from_u64(report_seed(SEED));
+    let trainer = Trainer::new(run, &mut plant, rng, select, report);
+    let mut trainer = ok_or_exit(trainer, "start");
+
+    let (reader, mut writer) = statics.policies.split();
+    if let Some(back) = writer.back() {
+        agent.export(back);
+    }
+    writer.publish();
+    let (producer, consumer) = statics.ticks.split();
+    let (to_judge, mut judged) = statics.judge.split();
+    let control = ControlLoop {
+        plant: Timed {
+            plant,
+            clock,
+            written: 0,
+        },
+        cursor: trainer.cursor.clone(),
+        rng: acting,
+        queue: producer,
+        policy: reader,
+        block: block as u32,
+        // The deadline: the actuator written within a fifth of the period.
+        timing: Timing::new(period, period / 5),
+    };
+    let learner = Learner {
+        ac: agent,
+        ticks: consumer,
+        writer,
+        judge: to_judge,
+        held: statics.held,
+        block,
+        run,
+        episodes: 0,
+        updates: 0,
+        next_eval: run.eval_interval,
+    };
+    free(|cs| {
+        statics.control.borrow(cs).replace(Some(control));
+        statics.learning.borrow(cs).replace(Some(learner));
+    });
+
+    let mut log = Log::every(1);
+    let mut shares = Shares::default();
+    let start = clock.now();
+    LEARNER.unmask(&mut peripherals.NVIC, LEARNER_PRIORITY);
+    super::start_control(&mut peripherals.NVIC);
+
+    // Thread mode: judge each snapshot in order, as `Trainer::run` judges
+    // after each of the desktop's iterations.
+    let last = loop {
+        sleep_until(clock, &mut shares.idle, || judged.ready());
+        let Some(snapshot) = judged.dequeue() else {
+            exit(false)
+        };
+        trainer.episodes = snapshot.episodes;
+        let progress = shares.evaluating.time(clock, || {
+            let gate = trainer.after_update(
+                &snapshot.policy,
+                snapshot.steps,
+                snapshot.updates,
+                &snapshot.stats,
+                &mut eval_env,
+                &mut log,
+            );
+            ok_or_exit(gate, "evaluation")
+        });
+        if trainer.ends_run(&progress, &mut log) || snapshot.steps >= run.total_steps {
+            break snapshot;
+        }
+    };
+    STOP.store(true, Ordering::Relaxed);
+    LEARNER.mask();
+    super::stop_control();
+    let total = u64::from(clock.now().wrapping_sub(start));
+    let Some(control) = free(|cs| statics.control.borrow(cs).take()) else {
+        exit(false)
+    };
+    let blocks_learned = free(|cs| {
+        statics
+            .learning
+            .borrow(cs)
+            .borrow()
+            .as_ref()
+            .map_or(0, |l| l.ac.steps)
+    }) / block as u64;
+    shares.learning = Net(i64::from(TASK_COUNTS.load(Ordering::Relaxed)));
+    let report_start = clock.now();
+    let outcome = trainer.finish_with(&last.policy, last.steps, &mut eval_env, &mut log);
+    let outcome = ok_or_exit(outcome, "report");
+    let report_counts = clock.now().wrapping_sub(report_start);
+    super::report(rate_hz, &control.timing, &shares, total, report_counts);
+    defmt::info!(
+        "rt: judge_queue_full {=u32} blocks_learned {=u64} judged_at_steps {=u64}",
+        JUDGE_FULL.load(Ordering::Relaxed),
+        blocks_learned,
+        last.steps
+    );
+    finish_budget(
+        &outcome,
+        run.threshold,
+        params_fnv(&last.policy.actor, &last.policy.obs_norm),
+    )
+}
+
+/// A learn-while-controlling firmware for the online actor-critic in one
+/// macro call: the `static`s (agent, tick queue of two blocks, the judge's
+/// queue, the published policy, the control loop's and learner's cells),
+/// the interrupt handler and `main`, which logs `banner` (with the agent's
+/// size) and calls [`run`](crate::rt::lagged_ac::run).
+///
+/// `plant` is any `Env` — a simulation, or real sensors and an actuator
+/// behind [`PlantEnv`](crate::plant::PlantEnv). `new_plant` is evaluated
+/// twice: the plant the control loop drives and the trainer's own copy
+/// that the evaluations run on, so the gate needs a simulation of the
+/// plant; without one, set `quick_episodes: 0` in `run` (no gate: the run
+/// learns to its budget) and judge the policy on the real plant with
+/// `microrl::safety`'s running-performance check instead.
+///
+/// ```ignore
+/// microrl_firmware::learn_rt_ac! {
+///     agent: agent::ActorCritic<Servo, 8>,  // the learner
+///     plant: Servo, obs: 3,                 // the plant and its observation size
+///     new_plant: Servo::new(),              // the controlled plant (and the trainer's copy)
+///     config: AcConfig::PLANT,
+///     run: RUN,                             // budget, evaluation interval, threshold
+///     rate_hz: 1_000, block: 250,           // control rate, ticks per policy switch
+///     banner: "servo at 1 kHz, agent {=usize} bytes static",
+/// }
+/// ```
+#[macro_export]
+macro_rules! learn_rt_ac {
+    (
+        agent: $agent:ty,
+        plant: $plant:ty,
+        obs: $obs:literal,
+        new_plant: $new:expr,
+        config: $config:expr,
+        run: $run:expr,
+        rate_hz: $rate:expr,
+        block: $block:expr,
+        banner: $banner:literal $(,)?
+    ) => {
+        type RtAgent = $agent;
+        type RtActor = <RtAgent as $crate::rt::lagged_ac::Parts>::Actor;
+        type RtCritic = <RtAgent as $crate::rt::lagged_ac::Parts>::Critic;
+        type RtPolicy = ::microrl::algo::Policy<RtActor, $obs>;
+        type RtSnapshot = $crate::rt::lagged_ac::Snapshot<RtPolicy>;
+        type RtTick =
+            ::microrl::algo::Tick<$obs, <RtActor as ::microrl::algo::Actor<$obs>>::Action>;
+        /// Ticks per block.
+        const RT_BLOCK: usize = $block;
+        /// The tick queue's `N`: `heapless` holds `N − 1`, two blocks.
+        const RT_QUEUE: usize = 2 * RT_BLOCK + 1;
+        /// Snapshots awaiting judgement (`N − 1`).
+        const RT_JUDGE: usize = 17;
+
+        static AGENT: $crate::static_cell::ConstStaticCell<RtAgent> =
+            $crate::static_cell::ConstStaticCell::new(<RtAgent>::ZERO);
+        static TICKS: $crate::static_cell::ConstStaticCell<
+            $crate::heapless::spsc::Queue<RtTick, RT_QUEUE>,
+        > = $crate::static_cell::ConstStaticCell::new($crate::heapless::spsc::Queue::new());
+        static JUDGE: $crate::static_cell::ConstStaticCell<
+            $crate::heapless::spsc::Queue<RtSnapshot, RT_JUDGE>,
+        > = $crate::static_cell::ConstStaticCell::new($crate::heapless::spsc::Queue::new());
+        static POLICIES: $crate::static_cell::ConstStaticCell<
+            $crate::publish::Published<RtPolicy>,
+        > = $crate::static_cell::ConstStaticCell::new($crate::publish::Published::new(
+            RtPolicy::ZERO,
+            RtPolicy::ZERO,
+        ));
+        static HELD: $crate::static_cell::ConstStaticCell<Option<RtSnapshot>> =
+            $crate::static_cell::ConstStaticCell::new(None);
+        static CONTROL: $crate::cortex_m::interrupt::Mutex<
+            core::cell::RefCell<Option<$crate::rt::ControlLoop<$plant, RtActor, $obs>>>,
+        > = $crate::cortex_m::interrupt::Mutex::new(core::cell::RefCell::new(None));
+        static LEARNING: $crate::cortex_m::interrupt::Mutex<
+            core::cell::RefCell<Option<$crate::rt::lagged_ac::Learner<RtActor, RtCritic, $obs>>>,
+        > = $crate::cortex_m::interrupt::Mutex::new(core::cell::RefCell::new(None));
+
+        /// Every external interrupt lands here (cortex-m-rt without a
+        /// device crate): the control loop's timer and the learner's
+        /// software-pended line. cortex-m-rt requires the `DefaultHandler`
+        /// to be declared `unsafe fn`; its body does nothing unsafe.
+        #[allow(unsafe_code)]
+        #[$crate::cortex_m_rt::exception]
+        unsafe fn DefaultHandler(irqn: i16) {
+            $crate::rt::lagged_ac::on_interrupt(irqn, &CONTROL, &LEARNING);
+        }
+
+        #[$crate::cortex_m_rt::entry]
+        fn main() -> ! {
+            ::defmt::info!($banner, size_of::<RtAgent>());
+            let statics = $crate::rt::lagged_ac::Statics {
+                ticks: TICKS.take(),
+                judge: JUDGE.take(),
+                policies: POLICIES.take(),
+                held: HELD.take(),
+                control: &CONTROL,
+                learning: &LEARNING,
+            };
+            $crate::rt::lagged_ac::run(
+                AGENT.take(),
+                $config,
+                $new,
+                $new,
+                $run,
+                $rate,
+                RT_BLOCK,
+                statics,
+            )
+        }
+    };
+}
