@@ -881,6 +881,13 @@ fn train_sac_learns_pendulum_like_the_desktop() {
         outcome.report.mean
     );
     assert_ram_within(elfs, "train-sac", &run, SAC_RAM_BUDGET);
+    // `Sac::ZERO` is all zero bytes: the 107 KB agent sits in `.bss`, not
+    // in the flash image (it took 195 KB of flash when it did not).
+    let (flash, _) = footprint(&elfs["train-sac"]);
+    assert!(
+        flash <= 96 * 1024,
+        "train-sac flash {flash} B: is the agent in the image?"
+    );
 }
 
 #[test]

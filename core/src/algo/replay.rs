@@ -101,7 +101,9 @@ pub struct ReplayBuffer<const OBS: usize, const ACT: usize, const CAP: usize> {
     pos: usize,
     /// Transitions stored (at most `size`).
     len: usize,
-    /// Where the ring wraps (`1..=CAP`).
+    /// Where the ring wraps (`1..=CAP`), or 0 for `CAP` (so that
+    /// [`ZERO`](Self::ZERO) is all zero bytes; read it through
+    /// [`size`](Self::size)).
     size: usize,
 }
 
@@ -123,7 +125,10 @@ impl<const OBS: usize, const ACT: usize, const CAP: usize> ReplayBuffer<OBS, ACT
             terminated: [false; CAP],
             pos: 0,
             len: 0,
-            size: CAP,
+            // 0 stands for `CAP`: every byte of `ZERO` is zero, so a
+            // `static` agent holding the ring lands in `.bss`, not in the
+            // flash image.
+            size: 0,
         }
     };
 
@@ -140,7 +145,7 @@ impl<const OBS: usize, const ACT: usize, const CAP: usize> ReplayBuffer<OBS, ACT
     /// Where the ring wraps: SB3's `buffer_size` (`CAP` unless
     /// [`resize`](Self::resize)d).
     pub const fn size(&self) -> usize {
-        self.size
+        if self.size == 0 { CAP } else { self.size }
     }
 
     /// Transitions stored (at most [`size`](Self::size)).
@@ -156,7 +161,7 @@ impl<const OBS: usize, const ACT: usize, const CAP: usize> ReplayBuffer<OBS, ACT
     /// `true` once [`size`](Self::size) transitions are stored (every
     /// further push overwrites the oldest).
     pub const fn is_full(&self) -> bool {
-        self.len == self.size
+        self.len == self.size()
     }
 
     /// Empties the buffer and makes it wrap at `size` transitions.
@@ -205,8 +210,9 @@ impl<const OBS: usize, const ACT: usize, const CAP: usize> ReplayBuffer<OBS, ACT
         *reward = t.reward;
         *next_obs = t.next_obs;
         *terminated = t.terminated;
-        self.pos = if i + 1 >= self.size { 0 } else { i + 1 };
-        self.len = (self.len + 1).min(self.size);
+        let size = self.size();
+        self.pos = if i + 1 >= size { 0 } else { i + 1 };
+        self.len = (self.len + 1).min(size);
         Ok(())
     }
 
@@ -274,9 +280,9 @@ impl<const OBS: usize, const ACT: usize, const CAP: usize> Field for ReplayBuffe
     }
 
     fn save(&self, w: &mut Writer<'_>) -> Result<(), Error> {
-        check_counters(CAP, self.size, self.len, self.pos)?;
+        check_counters(CAP, self.size(), self.len, self.pos)?;
         // `CAP ≤ u32::MAX` (checked at compile time), so the counters fit.
-        w.u32(self.size as u32);
+        w.u32(self.size() as u32);
         w.u32(self.len as u32);
         w.u32(self.pos as u32);
         for i in 0..CAP {

@@ -115,7 +115,8 @@ impl SacConfig {
         train_freq: 0,
         gradient_steps: 0,
         learning_rate: 0.0,
-        ent_coef: EntCoef::Fixed(0.0),
+        // `Auto` is the enum's first variant: a zero tag.
+        ent_coef: EntCoef::Auto(0.0),
         target_entropy: None,
         target_update_interval: 0,
         adam: AdamConfig {

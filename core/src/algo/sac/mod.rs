@@ -198,7 +198,9 @@ where
             critic_target: Twin::ZERO,
             log_alpha: TrainState::new(config.adam),
             replay: ReplayBuffer::ZERO,
-            space: Continuous::symmetric(1.0),
+            // Zero bounds until `init` sets the plant's: every byte of
+            // `ZERO` is zero, so a `static` agent lands in `.bss`.
+            space: <Continuous<ACT> as crate::params::Params>::ZERO,
             steps: 0,
             n_updates: 0,
             actor_cache: SquashedGaussianActor::<T, H, ACT>::ZERO_CACHE,

@@ -164,7 +164,9 @@ where
             critic: TrainState::new(config.adam),
             critic_target: Twin::ZERO,
             replay: ReplayBuffer::ZERO,
-            space: Continuous::symmetric(1.0),
+            // Zero bounds until `init` sets the plant's: every byte of
+            // `ZERO` is zero, so a `static` agent lands in `.bss`.
+            space: <Continuous<ACT> as crate::params::Params>::ZERO,
             steps: 0,
             n_updates: 0,
             actor_cache: N::ZERO_CACHE,
