@@ -3,7 +3,7 @@
 //! `INCLUDE memory.x`). `memory/mps2-an386.x` (QEMU's Cortex-M4F board) by
 //! default; `memory/stm32f407.x` with the `stm32f407` feature;
 //! `memory/stm32f405.x` (QEMU's `netduinoplus2`, the Crazyflie's MCU) with
-//! the `stm32f405` feature;
+//! the `stm32f405` feature; `memory/nrf52840.x` with the `nrf52840` feature;
 //! `memory/microbit.x` (QEMU's Cortex-M0 board, 256 KB flash, 16 KB RAM)
 //! when building for `thumbv6m-none-eabi`.
 //!
@@ -62,6 +62,8 @@ fn main() {
         "memory/stm32f407.x"
     } else if env::var_os("CARGO_FEATURE_STM32F405").is_some() {
         "memory/stm32f405.x"
+    } else if env::var_os("CARGO_FEATURE_NRF52840").is_some() {
+        "memory/nrf52840.x"
     } else if cortex_m0 {
         "memory/microbit.x"
     } else {

@@ -10,16 +10,23 @@
 //! | board (`memory/*.x`) | interrupts | source |
 //! |---|---|---|
 //! | QEMU mps2-an386 (default) | 32 | QEMU `hw/arm/mps2.c`, `num-irq` |
-//! | STM32F407 (`stm32f407`) | 82 | RM0090, table 61 (IRQ 0–81) |
+//! | STM32F407 (`stm32f407`), STM32F405 (`stm32f405`, QEMU netduinoplus2) | 82 | RM0090, table 61 (IRQ 0–81) |
+//! | nRF52840 (`nrf52840`) | 48 | nRF52840 product specification, §4.2.4 (peripheral IDs 0–47) |
 //! | QEMU microbit (`thumbv6m-none-eabi`) | 32 | nRF51 reference manual |
 //!
 //! An interrupt beyond the table is never enabled by this firmware.
 
 /// Interrupts of the board this build links for.
-#[cfg(feature = "stm32f407")]
+#[cfg(any(feature = "stm32f407", feature = "stm32f405"))]
 pub const IRQS: usize = 82;
 /// Interrupts of the board this build links for.
-#[cfg(not(feature = "stm32f407"))]
+#[cfg(all(
+    feature = "nrf52840",
+    not(any(feature = "stm32f407", feature = "stm32f405"))
+))]
+pub const IRQS: usize = 48;
+/// Interrupts of the board this build links for.
+#[cfg(not(any(feature = "stm32f407", feature = "stm32f405", feature = "nrf52840")))]
 pub const IRQS: usize = 32;
 
 #[allow(unsafe_code)] // a declaration only; nothing calls it from Rust
