@@ -64,7 +64,7 @@ pub use progress::{Line, Log, LogStats};
 // What the firmware macros (`learn_rt_ac!`, `cartpole_trainer!`) expand to
 // names through `$crate`, so a firmware crate needs only `defmt` and the
 // `cortex-m-rt` it links with besides this one.
-pub use {cortex_m, cortex_m_rt, heapless, static_cell};
+pub use {cortex_m, cortex_m_rt, heapless, microrl, static_cell};
 
 /// Returns the value of `result`, or logs `what` and the error and exits
 /// with status 1.

@@ -278,7 +278,9 @@ impl Timing {
     /// At a block boundary: `switched` tells whether the control loop
     /// switched to a newly published policy at `entry`; block `block` is to
     /// be acted by the policy of the learner's step through block
-    /// `block − 2` (θ₀ for blocks 0 and 1), so fewer switches are an overrun.
+    /// `block − 2` (θ₀ for blocks 0 and 1), the `max(1, block)`-th switched
+    /// to: fewer switches (the learner late) or more (a policy published
+    /// before its block) count as an overrun — the schedule left.
     #[inline(always)]
     pub fn boundary(&mut self, switched: bool, entry: u32, block: u32) {
         if switched {
@@ -289,7 +291,7 @@ impl Timing {
                 self.publish_sum += u64::from(waited);
             }
         }
-        if self.switched < block.max(1) {
+        if self.switched != block.max(1) {
             self.overruns += 1;
         }
     }

@@ -1103,6 +1103,9 @@ fn learn_rt_ac_realtime_matches_the_desktop_lagged_schedule() {
     assert_eq!(number("dropped"), 0, "{rt}");
     let judge = run.line("INFO rt: judge_queue_full");
     assert_eq!(after(judge, "judge_queue_full"), "0", "{judge}");
+    // A real comparison: the desktop run solves (so the solving step,
+    // not only the budget, must match).
+    assert!(desktop.solved_at_step.is_some(), "{desktop:?}");
     assert!(
         bit_identical,
         "learn-rt-ac and the desktop LaggedAc differ: {trained} vs {desktop:?}, policy_fnv {desktop_fnv:#010x}"

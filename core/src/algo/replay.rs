@@ -175,7 +175,8 @@ impl<const OBS: usize, const ACT: usize, const CAP: usize> ReplayBuffer<OBS, ACT
             (1..=CAP).contains(&size),
             "must be in 1..=CAP (the replay buffer's capacity)",
         )?;
-        self.size = size;
+        // `CAP` is stored as 0, as in `ZERO`: one representation per size.
+        self.size = if size == CAP { 0 } else { size };
         self.clear();
         Ok(())
     }
@@ -325,6 +326,7 @@ impl<const OBS: usize, const ACT: usize, const CAP: usize> Field for ReplayBuffe
             }
         }
         if r.commit() {
+            let size = if size == CAP { 0 } else { size };
             (self.size, self.len, self.pos) = (size, len, pos);
         }
         Ok(())

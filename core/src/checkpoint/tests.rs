@@ -116,6 +116,21 @@ impl<A: Actor<OBS>, const OBS: usize, const N: usize, const CHUNK: usize> Digest
     }
 }
 
+impl<A: Actor<OBS>, C: Network<OBS, 1>, const OBS: usize, const BLOCK: usize> Digest
+    for crate::algo::LaggedAc<A, C, OBS, BLOCK>
+{
+    fn digest(&self) -> u64 {
+        let mut h = self.ac.digest();
+        digest(&mut h, &self.published);
+        for t in self.pending.ticks() {
+            h = h.rotate_left(5) ^ u64::from(t.log_prob.to_bits()) ^ u64::from(t.reward.to_bits());
+        }
+        h ^= (self.pending.len as u64) << 40;
+        h ^= u64::from(self.ac.discounted_return.to_bits()) << 7;
+        h ^ self.published_count.rotate_left(9)
+    }
+}
+
 impl<A: Actor<OBS>, C: Network<OBS, 1>, const OBS: usize> Digest for ActorCritic<A, C, OBS> {
     fn digest(&self) -> u64 {
         let mut h = 0xcbf2_9ce4_8422_2325;
@@ -604,6 +619,24 @@ fn actor_critic_resumes_bit_identically() {
         || Box::new(AcAgent::new(config)),
         run_config(3_000, 500, 12.0),
         &[1, 3, 7, 777, 1_500],
+    );
+}
+
+/// The online actor-critic on the lagged schedule (blocks of 100 ticks),
+/// with the plant defaults: stopped before the first block, mid-warm-up,
+/// after it and late, saved and resumed bit for bit — the pending block,
+/// the published policy and the control loop's stream included.
+#[test]
+fn lagged_actor_critic_resumes_bit_identically() {
+    let config = AcConfig {
+        total_steps: 3_000,
+        critic_warmup: 1_000,
+        ..AcConfig::PLANT
+    };
+    resume_is_bit_identical::<_, CartPole, 4>(
+        || Box::new(agent::LaggedAc::<CartPole, 8, 100>::new(config)),
+        run_config(3_000, 500, 12.0),
+        &[1, 3, 9, 20],
     );
 }
 

@@ -82,8 +82,8 @@ pub enum Arm {
     /// The fallback alone, behind the same sensor checks and shield: build
     /// the [`Guarded`] with an envelope the learned policy is never inside.
     Fallback,
-    /// The learned policy's command sent as is (the shield's safe action
-    /// when it errs); publishes go straight into the acting policy.
+    /// The learned policy's command sent as is (zero when it errs);
+    /// publishes go straight into the acting policy.
     Unguarded,
 }
 

@@ -20,12 +20,12 @@ use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 
 use cortex_m::interrupt::{Mutex, free};
 use heapless::spsc::{Consumer, Producer, Queue};
-use microrl::SVector;
 use microrl::algo::{AcConfig, AcStats, Actor, ActorCritic, Policy, Tick};
 use microrl::env::Env;
 use microrl::nn::Network;
 use microrl::rand_core::SeedableRng;
 use microrl::train::{RunConfig, Trainer, report_seed, select_seed};
+use microrl::{Params, SVector};
 use rand_xoshiro::Xoshiro128PlusPlus;
 
 use super::{
@@ -42,6 +42,8 @@ pub const LEARNER_PRIORITY: u8 = 0x20;
 
 /// Thread mode's verdict is in: the learner learns no further.
 static STOP: AtomicBool = AtomicBool::new(false);
+/// Blocks the control loop has started (its boundaries crossed).
+static BLOCKS_STARTED: AtomicU32 = AtomicU32::new(0);
 /// The learner could not hand a snapshot over (the judge's queue was full).
 static JUDGE_FULL: AtomicU32 = AtomicU32::new(0);
 
@@ -60,6 +62,21 @@ pub struct Snapshot<P> {
     pub stats: AcStats,
 }
 
+impl<A: Actor<OBS>, const OBS: usize> Snapshot<Policy<A, OBS>> {
+    /// An empty slot (all zero: a `static` in `.bss`).
+    pub const ZERO: Self = Self {
+        policy: Policy::ZERO,
+        steps: 0,
+        updates: 0,
+        episodes: 0,
+        stats: AcStats {
+            delta: 0.0,
+            value: 0.0,
+            entropy: 0.0,
+        },
+    };
+}
+
 /// The learner task's state.
 pub struct Learner<A: Actor<OBS> + 'static, C: Network<OBS, 1> + 'static, const OBS: usize> {
     /// The agent.
@@ -70,8 +87,14 @@ pub struct Learner<A: Actor<OBS> + 'static, C: Network<OBS, 1> + 'static, const 
     pub writer: Writer<Policy<A, OBS>>,
     /// Snapshots to thread mode.
     pub judge: Producer<'static, Snapshot<Policy<A, OBS>>>,
-    /// The last snapshot, waiting for the next block's episodes.
-    pub held: &'static mut Option<Snapshot<Policy<A, OBS>>>,
+    /// The last snapshot, waiting for the next block's episodes (valid
+    /// while [`holding`](Self::holding)); built in place, never on the
+    /// interrupt's stack.
+    pub held: &'static mut Snapshot<Policy<A, OBS>>,
+    /// [`held`](Self::held) holds a snapshot.
+    pub holding: bool,
+    /// Blocks learned.
+    pub blocks: u32,
     /// Ticks per block.
     pub block: usize,
     /// The run's budget and evaluation interval.
@@ -107,16 +130,26 @@ impl<A: Actor<OBS> + 'static, C: Network<OBS, 1> + 'static, const OBS: usize> Le
                 sum.entropy += s.entropy;
             }
             self.updates += self.block as u64;
+            self.blocks += 1;
             // The previous snapshot's episodes run through this block.
-            if let Some(mut snapshot) = self.held.take() {
-                snapshot.episodes = self.episodes;
+            if self.holding {
+                self.held.episodes = self.episodes;
+                let mut snapshot = Snapshot {
+                    policy: Policy::ZERO,
+                    ..*self.held
+                };
+                snapshot.policy.copy_from(&self.held.policy);
                 if self.judge.enqueue(snapshot).is_err() {
                     JUDGE_FULL.fetch_add(1, Ordering::Relaxed);
                 }
+                self.holding = false;
             }
             UPDATE_DONE_AT.store(clock.now(), Ordering::Relaxed);
-            // The control loop switched to the last publish at this
-            // block's start; it preempts this task, so the wait is short.
+            // Block j's policy acts from block j + 2: publish only once
+            // block j + 1 has started (and the control loop has switched to
+            // the last publish). The control loop preempts this task, so
+            // the waits end at its next tick at the latest.
+            while BLOCKS_STARTED.load(Ordering::Acquire) < self.blocks + 1 {}
             while !self.writer.ready() {}
             if let Some(back) = self.writer.back() {
                 self.ac.export(back);
@@ -125,22 +158,18 @@ impl<A: Actor<OBS> + 'static, C: Network<OBS, 1> + 'static, const OBS: usize> Le
             let steps = self.ac.steps + self.block as u64;
             if steps >= self.next_eval || steps >= self.run.total_steps {
                 while self.next_eval <= steps {
-                    self.next_eval += self.run.eval_interval;
+                    self.next_eval = self.next_eval.saturating_add(self.run.eval_interval);
                 }
                 let n = self.block as f32;
-                let mut policy = Policy::ZERO;
-                self.ac.export(&mut policy);
-                *self.held = Some(Snapshot {
-                    policy,
-                    steps,
-                    updates: self.updates,
-                    episodes: 0,
-                    stats: AcStats {
-                        delta: sum.delta / n,
-                        value: sum.value / n,
-                        entropy: sum.entropy / n,
-                    },
-                });
+                self.ac.export(&mut self.held.policy);
+                self.held.steps = steps;
+                self.held.updates = self.updates;
+                self.held.stats = AcStats {
+                    delta: sum.delta / n,
+                    value: sum.value / n,
+                    entropy: sum.entropy / n,
+                };
+                self.holding = true;
                 self.updates = 0;
             }
         }
@@ -194,8 +223,8 @@ where
     pub judge: &'static mut Queue<Snapshot<Policy<A, OBS>>, J>,
     /// The published policy's two slots.
     pub policies: &'static mut Published<Policy<A, OBS>>,
-    /// The held snapshot.
-    pub held: &'static mut Option<Snapshot<Policy<A, OBS>>>,
+    /// The held snapshot's slot.
+    pub held: &'static mut Snapshot<Policy<A, OBS>>,
     /// The control loop's cell.
     pub control: &'static Mutex<RefCell<Option<ControlLoop<P, A, OBS>>>>,
     /// The learner's cell.
@@ -222,11 +251,14 @@ pub fn on_interrupt<P, A, C, const OBS: usize>(
         return;
     };
     free(|cs| {
-        if let Some(control) = control.borrow(cs).borrow_mut().as_mut()
-            && control.tick(entry, latency)
-        {
-            // A block is queued: the learner's turn, once this returns.
-            LEARNER.pend();
+        if let Some(control) = control.borrow(cs).borrow_mut().as_mut() {
+            if control.timing.ticks.is_multiple_of(control.block) {
+                BLOCKS_STARTED.fetch_add(1, Ordering::Release);
+            }
+            if control.tick(entry, latency) {
+                // A block is queued: the learner's turn, once this returns.
+                LEARNER.pend();
+            }
         }
     });
 }
@@ -253,6 +285,12 @@ where
     A: Actor<OBS> + 'static,
     C: Network<OBS, 1> + 'static,
 {
+    if !run.early_stop {
+        // After a solve the trainer judges every `solved_eval_interval`
+        // steps, a grid the learner's snapshots do not follow.
+        defmt::error!("learn_rt_ac: RunConfig::early_stop must be on");
+        exit(false);
+    }
     let period = super::period_counts(rate_hz);
     let clock = Clock::start();
     super::calibrate(clock, period);
@@ -299,6 +337,8 @@ where
         writer,
         judge: to_judge,
         held: statics.held,
+        holding: false,
+        blocks: 0,
         block,
         run,
         episodes: 0,
@@ -414,10 +454,12 @@ macro_rules! learn_rt_ac {
         type RtAgent = $agent;
         type RtActor = <RtAgent as $crate::rt::lagged_ac::Parts>::Actor;
         type RtCritic = <RtAgent as $crate::rt::lagged_ac::Parts>::Critic;
-        type RtPolicy = ::microrl::algo::Policy<RtActor, $obs>;
+        type RtPolicy = $crate::microrl::algo::Policy<RtActor, $obs>;
         type RtSnapshot = $crate::rt::lagged_ac::Snapshot<RtPolicy>;
-        type RtTick =
-            ::microrl::algo::Tick<$obs, <RtActor as ::microrl::algo::Actor<$obs>>::Action>;
+        type RtTick = $crate::microrl::algo::Tick<
+            $obs,
+            <RtActor as $crate::microrl::algo::Actor<$obs>>::Action,
+        >;
         /// Ticks per block.
         const RT_BLOCK: usize = $block;
         /// The tick queue's `N`: `heapless` holds `N − 1`, two blocks.
@@ -439,14 +481,14 @@ macro_rules! learn_rt_ac {
             RtPolicy::ZERO,
             RtPolicy::ZERO,
         ));
-        static HELD: $crate::static_cell::ConstStaticCell<Option<RtSnapshot>> =
-            $crate::static_cell::ConstStaticCell::new(None);
+        static HELD: $crate::static_cell::ConstStaticCell<RtSnapshot> =
+            $crate::static_cell::ConstStaticCell::new($crate::rt::lagged_ac::Snapshot::ZERO);
         static CONTROL: $crate::cortex_m::interrupt::Mutex<
-            core::cell::RefCell<Option<$crate::rt::ControlLoop<$plant, RtActor, $obs>>>,
-        > = $crate::cortex_m::interrupt::Mutex::new(core::cell::RefCell::new(None));
+            ::core::cell::RefCell<Option<$crate::rt::ControlLoop<$plant, RtActor, $obs>>>,
+        > = $crate::cortex_m::interrupt::Mutex::new(::core::cell::RefCell::new(None));
         static LEARNING: $crate::cortex_m::interrupt::Mutex<
-            core::cell::RefCell<Option<$crate::rt::lagged_ac::Learner<RtActor, RtCritic, $obs>>>,
-        > = $crate::cortex_m::interrupt::Mutex::new(core::cell::RefCell::new(None));
+            ::core::cell::RefCell<Option<$crate::rt::lagged_ac::Learner<RtActor, RtCritic, $obs>>>,
+        > = $crate::cortex_m::interrupt::Mutex::new(::core::cell::RefCell::new(None));
 
         /// Every external interrupt lands here (cortex-m-rt without a
         /// device crate): the control loop's timer and the learner's

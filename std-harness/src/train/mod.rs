@@ -63,6 +63,9 @@ pub const TRPO_STEPS: usize = 1024;
 pub const GRPO_STEPS: usize = 4096;
 /// A2C rollout length (n of the n-step return).
 pub const A2C_STEPS: usize = 32;
+/// `--algo ac --lag 1`: control ticks per block of the lagged schedule (the
+/// firmware's `learn-rt-ac`: a quarter second at 1 kHz).
+pub const AC_LAG_BLOCK: usize = 250;
 /// REINFORCE keeps episodes of up to this many steps whole (CartPole's limit).
 pub const REINFORCE_STEPS: usize = 500;
 /// SAC/TD3 replay ring capacity: RL Zoo's Pendulum run (20 000 steps) fits

@@ -611,6 +611,17 @@ where
     }
 }
 
+impl<A, C, const OBS: usize, const BLOCK: usize> Configure
+    for microrl::algo::LaggedAc<A, C, OBS, BLOCK>
+where
+    A: microrl::policy::Actor<OBS>,
+    C: microrl::nn::Network<OBS, 1>,
+{
+    fn configure(&mut self, config: AlgoConfig) -> anyhow::Result<()> {
+        self.ac.configure(config)
+    }
+}
+
 /// The replay ring's size for a budget of `steps`: all of it, at most
 /// [`OFFPOLICY_CAP`].
 fn replay_size(steps: u64) -> u32 {

@@ -45,13 +45,13 @@ pub(crate) fn train_from(
         bail!("--lag {}: 0 or 1 rollouts of policy lag", opts.lag);
     }
     if opts.lag == 1
-        && (opts.algo != Algo::Ppo
+        && (!matches!(opts.algo, Algo::Ppo | Algo::Ac)
             || opts.anchor.is_some()
             || opts.weights.value.is_some()
             || opts.reward_model.is_some())
     {
         bail!(
-            "--lag 1 is PPO's learn-while-controlling schedule: use --algo ppo, without --kl-ref, --value-weights or --reward-model"
+            "--lag 1 is the learn-while-controlling schedule of PPO and the online actor-critic: use --algo ppo or ac, without --kl-ref, --value-weights or --reward-model"
         );
     }
     if opts.anchor.is_some() && opts.algo != Algo::Ppo {
@@ -162,6 +162,9 @@ pub(crate) fn train_from(
                 (Algo::A2c, _) => go!(agent::A2c<$env_ty, $h, A2C_STEPS>, $env, $eval),
                 (Algo::Reinforce, _) => {
                     go!(agent::Reinforce<$env_ty, $h, REINFORCE_STEPS>, $env, $eval)
+                }
+                (Algo::Ac, _) if opts.lag == 1 => {
+                    go!(agent::LaggedAc<$env_ty, $h, AC_LAG_BLOCK>, $env, $eval)
                 }
                 (Algo::Ac, _) => go!(agent::ActorCritic<$env_ty, $h>, $env, $eval),
             }

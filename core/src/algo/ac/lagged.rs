@@ -245,8 +245,11 @@ pub struct LaggedAc<A: Actor<OBS>, C: Network<OBS, 1>, const OBS: usize, const B
 impl<A: Actor<OBS>, C: Network<OBS, 1>, const OBS: usize, const BLOCK: usize>
     LaggedAc<A, C, OBS, BLOCK>
 {
+    const BLOCK_POSITIVE: () = assert!(BLOCK > 0, "LaggedAc: BLOCK must be at least 1 tick");
+
     /// An agent with zeroed weights and `config`; `init` before training.
     pub const fn new(config: super::AcConfig) -> Self {
+        let () = Self::BLOCK_POSITIVE;
         Self {
             ac: ActorCritic::new(config),
             published: Policy::ZERO,
@@ -411,5 +414,6 @@ impl<A: Actor<OBS>, C: Network<OBS, 1>, const OBS: usize, const BLOCK: usize> co
     }
 }
 
+mod persist;
 #[cfg(test)]
 mod tests;

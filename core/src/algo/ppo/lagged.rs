@@ -431,5 +431,6 @@ impl<A: Actor<OBS>, C: Critic<OBS>, const OBS: usize, const N: usize, const CHUN
 }
 
 mod persist;
+pub(crate) use persist::TickAction;
 #[cfg(test)]
 mod tests;
