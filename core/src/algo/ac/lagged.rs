@@ -88,23 +88,7 @@ impl<A: Actor<OBS>, C: Network<OBS, 1>, const OBS: usize> ActorCritic<A, C, OBS>
     /// [`Error::GradientOverflow`] for an unusable gradient, and the
     /// actor's refusal of the action ([`Error::InvalidAction`]).
     pub fn ingest(&mut self, tick: &Tick<OBS, A::Action>) -> Result<AcStats, Error> {
-        self.config.validate()?;
-        let saved = (
-            self.obs_norm.clone(),
-            self.return_norm.clone(),
-            self.discounted_return,
-            self.steps,
-        );
-        let result = self.try_ingest(tick);
-        if result.is_err() {
-            (
-                self.obs_norm,
-                self.return_norm,
-                self.discounted_return,
-                self.steps,
-            ) = saved;
-        }
-        result
+        self.transaction(|s| s.try_ingest(tick))
     }
 
     fn try_ingest(&mut self, tick: &Tick<OBS, A::Action>) -> Result<AcStats, Error> {

@@ -288,6 +288,18 @@ impl<A: Actor<OBS>, C: Network<OBS, 1>, const OBS: usize> ActorCritic<A, C, OBS>
         E: Env<Obs = SVector<f32, OBS>, Space = A::Space>,
         R: Rng + ?Sized,
     {
+        self.transaction(|s| s.try_step(env, cursor, rng, on_episode))
+    }
+
+    /// Runs `f` (one online step) after validating the configuration; on
+    /// its error the statistics it may have moved (observation and return
+    /// normalisers, the running return, the step count) are restored, so a
+    /// refused step changes nothing in the agent (the weights move only
+    /// after every check passed).
+    fn transaction<T>(
+        &mut self,
+        f: impl FnOnce(&mut Self) -> Result<T, Error>,
+    ) -> Result<T, Error> {
         self.config.validate()?;
         let saved = (
             self.obs_norm.clone(),
@@ -295,7 +307,7 @@ impl<A: Actor<OBS>, C: Network<OBS, 1>, const OBS: usize> ActorCritic<A, C, OBS>
             self.discounted_return,
             self.steps,
         );
-        let result = self.try_step(env, cursor, rng, on_episode);
+        let result = f(self);
         if result.is_err() {
             (
                 self.obs_norm,
