@@ -206,6 +206,31 @@ fn block_j_is_acted_by_the_policy_published_after_block_j_minus_2() {
     assert_eq!(agent.ac.steps, 4 * 32);
 }
 
+/// An iteration returns the mean of its block's per-tick statistics: the
+/// same block ingested by hand on a twin agent gives the sums.
+#[test]
+fn iterate_returns_the_blocks_mean_statistics() {
+    let (mut agent, mut env, mut cursor, mut rng) = started(2);
+    let (mut twin, mut twin_env, mut twin_cursor, mut twin_rng) = started(2);
+    agent
+        .iterate(&mut env, &mut cursor, &mut rng, &mut |_| {})
+        .unwrap();
+    let stats = agent
+        .iterate(&mut env, &mut cursor, &mut rng, &mut |_| {})
+        .unwrap();
+    twin.iterate(&mut twin_env, &mut twin_cursor, &mut twin_rng, &mut |_| {})
+        .unwrap();
+    let (mut delta, mut value, mut entropy) = (0.0f32, 0.0f32, 0.0f32);
+    for tick in twin.pending.ticks {
+        let s = twin.ac.ingest(&tick).unwrap();
+        (delta, value, entropy) = (delta + s.delta, value + s.value, entropy + s.entropy);
+    }
+    assert_eq!(stats.delta, delta / 32.0);
+    assert_eq!(stats.value, value / 32.0);
+    assert_eq!(stats.entropy, entropy / 32.0);
+    assert!(stats.entropy > 0.0 && stats.value != 0.0, "{stats:?}");
+}
+
 /// A device's whole run: the control loop queues ticks; the learner, a few
 /// ticks late, drains a block, ingests it tick by tick, publishes at the
 /// next block boundary and runs the trainer's gate and, at the end, its
