@@ -408,8 +408,25 @@ mod tests {
     #[test]
     fn is_static_friendly() {
         assert!(STATIC_BUFFER.is_empty());
+        assert!(!STATIC_BUFFER.is_full());
         assert_eq!(STATIC_BUFFER.capacity(), 64);
         assert_eq!(STATIC_BUFFER.size(), 64);
+    }
+
+    /// `ZERO` stores its size as 0 (all zero bytes) and wraps at `CAP`,
+    /// and `resize(CAP)` gives the same buffer, not a second representation.
+    #[test]
+    fn zero_wraps_at_cap_and_resize_to_cap_is_the_same_buffer() {
+        let mut buffer = Box::new(ReplayBuffer::<2, 1, 4>::ZERO);
+        for k in 0..4 {
+            assert!(!buffer.is_full());
+            buffer.push(&transition(k)).unwrap();
+        }
+        assert!(buffer.is_full());
+        assert_eq!((buffer.len(), buffer.pos(), buffer.size()), (4, 0, 4));
+        let mut resized = Box::new(ReplayBuffer::<2, 1, 4>::ZERO);
+        resized.resize(4).unwrap();
+        assert!(*resized == ReplayBuffer::<2, 1, 4>::ZERO);
     }
 
     #[test]
@@ -417,6 +434,7 @@ mod tests {
         let mut buffer = Box::new(ReplayBuffer::<2, 1, 8>::ZERO);
         buffer.resize(5).unwrap();
         for k in 0..5 {
+            assert!(!buffer.is_full());
             buffer.push(&transition(k)).unwrap();
             assert_eq!(buffer.len(), k + 1);
         }
