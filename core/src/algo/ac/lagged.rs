@@ -34,7 +34,7 @@
 //! [`ActorCritic::step`]'s bit for bit (`tests.rs` checks it).
 //!
 //! The pieces split along the two rhythms as PPO's do: the control side is
-//! [`behave`](crate::algo::behave); the learner side is
+//! [`behave`]; the learner side is
 //! [`ActorCritic::ingest`] per tick and [`ActorCritic::export`] at the
 //! end of a block. [`LaggedAc`] runs the schedule on one thread and is the
 //! desktop reference a firmware's learned weights equal bit for bit.
