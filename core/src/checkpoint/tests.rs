@@ -1065,6 +1065,30 @@ fn checkpoints_of_other_types_are_refused() {
     assert_eq!(refused(&bad), Error::BadMagic);
 }
 
+/// The lagged actor-critic's fingerprint separates what its checkpoint
+/// cannot be loaded across: the critic's width alone (in the learner's own
+/// section), the block length, and the plain actor-critic.
+#[test]
+fn lagged_actor_critic_fingerprints_separate_their_shapes() {
+    use crate::algo::LaggedAc;
+    use crate::nn::Mlp;
+    use crate::policy::GaussianActor;
+    type G = GaussianActor<Mlp<3, 8, 1>, 1>;
+    let f = <LaggedAc<G, Mlp<3, 8, 1>, 3, 10> as AgentState>::fingerprint();
+    assert_ne!(
+        f,
+        <LaggedAc<G, Mlp<3, 16, 1>, 3, 10> as AgentState>::fingerprint()
+    );
+    assert_ne!(
+        f,
+        <LaggedAc<G, Mlp<3, 8, 1>, 3, 20> as AgentState>::fingerprint()
+    );
+    assert_ne!(
+        f,
+        <ActorCritic<G, Mlp<3, 8, 1>, 3> as AgentState>::fingerprint()
+    );
+}
+
 #[test]
 fn save_refuses_without_writing() {
     let (mut agent, mut env, trainer, buf) = saved_ppo();
