@@ -154,14 +154,14 @@ impl PpoConfig {
     /// Tuned for [`CartPoleContinuous`](crate::env::CartPoleContinuous)
     /// with a 2 048-step rollout over 200 000 steps (`microrl train --env
     /// cartpole-continuous`): RL Zoo's CartPole `γ` 0.98 and `λ` 0.8, the
-    /// learning rate `1e-3 → 0`, 10 epochs of 32 minibatches (64 samples).
+    /// learning rate `1e-3 → 0`, 32 minibatches (64 samples) in the default
+    /// 10 epochs.
     /// Set `total_steps` to the budget: the schedule anneals over it.
     pub const CARTPOLE_CONTINUOUS: Self = Self {
         total_steps: 200_000,
         learning_rate: Schedule::linear_to_zero(1e-3),
         gamma: 0.98,
         gae_lambda: 0.8,
-        epochs: 10,
         minibatches: 32,
         ..Self::DEFAULT
     };

@@ -305,6 +305,30 @@ fn cartpole_settings_are_rl_zoos() {
     );
 }
 
+/// The CartPoleContinuous settings (the CLI's, the safety drills') are the
+/// documented ones on the defaults: 200 000 steps, lr 1e-3 annealed, γ 0.98,
+/// λ 0.8, 10 epochs of 32 minibatches.
+#[test]
+fn cartpole_continuous_settings_are_the_documented_ones() {
+    let c = PpoConfig::CARTPOLE_CONTINUOUS;
+    assert_eq!(c.total_steps, 200_000);
+    assert_eq!(c.learning_rate, Schedule::linear_to_zero(1e-3));
+    assert_eq!((c.gamma, c.gae_lambda), (0.98, 0.8));
+    assert_eq!((c.epochs, c.minibatches), (10, 32));
+    let d = PpoConfig::DEFAULT;
+    assert_eq!(
+        PpoConfig {
+            total_steps: d.total_steps,
+            learning_rate: d.learning_rate,
+            gamma: d.gamma,
+            gae_lambda: d.gae_lambda,
+            minibatches: d.minibatches,
+            ..c
+        },
+        d
+    );
+}
+
 /// A collect counts its steps, fills the rollout, and refuses value
 /// targets beyond what a gradient may carry (rewards huge but finite).
 #[test]
