@@ -308,6 +308,27 @@ pub fn write_run_dir(dir: &Path, files: &[(&str, &[u8])]) -> anyhow::Result<()> 
     Ok(())
 }
 
+/// Removes the run directory `dir` as one unit (a run's checkpoint once the
+/// run is complete): renamed aside in one system call, then deleted, so a
+/// crash leaves the whole directory or none of it — never a checkpoint with
+/// some of its files — plus at most a stale sibling the next write removes.
+/// A missing `dir` is not an error.
+///
+/// # Errors
+/// An I/O error naming `dir`.
+pub fn remove_run_dir(dir: &Path) -> anyhow::Result<()> {
+    let dir = resolve(dir);
+    let (parent, name) = split(&dir)?;
+    let aside = parent.join(format!("{name}.old-{}", unique_suffix()));
+    match fs::rename(&dir, &aside) {
+        Ok(()) => {}
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(e).with_context(|| format!("removing {}", dir.display())),
+    }
+    sync_dir(&parent).with_context(|| format!("removing {}", dir.display()))?;
+    fs::remove_dir_all(&aside).with_context(|| format!("removing {}", dir.display()))
+}
+
 /// Swaps two directory entries in one system call. `Ok(false)`: this system
 /// or filesystem cannot (the caller falls back to two renames).
 fn exchange(a: &Path, b: &Path) -> io::Result<bool> {
@@ -410,6 +431,17 @@ mod tests {
         let _ = fs::remove_dir_all(&dir);
         fs::create_dir_all(&dir).unwrap();
         dir
+    }
+
+    #[test]
+    fn a_run_dir_is_removed_whole_and_a_missing_one_is_fine() {
+        let parent = temp("remove");
+        let dir = parent.join("run.checkpoint");
+        write_run_dir(&dir, &[("state.mrlc", b"s"), ("progress.json", b"{}")]).unwrap();
+        remove_run_dir(&dir).unwrap();
+        assert!(listing(&parent).is_empty(), "{:?}", listing(&parent));
+        remove_run_dir(&dir).unwrap();
+        fs::remove_dir_all(&parent).unwrap();
     }
 
     fn listing(dir: &Path) -> Vec<String> {

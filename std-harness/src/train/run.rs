@@ -404,12 +404,10 @@ where
                 (SUMMARY_FILE, json.as_bytes()),
             ],
         )?;
-        // The run is complete: its checkpoint is no longer needed.
-        let ckpt = checkpoint_dir(dir);
-        if ckpt.is_dir() {
-            std::fs::remove_dir_all(&ckpt)
-                .with_context(|| format!("removing {}", ckpt.display()))?;
-        }
+        // The run is complete: its checkpoint is no longer needed. Removed
+        // whole (renamed aside first): a run killed here leaves a complete
+        // checkpoint to resume from, never a part of one.
+        crate::atomic::remove_run_dir(&checkpoint_dir(dir))?;
     }
     Ok(summary)
 }
