@@ -83,6 +83,24 @@ pub trait OffPolicyFor {
         const CAP: usize,
         const BATCH: usize,
     >;
+    /// SAC on the lagged schedule, blocks of `BLOCK` ticks.
+    type LaggedSac<
+        const OBS: usize,
+        const OA: usize,
+        const H: usize,
+        const CAP: usize,
+        const BATCH: usize,
+        const BLOCK: usize,
+    >;
+    /// TD3 on the lagged schedule, blocks of `BLOCK` ticks.
+    type LaggedTd3<
+        const OBS: usize,
+        const OA: usize,
+        const H: usize,
+        const CAP: usize,
+        const BATCH: usize,
+        const BLOCK: usize,
+    >;
 }
 
 impl<const A: usize> OffPolicyFor for Continuous<A> {
@@ -100,6 +118,22 @@ impl<const A: usize> OffPolicyFor for Continuous<A> {
         const CAP: usize,
         const BATCH: usize,
     > = algo::td3::Td3Mlp<OBS, A, OA, H, CAP, BATCH>;
+    type LaggedSac<
+        const OBS: usize,
+        const OA: usize,
+        const H: usize,
+        const CAP: usize,
+        const BATCH: usize,
+        const BLOCK: usize,
+    > = algo::Lagged<algo::sac::SacMlp<OBS, A, OA, H, CAP, BATCH>, OBS, BLOCK>;
+    type LaggedTd3<
+        const OBS: usize,
+        const OA: usize,
+        const H: usize,
+        const CAP: usize,
+        const BATCH: usize,
+        const BLOCK: usize,
+    > = algo::Lagged<algo::td3::Td3Mlp<OBS, A, OA, H, CAP, BATCH>, OBS, BLOCK>;
 }
 
 /// An observation type that knows the agents built on it (implemented for
@@ -141,6 +175,24 @@ pub trait AgentTypes {
         const BATCH: usize,
         const OA: usize,
     >;
+    /// SAC on the lagged schedule (see [`OffPolicyFor`]).
+    type LaggedSac<
+        S: OffPolicyFor,
+        const H: usize,
+        const CAP: usize,
+        const BATCH: usize,
+        const OA: usize,
+        const BLOCK: usize,
+    >;
+    /// TD3 on the lagged schedule (see [`OffPolicyFor`]).
+    type LaggedTd3<
+        S: OffPolicyFor,
+        const H: usize,
+        const CAP: usize,
+        const BATCH: usize,
+        const OA: usize,
+        const BLOCK: usize,
+    >;
 }
 
 impl<const OBS: usize> AgentTypes for SVector<f32, OBS> {
@@ -176,6 +228,22 @@ impl<const OBS: usize> AgentTypes for SVector<f32, OBS> {
         const BATCH: usize,
         const OA: usize,
     > = S::Td3<OBS, OA, H, CAP, BATCH>;
+    type LaggedSac<
+        S: OffPolicyFor,
+        const H: usize,
+        const CAP: usize,
+        const BATCH: usize,
+        const OA: usize,
+        const BLOCK: usize,
+    > = S::LaggedSac<OBS, OA, H, CAP, BATCH, BLOCK>;
+    type LaggedTd3<
+        S: OffPolicyFor,
+        const H: usize,
+        const CAP: usize,
+        const BATCH: usize,
+        const OA: usize,
+        const BLOCK: usize,
+    > = S::LaggedTd3<OBS, OA, H, CAP, BATCH, BLOCK>;
 }
 
 /// PPO on `E`: actor and critic with two hidden layers of `H` tanh units, a
@@ -256,6 +324,37 @@ pub type Sac<E, const H: usize, const CAP: usize, const BATCH: usize, const OA: 
 /// [`Sac`].
 pub type Td3<E, const H: usize, const CAP: usize, const BATCH: usize, const OA: usize> =
     <<E as Env>::Obs as AgentTypes>::Td3<<E as Env>::Space, H, CAP, BATCH, OA>;
+
+/// [`Sac`] run on the lagged schedule of a device that learns while it
+/// controls (see [`algo::lagged`] and [`algo::offpolicy`]): the same networks and ring;
+/// the control loop acts blocks of `BLOCK` ticks with the published actor
+/// while the learner ingests the previous block.
+///
+/// ```
+/// use microrl::agent;
+/// use microrl::env::Pendulum;
+///
+/// type Agent = agent::LaggedSac<Pendulum, 24, 2_000, 64, 4, 50>;
+/// # let _ = core::mem::size_of::<Agent>();
+/// ```
+pub type LaggedSac<
+    E,
+    const H: usize,
+    const CAP: usize,
+    const BATCH: usize,
+    const OA: usize,
+    const BLOCK: usize,
+> = <<E as Env>::Obs as AgentTypes>::LaggedSac<<E as Env>::Space, H, CAP, BATCH, OA, BLOCK>;
+
+/// [`Td3`] run on the lagged schedule (see [`LaggedSac`]).
+pub type LaggedTd3<
+    E,
+    const H: usize,
+    const CAP: usize,
+    const BATCH: usize,
+    const OA: usize,
+    const BLOCK: usize,
+> = <<E as Env>::Obs as AgentTypes>::LaggedTd3<<E as Env>::Space, H, CAP, BATCH, OA, BLOCK>;
 
 /// The deployable policy of any on-policy agent above with width `H` on `E` (the same
 /// type as [`Deployed<Agent>`](crate::Deployed)).

@@ -107,6 +107,15 @@ pub fn params_fnv<A: Params, N: Params>(actor: &A, obs_norm: &N) -> u32 {
     h.0
 }
 
+/// [`params_fnv`] of a whole deployable policy: every tensor, in order.
+pub fn policy_fnv<P: Params>(policy: &P) -> u32 {
+    let mut h = Fnv1a::default();
+    for i in 0..P::TENSORS {
+        h.write_f32s(policy.tensor(i));
+    }
+    h.0
+}
+
 /// Ends a training run: logs the line the host tests parse, the peak stack,
 /// and exits with status 0 iff the run solved the task on held-out start
 /// states ([`Outcome::solved`]): `solved: step <first passing step> updates

@@ -30,12 +30,13 @@
 //!   latency, from an update's end to the control loop's switch.
 //!   [`report`] logs them as the two `rt:` lines the host test parses.
 
-pub mod lagged_ac;
+pub mod lagged;
 
 use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 
 use heapless::spsc::Producer;
-use microrl::algo::{Actor, Cursor, Policy, Tick, behave};
+use microrl::algo::lagged::{ActionOf, Behave};
+use microrl::algo::{Cursor, Tick};
 use microrl::env::{Env, Step};
 use microrl::rand_core::Rng;
 use microrl::rng::Xoshiro128pp;
@@ -71,6 +72,10 @@ pub static TASK_COUNTS: AtomicU32 = AtomicU32::new(0);
 pub static UPDATE_DONE_AT: AtomicU32 = AtomicU32::new(0);
 /// The control loop failed (a plant or policy error): the learner exits.
 pub static FAULT: AtomicBool = AtomicBool::new(false);
+/// The learner has learned its whole budget and publishes no more: the
+/// control loop keeps acting with the last behaviour and queues nothing,
+/// and a boundary without a switch is no overrun.
+pub static LEARNER_DONE: AtomicBool = AtomicBool::new(false);
 /// `TIMER0`'s reload for one period of the clock (set by [`calibrate`]).
 static RELOAD0: AtomicU32 = AtomicU32::new(0);
 /// `TIMER0` counts and clock counts over the calibration loop: the ratio
@@ -149,9 +154,10 @@ impl<P: Env> Env for Timed<P> {
 }
 
 /// The control loop's state: the plant, the acting stream, the queue to
-/// the learner, the published policy and the measurements. The policy
-/// changes only at a block boundary, every `block` ticks.
-pub struct ControlLoop<P, A: Actor<OBS> + 'static, const OBS: usize> {
+/// the learner, the published behaviour (`B`: an on-policy learner's
+/// `Policy`, an off-policy learner's `Explorer`) and the measurements. The
+/// behaviour changes only at a block boundary, every `block` ticks.
+pub struct ControlLoop<P, B: Behave<OBS> + 'static, const OBS: usize> {
     /// The plant, timed.
     pub plant: Timed<P>,
     /// Where the current episode stands.
@@ -159,38 +165,38 @@ pub struct ControlLoop<P, A: Actor<OBS> + 'static, const OBS: usize> {
     /// The control loop's own stream (actions, episode resets).
     pub rng: Xoshiro128pp,
     /// Ticks to the learner.
-    pub queue: Producer<'static, Tick<OBS, A::Action>>,
-    /// The published policy.
-    pub policy: Reader<Policy<A, OBS>>,
+    pub queue: Producer<'static, Tick<OBS, ActionOf<B, OBS>>>,
+    /// The published behaviour.
+    pub policy: Reader<B>,
     /// Ticks per block (a rollout, for PPO).
     pub block: u32,
     /// What it measures.
     pub timing: Timing,
 }
 
-impl<P, A, const OBS: usize> ControlLoop<P, A, OBS>
+impl<P, B, const OBS: usize> ControlLoop<P, B, OBS>
 where
-    P: Env<Obs = SVector<f32, OBS>, Space = A::Space>,
-    A: Actor<OBS> + 'static,
+    P: Env<Obs = SVector<f32, OBS>, Space = B::Space>,
+    B: Behave<OBS> + 'static,
 {
     /// One control tick, entered at clock `entry`, `latency` counts after
-    /// the timer's interrupt: switch policy at a block boundary, act with
-    /// the published policy (`behave`: normalise, sample, write the
-    /// actuator, step the plant), queue the tick. Returns whether the tick
-    /// ended a block. On a plant or policy error the control loop stops
-    /// (its timer too) and [`FAULT`] tells the learner.
+    /// the timer's interrupt: switch behaviour at a block boundary, act
+    /// with the published one (`Behave::behave`: normalise, sample, write
+    /// the actuator, step the plant), queue the tick. Returns whether the
+    /// tick ended a block. On a plant or policy error the control loop
+    /// stops (its timer too) and [`FAULT`] tells the learner.
     #[inline(always)]
     pub fn tick(&mut self, entry: u32, latency: u32) -> bool {
         let n = self.timing.ticks;
         let ideal = self.timing.begin(entry, latency);
         if n.is_multiple_of(self.block) {
-            // Block j is acted by the policy of the learner's step through
-            // block j − 2 (θ₀ for blocks 0 and 1).
+            // Block j is acted by the behaviour of the learner's step
+            // through block j − 2 (θ₀ for blocks 0 and 1).
             let switched = self.policy.switch();
             self.timing.boundary(switched, entry, n / self.block);
         }
-        let acted = behave(
-            self.policy.front(),
+        let acted = self.policy.front().behave(
+            u64::from(n),
             &mut self.plant,
             &mut self.cursor,
             &mut self.rng,
@@ -202,7 +208,8 @@ where
             return false;
         };
         self.timing.written(self.plant.written, entry, ideal);
-        let queued = self.queue.enqueue(tick).is_ok();
+        // Once the learner is done, nothing more is queued (nor dropped).
+        let queued = LEARNER_DONE.load(Ordering::Relaxed) || self.queue.enqueue(tick).is_ok();
         self.timing.end(entry, self.plant.clock.now(), queued);
         (n + 1).is_multiple_of(self.block)
     }
@@ -291,7 +298,7 @@ impl Timing {
                 self.publish_sum += u64::from(waited);
             }
         }
-        if self.switched != block.max(1) {
+        if self.switched != block.max(1) && !LEARNER_DONE.load(Ordering::Relaxed) {
             self.overruns += 1;
         }
     }

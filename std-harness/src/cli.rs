@@ -75,11 +75,12 @@ pub(crate) struct TrainArgs {
     /// `infer` size) instead of 64-64.
     #[arg(long)]
     small: bool,
-    /// PPO and the online actor-critic: policy lag, 0 or 1. `--lag 1` trains
-    /// on the schedule of a device that learns while it controls — PPO's
-    /// rollout j (the actor-critic's block j of 250 ticks) is acted by the
-    /// policy published after update (block) j−2 — the desktop reference of
-    /// the firmware's learned weights, bit for bit.
+    /// PPO, the online actor-critic, SAC and TD3: policy lag, 0 or 1.
+    /// `--lag 1` trains on the schedule of a device that learns while it
+    /// controls — PPO's rollout j (the actor-critic's block j of 250 ticks,
+    /// SAC's and TD3's of 5) is acted by the policy published after update
+    /// (block) j−2 — the desktop reference of the firmware's learned
+    /// weights, bit for bit.
     #[arg(long, value_name = "N", default_value_t = 0)]
     lag: u8,
     /// Write a checkpoint to <out>.checkpoint/ every N iterations (rollouts

@@ -119,6 +119,7 @@ const BINS: &[&str] = &[
     "bench-sac",
     "learn-rt",
     "learn-rt-ac",
+    "learn-rt-sac",
     "fault-drill",
 ];
 
@@ -1029,14 +1030,25 @@ fn desktop_lagged_servo() -> (Outcome, u32) {
         total_steps: 100_000,
         ..AcConfig::PLANT
     };
-    let mut agent = Box::new(Lagged::new(config));
+    let mut agent = Box::new(Lagged::new(microrl::algo::ActorCritic::new(config)));
     let (mut env, mut eval_env) = (Servo::new(), Servo::new());
     let mut trainer =
         Trainer::<_, Xoshiro128PlusPlus>::start(&mut *agent, &mut env, servo_run(), 0).unwrap();
     let outcome = trainer
         .run(&mut *agent, &mut env, &mut eval_env, &mut ())
         .unwrap();
-    (outcome, weights_fnv(agent.ac.actor(), &agent.ac.obs_norm))
+    (outcome, exported_fnv(&*agent))
+}
+
+/// [`weights_fnv`] of every tensor of `agent`'s exported policy, in order
+/// (the firmware's `policy_fnv`).
+fn exported_fnv<A: microrl::train::Agent>(agent: &A) -> u32
+where
+    A::Policy: Params,
+{
+    let mut policy = Box::new(<A::Policy as Params>::ZERO);
+    agent.export(&mut policy);
+    weights_fnv(&*policy, &microrl::SVector::<f32, 0>::zeros())
 }
 
 /// The same plant, configuration and seed learned by the blocking online
@@ -1109,6 +1121,118 @@ fn learn_rt_ac_realtime_matches_the_desktop_lagged_schedule() {
     assert!(
         bit_identical,
         "learn-rt-ac and the desktop LaggedAc differ: {trained} vs {desktop:?}, policy_fnv {desktop_fnv:#010x}"
+    );
+}
+
+/// `learn-rt-sac`'s agent: `train-sac`'s SAC on the lagged schedule,
+/// blocks of 5 ticks.
+type RtSac = agent::LaggedSac<Pendulum, 24, 1_500, 64, 4, 5>;
+
+/// `learn-rt-sac`'s desktop reference: [`RtSac`] with RL Zoo's Pendulum
+/// settings and the agent's ring and minibatch, judged every 1 000 steps,
+/// solved at −200, through `Trainer::run` from seed 0 with a budget of
+/// `steps` (the firmware's maths: `fast-math`), and the exported policy's
+/// checksum.
+fn desktop_lagged_sac(steps: u64) -> (Outcome, u32) {
+    let config = SacConfig {
+        buffer_size: 1_500,
+        batch_size: 64,
+        ..SacConfig::PENDULUM
+    };
+    let mut agent = Box::new(RtSac::new(agent::Sac::<Pendulum, 24, 1_500, 64, 4>::new(
+        config,
+    )));
+    let (mut env, mut eval_env) = (Pendulum::new(), Pendulum::new());
+    let run = RunConfig {
+        eval_interval: 1_000,
+        ..RunConfig::new(steps, Pendulum::SOLVED_RETURN)
+    };
+    let mut trainer =
+        Trainer::<_, Xoshiro128PlusPlus>::start(&mut *agent, &mut env, run, 0).unwrap();
+    let outcome = trainer
+        .run(&mut *agent, &mut env, &mut eval_env, &mut ())
+        .unwrap();
+    (outcome, exported_fnv(&*agent))
+}
+
+/// `learn-rt-sac`'s run against the desktop's `LaggedSac` of the same
+/// budget: no deadline miss, overrun, dropped tick or unjudged snapshot,
+/// and the outcome (steps, solving step, gradient steps, episodes, reported
+/// evaluation) and the exported policy equal the desktop's. Prints the
+/// `realtime learn-rt-sac:` line; returns the desktop's outcome.
+fn check_learn_rt_sac(run: &Run, steps: u64) -> Outcome {
+    let (desktop, desktop_fnv) = desktop_lagged_sac(steps);
+    let rt = run.line("INFO rt: rate_hz");
+    let number = |key: &str| -> u64 { after(rt, key).parse().unwrap() };
+    let trained = run.line("INFO trained:");
+    let solved_at = after(trained, "solved_at").parse::<u64>().unwrap();
+    let bit_identical = after(trained, "steps").parse::<u64>().unwrap() == desktop.steps
+        && Some(solved_at).filter(|&s| s > 0) == desktop.solved_at_step
+        && after(trained, "updates").parse::<u64>().unwrap() == desktop.updates
+        && after(trained, "episodes").parse::<u64>().unwrap() == desktop.episodes
+        && bits_after(trained, "eval") == desktop.report.mean.to_bits()
+        && hex(after(trained, "policy_fnv")) == desktop_fnv;
+    let deadline_misses = number("deadline_misses");
+    println!(
+        "realtime learn-rt-sac: rate_hz={} worst_tick_instr={} median_tick_instr={} deadline_misses={} solved_at={} bit_identical={}",
+        number("rate_hz"),
+        number("worst_tick_instr"),
+        number("median_tick_instr"),
+        deadline_misses,
+        Some(solved_at)
+            .filter(|&s| s > 0)
+            .map_or_else(|| "none".to_owned(), |s| s.to_string()),
+        bit_identical
+    );
+    assert_eq!(run.status, Some(0), "{}", run.lines.join("\n"));
+    assert_eq!(deadline_misses, 0, "{rt}");
+    assert_eq!(number("overruns"), 0, "{rt}");
+    assert_eq!(number("dropped"), 0, "{rt}");
+    let judge = run.line("INFO rt: judge_queue_full");
+    assert_eq!(after(judge, "judge_queue_full"), "0", "{judge}");
+    assert!(desktop.updates > 0, "{desktop:?}");
+    assert!(
+        bit_identical,
+        "learn-rt-sac and the desktop LaggedSac differ: {trained} vs {desktop:?}, policy_fnv {desktop_fnv:#010x}"
+    );
+    desktop
+}
+
+/// `learn-rt-sac` learns Pendulum with SAC while a 20 Hz timer interrupt
+/// controls it (one gradient step per tick, 78 % of the period, in the
+/// learner's interrupt): its default 2 000-step run is in real time and
+/// bit-identical to the desktop's `LaggedSac`. Prints the one `realtime
+/// learn-rt-sac:` line.
+#[test]
+fn learn_rt_sac_realtime_matches_the_desktop_lagged_schedule() {
+    let Some(elfs) = firmware() else { return };
+    let run = qemu::run(CORTEX_M4F, &elfs["learn-rt-sac"]);
+    check_learn_rt_sac(&run, 2_000);
+    assert_ram_within(elfs, "learn-rt-sac", &run, SAC_RAM_BUDGET);
+}
+
+/// `learn-rt-sac` built with `--features sac-solve` (20 000 steps, early
+/// stop) solves Pendulum while it controls it, as the desktop's
+/// `LaggedSac` does, bit for bit. Minutes of emulation, hence `--ignored`:
+/// `cargo test -p microrl-tests --test firmware learn_rt_sac_solves -- --ignored --nocapture`.
+#[test]
+#[ignore = "minutes of emulation; run with -- --ignored"]
+fn learn_rt_sac_solves_pendulum_like_the_desktop() {
+    if !qemu::tools(CORTEX_M4F) {
+        return;
+    }
+    let elfs = qemu::build_in(
+        Some("sac-solve"),
+        CORTEX_M4F,
+        &["learn-rt-sac"],
+        &["sac-solve"],
+    );
+    let run = qemu::boot_within(CORTEX_M4F, &elfs["learn-rt-sac"], true, SAC_SOLVE_TIMEOUT);
+    let desktop = check_learn_rt_sac(&run, 20_000);
+    assert!(desktop.solved(Pendulum::SOLVED_RETURN), "{desktop:?}");
+    println!(
+        "learn-rt-sac (sac-solve): solved at step {:?}, {} gradient steps, held-out {} ± {}",
+        desktop.solved_at_step, desktop.updates, desktop.report.mean, desktop.report.std
     );
 }
 

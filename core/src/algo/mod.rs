@@ -30,6 +30,7 @@ pub mod buffer;
 pub mod critic;
 pub mod gae;
 pub mod grpo;
+pub mod lagged;
 pub mod offpolicy;
 pub mod ppo;
 pub mod preference;
@@ -44,6 +45,7 @@ pub use anchor::{AnchorConfig, Anchored};
 pub use buffer::Rollout;
 pub use critic::{Critic, Critics};
 pub use grpo::{Grpo, GrpoConfig};
+pub use lagged::{Behave, Lagged, TickLearner};
 pub use ppo::{
     A2cConfig, DEFAULT_CHUNK, KL_COEF_MAX, KL_COEF_MIN, LaggedPpo, Ppo, PpoConfig, Tick,
     UpdateStats, behave,

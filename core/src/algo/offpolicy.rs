@@ -10,12 +10,36 @@
 //! `[−1, 1]` per dimension; that is what the replay buffer stores and the
 //! critics see. Only the command sent to the plant is scaled, with SB3's
 //! `unscale_action`: `low + ½(a + 1)(high − low)` ([`to_bounds`]).
+//!
+//! **Learning while controlling** ([`Lagged`](super::Lagged),
+//! [`LaggedSac`](crate::agent::LaggedSac), [`LaggedTd3`](crate::agent::LaggedTd3)).
+//! An off-policy gradient step does not fit in a control period of a fast
+//! plant on a microcontroller (SAC's on Pendulum with 24-unit networks and
+//! minibatches of 64 is 3.3 M instructions, `firmware-example`), but it
+//! need not: the replay buffer already decouples acting from learning. The
+//! control loop acts every tick with the last *published* [`Explorer`]
+//! (the actor's weights, the bounds, the warm-up) and queues every tick;
+//! the learner takes a whole block of ticks and for each, in order, makes
+//! exactly what [`OffPolicy::step`] makes after acting
+//! ([`OffPolicy::ingest`]: store, then `gradient_steps` every `train_freq`
+//! ticks past `learning_starts`), then publishes — block `j` is acted by
+//! the actor published after block `j − 2` ([`super::lagged`]). No
+//! importance correction: SAC's and TD3's critic targets bootstrap with the
+//! *current* policy's next action whatever policy drew the stored one
+//! (Haarnoja et al. 2018, eq. 5–6; Fujimoto et al. 2018, eq. 10) and their
+//! actor losses are taken over replayed states, so transitions drawn by an
+//! actor one block old are replay data like any other. What the lag
+//! changes is which actions are stored — the published actor's — and when
+//! a tick reaches a minibatch: while the next block is acted.
 
 use nalgebra::SVector;
 use rand_core::Rng;
 
+use super::lagged::Behave;
+use super::ppo::lagged::Tick;
 use super::replay::{ReplayBuffer, Transition};
 use super::{Controller, Cursor, Episode};
+use crate::checkpoint::{Field, Reader, Writer};
 use crate::config::{check, unit};
 use crate::env::{ActionSpace, Continuous, Env};
 use crate::error::{Error, check_all_finite};
@@ -286,12 +310,131 @@ impl Schedule {
     }
 }
 
+/// An off-policy actor as its control loop acts with it: the actor's
+/// weights alone, sampling an exploring action in `[−1, 1]` with its
+/// log-probability (`0` when the actor has none, TD3's). Implemented by
+/// SAC's [`SquashedGaussianActor`](super::sac::SquashedGaussianActor) and
+/// TD3's [`NoisyActor`](super::td3::NoisyActor); a [`Field`] so a lagged
+/// schedule's checkpoint holds the published copy.
+pub trait Explore<const OBS: usize, const ACT: usize>: Field {
+    /// Every weight zero (a `static` initialiser).
+    const ZERO_ACTOR: Self;
+
+    /// An exploring action for `obs` and its `log π(a|s)`, drawing from
+    /// `rng` exactly as the learner's own exploration does (so a control
+    /// loop acting with a copy of the learner's actor acts as the learner
+    /// would, bit for bit).
+    ///
+    /// # Errors
+    /// [`Error::NonFinite`] for a non-finite observation or network output.
+    fn explore<R: Rng + ?Sized>(
+        &self,
+        obs: &SVector<f32, OBS>,
+        rng: &mut R,
+    ) -> Result<(SVector<f32, ACT>, f32), Error>;
+}
+
+/// What the control loop of an off-policy learner acts with
+/// ([`Behave`]): the published actor, the actuator bounds and the warm-up
+/// of `learning_starts` uniformly random actions — the acting half of
+/// [`OffPolicy::step`], with the control loop's own RNG stream.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Explorer<X, const ACT: usize> {
+    /// The actor's published copy.
+    pub actor: X,
+    /// The actuator bounds.
+    pub space: Continuous<ACT>,
+    /// Ticks of uniformly random actions before the actor acts.
+    pub learning_starts: u32,
+}
+
+impl<X, const ACT: usize> Explorer<X, ACT> {
+    /// Every byte zero (a `static` initialiser); [`TickLearner::publish`](super::TickLearner::publish)
+    /// fills it.
+    pub const fn zero<const OBS: usize>() -> Self
+    where
+        X: Explore<OBS, ACT>,
+    {
+        Self {
+            actor: X::ZERO_ACTOR,
+            space: <Continuous<ACT> as Params>::ZERO,
+            learning_starts: 0,
+        }
+    }
+}
+
+/// One tick of [`OffPolicy::step`]'s acting: a uniformly random action in
+/// `[−1, 1]` while `step < learning_starts`, else the actor's exploring
+/// action (with its log-probability in the tick), scaled to the bounds.
+impl<X: Explore<OBS, ACT>, const OBS: usize, const ACT: usize> Behave<OBS> for Explorer<X, ACT> {
+    type Space = Continuous<ACT>;
+
+    fn behave<E, R>(
+        &self,
+        step: u64,
+        env: &mut E,
+        cursor: &mut Cursor<SVector<f32, OBS>>,
+        rng: &mut R,
+        on_episode: &mut impl FnMut(Episode),
+    ) -> Result<Tick<OBS, SVector<f32, ACT>>, Error>
+    where
+        E: Env<Obs = SVector<f32, OBS>, Space = Continuous<ACT>>,
+        R: Rng + ?Sized,
+    {
+        let obs = cursor.obs;
+        check_all_finite(obs.as_slice())?;
+        let (action, log_prob) = if step < u64::from(self.learning_starts) {
+            let uniform = SVector::<f32, ACT>::from_fn(|_, _| rng::uniform_range(rng, -1.0, 1.0));
+            (uniform, 0.0)
+        } else {
+            self.actor.explore(&obs, rng)?
+        };
+        let step = cursor.advance(env, to_bounds(&self.space, &action), rng, on_episode)?;
+        Ok(Tick {
+            obs,
+            action,
+            log_prob,
+            reward: step.reward,
+            terminated: step.terminated,
+            truncated: step.truncated,
+            next_obs: step.obs,
+        })
+    }
+}
+
+/// The published explorer in a lagged schedule's checkpoint: the actor's
+/// section, the bounds, then `learning_starts` as a `u32`.
+impl<X: Field, const ACT: usize> Field for Explorer<X, ACT> {
+    const LEN: usize = X::LEN + <Continuous<ACT> as Field>::LEN + 4;
+
+    fn fold_shapes(h: u32) -> u32 {
+        <Continuous<ACT> as Field>::fold_shapes(X::fold_shapes(h))
+    }
+
+    fn save(&self, w: &mut Writer<'_>) -> Result<(), Error> {
+        self.actor.save(w)?;
+        self.space.save(w)?;
+        w.u32(self.learning_starts);
+        Ok(())
+    }
+
+    fn load(&mut self, r: &mut Reader<'_>) -> Result<(), Error> {
+        self.actor.load(r)?;
+        self.space.load(r)?;
+        let learning_starts = r.u32()?;
+        if r.commit() {
+            self.learning_starts = learning_starts;
+        }
+        Ok(())
+    }
+}
+
 /// What the learning loop's environment step ([`step`](Self::step))
 /// needs of an off-policy agent; implemented by [`Sac`](super::sac::Sac)
 /// and [`Td3`](super::td3::Td3).
-pub trait OffPolicy<const OBS: usize, const ACT: usize> {
+pub trait OffPolicy<const OBS: usize, const ACT: usize>: Sized {
     /// What one gradient step reports.
-    type Stats;
+    type Stats: Copy + core::fmt::Debug;
 
     /// The agent's validated [`Schedule`].
     ///
@@ -366,18 +509,64 @@ pub trait OffPolicy<const OBS: usize, const ACT: usize> {
         let step = cursor.advance(env, command, rng, &mut on_episode)?;
         // Every value was checked (the observation above, the reward and
         // the next observation by `advance`, the action is in [−1, 1]).
-        let steps = self.record(&Transition {
-            obs,
-            action,
-            reward: step.reward,
-            next_obs: step.obs,
-            terminated: step.terminated,
-        })?;
+        self.learn_from(
+            &Transition {
+                obs,
+                action,
+                reward: step.reward,
+                next_obs: step.obs,
+                terminated: step.terminated,
+            },
+            rng,
+        )
+    }
+
+    /// The learner's part of one environment step: store `transition`,
+    /// count the step, and run the gradient steps the [`Schedule`] makes
+    /// after it ([`Schedule::updates_after`]), each on a minibatch drawn
+    /// from `rng`. Returns the last update's statistics, if any ran.
+    ///
+    /// # Errors
+    /// [`Error::InvalidConfig`] for an invalid configuration, the replay
+    /// buffer's refusal of the transition (nothing changes then) and the
+    /// first update's error (the transition stays stored, the updates
+    /// before it stay made).
+    fn learn_from<R: Rng + ?Sized>(
+        &mut self,
+        transition: &Transition<OBS, ACT>,
+        rng: &mut R,
+    ) -> Result<Option<Self::Stats>, Error> {
+        let schedule = self.schedule()?;
+        let steps = self.record(transition)?;
         let mut stats = None;
         for _ in 0..schedule.updates_after(steps) {
             stats = Some(self.train_once(rng)?);
         }
         Ok(stats)
+    }
+
+    /// [`learn_from`](Self::learn_from) for a [`Tick`] a control loop
+    /// acted ([`Explorer`]'s [`Behave::behave`]): its `obs`, `action` (in
+    /// `[−1, 1]`), `reward`, `next_obs` and `terminated`; the behaviour
+    /// log-probability plays no part (the critics' targets are off-policy
+    /// already, Haarnoja et al. 2018, eq. 5–6; Fujimoto et al. 2018, eq. 10).
+    ///
+    /// # Errors
+    /// As [`learn_from`](Self::learn_from); a non-finite value or an
+    /// action outside `[−1, 1]` is the replay buffer's refusal.
+    fn ingest<R: Rng + ?Sized>(
+        &mut self,
+        tick: &Tick<OBS, SVector<f32, ACT>>,
+        rng: &mut R,
+    ) -> Result<Option<Self::Stats>, Error> {
+        let transition = Transition {
+            obs: tick.obs,
+            action: tick.action,
+            reward: tick.reward,
+            next_obs: tick.next_obs,
+            terminated: tick.terminated,
+        };
+        self.learn_from(&transition, rng)
     }
 }
 
@@ -402,6 +591,8 @@ macro_rules! offpolicy_impls {
         impl[$($gen:tt)*] $ty:ty where [$($bounds:tt)*],
         stats = $stats:ty,
         policy = $policy:ty,
+        actor = $actor:ty,
+        publish = |$ps:ident, $out:ident| $publish:expr,
         act = |$s:ident, $obs:ident| $act:expr $(,)?
     ) => {
         /// The learning loop's step ([`OffPolicy::step`](crate::algo::offpolicy::OffPolicy::step)) on this agent.
@@ -410,7 +601,6 @@ macro_rules! offpolicy_impls {
             $($bounds)*
         {
             type Stats = $stats;
-
             fn schedule(&self) -> Result<$crate::algo::offpolicy::Schedule, $crate::Error> {
                 self.config.validate(CAP, BATCH)?;
                 Ok(self.config.schedule())
@@ -446,6 +636,52 @@ macro_rules! offpolicy_impls {
 
             fn env_steps(&self) -> u64 {
                 self.steps
+            }
+        }
+
+        /// The learner side of the lagged schedule per tick:
+        /// [`OffPolicy::ingest`](crate::algo::offpolicy::OffPolicy::ingest)
+        /// and the gradient steps it makes; a block's statistics are its
+        /// last gradient step's.
+        impl<$($gen)*> $crate::algo::lagged::TickLearner<OBS> for $ty
+        where
+            $($bounds)*
+        {
+            type Behaviour = $crate::algo::offpolicy::Explorer<$actor, ACT>;
+            type Stats = Option<$stats>;
+
+            const ZERO: Self = <$ty>::ZERO;
+            const ZERO_BEHAVIOUR: Self::Behaviour = $crate::algo::offpolicy::Explorer::zero();
+            const ZERO_ACTION: nalgebra::SVector<f32, ACT> =
+                <nalgebra::SVector<f32, ACT> as $crate::params::Params>::ZERO;
+            const NO_STATS: Option<$stats> = None;
+
+            /// The actor's weights, the bounds and the warm-up length.
+            fn publish(&self, $out: &mut Self::Behaviour) {
+                let $ps = self;
+                $publish;
+                $out.space = self.space;
+                $out.learning_starts = self.config.schedule().learning_starts;
+            }
+
+            fn ticks_learned(&self) -> u64 {
+                self.steps
+            }
+
+            fn ingest_tick<R: rand_core::Rng + ?Sized>(
+                &mut self,
+                tick: &$crate::algo::Tick<OBS, nalgebra::SVector<f32, ACT>>,
+                rng: &mut R,
+                stats: &mut Option<$stats>,
+            ) -> Result<u64, $crate::Error> {
+                use $crate::algo::offpolicy::OffPolicy;
+                let schedule = self.schedule()?;
+                *stats = self.ingest(tick, rng)?.or(*stats);
+                Ok(u64::from(schedule.updates_after(self.steps)))
+            }
+
+            fn block_stats(stats: Option<$stats>, _ticks: usize) -> Option<$stats> {
+                stats
             }
         }
 

@@ -129,7 +129,10 @@ mod trainer;
 
 pub use framing::{Reader, Writer};
 pub(crate) use state::fold;
+pub(crate) use state::state_field;
 pub use state::{AgentState, Field, Fields, fold_shapes};
+#[cfg(test)]
+pub(crate) use state::{field_bytes, state_bytes};
 
 use crate::env::EnvState;
 use crate::error::Error;

@@ -223,3 +223,60 @@ fields_tuple!(A a, B b, C c, D d, E e);
 fields_tuple!(A a, B b, C c, D d, E e, F f);
 fields_tuple!(A a, B b, C c, D d, E e, F f, G g);
 fields_tuple!(A a, B b, C c, D d, E e, F f, G g, H h);
+
+/// An agent's [`AgentState`] section as one [`Field`] of a larger agent's
+/// (a lagged schedule's learner): the same bytes, shapes and checks as its
+/// own section, its kind folded into the shapes.
+macro_rules! state_field {
+    (impl[$($gen:tt)*] $ty:ty where [$($bounds:tt)*]) => {
+        impl<$($gen)*> $crate::checkpoint::Field for $ty
+        where
+            $($bounds)*
+        {
+            const LEN: usize = <Self as $crate::checkpoint::AgentState>::LEN;
+
+            fn fold_shapes(h: u32) -> u32 {
+                <<Self as $crate::checkpoint::AgentState>::Saved as $crate::checkpoint::Fields>::fold_shapes(
+                    $crate::checkpoint::fold(h, <Self as $crate::checkpoint::AgentState>::KIND),
+                )
+            }
+
+            fn save(&self, w: &mut $crate::checkpoint::Writer<'_>) -> Result<(), $crate::Error> {
+                $crate::checkpoint::AgentState::save_state(self, w)
+            }
+
+            fn load(&mut self, r: &mut $crate::checkpoint::Reader<'_>) -> Result<(), $crate::Error> {
+                $crate::checkpoint::AgentState::load_state(self, r)
+            }
+        }
+    };
+}
+pub(crate) use state_field;
+
+/// The agent section `s` saves, for tests comparing whole learner states.
+#[cfg(test)]
+pub(crate) fn state_bytes<S: AgentState>(s: &S) -> std::vec::Vec<u8> {
+    let mut buf = std::vec![0u8; S::LEN];
+    let mut w = Writer {
+        buf: &mut buf,
+        pos: 0,
+        commit: true,
+    };
+    s.save_state(&mut w).expect("a saveable state");
+    assert_eq!(w.pos, S::LEN);
+    buf
+}
+
+/// The bytes `f` saves as one field.
+#[cfg(test)]
+pub(crate) fn field_bytes<F: Field>(f: &F) -> std::vec::Vec<u8> {
+    let mut buf = std::vec![0u8; F::LEN];
+    let mut w = Writer {
+        buf: &mut buf,
+        pos: 0,
+        commit: true,
+    };
+    f.save(&mut w).expect("a saveable field");
+    assert_eq!(w.pos, F::LEN);
+    buf
+}

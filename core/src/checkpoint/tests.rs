@@ -116,17 +116,21 @@ impl<A: Actor<OBS>, const OBS: usize, const N: usize, const CHUNK: usize> Digest
     }
 }
 
-impl<A: Actor<OBS>, C: Network<OBS, 1>, const OBS: usize, const BLOCK: usize> Digest
-    for crate::algo::LaggedAc<A, C, OBS, BLOCK>
+impl<L, const OBS: usize, const BLOCK: usize> Digest for crate::algo::Lagged<L, OBS, BLOCK>
+where
+    L: crate::algo::TickLearner<OBS> + Digest,
+    L::Behaviour: Field,
 {
     fn digest(&self) -> u64 {
-        let mut h = self.ac.digest();
-        digest(&mut h, &self.published);
+        let mut h = self.learner.digest();
+        for b in super::field_bytes(&self.published) {
+            h = (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3);
+        }
         for t in self.pending.ticks() {
+            digest(&mut h, &t.obs);
             h = h.rotate_left(5) ^ u64::from(t.log_prob.to_bits()) ^ u64::from(t.reward.to_bits());
         }
         h ^= (self.pending.len as u64) << 40;
-        h ^= u64::from(self.ac.discounted_return.to_bits()) << 7;
         h ^ self.published_count.rotate_left(9)
     }
 }
@@ -634,7 +638,11 @@ fn lagged_actor_critic_resumes_bit_identically() {
         ..AcConfig::PLANT
     };
     resume_is_bit_identical::<_, CartPole, 4>(
-        || Box::new(agent::LaggedAc::<CartPole, 8, 100>::new(config)),
+        || {
+            Box::new(agent::LaggedAc::<CartPole, 8, 100>::new(
+                crate::algo::ActorCritic::new(config),
+            ))
+        },
         run_config(3_000, 500, 12.0),
         &[1, 3, 9, 20],
     );
@@ -677,6 +685,38 @@ fn td3_resumes_bit_identically() {
         || Box::new(Td3Agent::new(config)),
         run_config(1_500, 500, -2_000.0),
         &[1, 150, 777, 1_101],
+    );
+}
+
+/// SAC and TD3 on the lagged schedule (blocks of 50 ticks), stopped after
+/// the warm-up's block, mid-run and after the ring has wrapped, resume bit
+/// for bit: the learner's section, the published actor, the pending block,
+/// the control loop's stream.
+#[test]
+fn lagged_sac_and_td3_resume_bit_identically() {
+    resume_is_bit_identical::<_, Pendulum, 3>(
+        || {
+            Box::new(agent::LaggedSac::<Pendulum, 16, 2048, 32, 4, 50>::new(
+                SacAgent::new(SAC_CONFIG),
+            ))
+        },
+        run_config(1_500, 500, -2_000.0),
+        &[1, 3, 16, 23],
+    );
+    let config = Td3Config {
+        buffer_size: 1_000,
+        learning_starts: 100,
+        batch_size: 32,
+        ..Td3Config::PENDULUM
+    };
+    resume_is_bit_identical::<_, Pendulum, 3>(
+        || {
+            Box::new(agent::LaggedTd3::<Pendulum, 16, 2048, 32, 4, 50>::new(
+                Td3Agent::new(config),
+            ))
+        },
+        run_config(1_500, 500, -2_000.0),
+        &[1, 3, 16, 23],
     );
 }
 
@@ -737,7 +777,10 @@ fn a_bad_replay_ring_is_refused_without_change() {
     // The ring comes after the actor, the critics, their targets and
     // `log α`, and before the bounds (8 bytes) and two counters.
     let agent_at = HEADER_LEN + trainer_len(3, 4);
-    let replay_at = agent_at + SacAgent::LEN - 16 - 8 - <ReplayBuffer<3, 1, 2048> as Field>::LEN;
+    let replay_at = agent_at + <SacAgent as AgentState>::LEN
+        - 16
+        - 8
+        - <ReplayBuffer<3, 1, 2048> as Field>::LEN;
     let slot_len = 4 * (3 + 1 + 1 + 3) + 4;
     let action_at = |i: usize| replay_at + 12 + i * slot_len + 4 * 3;
     assert_eq!(

@@ -2,9 +2,9 @@
 //! at 1 kHz: the `TIMER0` interrupt acts every millisecond with the
 //! published policy, the learner (a software-pended interrupt one priority
 //! below) steps through each block of ticks and publishes, thread mode
-//! runs the trainer's evaluations — `microrl_firmware::rt::lagged_ac`, the
+//! runs the trainer's evaluations — `microrl_firmware::rt::lagged`, the
 //! schedule of `microrl::algo::ac::lagged`, bit-identical to the desktop's
-//! `LaggedAc` run through `Trainer::run`, its real-time behaviour measured
+//! `LaggedAc` (`microrl::algo::Lagged`) run through `Trainer::run`, its real-time behaviour measured
 //! in instructions under QEMU's `-icount` (`docs/firmware.md`).
 //!
 //! - **The plant**: `microrl::env::Servo` (armature current, Coulomb
@@ -42,14 +42,18 @@ const RUN: RunConfig = RunConfig {
     ..RunConfig::new(100_000, -50.0)
 };
 
-microrl_firmware::learn_rt_ac! {
+microrl_firmware::learn_rt_lagged! {
     agent: agent::ActorCritic<Servo, 8>,
     plant: Servo,
     obs: 3,
     new_plant: Servo::new(),
-    config: AcConfig::PLANT,
+    config: AcConfig {
+        total_steps: RUN.total_steps,
+        ..AcConfig::PLANT
+    },
     run: RUN,
     rate_hz: 1_000,
     block: 250,
+    judge_queue: 16,
     banner: "learn-rt-ac: servo at 1000 Hz, actor 3-8-8-1, critic 3-8-8-1, block 250, agent {=usize} bytes static",
 }

@@ -54,7 +54,7 @@ use cortex_m_rt::{entry, exception};
 use heapless::spsc::{Consumer, Producer, Queue};
 use microrl::agent;
 use microrl::algo::{Episode, PpoConfig, Tick};
-use microrl::env::{CartPole, Env};
+use microrl::env::CartPole;
 use microrl::rand_core::SeedableRng;
 use microrl::train::{Hooks, RunConfig, Trainer, report_seed, select_seed};
 use microrl_firmware::cmsdk::Clock;
@@ -67,10 +67,8 @@ use static_cell::ConstStaticCell;
 
 type Agent = agent::Ppo<CartPole, 32, ROLLOUT>;
 type Deployed = agent::Policy<CartPole, 32>;
-/// The actor inside it, as the control loop's generic parts name it.
-type Actor = <<CartPole as Env>::Space as agent::ActorFor>::Actor<4, 32>;
 /// The control loop (`microrl_firmware::rt`), in the interrupt's hands while it runs.
-type Control = rt::ControlLoop<CartPole, Actor, 4>;
+type Control = rt::ControlLoop<CartPole, Deployed, 4>;
 type CartTick = Tick<4, usize>;
 
 /// Rollout length (as `train-ppo`).

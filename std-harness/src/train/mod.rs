@@ -66,6 +66,10 @@ pub const A2C_STEPS: usize = 32;
 /// `--algo ac --lag 1`: control ticks per block of the lagged schedule (the
 /// firmware's `learn-rt-ac`: a quarter second at 1 kHz).
 pub const AC_LAG_BLOCK: usize = 250;
+/// `--algo sac|td3 --lag 1`: control ticks per block of the lagged
+/// schedule (the firmware's `learn-rt-sac`: a quarter second of Pendulum
+/// at 20 Hz; longer blocks cost Pendulum's SAC its solves, `docs/firmware.md`).
+pub const OFFPOLICY_LAG_BLOCK: usize = 5;
 /// REINFORCE keeps episodes of up to this many steps whole (CartPole's limit).
 pub const REINFORCE_STEPS: usize = 500;
 /// SAC/TD3 replay ring capacity: RL Zoo's Pendulum run (20 000 steps) fits

@@ -39,11 +39,13 @@ pub struct TrainOptions {
     pub progress: bool,
     /// CartPole only: train the MCU-sized 4-32-32 actor and critic instead of 64-64.
     pub small: bool,
-    /// PPO and `ac` only: policy lag (0 or 1). With 1, the agent runs the
-    /// schedule of a device that learns while it controls
-    /// (`microrl::algo::LaggedPpo`, `microrl::algo::LaggedAc` with blocks of
-    /// [`AC_LAG_BLOCK`](super::AC_LAG_BLOCK) ticks): rollout (block) `j` is
-    /// acted by the policy published after update (block) `j − 2`.
+    /// PPO, `ac`, SAC and TD3 only: policy lag (0 or 1). With 1, the agent
+    /// runs the schedule of a device that learns while it controls
+    /// (`microrl::algo::LaggedPpo`; `microrl::algo::Lagged` with blocks of
+    /// [`AC_LAG_BLOCK`](super::AC_LAG_BLOCK) ticks for `ac`,
+    /// [`OFFPOLICY_LAG_BLOCK`](super::OFFPOLICY_LAG_BLOCK) for SAC and
+    /// TD3): rollout (block) `j` is acted by the policy published after
+    /// update (block) `j − 2`.
     pub lag: u8,
     /// Write a checkpoint (`<out>.checkpoint/`) every this many iterations
     /// (rollouts and updates; online steps for `ac`), so a killed run can

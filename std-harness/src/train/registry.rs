@@ -611,14 +611,13 @@ where
     }
 }
 
-impl<A, C, const OBS: usize, const BLOCK: usize> Configure
-    for microrl::algo::LaggedAc<A, C, OBS, BLOCK>
+/// A lagged schedule takes its learner's configuration.
+impl<L, const OBS: usize, const BLOCK: usize> Configure for microrl::algo::Lagged<L, OBS, BLOCK>
 where
-    A: microrl::policy::Actor<OBS>,
-    C: microrl::nn::Network<OBS, 1>,
+    L: microrl::algo::TickLearner<OBS> + Configure,
 {
     fn configure(&mut self, config: AlgoConfig) -> anyhow::Result<()> {
-        self.ac.configure(config)
+        self.learner.configure(config)
     }
 }
 

@@ -45,13 +45,13 @@ pub(crate) fn train_from(
         bail!("--lag {}: 0 or 1 rollouts of policy lag", opts.lag);
     }
     if opts.lag == 1
-        && (!matches!(opts.algo, Algo::Ppo | Algo::Ac)
+        && (!matches!(opts.algo, Algo::Ppo | Algo::Ac | Algo::Sac | Algo::Td3)
             || opts.anchor.is_some()
             || opts.weights.value.is_some()
             || opts.reward_model.is_some())
     {
         bail!(
-            "--lag 1 is the learn-while-controlling schedule of PPO and the online actor-critic: use --algo ppo or ac, without --kl-ref, --value-weights or --reward-model"
+            "--lag 1 is the learn-while-controlling schedule of PPO, the online actor-critic, SAC and TD3: use --algo ppo, ac, sac or td3, without --kl-ref, --value-weights or --reward-model"
         );
     }
     if opts.anchor.is_some() && opts.algo != Algo::Ppo {
@@ -116,6 +116,16 @@ pub(crate) fn train_from(
     macro_rules! offpolicy {
         ($env_ty:ty, $h:literal, $env:expr, $eval:expr, oa = $oa:literal) => {
             match opts.algo {
+                Algo::Sac if opts.lag == 1 => go!(
+                    agent::LaggedSac<$env_ty, $h, OFFPOLICY_CAP, OFFPOLICY_BATCH, $oa, OFFPOLICY_LAG_BLOCK>,
+                    $env,
+                    $eval
+                ),
+                Algo::Td3 if opts.lag == 1 => go!(
+                    agent::LaggedTd3<$env_ty, $h, OFFPOLICY_CAP, OFFPOLICY_BATCH, $oa, OFFPOLICY_LAG_BLOCK>,
+                    $env,
+                    $eval
+                ),
                 Algo::Sac => go!(
                     agent::Sac<$env_ty, $h, OFFPOLICY_CAP, OFFPOLICY_BATCH, $oa>,
                     $env,

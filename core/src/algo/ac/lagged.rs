@@ -34,22 +34,22 @@
 //! [`ActorCritic::step`]'s bit for bit (`tests.rs` checks it).
 //!
 //! The pieces split along the two rhythms as PPO's do: the control side is
-//! [`behave`]; the learner side is
+//! [`behave`](crate::algo::behave); the learner side is
 //! [`ActorCritic::ingest`] per tick and [`ActorCritic::export`] at the
 //! end of a block. [`LaggedAc`] runs the schedule on one thread and is the
 //! desktop reference a firmware's learned weights equal bit for bit.
 
 use nalgebra::SVector;
-use rand_core::{Rng, SeedableRng};
+use rand_core::Rng;
 
 use super::{AcStats, ActorCritic};
-use crate::algo::ppo::lagged::Pending;
-use crate::algo::{Actor, Cursor, Episode, Tick, behave, value};
+use crate::algo::lagged::{Lagged, TickLearner};
+use crate::algo::{Actor, Tick, value};
 use crate::env::{Env, Step};
 use crate::error::{Error, check_finite};
 use crate::nn::Network;
 use crate::optim::{check_gradient, check_lr};
-use crate::policy::{Controller, Policy};
+use crate::policy::Policy;
 use crate::rng::Xoshiro128pp;
 
 impl<A: Actor<OBS>, C: Network<OBS, 1>, const OBS: usize> ActorCritic<A, C, OBS> {
@@ -67,8 +67,7 @@ impl<A: Actor<OBS>, C: Network<OBS, 1>, const OBS: usize> ActorCritic<A, C, OBS>
         E: Env<Obs = SVector<f32, OBS>, Space = A::Space>,
         R: Rng + ?Sized,
     {
-        self.init(env, rng)?;
-        Ok(Xoshiro128pp::seed_from_u64(rng.next_u64()))
+        crate::algo::lagged::init_lagged(self, env, rng)
     }
 
     /// The learner side of one control tick: one online step on `tick`,
@@ -208,196 +207,60 @@ impl<A: Actor<OBS>, C: Network<OBS, 1>, const OBS: usize> ActorCritic<A, C, OBS>
 /// *published* policy while — in the schedule's time — the learner steps
 /// through the previous block, then publishes. The desktop reference of a
 /// firmware whose control loop learns while it acts.
-///
-/// Memory: the agent, the published [`Policy`] (the control loop's copy)
-/// and one block of [`Tick`]s (on a device, the queue between the two
-/// rhythms).
-pub struct LaggedAc<A: Actor<OBS>, C: Network<OBS, 1>, const OBS: usize, const BLOCK: usize> {
-    /// The learner.
-    pub ac: ActorCritic<A, C, OBS>,
-    /// The policy the control loop acts with (published after each block).
-    pub published: Policy<A, OBS>,
-    /// The block acted since the last one learned from, awaiting its turn.
-    pub pending: Pending<OBS, A::Action, BLOCK>,
-    /// The control loop's RNG stream (actions, episode resets), seeded from
-    /// the training stream by [`init`](crate::train::Learner::init).
-    pub acting_rng: Xoshiro128pp,
-    /// Policies published so far.
-    pub published_count: u64,
-}
+pub type LaggedAc<A, C, const OBS: usize, const BLOCK: usize> =
+    Lagged<ActorCritic<A, C, OBS>, OBS, BLOCK>;
 
-impl<A: Actor<OBS>, C: Network<OBS, 1>, const OBS: usize, const BLOCK: usize>
-    LaggedAc<A, C, OBS, BLOCK>
+/// The learner side per tick: [`ActorCritic::ingest`], one online step; a
+/// block's statistics are the mean of its ticks'.
+impl<A: Actor<OBS>, C: Network<OBS, 1>, const OBS: usize> TickLearner<OBS>
+    for ActorCritic<A, C, OBS>
 {
-    const BLOCK_POSITIVE: () = assert!(BLOCK > 0, "LaggedAc: BLOCK must be at least 1 tick");
-
-    /// An agent with zeroed weights and `config`; `init` before training.
-    pub const fn new(config: super::AcConfig) -> Self {
-        let () = Self::BLOCK_POSITIVE;
-        Self {
-            ac: ActorCritic::new(config),
-            published: Policy::ZERO,
-            pending: Pending::new(A::ZERO_ACTION),
-            acting_rng: Xoshiro128pp::UNSEEDED,
-            published_count: 0,
-        }
-    }
-
-    /// Every byte zero, the configuration included (see [`ActorCritic::ZERO`]).
-    pub const ZERO: Self = Self::new(super::AcConfig::ZERO);
-
-    /// The control side of one block: `BLOCK` ticks acted by the published
-    /// policy into [`pending`](Self::pending).
-    fn act_block<E>(
-        &mut self,
-        env: &mut E,
-        cursor: &mut Cursor<SVector<f32, OBS>>,
-        on_episode: &mut dyn FnMut(Episode),
-    ) -> Result<(), Error>
-    where
-        E: Env<Obs = SVector<f32, OBS>, Space = A::Space>,
-    {
-        self.pending.len = 0;
-        let mut on_episode = |e: Episode| on_episode(e);
-        for slot in &mut self.pending.ticks {
-            *slot = behave(
-                &self.published,
-                env,
-                cursor,
-                &mut self.acting_rng,
-                &mut on_episode,
-            )?;
-            self.pending.len += 1;
-        }
-        Ok(())
-    }
-}
-
-/// The learner's step through one block: the mean of each statistic.
-fn mean_stats(sum: AcStats, n: usize) -> AcStats {
-    let n = n.max(1) as f32;
-    AcStats {
-        delta: sum.delta / n,
-        value: sum.value / n,
-        entropy: sum.entropy / n,
-    }
-}
-
-impl<A: Actor<OBS>, C: Network<OBS, 1>, const OBS: usize, const BLOCK: usize> crate::train::Agent
-    for LaggedAc<A, C, OBS, BLOCK>
-{
-    type Policy = Policy<A, OBS>;
+    type Behaviour = Policy<A, OBS>;
     type Stats = AcStats;
 
-    /// Steps acted: those learned from plus the block awaiting its turn.
-    fn steps(&self) -> u64 {
-        self.ac.steps + self.pending.len as u64
+    const ZERO: Self = Self::ZERO;
+    const ZERO_BEHAVIOUR: Policy<A, OBS> = Policy::ZERO;
+    const ZERO_ACTION: A::Action = A::ZERO_ACTION;
+    const NO_STATS: AcStats = AcStats {
+        delta: 0.0,
+        value: 0.0,
+        entropy: 0.0,
+    };
+
+    fn publish(&self, out: &mut Policy<A, OBS>) {
+        self.export(out);
     }
 
-    /// One online step per tick of the block.
-    fn updates_per_iteration(&self) -> u64 {
-        BLOCK as u64
+    fn ticks_learned(&self) -> u64 {
+        self.steps
     }
 
-    /// The learner's latest policy — after an iteration, the published one.
-    fn export(&self, out: &mut Policy<A, OBS>) {
-        self.ac.export(out);
-    }
-}
-
-impl<A, C, E, const OBS: usize, const BLOCK: usize> crate::train::Learner<E>
-    for LaggedAc<A, C, OBS, BLOCK>
-where
-    A: Actor<OBS>,
-    C: Network<OBS, 1>,
-    E: Env<Obs = SVector<f32, OBS>, Space = A::Space>,
-{
-    /// [`ActorCritic::init`], then publishes `θ₀` and seeds the control
-    /// loop's stream from one draw of `rng`.
-    fn init<R: Rng + ?Sized>(&mut self, env: &E, rng: &mut R) -> Result<(), Error> {
-        self.acting_rng = self.ac.init_lagged(env, rng)?;
-        self.ac.export(&mut self.published);
-        self.pending.len = 0;
-        self.published_count = 0;
-        Ok(())
-    }
-
-    /// One block of the schedule: the first iteration first acts block 0
-    /// with `θ₀`; then the learner steps through the pending block (one
-    /// [`ingest`](ActorCritic::ingest) per tick, in order) while the
-    /// control loop acts the next one with the published policy, and the
-    /// learner's policy is published for the block after. Returns the
-    /// block's mean statistics (`rng` is not drawn from: the online step
-    /// needs no randomness of the learner's).
-    ///
-    /// # Errors
-    /// As [`ActorCritic::ingest`] and [`behave`]. The block's ticks before
-    /// the refused one stay learned (each step is transactional, the block
-    /// is not); the rest of the block is discarded and nothing is
-    /// published. An error while acting discards the partial block (the
-    /// next iteration acts anew).
-    fn iterate<R: Rng + ?Sized>(
+    /// One [`ingest`](ActorCritic::ingest) (`rng` is not drawn from: the
+    /// online step needs no randomness of the learner's); its statistics
+    /// are summed into `stats`.
+    fn ingest_tick<R: Rng + ?Sized>(
         &mut self,
-        env: &mut E,
-        cursor: &mut Cursor<E::Obs>,
+        tick: &Tick<OBS, A::Action>,
         _rng: &mut R,
-        on_episode: &mut dyn FnMut(Episode),
-    ) -> Result<AcStats, Error> {
-        if self.pending.len != BLOCK {
-            self.act_block(env, cursor, on_episode)?;
+        stats: &mut AcStats,
+    ) -> Result<u64, Error> {
+        let s = self.ingest(tick)?;
+        stats.delta += s.delta;
+        stats.value += s.value;
+        stats.entropy += s.entropy;
+        Ok(1)
+    }
+
+    /// The mean of each statistic over the block.
+    fn block_stats(sum: AcStats, ticks: usize) -> AcStats {
+        let n = ticks.max(1) as f32;
+        AcStats {
+            delta: sum.delta / n,
+            value: sum.value / n,
+            entropy: sum.entropy / n,
         }
-        let mut sum = AcStats::default();
-        let mut refused = None;
-        for tick in &self.pending.ticks {
-            match self.ac.ingest(tick) {
-                Ok(s) => {
-                    sum.delta += s.delta;
-                    sum.value += s.value;
-                    sum.entropy += s.entropy;
-                }
-                Err(e) => {
-                    refused = Some(e);
-                    break;
-                }
-            }
-        }
-        if let Some(e) = refused {
-            self.pending.len = 0;
-            return Err(e);
-        }
-        // The control loop acts block j with the policy published after
-        // block j − 2 while the learner stepped through block j − 1.
-        self.act_block(env, cursor, on_episode)?;
-        self.ac.export(&mut self.published);
-        self.published_count += 1;
-        Ok(mean_stats(sum, BLOCK))
     }
 }
 
-impl<A: Actor<OBS>, C: Network<OBS, 1>, const OBS: usize, const BLOCK: usize> Controller<OBS>
-    for LaggedAc<A, C, OBS, BLOCK>
-{
-    type Action = A::Action;
-
-    /// The learner's policy, deterministic (what evaluation and the
-    /// exported policy act with).
-    fn act(&self, obs: &SVector<f32, OBS>) -> Result<A::Action, Error> {
-        self.ac.act(obs)
-    }
-}
-
-impl<A: Actor<OBS>, C: Network<OBS, 1>, const OBS: usize, const BLOCK: usize> core::fmt::Debug
-    for LaggedAc<A, C, OBS, BLOCK>
-{
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.debug_struct("LaggedAc")
-            .field("ac", &self.ac)
-            .field("pending", &self.pending.len)
-            .field("published_count", &self.published_count)
-            .finish_non_exhaustive()
-    }
-}
-
-mod persist;
 #[cfg(test)]
 mod tests;

@@ -4,7 +4,7 @@
 
 use super::ActorCritic;
 use crate::algo::Actor;
-use crate::checkpoint::{AgentState, Field, Fields, Reader, Writer, fold};
+use crate::checkpoint::{AgentState, Fields, Reader, Writer, fold};
 use crate::error::Error;
 use crate::nn::Network;
 use crate::normalize::RunningNorm;
@@ -66,21 +66,8 @@ impl<A: Actor<OBS>, C: Network<OBS, 1>, const OBS: usize> AgentState for ActorCr
     }
 }
 
-/// The actor-critic's section as one field of a larger agent's (the
-/// lagged schedule's learner): the same bytes, shapes and checks as its own
-/// [`AgentState`].
-impl<A: Actor<OBS>, C: Network<OBS, 1>, const OBS: usize> Field for ActorCritic<A, C, OBS> {
-    const LEN: usize = <Self as AgentState>::LEN;
-
-    fn fold_shapes(h: u32) -> u32 {
-        <<Self as AgentState>::Saved as Fields>::fold_shapes(fold(h, Self::KIND))
-    }
-
-    fn save(&self, w: &mut Writer<'_>) -> Result<(), Error> {
-        self.save_state(w)
-    }
-
-    fn load(&mut self, r: &mut Reader<'_>) -> Result<(), Error> {
-        self.load_state(r)
-    }
-}
+// The actor-critic's section as one field of a larger agent's (the lagged
+// schedule's learner).
+crate::checkpoint::state_field!(
+    impl[A: Actor<OBS>, C: Network<OBS, 1>, const OBS: usize] ActorCritic<A, C, OBS> where []
+);

@@ -34,12 +34,15 @@
 //! gives the network that computes just that.
 
 use nalgebra::SVector;
+use rand_core::Rng;
 
+use crate::algo::offpolicy::Explore;
 use crate::error::{Error, check_all_finite, check_finite};
 use crate::impl_params;
 use crate::math;
 use crate::nn::{Chain, Dense, DenseCache, Identity, Layer, Tanh};
 use crate::params::Params;
+use crate::rng;
 
 /// SB3's lower clamp of SAC's `log_std` head.
 pub const LOG_STD_MIN: f32 = -20.0;
@@ -207,6 +210,28 @@ where
             .backward(&cache.log_std, &d_log_std, &mut grad.log_std);
         self.trunk
             .backward(&cache.trunk, &(d_h_mu + d_h_log_std), &mut grad.trunk);
+    }
+}
+
+/// Exploration: `ε ~ 𝒩(0, I)` ([`rng::fill_normal`] of `ACT` values), then
+/// [`sample_with`](SquashedGaussianActor::sample_with) — SAC's
+/// `a ~ π(·|s)` (Haarnoja et al. 2018, eq. 11, with the tanh squash of
+/// appendix C).
+impl<T, const OBS: usize, const H: usize, const ACT: usize> Explore<OBS, ACT>
+    for SquashedGaussianActor<T, H, ACT>
+where
+    T: Layer<Input = SVector<f32, OBS>, Output = SVector<f32, H>>,
+{
+    const ZERO_ACTOR: Self = <Self as Params>::ZERO;
+
+    fn explore<R: Rng + ?Sized>(
+        &self,
+        obs: &SVector<f32, OBS>,
+        rng: &mut R,
+    ) -> Result<(SVector<f32, ACT>, f32), Error> {
+        let mut eps = SVector::<f32, ACT>::zeros();
+        rng::fill_normal(rng, eps.as_mut_slice());
+        self.sample_with(obs, &eps)
     }
 }
 

@@ -8,9 +8,10 @@
 
 use nalgebra::SVector;
 
-use super::{Sac, SacPolicy, SacStats};
+use super::{Sac, SacPolicy, SacStats, SquashedGaussianActor};
 use crate::algo::offpolicy::{offpolicy_impls, to_bounds};
 use crate::nn::Layer;
+use crate::params::Params;
 
 offpolicy_impls!(
     impl[
@@ -28,6 +29,8 @@ offpolicy_impls!(
     ],
     stats = SacStats,
     policy = SacPolicy<T, H, ACT>,
+    actor = SquashedGaussianActor<T, H, ACT>,
+    publish = |sac, out| out.actor.copy_from(&sac.actor.params),
     // `low + ½(tanh(μ(s)) + 1)(high − low)`.
     act = |sac, obs| Ok(to_bounds(&sac.space, &sac.actor.params.mode(obs)?)),
 );

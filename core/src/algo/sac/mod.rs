@@ -90,7 +90,9 @@ pub use update::SacStats;
 use nalgebra::SVector;
 use rand_core::Rng;
 
-use super::offpolicy::{Draws, TanhPolicy, Twin, checked_space, to_bounds, torch_default_init};
+use super::offpolicy::{
+    Draws, Explore, TanhPolicy, Twin, checked_space, to_bounds, torch_default_init,
+};
 use super::replay::ReplayBuffer;
 use crate::env::{Continuous, Env};
 use crate::error::Error;
@@ -98,7 +100,6 @@ use crate::math;
 use crate::nn::{Chain, Dense, Layer, Mlp, Relu, Tanh};
 use crate::optim::{Optimizer, TrainState};
 use crate::params::Params;
-use crate::rng;
 
 /// SAC with SB3's architecture: actor trunk and critics with two ReLU hidden
 /// layers of `H` units, `OBS` observations, `ACT` actions, `OA = OBS + ACT`
@@ -255,7 +256,7 @@ where
     }
 
     /// A training action for `obs`: `a = tanh(μ + σε)` with fresh noise
-    /// `ε` from `rng` (ACT normals, [`rng::fill_normal`]), in `[−1, 1]`
+    /// `ε` from `rng` (ACT normals, [`rng::fill_normal`](crate::rng::fill_normal)), in `[−1, 1]`
     /// (what the replay buffer stores), and its actuator command.
     ///
     /// # Errors
@@ -265,9 +266,7 @@ where
         obs: &SVector<f32, OBS>,
         rng: &mut R,
     ) -> Result<(SVector<f32, ACT>, SVector<f32, ACT>), Error> {
-        let mut eps = SVector::<f32, ACT>::zeros();
-        rng::fill_normal(rng, eps.as_mut_slice());
-        let (action, _) = self.actor.params.sample_with(obs, &eps)?;
+        let (action, _) = Explore::explore(&self.actor.params, obs, rng)?;
         Ok((action, to_bounds(&self.space, &action)))
     }
 

@@ -96,3 +96,9 @@ where
         Ok(())
     }
 }
+
+// The section as one field of a larger agent's (the lagged schedule's
+// learner, `algo::Lagged`).
+crate::checkpoint::state_field!(
+    impl[T, Q, const OBS: usize, const ACT: usize, const OA: usize, const H: usize, const CAP: usize, const BATCH: usize] Sac<T, Q, OBS, ACT, OA, H, CAP, BATCH> where [T: Layer<Input = SVector<f32, OBS>, Output = SVector<f32, H>>, Q: Layer<Input = SVector<f32, OA>, Output = SVector<f32, 1>>,]
+);

@@ -6,7 +6,7 @@
 
 use nalgebra::SVector;
 
-use super::{Td3, Td3Stats};
+use super::{NoisyActor, Td3, Td3Stats};
 use crate::algo::offpolicy::{TanhPolicy, act_tanh, offpolicy_impls};
 use crate::nn::Layer;
 
@@ -25,6 +25,11 @@ offpolicy_impls!(
     ],
     stats = Td3Stats,
     policy = TanhPolicy<N, ACT>,
+    actor = NoisyActor<N>,
+    publish = |td3, out| {
+        out.actor.net.copy_from(&td3.actor.params);
+        out.actor.action_noise = td3.config.action_noise;
+    },
     // `low + ½(μ(s) + 1)(high − low)`.
     act = |td3, obs| act_tanh(&td3.actor.params, &td3.space, obs),
 );

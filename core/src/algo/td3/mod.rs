@@ -64,8 +64,11 @@ pub use update::Td3Stats;
 use nalgebra::SVector;
 use rand_core::Rng;
 
-use super::offpolicy::{Draws, TanhPolicy, Twin, checked_space, to_bounds, torch_default_init};
+use super::offpolicy::{
+    Draws, Explore, TanhPolicy, Twin, checked_space, to_bounds, torch_default_init,
+};
 use super::replay::ReplayBuffer;
+use crate::checkpoint::{Field, Reader, Writer, fold_shapes};
 use crate::env::{Continuous, Env};
 use crate::error::{Error, check_all_finite};
 use crate::math;
@@ -217,16 +220,7 @@ where
         obs: &SVector<f32, OBS>,
         rng: &mut R,
     ) -> Result<(SVector<f32, ACT>, SVector<f32, ACT>), Error> {
-        check_all_finite(obs.as_slice())?;
-        let mut action = self.actor.params.forward(obs);
-        check_all_finite(action.as_slice())?;
-        if let Some(sigma) = self.config.action_noise {
-            let mut eps = SVector::<f32, ACT>::zeros();
-            rng::fill_normal(rng, eps.as_mut_slice());
-            for (a, e) in action.iter_mut().zip(eps.iter()) {
-                *a = math::clamp(*a + sigma * e, -1.0, 1.0);
-            }
-        }
+        let action = noisy_action(&self.actor.params, self.config.action_noise, obs, rng)?;
         Ok((action, to_bounds(&self.space, &action)))
     }
 
@@ -292,5 +286,88 @@ where
             .field("n_updates", &self.n_updates)
             .field("replay_len", &self.replay.len())
             .finish_non_exhaustive()
+    }
+}
+
+/// `clip(μ(s) + σε, −1, 1)`, `ε ~ 𝒩(0, I)` ([`rng::fill_normal`] of `ACT`
+/// values; no draw without noise) — SB3's `NormalActionNoise` on TD3's
+/// deterministic actor (Fujimoto et al. 2018, §6.1).
+fn noisy_action<N, R, const OBS: usize, const ACT: usize>(
+    net: &N,
+    action_noise: Option<f32>,
+    obs: &SVector<f32, OBS>,
+    rng: &mut R,
+) -> Result<SVector<f32, ACT>, Error>
+where
+    N: Layer<Input = SVector<f32, OBS>, Output = SVector<f32, ACT>>,
+    R: Rng + ?Sized,
+{
+    check_all_finite(obs.as_slice())?;
+    let mut action = net.forward(obs);
+    check_all_finite(action.as_slice())?;
+    if let Some(sigma) = action_noise {
+        let mut eps = SVector::<f32, ACT>::zeros();
+        rng::fill_normal(rng, eps.as_mut_slice());
+        for (a, e) in action.iter_mut().zip(eps.iter()) {
+            *a = math::clamp(*a + sigma * e, -1.0, 1.0);
+        }
+    }
+    Ok(action)
+}
+
+/// TD3's actor as a control loop acts with it ([`Explore`]): the
+/// deterministic network and the standard deviation of its exploration
+/// noise ([`Td3Config::action_noise`]), no gradient or optimiser state.
+#[derive(Clone, Debug, PartialEq)]
+pub struct NoisyActor<N> {
+    /// The actor `μ`.
+    pub net: N,
+    /// `σ` of the Gaussian exploration noise in `[−1, 1]` units.
+    pub action_noise: Option<f32>,
+}
+
+impl<N, const OBS: usize, const ACT: usize> Explore<OBS, ACT> for NoisyActor<N>
+where
+    N: Layer<Input = SVector<f32, OBS>, Output = SVector<f32, ACT>>,
+{
+    const ZERO_ACTOR: Self = Self {
+        net: N::ZERO,
+        action_noise: None,
+    };
+
+    /// [`Td3::explore`]'s action; the log-probability is `0` (the actor is
+    /// deterministic).
+    fn explore<R: Rng + ?Sized>(
+        &self,
+        obs: &SVector<f32, OBS>,
+        rng: &mut R,
+    ) -> Result<(SVector<f32, ACT>, f32), Error> {
+        Ok((noisy_action(&self.net, self.action_noise, obs, rng)?, 0.0))
+    }
+}
+
+/// In a lagged schedule's checkpoint: the network's tensors, then the
+/// noise as a flag `u32` (0 none, 1 some) and `σ`.
+impl<N: Params> Field for NoisyActor<N> {
+    const LEN: usize = 4 * N::LEN + 8;
+
+    fn fold_shapes(h: u32) -> u32 {
+        fold_shapes::<N>(h)
+    }
+
+    fn save(&self, w: &mut Writer<'_>) -> Result<(), Error> {
+        Field::save(&self.net, w)?;
+        w.u32(u32::from(self.action_noise.is_some()));
+        w.f32(self.action_noise.unwrap_or(0.0))
+    }
+
+    fn load(&mut self, r: &mut Reader<'_>) -> Result<(), Error> {
+        Field::load(&mut self.net, r)?;
+        let some = r.flag()?;
+        let sigma = r.f32()?;
+        if r.commit() {
+            self.action_noise = some.then_some(sigma);
+        }
+        Ok(())
     }
 }

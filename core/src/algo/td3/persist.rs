@@ -93,3 +93,9 @@ where
         Ok(())
     }
 }
+
+// The section as one field of a larger agent's (the lagged schedule's
+// learner, `algo::Lagged`).
+crate::checkpoint::state_field!(
+    impl[N, Q, const OBS: usize, const ACT: usize, const OA: usize, const CAP: usize, const BATCH: usize] Td3<N, Q, OBS, ACT, OA, CAP, BATCH> where [N: Layer<Input = SVector<f32, OBS>, Output = SVector<f32, ACT>>, Q: Layer<Input = SVector<f32, OA>, Output = SVector<f32, 1>>,]
+);

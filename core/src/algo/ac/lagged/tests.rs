@@ -4,10 +4,13 @@
 
 use super::*;
 use crate::algo::AcConfig;
+use crate::algo::lagged::TickLearner;
+use crate::algo::{Cursor, behave};
 use crate::env::{CartPole, Pendulum};
 use crate::nn::Mlp;
 use crate::policy::{CategoricalActor, GaussianActor};
 use crate::train::{Learner, RunConfig, Trainer, report_seed, select_seed};
+use rand_core::SeedableRng;
 use std::boxed::Box;
 use std::collections::VecDeque;
 use std::vec::Vec;
@@ -155,7 +158,7 @@ fn a_refused_ingest_changes_nothing() {
 }
 
 fn started(seed: u64) -> (Box<Agent>, CartPole, Cursor<SVector<f32, 4>>, Xoshiro128pp) {
-    let mut agent = Box::new(Agent::new(AcConfig::DEFAULT));
+    let mut agent = Box::new(Agent::new(ActorCritic::new(AcConfig::DEFAULT)));
     let mut env = CartPole::new();
     let mut rng = Xoshiro128pp::seed_from_u64(seed);
     Learner::<CartPole>::init(&mut *agent, &env, &mut rng).unwrap();
@@ -203,7 +206,7 @@ fn block_j_is_acted_by_the_policy_published_after_block_j_minus_2() {
         );
     }
     assert_eq!(crate::train::Agent::steps(&*agent), 5 * 32);
-    assert_eq!(agent.ac.steps, 4 * 32);
+    assert_eq!(agent.learner.steps, 4 * 32);
 }
 
 /// An iteration returns the mean of its block's per-tick statistics: the
@@ -222,7 +225,7 @@ fn iterate_returns_the_blocks_mean_statistics() {
         .unwrap();
     let (mut delta, mut value, mut entropy) = (0.0f32, 0.0f32, 0.0f32);
     for tick in twin.pending.ticks {
-        let s = twin.ac.ingest(&tick).unwrap();
+        let s = twin.learner.ingest(&tick).unwrap();
         (delta, value, entropy) = (delta + s.delta, value + s.value, entropy + s.entropy);
     }
     assert_eq!(stats.delta, delta / 32.0);
@@ -240,7 +243,7 @@ fn iterate_returns_the_blocks_mean_statistics() {
 fn a_split_control_loop_and_learner_equal_the_one_thread_schedule() {
     let seed = 5;
     let run = RunConfig::new(6_000, CartPole::SOLVED_RETURN);
-    let mut reference = Box::new(Agent::new(AcConfig::DEFAULT));
+    let mut reference = Box::new(Agent::new(ActorCritic::new(AcConfig::DEFAULT)));
     let (mut env, mut eval_env) = (CartPole::new(), CartPole::new());
     let mut trainer =
         Trainer::<_, Xoshiro128pp>::start(&mut *reference, &mut env, run, seed).unwrap();
@@ -289,7 +292,8 @@ fn a_split_control_loop_and_learner_equal_the_one_thread_schedule() {
             sum.value += s.value;
             sum.entropy += s.entropy;
         }
-        let stats = mean_stats(sum, block);
+        let stats =
+            <ActorCritic<Actor4, Mlp<4, 16, 1>, 4> as TickLearner<4>>::block_stats(sum, block);
         let mut policy = Policy::ZERO;
         learner.export(&mut policy);
         back = Some(policy);
@@ -310,9 +314,9 @@ fn a_split_control_loop_and_learner_equal_the_one_thread_schedule() {
         .finish_with::<_, _, _, AcStats>(&*learner, steps, &mut eval_env, &mut ())
         .unwrap();
     assert_eq!(outcome, expected);
-    assert_eq!(learner.actor.params, reference.ac.actor.params);
-    assert_eq!(learner.critic.params, reference.ac.critic.params);
-    assert_eq!(learner.obs_norm, reference.ac.obs_norm);
+    assert_eq!(learner.actor.params, reference.learner.actor.params);
+    assert_eq!(learner.critic.params, reference.learner.critic.params);
+    assert_eq!(learner.obs_norm, reference.learner.obs_norm);
 }
 
 /// The lagged actor-critic learns CartPole through the core's trainer with
@@ -320,7 +324,7 @@ fn a_split_control_loop_and_learner_equal_the_one_thread_schedule() {
 #[test]
 fn lagged_ac_solves_cartpole() {
     type Lagged = crate::agent::LaggedAc<CartPole, 32, 100>;
-    let mut agent = Box::new(Lagged::new(AcConfig::DEFAULT));
+    let mut agent = Box::new(Lagged::new(ActorCritic::new(AcConfig::DEFAULT)));
     let (mut env, mut eval_env) = (CartPole::new(), CartPole::new());
     let run = RunConfig::new(100_000, CartPole::SOLVED_RETURN);
     let mut trainer = Trainer::<_, Xoshiro128pp>::start(&mut *agent, &mut env, run, 0).unwrap();

@@ -1,40 +1,44 @@
-//! The online actor-critic learning a plant while it controls it, on three
-//! priorities — the runtime of `learn-rt-ac`, for any plant and network
-//! size: a firmware is [`learn_rt_ac!`](crate::learn_rt_ac) with its agent
-//! type, its plant and its rates.
+//! A learner that learns tick by tick (the online actor-critic, SAC,
+//! TD3: `microrl::algo::TickLearner`) learning a plant while it controls
+//! it, on three priorities — the runtime of `learn-rt-ac` and
+//! `learn-rt-sac`, for any such learner, plant and network size: a firmware
+//! is [`learn_rt_lagged!`](crate::learn_rt_lagged) with its agent type, its
+//! plant and its rates.
 //!
 //! | context | priority | does |
 //! |---|---|---|
-//! | `TIMER0` interrupt, every period | 0 (highest) | act with the published policy, write the actuator, queue the tick ([`ControlLoop`](super::ControlLoop)); at every block boundary switch policy and pend the learner |
-//! | the learner ([`LEARNER`], software-pended) | 1 | drain each whole block, one `ActorCritic::ingest` per tick, publish; snapshot the policies the trainer must judge ([`Learner::run`]) |
-//! | thread mode | lowest | judge each snapshot in order with the trainer's gate, stop at the verdict, report ([`judge`]) |
+//! | `TIMER0` interrupt, every period | 0 (highest) | act with the published behaviour, write the actuator, queue the tick ([`ControlLoop`]); at every block boundary switch behaviour and pend the learner |
+//! | the learner ([`LEARNER`], software-pended) | 1 | drain each whole block, one `TickLearner::ingest_tick` per tick, publish; snapshot the policies the trainer must judge ([`Learner::run`]) |
+//! | thread mode | lowest | judge each snapshot in order with the trainer's gate, stop at the verdict, report |
 //!
 //! The policies judged are exactly those the desktop's
-//! `microrl::algo::LaggedAc` is judged at, with its step, update and
-//! episode counts, so the outcome and the weights equal the desktop's bit
-//! for bit. The learner keeps learning while the verdict is computed; the
-//! snapshot is the result.
+//! `microrl::algo::Lagged` is judged at, with its step, update and episode
+//! counts, so the outcome and the weights equal the desktop's bit for bit.
+//! The learner keeps learning while the verdict is computed; the snapshot
+//! is the result.
 
 use core::cell::RefCell;
 use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 
 use cortex_m::interrupt::{Mutex, free};
 use heapless::spsc::{Consumer, Producer, Queue};
-use microrl::algo::{AcConfig, AcStats, Actor, ActorCritic, Policy, Tick};
+use microrl::algo::Tick;
+use microrl::algo::lagged::{ActionOf, Behave, TickLearner, init_lagged};
 use microrl::env::Env;
-use microrl::nn::Network;
+use microrl::policy::Controller;
 use microrl::rand_core::SeedableRng;
-use microrl::train::{RunConfig, Trainer, report_seed, select_seed};
+use microrl::train::{Agent, Learner as Learns, RunConfig, Trainer, report_seed, select_seed};
 use microrl::{Params, SVector};
 use rand_xoshiro::Xoshiro128PlusPlus;
 
 use super::{
-    ControlLoop, FAULT, Net, Shares, TASK_COUNTS, Timed, Timing, UPDATE_DONE_AT, sleep_until,
+    ControlLoop, FAULT, LEARNER_DONE, Net, Shares, TASK_COUNTS, Timed, Timing, UPDATE_DONE_AT, sleep_until,
 };
 use crate::cmsdk::{Clock, LEARNER};
 use crate::publish::{Published, Writer};
 use crate::run::SEED;
-use crate::{Log, exit, finish_budget, ok_or_exit, params_fnv};
+use crate::progress::LogStats;
+use crate::{Log, exit, finish_budget, ok_or_exit, policy_fnv};
 
 /// The learner's NVIC priority: below the control loop's 0 (the M4 keeps
 /// the top 3 bits).
@@ -47,50 +51,64 @@ static BLOCKS_STARTED: AtomicU32 = AtomicU32::new(0);
 /// The learner could not hand a snapshot over (the judge's queue was full).
 static JUDGE_FULL: AtomicU32 = AtomicU32::new(0);
 
-/// A policy the trainer must judge, as the desktop's `LaggedAc` stands
-/// after the same block.
-pub struct Snapshot<P> {
-    /// The learner's policy after the block.
+/// A policy the trainer must judge, as the desktop's `Lagged` stands after
+/// the same block.
+pub struct Snapshot<P, S> {
+    /// The learner's deployable policy after the block.
     pub policy: P,
     /// `Agent::steps` there: blocks learned plus the one acted meanwhile.
     pub steps: u64,
-    /// Online steps since the previous snapshot (the trainer's update count).
+    /// Gradient steps since the previous snapshot (the trainer's update count).
     pub updates: u64,
     /// Training episodes ended through the block acted meanwhile.
     pub episodes: u64,
-    /// The block's mean statistics.
-    pub stats: AcStats,
+    /// The block's statistics.
+    pub stats: S,
 }
 
-impl<A: Actor<OBS>, const OBS: usize> Snapshot<Policy<A, OBS>> {
-    /// An empty slot (all zero: a `static` in `.bss`).
-    pub const ZERO: Self = Self {
-        policy: Policy::ZERO,
-        steps: 0,
-        updates: 0,
-        episodes: 0,
-        stats: AcStats {
-            delta: 0.0,
-            value: 0.0,
-            entropy: 0.0,
-        },
-    };
+impl<P, S> Snapshot<P, S> {
+    /// An empty slot (a `static` initialiser).
+    pub const fn empty(policy: P, stats: S) -> Self {
+        Self {
+            policy,
+            steps: 0,
+            updates: 0,
+            episodes: 0,
+            stats,
+        }
+    }
 }
+
+/// The deployable policy of `L` (what the trainer judges).
+pub type DeployedOf<L> = <L as Agent>::Policy;
+/// A snapshot of `L`.
+pub type SnapshotOf<L, const OBS: usize> =
+    Snapshot<DeployedOf<L>, <L as TickLearner<OBS>>::Stats>;
+/// The cell the control loop of `L` on plant `P` lives in.
+pub type ControlCell<P, L, const OBS: usize> =
+    Mutex<RefCell<Option<ControlLoop<P, <L as TickLearner<OBS>>::Behaviour, OBS>>>>;
+/// A tick of `L`'s control loop.
+pub type TickOf<L, const OBS: usize> =
+    Tick<OBS, ActionOf<<L as TickLearner<OBS>>::Behaviour, OBS>>;
 
 /// The learner task's state.
-pub struct Learner<A: Actor<OBS> + 'static, C: Network<OBS, 1> + 'static, const OBS: usize> {
+pub struct Learner<L: TickLearner<OBS> + Agent + 'static, const OBS: usize> {
     /// The agent.
-    pub ac: &'static mut ActorCritic<A, C, OBS>,
+    pub agent: &'static mut L,
+    /// The training stream (an off-policy learner's minibatches): the
+    /// trainer's, cloned after its start, as the desktop's iterations draw
+    /// from it.
+    pub rng: Xoshiro128PlusPlus,
     /// Ticks from the control loop.
-    pub ticks: Consumer<'static, Tick<OBS, A::Action>>,
+    pub ticks: Consumer<'static, TickOf<L, OBS>>,
     /// Where it publishes.
-    pub writer: Writer<Policy<A, OBS>>,
+    pub writer: Writer<L::Behaviour>,
     /// Snapshots to thread mode.
-    pub judge: Producer<'static, Snapshot<Policy<A, OBS>>>,
+    pub judge: Producer<'static, SnapshotOf<L, OBS>>,
     /// The last snapshot, waiting for the next block's episodes (valid
     /// while [`holding`](Self::holding)); built in place, never on the
     /// interrupt's stack.
-    pub held: &'static mut Snapshot<Policy<A, OBS>>,
+    pub held: &'static mut SnapshotOf<L, OBS>,
     /// [`held`](Self::held) holds a snapshot.
     pub holding: bool,
     /// Blocks learned.
@@ -101,18 +119,24 @@ pub struct Learner<A: Actor<OBS> + 'static, C: Network<OBS, 1> + 'static, const 
     pub run: RunConfig,
     /// Training episodes ended so far.
     pub episodes: u64,
-    /// Online steps since the last snapshot.
+    /// Gradient steps since the last snapshot.
     pub updates: u64,
     /// The step count of the next evaluation (the trainer's rule).
     pub next_eval: u64,
+    /// The snapshot at the end of the budget is sent: nothing more to learn.
+    pub finished: bool,
 }
 
-impl<A: Actor<OBS> + 'static, C: Network<OBS, 1> + 'static, const OBS: usize> Learner<A, C, OBS> {
+impl<L, const OBS: usize> Learner<L, OBS>
+where
+    L: TickLearner<OBS> + Agent + 'static,
+    L::Policy: Params,
+{
     /// Every whole block queued: learned tick by tick, published, and
     /// snapshotted when the trainer would judge there.
     pub fn run(&mut self, clock: Clock) {
-        while !STOP.load(Ordering::Relaxed) && self.ticks.len() >= self.block {
-            let mut sum = AcStats::default();
+        while !STOP.load(Ordering::Relaxed) && !self.finished && self.ticks.len() >= self.block {
+            let mut stats = L::NO_STATS;
             for _ in 0..self.block {
                 let Some(tick) = self.ticks.dequeue() else {
                     FAULT.store(true, Ordering::Relaxed);
@@ -121,54 +145,54 @@ impl<A: Actor<OBS> + 'static, C: Network<OBS, 1> + 'static, const OBS: usize> Le
                 if tick.terminated || tick.truncated {
                     self.episodes += 1;
                 }
-                let Ok(s) = self.ac.ingest(&tick) else {
+                let Ok(n) = self.agent.ingest_tick(&tick, &mut self.rng, &mut stats) else {
                     FAULT.store(true, Ordering::Relaxed);
                     return;
                 };
-                sum.delta += s.delta;
-                sum.value += s.value;
-                sum.entropy += s.entropy;
+                self.updates += n;
             }
-            self.updates += self.block as u64;
             self.blocks += 1;
             // The previous snapshot's episodes run through this block.
             if self.holding {
                 self.held.episodes = self.episodes;
                 let mut snapshot = Snapshot {
-                    policy: Policy::ZERO,
+                    policy: <L::Policy as Params>::ZERO,
                     ..*self.held
                 };
                 snapshot.policy.copy_from(&self.held.policy);
+                let last = snapshot.steps >= self.run.total_steps;
                 if self.judge.enqueue(snapshot).is_err() {
                     JUDGE_FULL.fetch_add(1, Ordering::Relaxed);
                 }
                 self.holding = false;
+                if last {
+                    // The budget's last judgement is in thread mode's
+                    // hands: the desktop's run learns no further.
+                    self.finished = true;
+                    LEARNER_DONE.store(true, Ordering::Relaxed);
+                    return;
+                }
             }
             UPDATE_DONE_AT.store(clock.now(), Ordering::Relaxed);
-            // Block j's policy acts from block j + 2: publish only once
+            // Block j's behaviour acts from block j + 2: publish only once
             // block j + 1 has started (and the control loop has switched to
             // the last publish). The control loop preempts this task, so
             // the waits end at its next tick at the latest.
             while BLOCKS_STARTED.load(Ordering::Acquire) < self.blocks + 1 {}
             while !self.writer.ready() {}
             if let Some(back) = self.writer.back() {
-                self.ac.export(back);
+                self.agent.publish(back);
             }
             self.writer.publish();
-            let steps = self.ac.steps + self.block as u64;
+            let steps = self.agent.ticks_learned() + self.block as u64;
             if steps >= self.next_eval || steps >= self.run.total_steps {
                 while self.next_eval <= steps {
                     self.next_eval = self.next_eval.saturating_add(self.run.eval_interval);
                 }
-                let n = self.block as f32;
-                self.ac.export(&mut self.held.policy);
+                self.agent.export(&mut self.held.policy);
                 self.held.steps = steps;
                 self.held.updates = self.updates;
-                self.held.stats = AcStats {
-                    delta: sum.delta / n,
-                    value: sum.value / n,
-                    entropy: sum.entropy / n,
-                };
+                self.held.stats = L::block_stats(stats, self.block);
                 self.holding = true;
                 self.updates = 0;
             }
@@ -178,10 +202,10 @@ impl<A: Actor<OBS> + 'static, C: Network<OBS, 1> + 'static, const OBS: usize> Le
 
 /// The learner task (priority 1): its state taken out of `cell` in a short
 /// critical section, run with interrupts on, put back.
-pub fn learner_task<A, C, const OBS: usize>(cell: &Mutex<RefCell<Option<Learner<A, C, OBS>>>>)
+pub fn learner_task<L, const OBS: usize>(cell: &Mutex<RefCell<Option<Learner<L, OBS>>>>)
 where
-    A: Actor<OBS> + 'static,
-    C: Network<OBS, 1> + 'static,
+    L: TickLearner<OBS> + Agent + 'static,
+    L::Policy: Params,
 {
     let clock = Clock::running();
     let Some(mut learner) = free(|cs| cell.borrow(cs).take()) else {
@@ -193,55 +217,42 @@ where
     free(|cs| cell.borrow(cs).replace(Some(learner)));
 }
 
-/// The actor and critic types of an agent, for the
-/// [`learn_rt_ac!`](crate::learn_rt_ac) macro's `static`s.
-pub trait Parts {
-    /// The actor.
-    type Actor;
-    /// The critic.
-    type Critic;
-}
-
-impl<A: Actor<OBS>, C: Network<OBS, 1>, const OBS: usize> Parts for ActorCritic<A, C, OBS> {
-    type Actor = A;
-    type Critic = C;
-}
-
-/// The `static` storage of one run ([`learn_rt_ac!`](crate::learn_rt_ac)
+/// The `static` storage of one run ([`learn_rt_lagged!`](crate::learn_rt_lagged)
 /// declares it): the tick queue of `N − 1` ticks (two blocks), the judge's
-/// queue of `J − 1` snapshots, the published policy's two slots, the held
-/// snapshot, and the cells the control loop and the learner live in.
-pub struct Statics<P, A, C, const OBS: usize, const N: usize, const J: usize>
+/// queue of `J − 1` snapshots, the published behaviour's two slots, the
+/// held snapshot, and the cells the control loop and the learner live in.
+pub struct Statics<P, L, const OBS: usize, const N: usize, const J: usize>
 where
-    A: Actor<OBS> + 'static,
-    C: Network<OBS, 1> + 'static,
+    L: TickLearner<OBS> + Agent + 'static,
+    L::Behaviour: 'static,
     P: 'static,
 {
     /// Control loop → learner.
-    pub ticks: &'static mut Queue<Tick<OBS, A::Action>, N>,
+    pub ticks: &'static mut Queue<TickOf<L, OBS>, N>,
     /// Learner → thread mode.
-    pub judge: &'static mut Queue<Snapshot<Policy<A, OBS>>, J>,
-    /// The published policy's two slots.
-    pub policies: &'static mut Published<Policy<A, OBS>>,
+    pub judge: &'static mut Queue<SnapshotOf<L, OBS>, J>,
+    /// The published behaviour's two slots.
+    pub policies: &'static mut Published<L::Behaviour>,
     /// The held snapshot's slot.
-    pub held: &'static mut Snapshot<Policy<A, OBS>>,
+    pub held: &'static mut SnapshotOf<L, OBS>,
     /// The control loop's cell.
-    pub control: &'static Mutex<RefCell<Option<ControlLoop<P, A, OBS>>>>,
+    pub control: &'static ControlCell<P, L, OBS>,
     /// The learner's cell.
-    pub learning: &'static Mutex<RefCell<Option<Learner<A, C, OBS>>>>,
+    pub learning: &'static Mutex<RefCell<Option<Learner<L, OBS>>>>,
 }
 
 /// Every external interrupt: the learner's task, or the control tick
 /// (which pends the learner at the end of a block).
 #[inline(always)]
-pub fn on_interrupt<P, A, C, const OBS: usize>(
+pub fn on_interrupt<P, L, const OBS: usize>(
     irqn: i16,
-    control: &Mutex<RefCell<Option<ControlLoop<P, A, OBS>>>>,
-    learning: &Mutex<RefCell<Option<Learner<A, C, OBS>>>>,
+    control: &ControlCell<P, L, OBS>,
+    learning: &Mutex<RefCell<Option<Learner<L, OBS>>>>,
 ) where
-    P: Env<Obs = SVector<f32, OBS>, Space = A::Space>,
-    A: Actor<OBS> + 'static,
-    C: Network<OBS, 1> + 'static,
+    P: Env<Obs = SVector<f32, OBS>, Space = <L::Behaviour as Behave<OBS>>::Space>,
+    L: TickLearner<OBS> + Agent + 'static,
+    L::Behaviour: 'static,
+    L::Policy: Params,
 {
     if irqn == LEARNER.irq() as i16 {
         learner_task(learning);
@@ -263,32 +274,33 @@ pub fn on_interrupt<P, A, C, const OBS: usize>(
     });
 }
 
-/// Learns `plant` with `agent` while controlling it at `rate_hz`, the
-/// policy switched every `block` ticks, judged and stopped by `run`, from
-/// the firmware's seed — the desktop's `LaggedAc<…, block>` run through
-/// `Trainer::run`, bit for bit. `eval_env` is the trainer's own simulated
-/// plant. Logs the `rt:` lines and the `trained:` line and exits (0 when
-/// the run completed in real time).
+/// Learns `plant` with `agent` (configured) while controlling it at
+/// `rate_hz`, the behaviour switched every `block` ticks, judged and
+/// stopped by `run`, from the firmware's seed — the desktop's
+/// `Lagged<…, block>` run through `Trainer::run`, bit for bit. `eval_env`
+/// is the trainer's own simulated plant. Logs the `rt:` lines and the
+/// `trained:` line and exits (0 when the run completed in real time).
 #[allow(clippy::too_many_arguments)]
-pub fn run<P, A, C, const OBS: usize, const N: usize, const J: usize>(
-    agent: &'static mut ActorCritic<A, C, OBS>,
-    config: AcConfig,
+pub fn run<P, L, const OBS: usize, const N: usize, const J: usize>(
+    agent: &'static mut L,
     mut plant: P,
     mut eval_env: P,
     run: RunConfig,
     rate_hz: u32,
     block: usize,
-    statics: Statics<P, A, C, OBS, N, J>,
+    statics: Statics<P, L, OBS, N, J>,
 ) -> !
 where
-    P: Env<Obs = SVector<f32, OBS>, Space = A::Space> + 'static,
-    A: Actor<OBS> + 'static,
-    C: Network<OBS, 1> + 'static,
+    P: Env<Obs = SVector<f32, OBS>, Space = <L::Behaviour as Behave<OBS>>::Space> + 'static,
+    L: TickLearner<OBS> + Agent + Learns<P> + 'static,
+    L::Behaviour: 'static,
+    L::Policy: Params + Controller<OBS, Action = ActionOf<L::Behaviour, OBS>>,
+    <L as TickLearner<OBS>>::Stats: LogStats,
 {
     if !run.early_stop {
         // After a solve the trainer judges every `solved_eval_interval`
         // steps, a grid the learner's snapshots do not follow.
-        defmt::error!("learn_rt_ac: RunConfig::early_stop must be on");
+        defmt::error!("learn_rt_lagged: RunConfig::early_stop must be on");
         exit(false);
     }
     let period = super::period_counts(rate_hz);
@@ -298,13 +310,9 @@ where
         exit(false)
     };
 
-    // The desktop's start (`LaggedAc`'s `init`, then `Trainer::start`).
-    agent.config = AcConfig {
-        total_steps: run.total_steps,
-        ..config
-    };
+    // The desktop's start (`Lagged`'s `init`, then `Trainer::start`).
     let mut rng = Xoshiro128PlusPlus::seed_from_u64(SEED);
-    let acting = ok_or_exit(agent.init_lagged(&plant, &mut rng), "init");
+    let acting = ok_or_exit(init_lagged(agent, &plant, &mut rng), "init");
     let select = Xoshiro128PlusPlus::seed_from_u64(select_seed(SEED));
     let report = Xoshiro128PlusPlus::seed_from_u64(report_seed(SEED));
     let trainer = Trainer::new(run, &mut plant, rng, select, report);
@@ -312,7 +320,7 @@ where
 
     let (reader, mut writer) = statics.policies.split();
     if let Some(back) = writer.back() {
-        agent.export(back);
+        agent.publish(back);
     }
     writer.publish();
     let (producer, consumer) = statics.ticks.split();
@@ -332,7 +340,8 @@ where
         timing: Timing::new(period, period / 5),
     };
     let learner = Learner {
-        ac: agent,
+        agent,
+        rng: trainer.rng.clone(),
         ticks: consumer,
         writer,
         judge: to_judge,
@@ -344,6 +353,7 @@ where
         episodes: 0,
         updates: 0,
         next_eval: run.eval_interval,
+        finished: false,
     };
     free(|cs| {
         statics.control.borrow(cs).replace(Some(control));
@@ -392,7 +402,7 @@ where
             .borrow(cs)
             .borrow()
             .as_ref()
-            .map_or(0, |l| l.ac.steps)
+            .map_or(0, |l| l.agent.ticks_learned())
     }) / block as u64;
     shares.learning = Net(i64::from(TASK_COUNTS.load(Ordering::Relaxed)));
     let report_start = clock.now();
@@ -409,15 +419,17 @@ where
     finish_budget(
         &outcome,
         run.threshold,
-        params_fnv(&last.policy.actor, &last.policy.obs_norm),
+        policy_fnv(&last.policy),
     )
 }
 
-/// A learn-while-controlling firmware for the online actor-critic in one
-/// macro call: the `static`s (agent, tick queue of two blocks, the judge's
-/// queue, the published policy, the control loop's and learner's cells),
-/// the interrupt handler and `main`, which logs `banner` (with the agent's
-/// size) and calls [`run`](crate::rt::lagged_ac::run).
+/// A learn-while-controlling firmware for a learner that learns tick by
+/// tick (`microrl::algo::TickLearner`: the online actor-critic, SAC, TD3)
+/// in one macro call: the `static`s (agent, tick queue of two blocks, the
+/// judge's queue, the published behaviour, the control loop's and
+/// learner's cells), the interrupt handler and `main`, which logs `banner`
+/// (with the agent's size), sets the agent's `config` and calls
+/// [`run`](crate::rt::lagged::run).
 ///
 /// `plant` is any `Env` — a simulation, or real sensors and an actuator
 /// behind [`PlantEnv`](crate::plant::PlantEnv). `new_plant` is evaluated
@@ -428,18 +440,19 @@ where
 /// `microrl::safety`'s running-performance check instead.
 ///
 /// ```ignore
-/// microrl_firmware::learn_rt_ac! {
+/// microrl_firmware::learn_rt_lagged! {
 ///     agent: agent::ActorCritic<Servo, 8>,  // the learner
 ///     plant: Servo, obs: 3,                 // the plant and its observation size
 ///     new_plant: Servo::new(),              // the controlled plant (and the trainer's copy)
-///     config: AcConfig::PLANT,
+///     config: AcConfig { total_steps: 100_000, ..AcConfig::PLANT },
 ///     run: RUN,                             // budget, evaluation interval, threshold
-///     rate_hz: 1_000, block: 250,           // control rate, ticks per policy switch
+///     rate_hz: 1_000, block: 250,           // control rate, ticks per behaviour switch
+///     judge_queue: 16,                      // snapshots that may await judgement
 ///     banner: "servo at 1 kHz, agent {=usize} bytes static",
 /// }
 /// ```
 #[macro_export]
-macro_rules! learn_rt_ac {
+macro_rules! learn_rt_lagged {
     (
         agent: $agent:ty,
         plant: $plant:ty,
@@ -449,26 +462,25 @@ macro_rules! learn_rt_ac {
         run: $run:expr,
         rate_hz: $rate:expr,
         block: $block:expr,
+        judge_queue: $judge:expr,
         banner: $banner:literal $(,)?
     ) => {
         type RtAgent = $agent;
-        type RtActor = <RtAgent as $crate::rt::lagged_ac::Parts>::Actor;
-        type RtCritic = <RtAgent as $crate::rt::lagged_ac::Parts>::Critic;
-        type RtPolicy = $crate::microrl::algo::Policy<RtActor, $obs>;
-        type RtSnapshot = $crate::rt::lagged_ac::Snapshot<RtPolicy>;
-        type RtTick = $crate::microrl::algo::Tick<
-            $obs,
-            <RtActor as $crate::microrl::algo::Actor<$obs>>::Action,
-        >;
+        type RtBehaviour = <RtAgent as $crate::microrl::algo::TickLearner<$obs>>::Behaviour;
+        type RtDeployed = $crate::rt::lagged::DeployedOf<RtAgent>;
+        type RtSnapshot = $crate::rt::lagged::SnapshotOf<RtAgent, $obs>;
+        type RtTick = $crate::rt::lagged::TickOf<RtAgent, $obs>;
         /// Ticks per block.
         const RT_BLOCK: usize = $block;
         /// The tick queue's `N`: `heapless` holds `N − 1`, two blocks.
         const RT_QUEUE: usize = 2 * RT_BLOCK + 1;
-        /// Snapshots awaiting judgement (`N − 1`).
-        const RT_JUDGE: usize = 17;
+        /// The judge's queue's `N`: `heapless` holds `N − 1` snapshots.
+        const RT_JUDGE: usize = $judge + 1;
 
         static AGENT: $crate::static_cell::ConstStaticCell<RtAgent> =
-            $crate::static_cell::ConstStaticCell::new(<RtAgent>::ZERO);
+            $crate::static_cell::ConstStaticCell::new(
+                <RtAgent as $crate::microrl::algo::TickLearner<$obs>>::ZERO,
+            );
         static TICKS: $crate::static_cell::ConstStaticCell<
             $crate::heapless::spsc::Queue<RtTick, RT_QUEUE>,
         > = $crate::static_cell::ConstStaticCell::new($crate::heapless::spsc::Queue::new());
@@ -476,18 +488,21 @@ macro_rules! learn_rt_ac {
             $crate::heapless::spsc::Queue<RtSnapshot, RT_JUDGE>,
         > = $crate::static_cell::ConstStaticCell::new($crate::heapless::spsc::Queue::new());
         static POLICIES: $crate::static_cell::ConstStaticCell<
-            $crate::publish::Published<RtPolicy>,
+            $crate::publish::Published<RtBehaviour>,
         > = $crate::static_cell::ConstStaticCell::new($crate::publish::Published::new(
-            RtPolicy::ZERO,
-            RtPolicy::ZERO,
+            <RtAgent as $crate::microrl::algo::TickLearner<$obs>>::ZERO_BEHAVIOUR,
+            <RtAgent as $crate::microrl::algo::TickLearner<$obs>>::ZERO_BEHAVIOUR,
         ));
         static HELD: $crate::static_cell::ConstStaticCell<RtSnapshot> =
-            $crate::static_cell::ConstStaticCell::new($crate::rt::lagged_ac::Snapshot::ZERO);
+            $crate::static_cell::ConstStaticCell::new($crate::rt::lagged::Snapshot::empty(
+                <RtDeployed as $crate::microrl::Params>::ZERO,
+                <RtAgent as $crate::microrl::algo::TickLearner<$obs>>::NO_STATS,
+            ));
         static CONTROL: $crate::cortex_m::interrupt::Mutex<
-            ::core::cell::RefCell<Option<$crate::rt::ControlLoop<$plant, RtActor, $obs>>>,
+            ::core::cell::RefCell<Option<$crate::rt::ControlLoop<$plant, RtBehaviour, $obs>>>,
         > = $crate::cortex_m::interrupt::Mutex::new(::core::cell::RefCell::new(None));
         static LEARNING: $crate::cortex_m::interrupt::Mutex<
-            ::core::cell::RefCell<Option<$crate::rt::lagged_ac::Learner<RtActor, RtCritic, $obs>>>,
+            ::core::cell::RefCell<Option<$crate::rt::lagged::Learner<RtAgent, $obs>>>,
         > = $crate::cortex_m::interrupt::Mutex::new(::core::cell::RefCell::new(None));
 
         /// Every external interrupt lands here (cortex-m-rt without a
@@ -497,13 +512,13 @@ macro_rules! learn_rt_ac {
         #[allow(unsafe_code)]
         #[$crate::cortex_m_rt::exception]
         unsafe fn DefaultHandler(irqn: i16) {
-            $crate::rt::lagged_ac::on_interrupt(irqn, &CONTROL, &LEARNING);
+            $crate::rt::lagged::on_interrupt(irqn, &CONTROL, &LEARNING);
         }
 
         #[$crate::cortex_m_rt::entry]
         fn main() -> ! {
             ::defmt::info!($banner, size_of::<RtAgent>());
-            let statics = $crate::rt::lagged_ac::Statics {
+            let statics = $crate::rt::lagged::Statics {
                 ticks: TICKS.take(),
                 judge: JUDGE.take(),
                 policies: POLICIES.take(),
@@ -511,16 +526,9 @@ macro_rules! learn_rt_ac {
                 control: &CONTROL,
                 learning: &LEARNING,
             };
-            $crate::rt::lagged_ac::run(
-                AGENT.take(),
-                $config,
-                $new,
-                $new,
-                $run,
-                $rate,
-                RT_BLOCK,
-                statics,
-            )
+            let agent = AGENT.take();
+            agent.config = $config;
+            $crate::rt::lagged::run(agent, $new, $new, $run, $rate, RT_BLOCK, statics)
         }
     };
 }
