@@ -136,3 +136,61 @@ fn sac_config_keys_are_checked_by_name() {
     assert!(err.contains("batch_size"), "{err}");
     std::fs::remove_dir_all(&tmp).unwrap();
 }
+
+/// `--lag 1`: SAC and TD3 on the learn-while-controlling schedule (blocks
+/// of 5 ticks; a warm-up of 100 random steps for both) train, record the
+/// lag, and learn other weights than the blocking run of the same seed
+/// (the published actor acts, not the learner's own); a second run of the
+/// same seed gives the same bytes.
+#[test]
+fn sac_and_td3_learn_while_controlling_with_lag_1() {
+    let tmp = temp_dir("lag");
+    let config = tmp.join("warmup.toml");
+    std::fs::write(&config, "learning_starts = 100\n").unwrap();
+    for algo in ["sac", "td3"] {
+        let run = |name: &str, lag: &str| {
+            let dir = tmp.join(format!("{algo}-{name}"));
+            let out = microrl(&[
+                "train",
+                "--algo",
+                algo,
+                "--env",
+                "pendulum",
+                "--lag",
+                lag,
+                "--config",
+                config.to_str().unwrap(),
+                "--steps",
+                "400",
+                "--seed",
+                "1",
+                "--no-early-stop",
+                "--out",
+                dir.to_str().unwrap(),
+                "--json",
+            ]);
+            (
+                json_line(&out),
+                std::fs::read(dir.join("policy.mrlp")).unwrap(),
+            )
+        };
+        let (summary, policy) = run("a", "1");
+        assert_eq!(summary["lag"], 1, "{summary}");
+        assert_eq!(summary["steps"], 400, "{summary}");
+        // One gradient step per step learned from after the warm-up: the
+        // last block of 5 is acted, not yet learned.
+        assert_eq!(summary["updates"], 295, "{summary}");
+        assert_eq!(
+            run("b", "1").1,
+            policy,
+            "{algo}: the same seed, other bytes"
+        );
+        let (blocking, blocking_policy) = run("blocking", "0");
+        assert_eq!(blocking["updates"], 300, "{blocking}");
+        assert_ne!(
+            blocking_policy, policy,
+            "{algo}: the lagged run learned the blocking run's weights"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&tmp);
+}

@@ -60,6 +60,12 @@
 //!   and weights equal the desktop's `LaggedAc` run through `Trainer::run`;
 //!   prints one `realtime learn-rt-ac: …` line with the blocking
 //!   `ActorCritic`'s solving step beside it.
+//! - `learn-rt-sac`: SAC learns Pendulum while a 20 Hz timer interrupt
+//!   controls it (one gradient step per tick in the learner's interrupt):
+//!   the same checks against the desktop's `LaggedSac` over a 2 000-step
+//!   budget, and static RAM + peak stack within 128 KB; prints one
+//!   `realtime learn-rt-sac: …` line. Its solving run (`--features
+//!   sac-solve`) is `--ignored`.
 //!
 //! - `train-ppo` again, linked for the STM32F405 (`--features stm32f405`)
 //!   and booted in QEMU's `netduinoplus2` (the Crazyflie 2.x's MCU): the
