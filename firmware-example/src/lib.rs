@@ -64,7 +64,7 @@ use microrl::train::Outcome;
 
 pub use progress::{Line, Log, LogStats};
 
-// What the firmware macros (`learn_rt_ac!`, `cartpole_trainer!`) expand to
+// What the firmware macros (`learn_rt_lagged!`, `cartpole_trainer!`) expand to
 // names through `$crate`, so a firmware crate needs only `defmt` and the
 // `cortex-m-rt` it links with besides this one.
 pub use {cortex_m, cortex_m_rt, heapless, microrl, static_cell};

@@ -170,6 +170,9 @@ pub struct ControlLoop<P, B: Behave<OBS> + 'static, const OBS: usize> {
     pub policy: Reader<B>,
     /// Ticks per block (a rollout, for PPO).
     pub block: u32,
+    /// Ticks acted since the run began (the schedule's step index; `u64`,
+    /// as the desktop's, where [`Timing::ticks`] wraps).
+    pub acted: u64,
     /// What it measures.
     pub timing: Timing,
 }
@@ -196,7 +199,7 @@ where
             self.timing.boundary(switched, entry, n / self.block);
         }
         let acted = self.policy.front().behave(
-            u64::from(n),
+            self.acted,
             &mut self.plant,
             &mut self.cursor,
             &mut self.rng,
@@ -207,6 +210,7 @@ where
             stop_control();
             return false;
         };
+        self.acted += 1;
         self.timing.written(self.plant.written, entry, ideal);
         // Once the learner is done, nothing more is queued (nor dropped).
         let queued = LEARNER_DONE.load(Ordering::Relaxed) || self.queue.enqueue(tick).is_ok();
@@ -364,7 +368,9 @@ pub fn sleep_until(clock: Clock, idle: &mut Net, mut ready: impl FnMut() -> bool
     idle.time(clock, || {
         while !ready() {
             if FAULT.load(Ordering::Relaxed) {
-                defmt::error!("control loop failed (plant, policy or a stray interrupt)");
+                defmt::error!(
+                    "control loop or learner failed (plant, policy, a refused tick, a stray interrupt, or a full judge queue)"
+                );
                 exit(false);
             }
             wait_for_interrupt();

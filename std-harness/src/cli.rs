@@ -84,7 +84,8 @@ pub(crate) struct TrainArgs {
     #[arg(long, value_name = "N", default_value_t = 0)]
     lag: u8,
     /// Write a checkpoint to <out>.checkpoint/ every N iterations (rollouts
-    /// and updates; online steps for `ac`), so that `--resume` can continue
+    /// and updates; online steps for `ac`, environment steps for SAC and
+    /// TD3; blocks with `--lag 1`), so that `--resume` can continue
     /// a killed run bit for bit.
     #[arg(long, value_name = "N")]
     checkpoint_every: Option<u64>,

@@ -54,7 +54,8 @@ use crate::train::{Agent, Learner};
 /// draw an action for `cursor.obs` from `rng` (the control loop's stream),
 /// step the plant `env`, advance `cursor` (resetting `env` from `rng` at an
 /// episode's end, reported to `on_episode`) and return the [`Tick`] the
-/// learner ingests. `step` counts the ticks acted before this one, from 0
+/// learner ingests. `step` is the tick's index in the schedule, from 0:
+/// the ticks learned from before its block plus its place in the block
 /// (an off-policy learner acts uniformly at random for its first
 /// `learning_starts`).
 pub trait Behave<const OBS: usize> {

@@ -675,9 +675,9 @@ macro_rules! offpolicy_impls {
                 stats: &mut Option<$stats>,
             ) -> Result<u64, $crate::Error> {
                 use $crate::algo::offpolicy::OffPolicy;
-                let schedule = self.schedule()?;
                 *stats = self.ingest(tick, rng)?.or(*stats);
-                Ok(u64::from(schedule.updates_after(self.steps)))
+                // `ingest` validated the configuration.
+                Ok(u64::from(self.config.schedule().updates_after(self.steps)))
             }
 
             fn block_stats(stats: Option<$stats>, _ticks: usize) -> Option<$stats> {

@@ -120,17 +120,19 @@ impl<L, const OBS: usize, const BLOCK: usize> Digest for crate::algo::Lagged<L, 
 where
     L: crate::algo::TickLearner<OBS> + Digest,
     L::Behaviour: Field,
+    crate::algo::lagged::ActionOf<L::Behaviour, OBS>: crate::algo::ppo::lagged::TickAction,
 {
     fn digest(&self) -> u64 {
         let mut h = self.learner.digest();
-        for b in super::field_bytes(&self.published) {
+        // The published behaviour and the pending block (actions, flags,
+        // next observations) as their sections save them.
+        for b in super::field_bytes(&self.published)
+            .into_iter()
+            .chain(super::field_bytes(&self.pending))
+        {
             h = (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3);
         }
-        for t in self.pending.ticks() {
-            digest(&mut h, &t.obs);
-            h = h.rotate_left(5) ^ u64::from(t.log_prob.to_bits()) ^ u64::from(t.reward.to_bits());
-        }
-        h ^= (self.pending.len as u64) << 40;
+        h ^= rand_core::Rng::next_u64(&mut self.acting_rng.clone()).rotate_left(29);
         h ^ self.published_count.rotate_left(9)
     }
 }
@@ -142,6 +144,8 @@ impl<A: Actor<OBS>, C: Network<OBS, 1>, const OBS: usize> Digest for ActorCritic
         digest_train(&mut h, &self.critic);
         digest(&mut h, &self.space);
         digest(&mut h, &self.obs_norm);
+        digest(&mut h, &self.return_norm);
+        h ^= u64::from(self.discounted_return.to_bits()) << 7;
         h ^ self.steps.rotate_left(17)
     }
 }
@@ -718,6 +722,20 @@ fn lagged_sac_and_td3_resume_bit_identically() {
         run_config(1_500, 500, -2_000.0),
         &[1, 3, 16, 23],
     );
+}
+
+/// `LaggedAc` became `algo::Lagged` over the actor-critic with the same
+/// checkpoint section: the fingerprint and length of two of its types,
+/// pinned at the values the dedicated `LaggedAc` had, so its checkpoints
+/// still resume.
+#[test]
+fn lagged_actor_critic_checkpoints_keep_their_layout() {
+    type A = agent::LaggedAc<CartPole, 8, 100>;
+    type B = agent::LaggedAc<crate::env::Servo, 8, 250>;
+    assert_eq!(<A as AgentState>::fingerprint(), 0x2c3c_d366);
+    assert_eq!(<A as AgentState>::LEN, 8_464);
+    assert_eq!(<B as AgentState>::fingerprint(), 0x1d17_1ccd);
+    assert_eq!(<B as AgentState>::LEN, 13_312);
 }
 
 /// The trainer counts SAC's gradient steps: none in the warm-up, then one

@@ -156,6 +156,7 @@ fn main() -> ! {
         queue: producer,
         policy: reader,
         block: ROLLOUT as u32,
+        acted: 0,
         timing: Timing::new(PERIOD, DEADLINE),
     };
     free(|cs| CONTROL.borrow(cs).replace(Some(control)));

@@ -162,7 +162,11 @@ where
                 snapshot.policy.copy_from(&self.held.policy);
                 let last = snapshot.steps >= self.run.total_steps;
                 if self.judge.enqueue(snapshot).is_err() {
+                    // A lost judgement: the run can no longer be the
+                    // desktop's (`judge_queue` too small), so it stops.
                     JUDGE_FULL.fetch_add(1, Ordering::Relaxed);
+                    FAULT.store(true, Ordering::Relaxed);
+                    return;
                 }
                 self.holding = false;
                 if last {
@@ -336,6 +340,7 @@ where
         queue: producer,
         policy: reader,
         block: block as u32,
+        acted: 0,
         // The deadline: the actuator written within a fifth of the period.
         timing: Timing::new(period, period / 5),
     };
@@ -429,7 +434,11 @@ where
 /// judge's queue, the published behaviour, the control loop's and
 /// learner's cells), the interrupt handler and `main`, which logs `banner`
 /// (with the agent's size), sets the agent's `config` and calls
-/// [`run`](crate::rt::lagged::run).
+/// [`run`](crate::rt::lagged::run). `config` is the desktop's: for the
+/// online actor-critic, `total_steps` is the run's budget (as `microrl
+/// train` sets it), or its learning-rate schedules differ. `judge_queue`
+/// is how many snapshots may await judgement; a snapshot the queue cannot
+/// take stops the run with a fault (it could no longer be the desktop's).
 ///
 /// `plant` is any `Env` — a simulation, or real sensors and an actuator
 /// behind [`PlantEnv`](crate::plant::PlantEnv). `new_plant` is evaluated
@@ -476,6 +485,8 @@ macro_rules! learn_rt_lagged {
         const RT_QUEUE: usize = 2 * RT_BLOCK + 1;
         /// The judge's queue's `N`: `heapless` holds `N − 1` snapshots.
         const RT_JUDGE: usize = $judge + 1;
+        const _: () = assert!(RT_BLOCK > 0, "learn_rt_lagged!: block must be at least 1 tick");
+        const _: () = assert!($judge > 0, "learn_rt_lagged!: judge_queue must hold at least 1 snapshot");
 
         static AGENT: $crate::static_cell::ConstStaticCell<RtAgent> =
             $crate::static_cell::ConstStaticCell::new(

@@ -48,7 +48,8 @@ pub struct TrainOptions {
     /// update (block) `j − 2`.
     pub lag: u8,
     /// Write a checkpoint (`<out>.checkpoint/`) every this many iterations
-    /// (rollouts and updates; online steps for `ac`), so a killed run can
+    /// (rollouts and updates; online steps for `ac`, environment steps for
+    /// SAC and TD3; blocks with `--lag 1`), so a killed run can
     /// be resumed bit for bit (`None`: no checkpoints).
     pub checkpoint_every: Option<u64>,
     /// The plant's physical parameters that differ from Gymnasium's

@@ -11,7 +11,7 @@ use crate::algo::lagged::{Behave, TickLearner, init_lagged};
 use crate::algo::offpolicy::{Explorer, OffPolicy};
 use crate::algo::{SacConfig, Td3Config, Tick};
 use crate::checkpoint::AgentState;
-use crate::checkpoint::state_bytes;
+use crate::checkpoint::{field_bytes, state_bytes};
 use crate::env::Pendulum;
 use crate::nn::Layer;
 use crate::rng::Xoshiro128pp;
@@ -99,50 +99,88 @@ fn td3_publish_act_ingest_is_the_step() {
 
 /// Block `j` is acted by the actor published after block `j − 2` (`θ₀` for
 /// blocks 0 and 1): with TD3's noise off the action is the actor's output,
-/// so after iteration `i` every pending action is the output of the actor
-/// published by iteration `i − 1`, and some differ from iteration `i`'s.
+/// so after iteration `i` every pending action past the warm-up is the
+/// output of the actor published by iteration `i − 1`, and some differ from
+/// iteration `i`'s; the warm-up's 40 ticks (blocks 0 and the start of 1)
+/// are uniformly random, with no log-probability.
 #[test]
 fn block_j_is_acted_by_the_actor_published_after_block_j_minus_2() {
     let config = Td3Config {
-        learning_starts: 10,
+        learning_starts: 40,
         action_noise: None,
         ..TD3
     };
     let (mut agent, mut env, mut cursor, mut rng) =
         started(Box::new(LaggedTd3::new(Td3::new(config))), 1);
     let mut published = std::vec![agent.published.clone()];
+    let mut random = 0;
     for i in 0..5u64 {
         let stats = agent
             .iterate(&mut env, &mut cursor, &mut rng, &mut |_| {})
             .unwrap();
-        assert!(
-            stats.is_some(),
-            "iteration {i}: block {i} is past the warm-up"
-        );
+        // Block 0 is all warm-up: no gradient step, no statistics.
+        assert_eq!(stats.is_some(), i > 0, "iteration {i}: {stats:?}");
         published.push(agent.published.clone());
         assert_eq!(agent.pending.len, 32);
         assert_eq!(agent.published_count, i + 1);
-        // Learned from: the warm-up's 10 ticks make no update, every other
-        // tick one (`train_freq = gradient_steps = 1`).
+        // One gradient step per tick learned from past the warm-up.
         let learned = 32 * (i + 1);
-        assert_eq!(agent.learner.n_updates, learned - 10);
-        assert_eq!(agent.updates, if i == 0 { 22 } else { 32 });
+        assert_eq!(agent.learner.n_updates, learned.saturating_sub(40));
+        assert_eq!(agent.updates, [0, 24, 32, 32, 32][i as usize]);
         let acted_by = &published[i as usize].actor.net;
         let newest = &published[i as usize + 1].actor.net;
         let mut differs = false;
         for (k, tick) in (learned..).zip(agent.pending.ticks()) {
             let mean = acted_by.forward(&tick.obs);
-            if k >= 10 {
+            if k < 40 {
+                assert_ne!(tick.action, mean, "tick {k} is the warm-up's");
+                assert_eq!(tick.log_prob, 0.0);
+                random += 1;
+            } else {
                 assert_eq!(tick.action, mean, "iteration {i}, tick {k}");
+                differs |= tick.action != newest.forward(&tick.obs);
             }
-            differs |= tick.action != newest.forward(&tick.obs);
         }
-        assert!(
+        // Iteration 0 learned nothing (the warm-up): its actor is `θ₀`.
+        assert_eq!(
             differs,
+            i > 0,
             "iteration {i}: the block was acted by the newest actor"
         );
     }
+    assert_eq!(random, 8, "ticks 32–39 of block 1");
     assert_eq!(Agent::steps(&*agent), 6 * 32);
+}
+
+/// A block the learner refuses (a poisoned tick in the middle) fails the
+/// iteration: the ticks before it stay learned, the rest of the block is
+/// discarded, nothing is published; the next iteration acts a new block.
+#[test]
+fn a_refused_block_publishes_nothing() {
+    let (mut agent, mut env, mut cursor, mut rng) =
+        started(Box::new(LaggedSac::new(Sac::new(SAC))), 3);
+    for _ in 0..4 {
+        agent
+            .iterate(&mut env, &mut cursor, &mut rng, &mut |_| {})
+            .unwrap();
+    }
+    let published = field_bytes(&agent.published);
+    let (count, learned) = (agent.published_count, agent.learner.ticks_learned());
+    agent.pending.ticks[10].reward = f32::NAN;
+    assert!(
+        agent
+            .iterate(&mut env, &mut cursor, &mut rng, &mut |_| {})
+            .is_err()
+    );
+    assert_eq!(agent.learner.ticks_learned(), learned + 10);
+    assert_eq!(agent.pending.len, 0);
+    assert_eq!(agent.published_count, count);
+    assert!(field_bytes(&agent.published) == published);
+    agent
+        .iterate(&mut env, &mut cursor, &mut rng, &mut |_| {})
+        .unwrap();
+    assert_eq!(agent.learner.ticks_learned(), learned + 10 + 32);
+    assert_eq!(agent.published_count, count + 1);
 }
 
 /// A device's whole run: the control loop queues ticks; the learner, a few
