@@ -738,6 +738,19 @@ fn lagged_actor_critic_checkpoints_keep_their_layout() {
     assert_eq!(<B as AgentState>::LEN, 13_312);
 }
 
+/// The lagged SAC and TD3 checkpoints' fingerprints and lengths, pinned:
+/// a change of their layout (the published explorer's section included)
+/// must be a deliberate one.
+#[test]
+fn lagged_sac_and_td3_checkpoints_keep_their_layout() {
+    type A = agent::LaggedSac<Pendulum, 16, 2048, 32, 4, 50>;
+    type B = agent::LaggedTd3<Pendulum, 16, 2048, 32, 4, 50>;
+    assert_eq!(<A as AgentState>::fingerprint(), 0x6700_4478);
+    assert_eq!(<A as AgentState>::LEN, 93_556);
+    assert_eq!(<B as AgentState>::fingerprint(), 0x7935_3324);
+    assert_eq!(<B as AgentState>::LEN, 94_688);
+}
+
 /// The trainer counts SAC's gradient steps: none in the warm-up, then one
 /// per step (`train_freq = 1`).
 #[test]

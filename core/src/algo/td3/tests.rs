@@ -187,3 +187,39 @@ fn exported_policy_acts_as_the_trained_agent() {
     }));
     crate::algo::sac::tests::exported_policy_acts_as(agent, Agent::policy);
 }
+
+/// Exploration is `clip(μ(s) + σε, −1, 1)` with `ε` the next `ACT` standard
+/// normals of the caller's stream (SB3's `NormalActionNoise`): each action
+/// equals that formula computed here from a clone of the stream, a large
+/// `σ` clips at both bounds, and without noise the stream is not drawn
+/// from and the action is `μ(s)`.
+#[test]
+fn exploration_adds_scaled_gaussian_noise_and_clips() {
+    let (mut agent, _, _, mut rng) = filled(4, 0);
+    let obs = SVector::<f32, 3>::new(0.3, -0.8, 1.2);
+    let mean = agent.actor.params.forward(&obs)[0];
+    let (mut low, mut high) = (0, 0);
+    for sigma in [0.1f32, 3.0] {
+        agent.config.action_noise = Some(sigma);
+        for _ in 0..200 {
+            let mut twin = rng.clone();
+            let mut eps = [0.0f32];
+            crate::rng::fill_normal(&mut twin, &mut eps);
+            let expected = (mean + sigma * eps[0]).clamp(-1.0, 1.0);
+            let (action, command) = agent.explore(&obs, &mut rng).unwrap();
+            assert_eq!(action[0].to_bits(), expected.to_bits(), "σ = {sigma}");
+            assert_eq!(command, to_bounds(&agent.space, &action));
+            low += usize::from(action[0] == -1.0);
+            high += usize::from(action[0] == 1.0);
+        }
+    }
+    assert!(
+        low > 10 && high > 10,
+        "σ = 3 clips at both bounds: {low}, {high}"
+    );
+    agent.config.action_noise = None;
+    let before = rng.clone();
+    let (action, _) = agent.explore(&obs, &mut rng).unwrap();
+    assert_eq!(action[0], mean);
+    assert_eq!(rng, before, "no noise, no draw");
+}
