@@ -32,12 +32,13 @@ use microrl::{Params, SVector};
 use rand_xoshiro::Xoshiro128PlusPlus;
 
 use super::{
-    ControlLoop, FAULT, LEARNER_DONE, Net, Shares, TASK_COUNTS, Timed, Timing, UPDATE_DONE_AT, sleep_until,
+    ControlLoop, FAULT, LEARNER_DONE, Net, Shares, TASK_COUNTS, Timed, Timing, UPDATE_DONE_AT,
+    sleep_until,
 };
 use crate::cmsdk::{Clock, LEARNER};
+use crate::progress::LogStats;
 use crate::publish::{Published, Writer};
 use crate::run::SEED;
-use crate::progress::LogStats;
 use crate::{Log, exit, finish_budget, ok_or_exit, policy_fnv};
 
 /// The learner's NVIC priority: below the control loop's 0 (the M4 keeps
@@ -82,14 +83,12 @@ impl<P, S> Snapshot<P, S> {
 /// The deployable policy of `L` (what the trainer judges).
 pub type DeployedOf<L> = <L as Agent>::Policy;
 /// A snapshot of `L`.
-pub type SnapshotOf<L, const OBS: usize> =
-    Snapshot<DeployedOf<L>, <L as TickLearner<OBS>>::Stats>;
+pub type SnapshotOf<L, const OBS: usize> = Snapshot<DeployedOf<L>, <L as TickLearner<OBS>>::Stats>;
 /// The cell the control loop of `L` on plant `P` lives in.
 pub type ControlCell<P, L, const OBS: usize> =
     Mutex<RefCell<Option<ControlLoop<P, <L as TickLearner<OBS>>::Behaviour, OBS>>>>;
 /// A tick of `L`'s control loop.
-pub type TickOf<L, const OBS: usize> =
-    Tick<OBS, ActionOf<<L as TickLearner<OBS>>::Behaviour, OBS>>;
+pub type TickOf<L, const OBS: usize> = Tick<OBS, ActionOf<<L as TickLearner<OBS>>::Behaviour, OBS>>;
 
 /// The learner task's state.
 pub struct Learner<L: TickLearner<OBS> + Agent + 'static, const OBS: usize> {
@@ -421,11 +420,7 @@ where
         blocks_learned,
         last.steps
     );
-    finish_budget(
-        &outcome,
-        run.threshold,
-        policy_fnv(&last.policy),
-    )
+    finish_budget(&outcome, run.threshold, policy_fnv(&last.policy))
 }
 
 /// A learn-while-controlling firmware for a learner that learns tick by
@@ -485,8 +480,14 @@ macro_rules! learn_rt_lagged {
         const RT_QUEUE: usize = 2 * RT_BLOCK + 1;
         /// The judge's queue's `N`: `heapless` holds `N − 1` snapshots.
         const RT_JUDGE: usize = $judge + 1;
-        const _: () = assert!(RT_BLOCK > 0, "learn_rt_lagged!: block must be at least 1 tick");
-        const _: () = assert!($judge > 0, "learn_rt_lagged!: judge_queue must hold at least 1 snapshot");
+        const _: () = assert!(
+            RT_BLOCK > 0,
+            "learn_rt_lagged!: block must be at least 1 tick"
+        );
+        const _: () = assert!(
+            $judge > 0,
+            "learn_rt_lagged!: judge_queue must hold at least 1 snapshot"
+        );
 
         static AGENT: $crate::static_cell::ConstStaticCell<RtAgent> =
             $crate::static_cell::ConstStaticCell::new(
