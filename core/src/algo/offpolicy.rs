@@ -310,6 +310,12 @@ impl Schedule {
     }
 }
 
+/// A warm-up action: `ACT` draws uniform in `[−1, 1]` (SB3's random actions
+/// for the first `learning_starts` steps).
+fn warm_up_action<R: Rng + ?Sized, const ACT: usize>(rng: &mut R) -> SVector<f32, ACT> {
+    SVector::<f32, ACT>::from_fn(|_, _| rng::uniform_range(rng, -1.0, 1.0))
+}
+
 /// An off-policy actor as its control loop acts with it: the actor's
 /// weights alone, sampling an exploring action in `[−1, 1]` with its
 /// log-probability (`0` when the actor has none, TD3's). Implemented by
@@ -384,21 +390,12 @@ impl<X: Explore<OBS, ACT>, const OBS: usize, const ACT: usize> Behave<OBS> for E
         let obs = cursor.obs;
         check_all_finite(obs.as_slice())?;
         let (action, log_prob) = if step < u64::from(self.learning_starts) {
-            let uniform = SVector::<f32, ACT>::from_fn(|_, _| rng::uniform_range(rng, -1.0, 1.0));
-            (uniform, 0.0)
+            (warm_up_action(rng), 0.0)
         } else {
             self.actor.explore(&obs, rng)?
         };
         let step = cursor.advance(env, to_bounds(&self.space, &action), rng, on_episode)?;
-        Ok(Tick {
-            obs,
-            action,
-            log_prob,
-            reward: step.reward,
-            terminated: step.terminated,
-            truncated: step.truncated,
-            next_obs: step.obs,
-        })
+        Ok(Tick::acted(obs, action, log_prob, &step))
     }
 }
 
@@ -501,7 +498,7 @@ pub trait OffPolicy<const OBS: usize, const ACT: usize>: Sized {
         let obs = cursor.obs;
         check_all_finite(obs.as_slice())?;
         let action = if self.env_steps() < u64::from(schedule.learning_starts) {
-            SVector::<f32, ACT>::from_fn(|_, _| rng::uniform_range(rng, -1.0, 1.0))
+            warm_up_action(rng)
         } else {
             self.explore_action(&obs, rng)?
         };

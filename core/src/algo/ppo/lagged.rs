@@ -50,7 +50,7 @@ use rand_core::{Rng, SeedableRng};
 use super::{Ppo, UpdateStats};
 use crate::algo::buffer::Transition;
 use crate::algo::{Actor, Critic, Cursor, Episode};
-use crate::env::{ActionSpace, Env};
+use crate::env::{ActionSpace, Env, Step};
 use crate::error::{Error, check_finite};
 use crate::policy::{Controller, Policy};
 use crate::rng::Xoshiro128pp;
@@ -78,6 +78,25 @@ pub struct Tick<const OBS: usize, A> {
 }
 
 impl<const OBS: usize, A: Copy> Tick<OBS, A> {
+    /// The tick of `action` (drawn with `log_prob`) taken in `obs`, and
+    /// the plant's `step`.
+    pub fn acted(
+        obs: SVector<f32, OBS>,
+        action: A,
+        log_prob: f32,
+        step: &Step<SVector<f32, OBS>>,
+    ) -> Self {
+        Self {
+            obs,
+            action,
+            log_prob,
+            reward: step.reward,
+            terminated: step.terminated,
+            truncated: step.truncated,
+            next_obs: step.obs,
+        }
+    }
+
     /// A zeroed tick with `action` (storage initialiser, e.g. for a `static` queue).
     pub const fn zero(action: A) -> Self {
         let zero = SVector::from_array_storage(nalgebra::ArrayStorage([[0.0; OBS]; 1]));
@@ -143,15 +162,7 @@ where
     let (action, log_prob) = policy.actor.sample(&input, rng)?;
     check_finite(log_prob)?;
     let step = cursor.advance(env, policy.space.command(&action), rng, on_episode)?;
-    Ok(Tick {
-        obs,
-        action,
-        log_prob,
-        reward: step.reward,
-        terminated: step.terminated,
-        truncated: step.truncated,
-        next_obs: step.obs,
-    })
+    Ok(Tick::acted(obs, action, log_prob, &step))
 }
 
 impl<A: Actor<OBS>, C: Critic<OBS>, const OBS: usize, const N: usize, const CHUNK: usize>
