@@ -90,7 +90,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-use microrl::algo::{AcConfig, PpoConfig, SacConfig, evaluate};
+use microrl::algo::{AcConfig, Ppo, PpoConfig, SacConfig, evaluate};
 use microrl::env::{CartPole, CartPoleParams, Env, Pendulum, Servo};
 use microrl::optim::Schedule;
 use microrl::train::{Learner, Outcome, RunConfig, Trainer, report_seed};
@@ -958,7 +958,7 @@ fn desktop_lagged() -> (Outcome, u32) {
         total_steps: 100_000,
         ..PpoConfig::CARTPOLE
     };
-    let mut agent = Box::new(Lagged::new(config));
+    let mut agent = Box::new(Lagged::new(Ppo::new(config)));
     let (mut env, mut eval_env) = (CartPole::new(), CartPole::new());
     let run = RunConfig {
         eval_interval: 1,
@@ -969,7 +969,10 @@ fn desktop_lagged() -> (Outcome, u32) {
     let outcome = trainer
         .run(&mut *agent, &mut env, &mut eval_env, &mut ())
         .unwrap();
-    (outcome, weights_fnv(agent.ppo.actor(), &agent.ppo.obs_norm))
+    (
+        outcome,
+        weights_fnv(agent.learner.actor(), &agent.learner.obs_norm),
+    )
 }
 
 /// `learn-rt` learns while it controls, in real time: every tick's

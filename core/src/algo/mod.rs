@@ -45,10 +45,9 @@ pub use anchor::{AnchorConfig, Anchored};
 pub use buffer::Rollout;
 pub use critic::{Critic, Critics};
 pub use grpo::{Grpo, GrpoConfig};
-pub use lagged::{Behave, Lagged, TickLearner};
+pub use lagged::{Behave, Lagged, LaggedLearner, Tick, TickLearner, behave};
 pub use ppo::{
-    A2cConfig, DEFAULT_CHUNK, KL_COEF_MAX, KL_COEF_MIN, LaggedPpo, Ppo, PpoConfig, Tick,
-    UpdateStats, behave,
+    A2cConfig, DEFAULT_CHUNK, KL_COEF_MAX, KL_COEF_MIN, LaggedPpo, Ppo, PpoConfig, UpdateStats,
 };
 pub use preference::{
     LearnedReward, Preference, RewardConfig, RewardLearner, RewardModel, Segment,

@@ -36,7 +36,7 @@ use nalgebra::SVector;
 use rand_core::Rng;
 
 use super::lagged::Behave;
-use super::ppo::lagged::Tick;
+use super::lagged::Tick;
 use super::replay::{ReplayBuffer, Transition};
 use super::{Controller, Cursor, Episode};
 use crate::checkpoint::{Field, Reader, Writer};
@@ -355,7 +355,7 @@ pub struct Explorer<X, const ACT: usize> {
 }
 
 impl<X, const ACT: usize> Explorer<X, ACT> {
-    /// Every byte zero (a `static` initialiser); [`TickLearner::publish`](super::TickLearner::publish)
+    /// Every byte zero (a `static` initialiser); [`LaggedLearner::publish`](super::LaggedLearner::publish)
     /// fills it.
     pub const fn zero<const OBS: usize>() -> Self
     where
@@ -636,11 +636,9 @@ macro_rules! offpolicy_impls {
             }
         }
 
-        /// The learner side of the lagged schedule per tick:
-        /// [`OffPolicy::ingest`](crate::algo::offpolicy::OffPolicy::ingest)
-        /// and the gradient steps it makes; a block's statistics are its
-        /// last gradient step's.
-        impl<$($gen)*> $crate::algo::lagged::TickLearner<OBS> for $ty
+        /// The learner side of the lagged schedule: a block learned tick by
+        /// tick.
+        impl<$($gen)*> $crate::algo::lagged::LaggedLearner<OBS> for $ty
         where
             $($bounds)*
         {
@@ -651,7 +649,6 @@ macro_rules! offpolicy_impls {
             const ZERO_BEHAVIOUR: Self::Behaviour = $crate::algo::offpolicy::Explorer::zero();
             const ZERO_ACTION: nalgebra::SVector<f32, ACT> =
                 <nalgebra::SVector<f32, ACT> as $crate::params::Params>::ZERO;
-            const NO_STATS: Option<$stats> = None;
 
             /// The actor's weights, the bounds and the warm-up length.
             fn publish(&self, $out: &mut Self::Behaviour) {
@@ -664,6 +661,25 @@ macro_rules! offpolicy_impls {
             fn ticks_learned(&self) -> u64 {
                 self.steps
             }
+
+            fn learn_block<R: rand_core::Rng + ?Sized>(
+                &mut self,
+                ticks: &[$crate::algo::Tick<OBS, nalgebra::SVector<f32, ACT>>],
+                rng: &mut R,
+            ) -> Result<(Option<$stats>, u64), $crate::Error> {
+                $crate::algo::lagged::learn_ticks(self, ticks, rng)
+            }
+        }
+
+        /// The learner side per tick:
+        /// [`OffPolicy::ingest`](crate::algo::offpolicy::OffPolicy::ingest)
+        /// and the gradient steps it makes; a block's statistics are its
+        /// last gradient step's.
+        impl<$($gen)*> $crate::algo::lagged::TickLearner<OBS> for $ty
+        where
+            $($bounds)*
+        {
+            const NO_STATS: Option<$stats> = None;
 
             fn ingest_tick<R: rand_core::Rng + ?Sized>(
                 &mut self,

@@ -53,6 +53,7 @@ use cortex_m::interrupt::{Mutex, free};
 use cortex_m_rt::{entry, exception};
 use heapless::spsc::{Consumer, Producer, Queue};
 use microrl::agent;
+use microrl::algo::lagged::init_lagged;
 use microrl::algo::{Episode, PpoConfig, Tick};
 use microrl::env::CartPole;
 use microrl::rand_core::SeedableRng;
@@ -132,7 +133,7 @@ fn main() -> ! {
     ppo.configure(PpoConfig::CARTPOLE, RUN.total_steps);
     let (mut plant, mut eval_env) = (CartPole::new(), CartPole::new());
     let mut rng = Xoshiro128PlusPlus::seed_from_u64(SEED);
-    let acting = ok_or_exit(ppo.init_lagged(&plant, &mut rng), "init");
+    let acting = ok_or_exit(init_lagged(ppo, &plant, &mut rng), "init");
     let select = Xoshiro128PlusPlus::seed_from_u64(select_seed(SEED));
     let report = Xoshiro128PlusPlus::seed_from_u64(report_seed(SEED));
     let trainer = Trainer::new(RUN, &mut plant, rng, select, report);

@@ -23,7 +23,7 @@ use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use cortex_m::interrupt::{Mutex, free};
 use heapless::spsc::{Consumer, Producer, Queue};
 use microrl::algo::Tick;
-use microrl::algo::lagged::{ActionOf, Behave, TickLearner, init_lagged};
+use microrl::algo::lagged::{ActionOf, Behave, LaggedLearner, TickLearner, init_lagged};
 use microrl::env::Env;
 use microrl::policy::Controller;
 use microrl::rand_core::SeedableRng;
@@ -83,12 +83,14 @@ impl<P, S> Snapshot<P, S> {
 /// The deployable policy of `L` (what the trainer judges).
 pub type DeployedOf<L> = <L as Agent>::Policy;
 /// A snapshot of `L`.
-pub type SnapshotOf<L, const OBS: usize> = Snapshot<DeployedOf<L>, <L as TickLearner<OBS>>::Stats>;
+pub type SnapshotOf<L, const OBS: usize> =
+    Snapshot<DeployedOf<L>, <L as LaggedLearner<OBS>>::Stats>;
 /// The cell the control loop of `L` on plant `P` lives in.
 pub type ControlCell<P, L, const OBS: usize> =
-    Mutex<RefCell<Option<ControlLoop<P, <L as TickLearner<OBS>>::Behaviour, OBS>>>>;
+    Mutex<RefCell<Option<ControlLoop<P, <L as LaggedLearner<OBS>>::Behaviour, OBS>>>>;
 /// A tick of `L`'s control loop.
-pub type TickOf<L, const OBS: usize> = Tick<OBS, ActionOf<<L as TickLearner<OBS>>::Behaviour, OBS>>;
+pub type TickOf<L, const OBS: usize> =
+    Tick<OBS, ActionOf<<L as LaggedLearner<OBS>>::Behaviour, OBS>>;
 
 /// The learner task's state.
 pub struct Learner<L: TickLearner<OBS> + Agent + 'static, const OBS: usize> {
@@ -298,7 +300,7 @@ where
     L: TickLearner<OBS> + Agent + Learns<P> + 'static,
     L::Behaviour: 'static,
     L::Policy: Params + Controller<OBS, Action = ActionOf<L::Behaviour, OBS>>,
-    <L as TickLearner<OBS>>::Stats: LogStats,
+    <L as LaggedLearner<OBS>>::Stats: LogStats,
 {
     if !run.early_stop {
         // After a solve the trainer judges every `solved_eval_interval`
@@ -470,7 +472,7 @@ macro_rules! learn_rt_lagged {
         banner: $banner:literal $(,)?
     ) => {
         type RtAgent = $agent;
-        type RtBehaviour = <RtAgent as $crate::microrl::algo::TickLearner<$obs>>::Behaviour;
+        type RtBehaviour = <RtAgent as $crate::microrl::algo::LaggedLearner<$obs>>::Behaviour;
         type RtDeployed = $crate::rt::lagged::DeployedOf<RtAgent>;
         type RtSnapshot = $crate::rt::lagged::SnapshotOf<RtAgent, $obs>;
         type RtTick = $crate::rt::lagged::TickOf<RtAgent, $obs>;
@@ -491,7 +493,7 @@ macro_rules! learn_rt_lagged {
 
         static AGENT: $crate::static_cell::ConstStaticCell<RtAgent> =
             $crate::static_cell::ConstStaticCell::new(
-                <RtAgent as $crate::microrl::algo::TickLearner<$obs>>::ZERO,
+                <RtAgent as $crate::microrl::algo::LaggedLearner<$obs>>::ZERO,
             );
         static TICKS: $crate::static_cell::ConstStaticCell<
             $crate::heapless::spsc::Queue<RtTick, RT_QUEUE>,
@@ -502,8 +504,8 @@ macro_rules! learn_rt_lagged {
         static POLICIES: $crate::static_cell::ConstStaticCell<
             $crate::publish::Published<RtBehaviour>,
         > = $crate::static_cell::ConstStaticCell::new($crate::publish::Published::new(
-            <RtAgent as $crate::microrl::algo::TickLearner<$obs>>::ZERO_BEHAVIOUR,
-            <RtAgent as $crate::microrl::algo::TickLearner<$obs>>::ZERO_BEHAVIOUR,
+            <RtAgent as $crate::microrl::algo::LaggedLearner<$obs>>::ZERO_BEHAVIOUR,
+            <RtAgent as $crate::microrl::algo::LaggedLearner<$obs>>::ZERO_BEHAVIOUR,
         ));
         static HELD: $crate::static_cell::ConstStaticCell<RtSnapshot> =
             $crate::static_cell::ConstStaticCell::new($crate::rt::lagged::Snapshot::empty(

@@ -41,7 +41,7 @@ pub struct TrainOptions {
     pub small: bool,
     /// PPO, `ac`, SAC and TD3 only: policy lag (0 or 1). With 1, the agent
     /// runs the schedule of a device that learns while it controls
-    /// (`microrl::algo::LaggedPpo`; `microrl::algo::Lagged` with blocks of
+    /// (`microrl::algo::Lagged`: a rollout a block for PPO, blocks of
     /// [`AC_LAG_BLOCK`](super::AC_LAG_BLOCK) ticks for `ac`,
     /// [`OFFPOLICY_LAG_BLOCK`](super::OFFPOLICY_LAG_BLOCK) for SAC and
     /// TD3): rollout (block) `j` is acted by the policy published after

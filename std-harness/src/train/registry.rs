@@ -532,16 +532,6 @@ where
     }
 }
 
-impl<A, C, const OBS: usize, const N: usize> Configure for microrl::algo::LaggedPpo<A, C, OBS, N>
-where
-    A: microrl::policy::Actor<OBS>,
-    C: microrl::algo::Critic<OBS>,
-{
-    fn configure(&mut self, config: AlgoConfig) -> anyhow::Result<()> {
-        self.ppo.configure(config)
-    }
-}
-
 impl<A, C, const OBS: usize, const N: usize> Configure for microrl::algo::Anchored<A, C, OBS, N>
 where
     A: microrl::policy::Actor<OBS>,
@@ -614,7 +604,7 @@ where
 /// A lagged schedule takes its learner's configuration.
 impl<L, const OBS: usize, const BLOCK: usize> Configure for microrl::algo::Lagged<L, OBS, BLOCK>
 where
-    L: microrl::algo::TickLearner<OBS> + Configure,
+    L: microrl::algo::LaggedLearner<OBS> + Configure,
 {
     fn configure(&mut self, config: AlgoConfig) -> anyhow::Result<()> {
         self.learner.configure(config)

@@ -9,8 +9,8 @@
 //! log-probability it was drawn with); the learner takes the ticks of a
 //! whole block of `BLOCK` control periods at once, makes one online step on
 //! each, in order, and publishes at the next block boundary. The schedule,
-//! fixed and independent of timing, is PPO's lagged one with a block in
-//! place of a rollout ([`crate::algo::ppo::lagged`]):
+//! fixed and independent of timing, is the shared one of
+//! [`crate::algo::lagged`]:
 //!
 //! | block | acted by | learned from while |
 //! |---|---|---|
@@ -33,7 +33,7 @@
 //! normaliser) the ratio is exactly 1 and the step is
 //! [`ActorCritic::step`]'s bit for bit (`tests.rs` checks it).
 //!
-//! The pieces split along the two rhythms as PPO's do: the control side is
+//! The pieces split along the two rhythms: the control side is
 //! [`behave`](crate::algo::behave); the learner side is
 //! [`ActorCritic::ingest`] per tick and [`ActorCritic::export`] at the
 //! end of a block. [`LaggedAc`] runs the schedule on one thread and is the
@@ -43,33 +43,15 @@ use nalgebra::SVector;
 use rand_core::Rng;
 
 use super::{AcStats, ActorCritic};
-use crate::algo::lagged::{Lagged, TickLearner};
+use crate::algo::lagged::{Lagged, LaggedLearner, TickLearner, learn_ticks};
 use crate::algo::{Actor, Tick, value};
-use crate::env::{Env, Step};
+use crate::env::Step;
 use crate::error::{Error, check_finite};
 use crate::nn::Network;
 use crate::optim::{check_gradient, check_lr};
 use crate::policy::Policy;
-use crate::rng::Xoshiro128pp;
 
 impl<A: Actor<OBS>, C: Network<OBS, 1>, const OBS: usize> ActorCritic<A, C, OBS> {
-    /// The schedule's start, for a learner kept apart from its control loop
-    /// (a device): [`init`](Self::init) for `env` from `rng`, then the
-    /// control loop's own stream (actions, episode resets) seeded from one
-    /// draw of `rng` and returned — what [`LaggedAc`]'s `init` does. The
-    /// policy `θ₀` the control loop first acts with is then
-    /// [`export`](Self::export)ed.
-    ///
-    /// # Errors
-    /// As [`init`](Self::init); `rng` is then not drawn from for the stream.
-    pub fn init_lagged<E, R>(&mut self, env: &E, rng: &mut R) -> Result<Xoshiro128pp, Error>
-    where
-        E: Env<Obs = SVector<f32, OBS>, Space = A::Space>,
-        R: Rng + ?Sized,
-    {
-        crate::algo::lagged::init_lagged(self, env, rng)
-    }
-
     /// The learner side of one control tick: one online step on `tick`,
     /// acted by a behaviour policy whose `log μ(a|s)` the tick carries,
     /// with both TD terms weighted by `ρ = min(1, π(a|s)/μ(a|s))` (module
@@ -210,9 +192,8 @@ impl<A: Actor<OBS>, C: Network<OBS, 1>, const OBS: usize> ActorCritic<A, C, OBS>
 pub type LaggedAc<A, C, const OBS: usize, const BLOCK: usize> =
     Lagged<ActorCritic<A, C, OBS>, OBS, BLOCK>;
 
-/// The learner side per tick: [`ActorCritic::ingest`], one online step; a
-/// block's statistics are the mean of its ticks'.
-impl<A: Actor<OBS>, C: Network<OBS, 1>, const OBS: usize> TickLearner<OBS>
+/// The learner side: a block learned tick by tick ([`learn_ticks`]).
+impl<A: Actor<OBS>, C: Network<OBS, 1>, const OBS: usize> LaggedLearner<OBS>
     for ActorCritic<A, C, OBS>
 {
     type Behaviour = Policy<A, OBS>;
@@ -221,11 +202,6 @@ impl<A: Actor<OBS>, C: Network<OBS, 1>, const OBS: usize> TickLearner<OBS>
     const ZERO: Self = Self::ZERO;
     const ZERO_BEHAVIOUR: Policy<A, OBS> = Policy::ZERO;
     const ZERO_ACTION: A::Action = A::ZERO_ACTION;
-    const NO_STATS: AcStats = AcStats {
-        delta: 0.0,
-        value: 0.0,
-        entropy: 0.0,
-    };
 
     fn publish(&self, out: &mut Policy<A, OBS>) {
         self.export(out);
@@ -234,6 +210,26 @@ impl<A: Actor<OBS>, C: Network<OBS, 1>, const OBS: usize> TickLearner<OBS>
     fn ticks_learned(&self) -> u64 {
         self.steps
     }
+
+    fn learn_block<R: Rng + ?Sized>(
+        &mut self,
+        ticks: &[Tick<OBS, A::Action>],
+        rng: &mut R,
+    ) -> Result<(AcStats, u64), Error> {
+        learn_ticks(self, ticks, rng)
+    }
+}
+
+/// The learner side per tick: [`ActorCritic::ingest`], one online step; a
+/// block's statistics are the mean of its ticks'.
+impl<A: Actor<OBS>, C: Network<OBS, 1>, const OBS: usize> TickLearner<OBS>
+    for ActorCritic<A, C, OBS>
+{
+    const NO_STATS: AcStats = AcStats {
+        delta: 0.0,
+        value: 0.0,
+        entropy: 0.0,
+    };
 
     /// One [`ingest`](ActorCritic::ingest) (`rng` is not drawn from: the
     /// online step needs no randomness of the learner's); its statistics

@@ -7,7 +7,7 @@ use rand_core::SeedableRng;
 
 use crate::agent;
 use crate::algo::Cursor;
-use crate::algo::lagged::{Behave, TickLearner, init_lagged};
+use crate::algo::lagged::{Behave, LaggedLearner, TickLearner, init_lagged};
 use crate::algo::offpolicy::{Explorer, OffPolicy};
 use crate::algo::{SacConfig, Td3Config, Tick};
 use crate::checkpoint::AgentState;
@@ -70,7 +70,7 @@ where
         let a = blocking
             .step(&mut env_a, &mut cursor_a, &mut rng_a, |_| {})
             .unwrap();
-        TickLearner::publish(&*split, &mut explorer);
+        LaggedLearner::publish(&*split, &mut explorer);
         let tick = explorer
             .behave(
                 split.ticks_learned(),

@@ -50,7 +50,7 @@ mod tests;
 mod update;
 
 pub use config::{A2cConfig, KL_COEF_MAX, KL_COEF_MIN, PpoConfig, adapted_kl_coef};
-pub use lagged::{LaggedPpo, Tick, behave};
+pub use lagged::LaggedPpo;
 pub use update::UpdateStats;
 
 use nalgebra::SVector;

@@ -1,11 +1,16 @@
 //! The lagged schedule's tests: who acts each rollout, a device's split
 //! run equals the one-thread reference, refusals change nothing, it learns.
 
+use nalgebra::SVector;
+use rand_core::SeedableRng;
+
 use super::*;
-use crate::algo::PpoConfig;
-use crate::env::CartPole;
+use crate::algo::lagged::{behave, init_lagged};
+use crate::algo::{Cursor, PpoConfig};
+use crate::env::{CartPole, Env};
 use crate::nn::Mlp;
 use crate::policy::CategoricalActor;
+use crate::rng::Xoshiro128pp;
 use crate::train::{Learner, RunConfig, Trainer};
 use std::boxed::Box;
 use std::vec::Vec;
@@ -19,7 +24,7 @@ const CONFIG: PpoConfig = PpoConfig {
 };
 
 fn started(seed: u64) -> (Box<Agent>, CartPole, Cursor<SVector<f32, 4>>, Xoshiro128pp) {
-    let mut agent = Box::new(Agent::new(CONFIG));
+    let mut agent = Box::new(Agent::new(Ppo::new(CONFIG)));
     let mut env = CartPole::new();
     let mut rng = Xoshiro128pp::seed_from_u64(seed);
     Learner::<CartPole>::init(&mut *agent, &env, &mut rng).unwrap();
@@ -69,7 +74,7 @@ fn rollout_j_is_acted_by_the_policy_of_update_j_minus_2() {
     }
     // The step count includes the pending rollout; the learner trained on 4.
     assert_eq!(crate::train::Agent::steps(&*agent), 5 * 64);
-    assert_eq!(agent.ppo.steps, 4 * 64);
+    assert_eq!(agent.learner.steps, 4 * 64);
 }
 
 /// A device runs the control side in an interrupt and the learner in the
@@ -88,7 +93,7 @@ fn a_split_control_loop_and_learner_equal_the_one_thread_schedule() {
 
     // The device: the same initialisation, then two rhythms.
     let (agent, mut env, mut cursor, mut learner_rng) = started(7);
-    let (mut learner, mut acting_rng) = (agent.ppo, agent.acting_rng);
+    let (mut learner, mut acting_rng) = (agent.learner, agent.acting_rng);
     let mut front = agent.published.clone(); // the control loop's policy
     let mut back: Option<Policy<Actor4, 4>> = None; // published, not yet switched to
     let mut queue: Vec<Tick<4, usize>> = Vec::new();
@@ -116,8 +121,8 @@ fn a_split_control_loop_and_learner_equal_the_one_thread_schedule() {
             updates += 1;
         }
     }
-    assert_eq!(learner.train.params, reference.ppo.train.params);
-    assert_eq!(learner.obs_norm, reference.ppo.obs_norm);
+    assert_eq!(learner.train.params, reference.learner.train.params);
+    assert_eq!(learner.obs_norm, reference.learner.obs_norm);
 }
 
 /// A rollout with a non-finite reward is refused and the agent is as
@@ -129,29 +134,29 @@ fn a_refused_ingest_changes_nothing() {
         .iterate(&mut env, &mut cursor, &mut rng, &mut |_| {})
         .unwrap();
     let before = (
-        agent.ppo.obs_norm.clone(),
-        agent.ppo.return_norm.clone(),
-        agent.ppo.discounted_return,
-        agent.ppo.steps,
+        agent.learner.obs_norm.clone(),
+        agent.learner.return_norm.clone(),
+        agent.learner.discounted_return,
+        agent.learner.steps,
     );
     let mut ticks = agent.pending.ticks;
     ticks[40].reward = f32::NAN;
-    assert_eq!(agent.ppo.ingest(&ticks), Err(Error::NonFinite));
+    assert_eq!(agent.learner.ingest(&ticks), Err(Error::NonFinite));
     assert_eq!(
-        agent.ppo.ingest(&agent.pending.ticks[..63]),
+        agent.learner.ingest(&agent.pending.ticks[..63]),
         Err(Error::RolloutIncomplete)
     );
-    assert_eq!(agent.ppo.ingest(&[]), Err(Error::RolloutIncomplete));
+    assert_eq!(agent.learner.ingest(&[]), Err(Error::RolloutIncomplete));
     let after = (
-        agent.ppo.obs_norm.clone(),
-        agent.ppo.return_norm.clone(),
-        agent.ppo.discounted_return,
-        agent.ppo.steps,
+        agent.learner.obs_norm.clone(),
+        agent.learner.return_norm.clone(),
+        agent.learner.discounted_return,
+        agent.learner.steps,
     );
     assert_eq!(before, after);
-    assert!(!agent.ppo.rollout.is_ready());
+    assert!(!agent.learner.rollout.is_ready());
     assert_eq!(
-        agent.ppo.update(&mut rng).unwrap_err(),
+        agent.learner.update(&mut rng).unwrap_err(),
         Error::RolloutIncomplete
     );
 }
@@ -167,19 +172,19 @@ fn ingest_of_the_current_policys_rollout_is_collect() {
     };
     let (mut lagged, mut env, mut cursor, _) = started(5);
     let (mut plain, mut plain_env, mut plain_cursor, _) = started(5);
-    lagged.ppo.config = config;
-    plain.ppo.config = config;
+    lagged.learner.config = config;
+    plain.learner.config = config;
     let mut draws = plain.acting_rng.clone();
     lagged
-        .act_rollout(&mut env, &mut cursor, &mut |_| {})
+        .act_block(&mut env, &mut cursor, &mut |_| {})
         .unwrap();
     let ticks = lagged.pending.ticks;
-    lagged.ppo.ingest(&ticks).unwrap();
+    lagged.learner.ingest(&ticks).unwrap();
     plain
-        .ppo
+        .learner
         .collect(&mut plain_env, &mut plain_cursor, &mut draws, |_| {})
         .unwrap();
-    let (a, b) = (&lagged.ppo.rollout, &plain.ppo.rollout);
+    let (a, b) = (&lagged.learner.rollout, &plain.learner.rollout);
     assert_eq!(a.len(), 64);
     assert_eq!(a.len(), b.len());
     assert_eq!(&a.obs[..], &b.obs[..]);
@@ -189,7 +194,7 @@ fn ingest_of_the_current_policys_rollout_is_collect() {
     assert_eq!(&a.final_values[..], &b.final_values[..]);
     assert_eq!(&a.advantages[..], &b.advantages[..]);
     assert_eq!(&a.returns[..], &b.returns[..]);
-    assert_eq!(lagged.ppo.steps, plain.ppo.steps);
+    assert_eq!(lagged.learner.steps, plain.learner.steps);
 }
 
 /// The schedule learns: the core's trainer solves CartPole with one rollout
@@ -201,7 +206,7 @@ fn lagged_ppo_solves_cartpole() {
         total_steps: 150_000,
         ..PpoConfig::CARTPOLE
     };
-    let mut agent = Box::new(Lagged::new(config));
+    let mut agent = Box::new(Lagged::new(Ppo::new(config)));
     let (mut env, mut eval_env) = (CartPole::new(), CartPole::new());
     let run = RunConfig::new(150_000, CartPole::SOLVED_RETURN);
     let mut trainer = Trainer::<_, Xoshiro128pp>::start(&mut *agent, &mut env, run, 0).unwrap();
@@ -230,7 +235,7 @@ fn a_device_run_through_the_trainers_steps_equals_trainer_run() {
         eval_interval: 1,
         ..RunConfig::new(20_000, 150.0)
     };
-    let mut reference = Box::new(Agent::new(CONFIG));
+    let mut reference = Box::new(Agent::new(Ppo::new(CONFIG)));
     let (mut env, mut eval_env) = (CartPole::new(), CartPole::new());
     let mut trainer =
         Trainer::<_, Xoshiro128pp>::start(&mut *reference, &mut env, run, seed).unwrap();
@@ -243,7 +248,7 @@ fn a_device_run_through_the_trainers_steps_equals_trainer_run() {
     let mut learner = Box::new(Ppo::<Actor4, Mlp<4, 16, 1>, 4, 64>::new(CONFIG));
     let (mut env, mut eval_env) = (CartPole::new(), CartPole::new());
     let mut rng = Xoshiro128pp::seed_from_u64(seed);
-    let mut acting_rng = learner.init_lagged(&env, &mut rng).unwrap();
+    let mut acting_rng = init_lagged(&mut *learner, &env, &mut rng).unwrap();
     let mut front = Policy::ZERO;
     learner.export(&mut front);
     let select = Xoshiro128pp::seed_from_u64(select_seed(seed));
@@ -290,6 +295,6 @@ fn a_device_run_through_the_trainers_steps_equals_trainer_run() {
         .finish_with::<_, _, _, UpdateStats>(&*learner, steps, &mut eval_env, &mut ())
         .unwrap();
     assert_eq!(outcome, expected);
-    assert_eq!(learner.train.params, reference.ppo.train.params);
-    assert_eq!(learner.obs_norm, reference.ppo.obs_norm);
+    assert_eq!(learner.train.params, reference.learner.train.params);
+    assert_eq!(learner.obs_norm, reference.learner.obs_norm);
 }
