@@ -96,7 +96,7 @@ fn run(cli: Cli) -> anyhow::Result<bool> {
             };
             let (report, pass) = microrl_harness::suite::run(&microrl_harness::suite::SuiteArgs {
                 envs: if env.is_empty() {
-                    microrl_harness::suite::PLANTS.to_vec()
+                    microrl_harness::suite::plants_for(&algo)
                 } else {
                     env
                 },

@@ -104,6 +104,44 @@ pub fn baseline_held_out(env: EnvName) -> Result<Option<f32>, Error> {
     }))
 }
 
+/// The plants `microrl suite` trains when none is named: every plant of
+/// [`PLANTS`] that one of `algos` applies to (all of them for no `algos`,
+/// each plant's [`default_algos`]) — `--algo sac` trains the continuous
+/// ones.
+pub fn plants_for(algos: &[Algo]) -> Vec<EnvName> {
+    PLANTS
+        .into_iter()
+        .filter(|&env| algos.is_empty() || algos.iter().any(|&algo| applies(env, algo)))
+        .collect()
+}
+
+/// The rows of `env`: the `requested` algorithms that apply to it (none
+/// requested: its [`default_algos`]).
+///
+/// # Errors
+/// When none of the requested algorithms applies to `env`, naming them.
+pub fn row_algos(env: EnvName, requested: &[Algo]) -> anyhow::Result<Vec<Algo>> {
+    if requested.is_empty() {
+        return Ok(default_algos(env).to_vec());
+    }
+    let algos: Vec<Algo> = requested
+        .iter()
+        .copied()
+        .filter(|&algo| applies(env, algo))
+        .collect();
+    anyhow::ensure!(
+        !algos.is_empty(),
+        "microrl suite runs ppo and ac on every plant, sac and td3 on the continuous ones: not {} on {}",
+        requested
+            .iter()
+            .map(|a| a.name())
+            .collect::<Vec<_>>()
+            .join(" or "),
+        env.name()
+    );
+    Ok(algos)
+}
+
 /// What `microrl suite` was asked.
 #[derive(Clone, Debug)]
 pub struct SuiteArgs {
@@ -335,18 +373,7 @@ pub fn run(args: &SuiteArgs) -> anyhow::Result<(Report, bool)> {
                     PLANTS.map(EnvName::name).join(", ")
                 )
             })?;
-        let algos = if args.algos.is_empty() {
-            default_algos(env)
-        } else {
-            &args.algos[..]
-        };
-        for &algo in algos {
-            anyhow::ensure!(
-                applies(env, algo),
-                "microrl suite runs ppo and ac on every plant, sac and td3 on the continuous ones: not {} on {}",
-                algo.name(),
-                env.name()
-            );
+        for algo in row_algos(env, &args.algos)? {
             let steps = args.steps.unwrap_or_else(|| default_steps(env, algo));
             let base = AlgoConfig::resolve(env, algo, steps, false, &args.overrides)?;
             let row_jobs = with_agent(

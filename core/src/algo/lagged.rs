@@ -250,14 +250,16 @@ pub trait LaggedLearner<const OBS: usize>: Sized {
     fn ticks_learned(&self) -> u64;
 
     /// Ticks in a block, given the schedule's capacity of `capacity` ticks
-    /// (all of it, unless the learner's configuration says fewer).
+    /// (all of it, unless the learner's configuration says fewer;
+    /// [`Lagged`] acts between 1 and `capacity` whatever this says).
     fn block_len(&self, capacity: usize) -> usize {
         capacity
     }
 
     /// Learns from one block of ticks, in the order they were acted (drawing
     /// from `rng` if the learner needs randomness); returns the block's
-    /// statistics and the gradient steps it made.
+    /// statistics and the updates it made (the trainer's count: a tick
+    /// learner's gradient steps, one per PPO update).
     ///
     /// # Errors
     /// The learner's refusal of the block, a tick or an update; what a
@@ -366,8 +368,9 @@ pub struct Lagged<L: LaggedLearner<OBS>, const OBS: usize, const BLOCK: usize> {
     pub acting_rng: Xoshiro128pp,
     /// Behaviours published so far.
     pub published_count: u64,
-    /// Gradient steps of the last iteration (the trainer's update count;
-    /// not saved in a checkpoint: the next iteration sets it).
+    /// Updates of the last iteration (the trainer's update count: gradient
+    /// steps of a tick learner, one per PPO update; not saved in a
+    /// checkpoint: the next iteration sets it).
     pub updates: u64,
 }
 
@@ -391,9 +394,9 @@ impl<L: LaggedLearner<OBS>, const OBS: usize, const BLOCK: usize> Lagged<L, OBS,
     pub const ZERO: Self = Self::new(L::ZERO);
 
     /// Ticks in a block: the learner's [`block_len`](LaggedLearner::block_len)
-    /// of the capacity `BLOCK`, at most `BLOCK`.
+    /// of the capacity `BLOCK`, between 1 (every iteration acts) and `BLOCK`.
     fn block_len(&self) -> usize {
-        self.learner.block_len(BLOCK).min(BLOCK)
+        self.learner.block_len(BLOCK).clamp(1, BLOCK)
     }
 
     /// The control side of one block: a block of ticks acted by the
@@ -437,7 +440,7 @@ impl<L: LaggedLearner<OBS> + Agent, const OBS: usize, const BLOCK: usize> Agent
         self.learner.ticks_learned() + self.pending.len as u64
     }
 
-    /// The gradient steps made through the last block.
+    /// The updates made through the last block.
     fn updates_per_iteration(&self) -> u64 {
         self.updates
     }
@@ -474,10 +477,12 @@ where
     ///
     /// # Errors
     /// As [`LaggedLearner::learn_block`] and [`Behave::behave`]. A refused
-    /// block is discarded and nothing is published (what the learner keeps
-    /// of it is its own: PPO nothing, a [`TickLearner`] the ticks before the
-    /// refused one). An error while acting discards the partial block (the
-    /// next iteration acts anew).
+    /// block is discarded (its steps no longer count) and nothing is
+    /// published; what the learner keeps of it is its own to say (PPO: a
+    /// refused ingest nothing, a refused update as [`Ppo::update`](crate::algo::Ppo::update);
+    /// a [`TickLearner`]: the ticks before the refused one). An error while
+    /// acting the next block discards the partial block, and the learner's
+    /// behaviour is still published (the next iteration acts anew with it).
     fn iterate<R: Rng + ?Sized>(
         &mut self,
         env: &mut E,
@@ -499,11 +504,11 @@ where
         // block j − 2 while the learner learned from block j − 1. (The two
         // draw from separate streams, so acting after learning changes no
         // bit.)
-        self.act_block(env, cursor, on_episode)?;
+        let acted = self.act_block(env, cursor, on_episode);
         self.learner.publish(&mut self.published);
         self.published_count += 1;
         self.updates = updates;
-        Ok(stats)
+        acted.map(|()| stats)
     }
 }
 

@@ -1,7 +1,7 @@
 //! PPO learns CartPole while it controls it: a 50 Hz control loop in a
 //! timer interrupt acts with the published policy, the learner in thread
 //! mode updates on the previous rollout and publishes — the lagged schedule
-//! of `microrl::algo::ppo::lagged`, bit-identical to the desktop's
+//! of `microrl::algo::lagged` (a rollout a block), bit-identical to the desktop's
 //! `LaggedPpo` run through `Trainer::run` — with its real-time behaviour
 //! measured in instructions under QEMU's `-icount`.
 //!

@@ -120,6 +120,29 @@ fn refuses_a_plant_without_baseline_and_an_algorithm_that_does_not_apply() {
     assert!(e.to_string().contains("not sac on acrobot"), "{e}");
 }
 
+/// `microrl suite --algo sac` (no `--env`) trains the continuous plants;
+/// a plant named with several algorithms gets the rows that apply to it.
+#[test]
+fn an_algorithm_for_continuous_actions_gets_the_continuous_plants() {
+    use EnvName::{Acrobot, CartpoleSwingup, MountaincarContinuous, Quadrotor2d, Servo};
+    let continuous = [MountaincarContinuous, CartpoleSwingup, Servo, Quadrotor2d];
+    assert_eq!(plants_for(&[Algo::Td3]), continuous);
+    assert_eq!(plants_for(&[Algo::Sac, Algo::Td3]), continuous);
+    assert_eq!(plants_for(&[]), PLANTS);
+    assert_eq!(plants_for(&[Algo::Sac, Algo::Ppo]), PLANTS);
+    assert_eq!(
+        row_algos(Acrobot, &[Algo::Ppo, Algo::Sac]).unwrap(),
+        [Algo::Ppo]
+    );
+    assert_eq!(
+        row_algos(Servo, &[Algo::Ppo, Algo::Sac]).unwrap(),
+        [Algo::Ppo, Algo::Sac]
+    );
+    assert_eq!(row_algos(Servo, &[]).unwrap(), default_algos(Servo));
+    let e = row_algos(Acrobot, &[Algo::Sac, Algo::Td3]).unwrap_err();
+    assert!(e.to_string().contains("not sac or td3 on acrobot"), "{e}");
+}
+
 #[test]
 fn keep_best_keeps_the_first_strictly_best_and_never_a_nan() {
     let mut best = KeepBest::new(Box::new(0u32));

@@ -5,8 +5,8 @@
 //! the published behaviour the control loop acts with, the pending block of
 //! ticks (every slot, and how many are filled), the control loop's RNG
 //! stream and the publish count. A run stopped between two iterations
-//! resumes bit for bit: the pending block is the one the learner steps
-//! through next. (The last block's gradient steps are not saved: the
+//! resumes bit for bit: the pending block is the one the learner learns
+//! from next. (The last block's gradient steps are not saved: the
 //! trainer reads them only right after the iteration that sets them.)
 
 use nalgebra::SVector;
@@ -71,7 +71,7 @@ fn load_vector<const N: usize>(r: &mut Reader<'_>) -> Result<SVector<f32, N>, Er
     Ok(v)
 }
 
-/// The pending rollout: its length as a `u32`, then all `N` slots (filled
+/// The pending block: its length as a `u32`, then all `N` slots (filled
 /// or not, so the section has one length), each `obs`, `action`,
 /// `log_prob`, `reward`, the flags (`terminated` + 2·`truncated` as a
 /// `u32`) and `next_obs`. Loading refuses a length above `N` or flags

@@ -183,6 +183,42 @@ fn a_refused_block_publishes_nothing() {
     assert_eq!(agent.published_count, count + 1);
 }
 
+/// An error while acting the next block (a non-finite observation) fails
+/// the iteration after the learner learned: its behaviour is still
+/// published, the partial block discarded, and the next iteration acts a
+/// new block with it.
+#[test]
+fn an_acting_error_after_learning_still_publishes() {
+    let (mut agent, mut env, mut cursor, mut rng) =
+        started(Box::new(LaggedSac::new(Sac::new(SAC))), 4);
+    for _ in 0..4 {
+        agent
+            .iterate(&mut env, &mut cursor, &mut rng, &mut |_| {})
+            .unwrap();
+    }
+    let (count, learned) = (agent.published_count, agent.learner.ticks_learned());
+    let obs = cursor.obs;
+    cursor.obs[0] = f32::NAN;
+    assert_eq!(
+        agent
+            .iterate(&mut env, &mut cursor, &mut rng, &mut |_| {})
+            .unwrap_err(),
+        crate::Error::NonFinite
+    );
+    assert_eq!(agent.learner.ticks_learned(), learned + 32);
+    assert_eq!(agent.published_count, count + 1);
+    assert_eq!(agent.pending.len, 0);
+    let mut fresh = Explorer::zero();
+    agent.learner.publish(&mut fresh);
+    assert!(field_bytes(&agent.published) == field_bytes(&fresh));
+    cursor.obs = obs;
+    agent
+        .iterate(&mut env, &mut cursor, &mut rng, &mut |_| {})
+        .unwrap();
+    assert_eq!(agent.learner.ticks_learned(), learned + 64);
+    assert_eq!(agent.published_count, count + 2);
+}
+
 /// A device's whole run: the control loop queues ticks; the learner, a few
 /// ticks late, drains a block, ingests it tick by tick with its own copy of
 /// the training stream, publishes at the next block boundary and runs the

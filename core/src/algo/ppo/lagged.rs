@@ -152,7 +152,7 @@ impl<A: Actor<OBS>, C: Critic<OBS>, const OBS: usize, const N: usize, const CHUN
     type Behaviour = Policy<A, OBS>;
     type Stats = UpdateStats;
 
-    const ZERO: Self = Self::ZERO;
+    const ZERO: Self = Ppo::ZERO;
     const ZERO_BEHAVIOUR: Policy<A, OBS> = Policy::ZERO;
     const ZERO_ACTION: A::Action = A::ZERO_ACTION;
     const LAGGED_KIND: u32 = 9;
@@ -165,14 +165,16 @@ impl<A: Actor<OBS>, C: Critic<OBS>, const OBS: usize, const N: usize, const CHUN
         self.steps
     }
 
-    /// The configured rollout length.
+    /// The configured rollout length (at most the capacity `N`).
     fn block_len(&self, _capacity: usize) -> usize {
         self.config.rollout_len(N)
     }
 
     /// [`ingest`](Ppo::ingest), then [`update`](Ppo::update) drawing the
-    /// minibatch shuffles from `rng`: one update. A refused block changes
-    /// nothing in the weights (both are transactional).
+    /// minibatch shuffles from `rng`: one update (the count returned). A
+    /// refused ingest changes nothing; a refused update leaves what
+    /// [`Ppo::update`] says it leaves (the minibatch steps before the
+    /// refused one, the rollout consumed).
     fn learn_block<R: Rng + ?Sized>(
         &mut self,
         ticks: &[Tick<OBS, A::Action>],
