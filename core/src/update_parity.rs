@@ -229,6 +229,7 @@ fn config(case: &Value) -> PpoConfig {
         normalize_advantages: c["normalize_advantages"].as_bool().unwrap(),
         value_clip: opt(&c["value_clip"]),
         ent_coef: f(&c["ent_coef"]),
+        bound_coef: c.get("bound_coef").map_or(0.0, f),
         vf_coef: f(&c["vf_coef"]),
         max_grad_norm: opt(&c["max_grad_norm"]),
         target_kl: opt(&c["target_kl"]),
@@ -351,6 +352,13 @@ where
     let name = case["name"].as_str().unwrap();
     let mut agent = Box::new(Ppo::<A, C, OBS, N>::new(config(case)));
     agent.train.params.critic = critic;
+    // The bound loss's action range (`low`, `high`: the two tensors of a
+    // `Continuous` space), where the case sets one.
+    let c = &case["config"];
+    if !c["action_low"].is_null() {
+        agent.space.tensor_mut(0).fill(f(&c["action_low"]));
+        agent.space.tensor_mut(1).fill(f(&c["action_high"]));
+    }
     let c = agent.config;
     let (len, adv_err) = load_rollout(&mut *agent, case, action, rewards, (c.gamma, c.gae_lambda));
     let e = &case["expected"];
@@ -575,6 +583,7 @@ fn every_update_case_matches_the_pytorch_reference() {
         "clip_and_fixed_penalty",
         "multi_critic",
         "multi_critic_value_clipping",
+        "bound_loss",
     ] {
         assert!(
             names.iter().any(|n| n == required),

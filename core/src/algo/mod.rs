@@ -443,6 +443,81 @@ mod tests {
         fd::assert_close("gaussian actor", &fd::flatten(&grad), &numeric);
     }
 
+    /// The bound loss through the batched backward pass: for two samples,
+    /// one mean inside the soft bound and one past it (a narrow,
+    /// off-centre range), the gradient of `α·Σ log π + w·Σ L_bound` against
+    /// central differences of an f64 reference, and the returned loss.
+    #[test]
+    fn gaussian_bound_loss_matches_finite_differences() {
+        use crate::env::Continuous;
+        use crate::nn::Zeroed;
+        use crate::policy::SOFT_BOUND;
+        type Actor3 = GaussianActor<Net3, 3>;
+        let mut rng = fd::rng(12);
+        let mut actor = Actor3 {
+            net: Net3::ZERO,
+            head: Gaussian::with_log_std(-0.3),
+        };
+        fd::randomise(&mut actor, &mut rng, 0.5);
+        let space = Continuous {
+            low: [-0.2, 0.1, -0.05],
+            high: [0.1, 0.3, 0.05],
+        };
+        let inputs = [
+            SVector::<f32, 3>::new(-0.4, 0.9, 0.2),
+            SVector::<f32, 3>::new(0.01, -0.02, 0.03),
+        ];
+        let actions = [
+            SVector::<f32, 3>::new(0.5, -1.0, 0.1),
+            SVector::<f32, 3>::new(-0.2, 0.3, 0.0),
+        ];
+        let (alpha, weight) = (-0.7f32, 0.9f32);
+        let mut batch = std::boxed::Box::new(<<Actor3 as Actor<3>>::Batch<2> as Zeroed>::ZERO);
+        <Actor3 as Actor<3>>::batch_inputs(&mut batch).copy_from_slice(&inputs);
+        let mut out = [(0.0f32, 0.0f32); 2];
+        actor
+            .evaluate_batch(&mut batch, &actions, &mut out)
+            .unwrap();
+        let mut grad = Actor3::ZERO;
+        let bound_loss = actor.backward_batch(
+            &mut batch,
+            &actions,
+            &[alpha; 2],
+            0.0,
+            Some((&space, weight)),
+            &mut grad,
+        );
+        let reference = |theta: &[f64]| -> (f64, f64) {
+            let (net, log_std) = theta.split_at(Net3::LEN);
+            let (mut lp, mut bound) = (0.0, 0.0);
+            for (obs, action) in inputs.iter().zip(&actions) {
+                let x: Vec<f64> = obs.iter().map(|&v| v as f64).collect();
+                let mean = Net3::reference_forward(net, &x);
+                for i in 0..3 {
+                    let z = (action[i] as f64 - mean[i]) / log_std[i].exp();
+                    lp += -0.5 * z * z - log_std[i] - 0.5 * (2.0 * core::f64::consts::PI).ln();
+                    let (low, high) = (space.low[i] as f64, space.high[i] as f64);
+                    let u = (mean[i] - 0.5 * (high + low)) / (0.5 * (high - low));
+                    let excess = (u.abs() - SOFT_BOUND as f64).max(0.0);
+                    bound += excess * excess;
+                }
+            }
+            (lp, bound)
+        };
+        let theta = fd::flatten(&actor);
+        let (_, expected_loss) = reference(&theta);
+        assert!(
+            expected_loss > 0.1,
+            "a mean past the bound: {expected_loss}"
+        );
+        assert!((f64::from(bound_loss) - expected_loss).abs() < 1e-4 * expected_loss);
+        let numeric = fd::numerical_gradient(&theta, |theta| {
+            let (lp, bound) = reference(theta);
+            alpha as f64 * lp + weight as f64 * bound
+        });
+        fd::assert_close("gaussian bound loss", &fd::flatten(&grad), &numeric);
+    }
+
     /// A 3-observation task whose reward turns NaN after `nan_after` steps.
     struct Faulty {
         t: u32,

@@ -32,6 +32,7 @@ use core::f32::consts::LN_2;
 use nalgebra::SVector;
 use rand_core::Rng;
 
+use crate::env::Continuous;
 use crate::error::Error;
 use crate::params::{Params, TensorData, TensorShape, out_of_domain, tag};
 use crate::{math, rng};
@@ -229,6 +230,50 @@ impl<const A: usize> Params for Gaussian<A> {
             out_of_domain(first, "log_std must lie in [-20, 20]")
         }
     }
+}
+
+/// Where [`mean_bound_loss`] starts: 1.1 half-ranges from the actuator
+/// range's centre, 10 % of the half-range beyond each bound (rl_games'
+/// `soft_bound`).
+pub const SOFT_BOUND: f32 = 1.1;
+
+/// The bound loss on a Gaussian mean `μ` for the actuator range `space`
+/// (rl_games' `bound_loss`, in the range's own units):
+/// `L = Σᵢ eᵢ²` with `xᵢ = (μᵢ − cᵢ)/wᵢ` (`cᵢ`, `wᵢ` the range's centre and
+/// half-width), `eᵢ = max(xᵢ − b, 0) + min(xᵢ + b, 0)` and `b` =
+/// [`SOFT_BOUND`]; returns `(L, ∂L/∂μ)` with `∂L/∂μᵢ = 2eᵢ/wᵢ`.
+///
+/// Zero, with a zero gradient, while the mean lies within `b` half-ranges of
+/// the centre. Clipping makes every command past a bound the same, so the
+/// policy gradient cannot tell the mean where it is once it has left the
+/// range; this term pulls it back, with a gradient that grows with the
+/// distance instead of vanishing. A dimension whose range is degenerate
+/// (`low ≥ high`), unbounded (an infinite half-width) or NaN contributes
+/// nothing.
+pub fn mean_bound_loss<const A: usize>(
+    space: &Continuous<A>,
+    mean: &SVector<f32, A>,
+) -> (f32, SVector<f32, A>) {
+    let mut loss = 0.0f32;
+    let mut d_mean = SVector::<f32, A>::zeros();
+    for i in 0..A {
+        let half = 0.5 * (space.high[i] - space.low[i]);
+        if !(half > 0.0 && half.is_finite()) {
+            continue;
+        }
+        let centre = 0.5 * (space.high[i] + space.low[i]);
+        let x = (mean[i] - centre) / half;
+        let excess = if x > SOFT_BOUND {
+            x - SOFT_BOUND
+        } else if x < -SOFT_BOUND {
+            x + SOFT_BOUND
+        } else {
+            0.0
+        };
+        loss += excess * excess;
+        d_mean[i] = 2.0 * excess / half;
+    }
+    (loss, d_mean)
 }
 
 #[cfg(test)]

@@ -35,7 +35,7 @@ mod gaussian;
 
 pub use categorical::{Categorical, NEAR_TIE};
 use categorical::{d_logits_at, entropy_of, heads_of};
-pub use gaussian::{Gaussian, GaussianGrad, LOG_STD_MAX, LOG_STD_MIN};
+pub use gaussian::{Gaussian, GaussianGrad, LOG_STD_MAX, LOG_STD_MIN, SOFT_BOUND, mean_bound_loss};
 
 use nalgebra::SVector;
 use rand_core::Rng;
@@ -167,16 +167,22 @@ pub trait Actor<const OBS: usize>: Params {
 
     /// [`backward`](Actor::backward) for every sample of a successful
     /// [`evaluate_batch`](Actor::evaluate_batch), with `d_log_probs[k]` for
-    /// sample `k`: adds into `grad` in sample order, the same bits as one
-    /// `backward` call per sample.
+    /// sample `k`: adds into `grad` in sample order, with `bound = None` the
+    /// same bits as one `backward` call per sample.
+    ///
+    /// `bound = Some((space, weight))` also adds, per sample, the gradient
+    /// of `weight ·` [`mean_bound_loss`] (a Gaussian mean's excursion past
+    /// `space`'s bounds; a categorical actor has none) and returns the sum
+    /// of the unweighted bound losses over the samples (0 with `None`).
     fn backward_batch<const BATCH: usize>(
         &self,
         batch: &mut Self::Batch<BATCH>,
         actions: &[Self::Action],
         d_log_probs: &[f32],
         d_entropy: f32,
+        bound: Option<(&Self::Space, f32)>,
         grad: &mut Self,
-    );
+    ) -> f32;
 
     /// `KL[self(·|input) ‖ other(·|input)]` in closed form (≥ 0 up to
     /// rounding): TRPO's trust-region constraint, with `self` the policy
@@ -410,8 +416,9 @@ where
         actions: &[usize],
         d_log_probs: &[f32],
         d_entropy: f32,
+        _bound: Option<(&Discrete<ACT>, f32)>,
         grad: &mut Self,
-    ) {
+    ) -> f32 {
         let n = actions.len().min(d_log_probs.len()).min(BATCH);
         let CategoricalBatch {
             net,
@@ -433,6 +440,7 @@ where
             *d = d_logits_at(log_p, p, entropy, action, d_log_prob, d_entropy);
         }
         self.net.backward_batch(net, n, &mut grad.net, None);
+        0.0
     }
 
     /// `Σᵢ pᵢ (log pᵢ − log qᵢ)`.
@@ -628,10 +636,12 @@ where
         actions: &[Self::Action],
         d_log_probs: &[f32],
         d_entropy: f32,
+        bound: Option<(&Continuous<ACT>, f32)>,
         grad: &mut Self,
-    ) {
+    ) -> f32 {
         let n = actions.len().min(d_log_probs.len()).min(BATCH);
         let mut d_means = [zero_vector::<ACT>(); BATCH];
+        let mut bound_loss = 0.0f32;
         for ((d_mean, mean), (action, &d_log_prob)) in d_means
             .iter_mut()
             .zip(N::batch_outputs(batch))
@@ -640,9 +650,15 @@ where
             let g = self.head.grad_log_prob(mean, action);
             grad.head.log_std += g.log_std * d_log_prob + self.head.grad_entropy() * d_entropy;
             *d_mean = g.mean * d_log_prob;
+            if let Some((space, weight)) = bound {
+                let (loss, d_loss) = mean_bound_loss(space, mean);
+                bound_loss += loss;
+                *d_mean += d_loss * weight;
+            }
         }
         N::batch_d_outputs(batch)[..n].copy_from_slice(&d_means[..n]);
         self.net.backward_batch(batch, n, &mut grad.net, None);
+        bound_loss
     }
 
     /// `Σᵢ [log σ′ᵢ − log σᵢ + (σᵢ² + (μᵢ − μ′ᵢ)²)/(2σ′ᵢ²) − ½]` for

@@ -371,6 +371,7 @@ where
         actions,
         &d_log_probs,
         d_entropy,
+        None,
         &mut batch_grad,
     );
     fd::assert_same_bits(&batch_grad, &single_grad, "gradient");

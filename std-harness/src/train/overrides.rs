@@ -27,8 +27,11 @@ impl Overrides {
                     path.display()
                 )
             })?;
-            let table = json_config(config)
+            let mut table = json_config(config)
                 .with_context(|| format!("{}: `config` is not a table", path.display()))?;
+            if let Some(algo) = summary.get("algo").and_then(serde_json::Value::as_str) {
+                fill_added_keys(&mut table, algo);
+            }
             return Ok(Overrides(table));
         }
         Self::parse(&text).with_context(|| format!("parsing {}", path.display()))
@@ -234,6 +237,24 @@ pub fn config_json<T: serde::Serialize>(config: &T) -> anyhow::Result<serde_json
     let mut json = serde_json::to_value(config)?;
     patch(&mut json, &toml::Value::try_from(config)?);
     Ok(json)
+}
+
+/// Keys added to an algorithm's configuration after runs were saved
+/// without them, each with the value that reproduces those runs:
+/// `(algorithms, key, value)`.
+const ADDED_KEYS: [(&[&str], &str, f64); 1] = [(&["ppo", "ppo-penalty"], "bound_coef", 0.0)];
+
+/// Completes a saved run's configuration table (a `summary.json`'s or a
+/// checkpoint's, of algorithm `algo`): a key in [`ADDED_KEYS`] that the run
+/// did not save did not exist when it ran, so it gets the value that
+/// reproduces the run rather than today's default (`bound_coef` is 1e-4
+/// in `PpoConfig::PLANT`, 0 before it existed).
+pub fn fill_added_keys(table: &mut toml::Table, algo: &str) {
+    for (algos, key, value) in ADDED_KEYS {
+        if algos.contains(&algo) && !table.contains_key(key) {
+            table.insert(key.to_owned(), toml::Value::Float(value));
+        }
+    }
 }
 
 /// The configuration table of [`config_json`]'s JSON: the strings `"inf"`,

@@ -338,15 +338,15 @@ impl AlgoConfig {
                 normalize_reward: true,
                 ..PpoConfig::DEFAULT
             },
-            // Every other plant (the suite's): the core's defaults (SB3's)
-            // with SB3's minibatch size, 64 (32 minibatches of the 2 048-step
-            // rollout: 320 gradient steps per update, not 40). Measured on
-            // the suite (`microrl suite --algo ppo`, docs/plants.md): with 4
-            // minibatches no plant beat its baseline; with 32, see there.
+            // Every other plant (the suite's): the core's plant defaults —
+            // SB3's with SB3's minibatch size, 64 (32 minibatches of the
+            // 2 048-step rollout: 320 gradient steps per update, not 40), and
+            // rl_games' bound loss. Measured on the suite (`microrl suite
+            // --algo ppo`, docs/plants.md): with 4 minibatches no plant beat
+            // its baseline; with 32, see there.
             _ => PpoConfig {
                 total_steps: steps,
-                minibatches: 32,
-                ..PpoConfig::DEFAULT
+                ..PpoConfig::PLANT
             },
         }
     }

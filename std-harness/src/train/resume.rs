@@ -165,8 +165,9 @@ pub fn resume(out: &Path, progress_bar: bool) -> anyhow::Result<TrainSummary> {
         "{}: `checkpoint_every` must be > 0 (the run's --checkpoint-every), not 0",
         dir.join(CHECKPOINT_PROGRESS).display()
     );
-    let config =
+    let mut config =
         json_config(&saved.config).context("the checkpoint's configuration is not a table")?;
+    fill_added_keys(&mut config, saved.algo.name());
     let opts = TrainOptions {
         overrides: Overrides(config),
         threshold: saved.threshold,

@@ -65,3 +65,31 @@ fn only_the_default_run_gets_the_time_tuned_settings() {
     let pendulum = TrainOptions::new(EnvName::Pendulum, Algo::Ppo, 0, 300_000);
     assert!(!pendulum.default_run());
 }
+
+/// A run saved before `bound_coef` existed trained without the bound loss:
+/// `--config runs/X/summary.json` (and a resume, through the same
+/// `fill_added_keys`) gives it `bound_coef = 0`, not `PpoConfig::PLANT`'s
+/// 1e-4, so the run is reproduced; a saved value and other algorithms'
+/// configurations are left alone.
+#[test]
+fn a_run_saved_before_the_bound_loss_is_reproduced_without_it() {
+    let dir = std::env::temp_dir().join(format!("microrl-added-keys-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let read = |algo: &str, config: &str| {
+        let path = dir.join(format!("{algo}-summary.json"));
+        let text = format!(r#"{{"algo": "{algo}", "env": "servo", "config": {config}}}"#);
+        std::fs::write(&path, text).unwrap();
+        Overrides::from_file(&path).unwrap().0
+    };
+    let old = read("ppo", r#"{"gamma": 0.99, "minibatches": 32}"#);
+    assert_eq!(old.get("bound_coef"), Some(&toml::Value::Float(0.0)));
+    let mut opts = TrainOptions::new(EnvName::Servo, Algo::Ppo, 0, 100_000);
+    assert_eq!(ppo(&opts).bound_coef, 1e-4);
+    opts.overrides = Overrides(old);
+    assert_eq!(ppo(&opts).bound_coef, 0.0);
+    let saved = read("ppo-penalty", r#"{"bound_coef": 0.5}"#);
+    assert_eq!(saved.get("bound_coef"), Some(&toml::Value::Float(0.5)));
+    let sac = read("sac", r#"{"gamma": 0.99}"#);
+    assert_eq!(sac.get("bound_coef"), None);
+    std::fs::remove_dir_all(&dir).unwrap();
+}

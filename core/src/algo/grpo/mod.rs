@@ -535,6 +535,7 @@ impl<A: Actor<OBS>, const OBS: usize, const N: usize, const CHUNK: usize> Grpo<A
                         &actions[..n],
                         &d_log_probs[..n],
                         -c.ent_coef * inv_batch,
+                        None,
                         &mut self.train.grads,
                     );
                 }
@@ -625,6 +626,7 @@ impl<A: Actor<OBS>, const OBS: usize, const N: usize, const CHUNK: usize> Grpo<A
                             &self.rollout.actions[steps_here],
                             &[d_log_prob; CHUNK][..n],
                             -c.ent_coef * inv_len * inv_batch,
+                            None,
                             &mut self.train.grads,
                         );
                     }

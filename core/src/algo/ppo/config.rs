@@ -36,6 +36,16 @@ pub struct PpoConfig {
     pub value_clip: Option<f32>,
     /// Entropy bonus coefficient `c_e`. Default 0.
     pub ent_coef: f32,
+    /// Coefficient `c_b` of the bound loss on a Gaussian mean (rl_games'
+    /// `bounds_loss_coef`): `c_b · Σᵢ eᵢ²` per sample, `eᵢ` how far the mean,
+    /// in units of the actuator's half-range about its centre, lies beyond
+    /// [`SOFT_BOUND`](crate::policy::SOFT_BOUND) (see
+    /// [`mean_bound_loss`](crate::policy::mean_bound_loss)). Without it a mean
+    /// past the bound gets no signal back: every sample beyond the bound is
+    /// clipped to the same command, so their advantages are noise and the
+    /// mean random-walks away, until the policy can no longer leave the bound
+    /// when the plant needs it to. No effect on a categorical actor. Default 0.
+    pub bound_coef: f32,
     /// Value loss coefficient `c_v` of `c_v · ½(V − R)²` (CleanRL's
     /// convention). SB3 weighs `mean((R − V)²)` without the ½: SB3's
     /// `vf_coef = c` is `2c` here (its default 0.5 is 1.0). Default 0.5.
@@ -100,6 +110,7 @@ impl PpoConfig {
         normalize_advantages: true,
         value_clip: None,
         ent_coef: 0.0,
+        bound_coef: 0.0,
         vf_coef: 0.5,
         max_grad_norm: Some(0.5),
         target_kl: None,
@@ -125,6 +136,7 @@ impl PpoConfig {
         normalize_advantages: false,
         value_clip: None,
         ent_coef: 0.0,
+        bound_coef: 0.0,
         vf_coef: 0.0,
         max_grad_norm: None,
         target_kl: None,
@@ -163,6 +175,21 @@ impl PpoConfig {
         gamma: 0.98,
         gae_lambda: 0.8,
         minibatches: 32,
+        ..Self::DEFAULT
+    };
+
+    /// The defaults for a plant of your own (a continuous or discrete
+    /// controller on a 2 048-step rollout): [`DEFAULT`](Self::DEFAULT) with
+    /// SB3's minibatch size, 64 (32 minibatches: 320 gradient steps per
+    /// update instead of 40), and the bound loss on a Gaussian mean
+    /// (`bound_coef` 1e-4, the IsaacGymEnvs setting of rl_games'
+    /// `bounds_loss_coef`). `microrl train` uses it on every plant but
+    /// CartPole, its continuous variant and Pendulum, which keep their tuned
+    /// settings (docs/plants.md, "The suite", for what each setting changed
+    /// there). Set `total_steps` to the budget.
+    pub const PLANT: Self = Self {
+        minibatches: 32,
+        bound_coef: 1e-4,
         ..Self::DEFAULT
     };
 
@@ -226,6 +253,7 @@ impl PpoConfig {
             "must divide the rollout length",
         )?;
         non_negative("ent_coef", self.ent_coef)?;
+        non_negative("bound_coef", self.bound_coef)?;
         non_negative("vf_coef", self.vf_coef)?;
         positive_or_off("max_grad_norm", self.max_grad_norm)?;
         positive_or_off("target_kl", self.target_kl)?;
@@ -341,6 +369,7 @@ impl A2cConfig {
             normalize_advantages: c.normalize_advantages,
             value_clip: None,
             ent_coef: c.ent_coef,
+            bound_coef: 0.0,
             vf_coef: c.vf_coef,
             max_grad_norm: c.max_grad_norm,
             target_kl: None,

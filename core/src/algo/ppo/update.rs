@@ -17,7 +17,8 @@ use crate::rng;
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct UpdateStats {
     /// Policy loss: the clipped surrogate, plus the KL penalty `β·k₃` when
-    /// [`PpoConfig::kl_coef`](crate::algo::PpoConfig::kl_coef) is on.
+    /// [`PpoConfig::kl_coef`](crate::algo::PpoConfig::kl_coef) is on and the
+    /// bound loss when [`PpoConfig::bound_coef`](crate::algo::PpoConfig::bound_coef) is.
     pub policy_loss: f32,
     /// Value loss `½(V − R)²`.
     pub value_loss: f32,
@@ -166,13 +167,19 @@ impl<A: Actor<OBS>, C: Critic<OBS>, const OBS: usize, const N: usize, const CHUN
                         stats.clip_fraction += f32::from(u8::from(s.clipped));
                         samples += 1;
                     }
-                    actor.backward_batch(
+                    // The bound loss `c_b · Σᵢ eᵢ²` on a Gaussian mean
+                    // (`PpoConfig::bound_coef`), averaged over the minibatch.
+                    let bound =
+                        (c.bound_coef > 0.0).then_some((&self.space, c.bound_coef * inv_batch));
+                    let bound_loss = actor.backward_batch(
                         &mut self.actor_batch,
                         &actions[..n],
                         &d_log_probs[..n],
                         -c.ent_coef * inv_batch,
+                        bound,
                         &mut self.train.grads.actor,
                     );
+                    stats.policy_loss += c.bound_coef * bound_loss;
 
                     let mut value_losses = [0.0f32; CHUNK];
                     self.train.params.critic.fit_batch(

@@ -185,6 +185,7 @@ const fn config_to_ppo(c: ReinforceConfig) -> PpoConfig {
         normalize_advantages: c.normalize_advantages,
         value_clip: None,
         ent_coef: c.ent_coef,
+        bound_coef: 0.0,
         vf_coef: c.vf_coef,
         max_grad_norm: c.max_grad_norm,
         target_kl: None,

@@ -150,6 +150,7 @@ impl TrpoConfig {
             normalize_advantages: c.normalize_advantages,
             value_clip: None,
             ent_coef: 0.0,
+            bound_coef: 0.0,
             vf_coef: 1.0,
             max_grad_norm: c.max_grad_norm,
             target_kl: None,
