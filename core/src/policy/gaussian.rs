@@ -258,18 +258,14 @@ pub fn mean_bound_loss<const A: usize>(
     let mut d_mean = SVector::<f32, A>::zeros();
     for i in 0..A {
         let half = 0.5 * (space.high[i] - space.low[i]);
-        if !(half > 0.0 && half.is_finite()) {
+        // A NaN or empty range is skipped; an infinite one gives `x` = NaN
+        // (or 0), so no excess.
+        if half.is_nan() || half <= 0.0 {
             continue;
         }
         let centre = 0.5 * (space.high[i] + space.low[i]);
         let x = (mean[i] - centre) / half;
-        let excess = if x > SOFT_BOUND {
-            x - SOFT_BOUND
-        } else if x < -SOFT_BOUND {
-            x + SOFT_BOUND
-        } else {
-            0.0
-        };
+        let excess = (x - SOFT_BOUND).max(0.0) + (x + SOFT_BOUND).min(0.0);
         loss += excess * excess;
         d_mean[i] = 2.0 * excess / half;
     }
@@ -484,6 +480,25 @@ mod tests {
             let g = head.grad_log_prob(&mean, &raw);
             assert!(g.mean[0].is_finite() && g.log_std[0].is_finite());
         }
+    }
+
+    #[test]
+    fn the_bound_loss_skips_degenerate_and_unbounded_ranges() {
+        let space = Continuous {
+            low: [0.5, f32::NEG_INFINITY, 0.0, -1.0, f32::NAN],
+            high: [0.5, f32::INFINITY, f32::INFINITY, 1.0, 1.0],
+        };
+        let mean = SVector::<f32, 5>::from_element(2.0);
+        let (loss, d_mean) = mean_bound_loss(&space, &mean);
+        // Only the [−1, 1] dimension: e = 2 − 1.1, L = e², ∂L/∂μ = 2e/1.
+        let e = 2.0 - SOFT_BOUND;
+        assert_eq!(loss, e * e);
+        assert_eq!(d_mean, SVector::<f32, 5>::new(0.0, 0.0, 0.0, 2.0 * e, 0.0));
+        // Inside the soft bound: nothing; below it: the mirror image.
+        let inside = mean_bound_loss(&space, &SVector::from_element(-1.05));
+        assert_eq!(inside, (0.0, SVector::zeros()));
+        let (below, d_below) = mean_bound_loss(&space, &SVector::from_element(-2.0));
+        assert_eq!((below, d_below[3]), (e * e, -2.0 * e));
     }
 
     #[test]

@@ -330,6 +330,26 @@ fn cartpole_continuous_settings_are_the_documented_ones() {
     );
 }
 
+/// The plant defaults (the CLI's on every suite plant) are the documented
+/// ones on the defaults: 32 minibatches (SB3's minibatch of 64 on a
+/// 2 048-step rollout) and the bound loss at 1e-4; `DEFAULT` has no bound
+/// loss, so the runs pinned on it keep their bits.
+#[test]
+fn plant_settings_are_the_documented_ones() {
+    let (c, d) = (PpoConfig::PLANT, PpoConfig::DEFAULT);
+    assert_eq!((c.minibatches, c.bound_coef), (32, 1e-4));
+    assert_eq!(d.bound_coef, 0.0);
+    assert!(c.validate(2048).is_ok());
+    assert_eq!(
+        PpoConfig {
+            minibatches: d.minibatches,
+            bound_coef: d.bound_coef,
+            ..c
+        },
+        d
+    );
+}
+
 /// A collect counts its steps, fills the rollout, and refuses value
 /// targets beyond what a gradient may carry (rewards huge but finite).
 #[test]
