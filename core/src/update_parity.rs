@@ -230,6 +230,7 @@ fn config(case: &Value) -> PpoConfig {
         value_clip: opt(&c["value_clip"]),
         ent_coef: f(&c["ent_coef"]),
         bound_coef: c.get("bound_coef").map_or(0.0, f),
+        noise_beta: Schedule::Constant(0.0),
         vf_coef: f(&c["vf_coef"]),
         max_grad_norm: opt(&c["max_grad_norm"]),
         target_kl: opt(&c["target_kl"]),

@@ -90,17 +90,21 @@ const fn choice(key: &'static str, values: &'static [f64]) -> Dim {
     }
 }
 
-/// PPO's (and A2C's) search space: the learning rate, `γ`, `λ`, epochs,
-/// minibatches and the entropy bonus — the knobs SB3 and CleanRL users turn.
-/// The network width is a const generic of the agent type, so it is the
-/// caller's choice, not the search's.
-pub const PPO_SPACE: [Dim; 6] = [
+/// PPO's search space: the learning rate, `γ`, `λ`, epochs, minibatches
+/// and the entropy bonus — the knobs SB3 and CleanRL users turn — and the
+/// colour `β` of the exploration noise (`noise_beta`: white, `0.5`, pink; a
+/// plant that integrates the command may need correlated exploration to
+/// find its reward at all, one that must hold a precise state is better
+/// off without). The network width is a const generic of the agent type,
+/// so it is the caller's choice, not the search's.
+pub const PPO_SPACE: [Dim; 7] = [
     log("learning_rate", 1e-4, 3e-3),
     choice("gamma", &[0.9, 0.95, 0.98, 0.99, 0.995]),
     choice("gae_lambda", &[0.8, 0.9, 0.95, 0.98]),
     choice("epochs", &[4.0, 10.0, 20.0]),
     choice("minibatches", &[4.0, 8.0, 16.0, 32.0]),
     choice("ent_coef", &[0.0, 1e-3, 1e-2]),
+    choice("noise_beta", &[0.0, 0.5, 1.0]),
 ];
 
 /// SAC's search space: learning rate, `γ`, `τ` and the minibatch size.

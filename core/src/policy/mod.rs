@@ -31,10 +31,12 @@
 //! than returned as ±∞ or NaN — all with [`Error::NonFinite`].
 
 mod categorical;
+mod coloured;
 mod gaussian;
 
 pub use categorical::{Categorical, NEAR_TIE};
 use categorical::{d_logits_at, entropy_of, heads_of};
+pub use coloured::{ColouredNoise, MAX_OCTAVES};
 pub use gaussian::{Gaussian, GaussianGrad, LOG_STD_MAX, LOG_STD_MIN, SOFT_BOUND, mean_bound_loss};
 
 use nalgebra::SVector;
@@ -164,6 +166,46 @@ pub trait Actor<const OBS: usize>: Params {
         k: usize,
         rng: &mut R,
     ) -> Result<(Self::Action, f32), Error>;
+
+    /// [`sample`](Actor::sample) with the exploration noise taken from
+    /// `noise` — its [`fill`](ColouredNoise::fill) for environment copy
+    /// `copy` at rollout step `t`, `(copy, t)` — instead of independent draws from `rng`:
+    /// a Gaussian actor's `ε` (PPO's
+    /// [`noise_beta`](crate::algo::PpoConfig::noise_beta)). The
+    /// log-probability is the same function of the action as `sample`'s.
+    /// The default, for an actor without Gaussian noise (a categorical actor
+    /// draws its action from `rng`), is `sample`.
+    ///
+    /// # Errors
+    /// As [`sample`](Actor::sample).
+    fn sample_coloured<R: Rng + ?Sized>(
+        &self,
+        input: &SVector<f32, OBS>,
+        noise: &ColouredNoise,
+        (copy, t): (u32, u32),
+        rng: &mut R,
+    ) -> Result<(Self::Action, f32), Error> {
+        let _ = (noise, copy, t);
+        self.sample(input, rng)
+    }
+
+    /// [`sample_coloured`](Actor::sample_coloured) for input `k` of the last
+    /// [`sample_batch`](Actor::sample_batch), as
+    /// [`sample_at`](Actor::sample_at) is [`sample`](Actor::sample).
+    ///
+    /// # Errors
+    /// As [`sample_at`](Actor::sample_at).
+    fn sample_at_coloured<R: Rng + ?Sized, const BATCH: usize>(
+        &self,
+        batch: &mut Self::Batch<BATCH>,
+        k: usize,
+        noise: &ColouredNoise,
+        (copy, t): (u32, u32),
+        rng: &mut R,
+    ) -> Result<(Self::Action, f32), Error> {
+        let _ = (noise, copy, t);
+        self.sample_at(batch, k, rng)
+    }
 
     /// [`backward`](Actor::backward) for every sample of a successful
     /// [`evaluate_batch`](Actor::evaluate_batch), with `d_log_probs[k]` for
@@ -503,7 +545,40 @@ where
         mean: &SVector<f32, ACT>,
         rng: &mut R,
     ) -> Result<(SVector<f32, ACT>, f32), Error> {
-        let raw = self.head.sample(mean, rng);
+        self.sample_with(mean, &Gaussian::<ACT>::sample_noise(rng))
+    }
+
+    /// The mean of sample `k` of the last batched pass, with
+    /// [`mean`](Self::mean)'s checks on the batch's input and mean.
+    fn batch_mean<const BATCH: usize>(
+        batch: &mut N::Batch<BATCH>,
+        k: usize,
+    ) -> Result<SVector<f32, ACT>, Error> {
+        let input = N::batch_inputs(batch).get(k).copied();
+        let (Some(input), Some(mean)) = (input, N::batch_outputs(batch).get(k)) else {
+            return Err(Error::InvalidInput {
+                what: "sample index past the batch",
+            });
+        };
+        check_all_finite(input.as_slice())?;
+        check_all_finite(mean.as_slice())?;
+        Ok(*mean)
+    }
+
+    /// `ε` of environment copy `copy` at rollout step `t` from `noise`.
+    fn coloured_eps(noise: &ColouredNoise, (copy, t): (u32, u32)) -> SVector<f32, ACT> {
+        let mut eps = SVector::<f32, ACT>::zeros();
+        noise.fill(copy, t, eps.as_mut_slice());
+        eps
+    }
+
+    /// [`sample_around`](Self::sample_around) with the noise `eps` given.
+    fn sample_with(
+        &self,
+        mean: &SVector<f32, ACT>,
+        eps: &SVector<f32, ACT>,
+    ) -> Result<(SVector<f32, ACT>, f32), Error> {
+        let raw = self.head.raw_from_noise(mean, eps);
         check_all_finite(raw.as_slice())?;
         let log_prob = self.head.log_prob(mean, &raw);
         check_finite(log_prob)?;
@@ -554,16 +629,31 @@ where
         k: usize,
         rng: &mut R,
     ) -> Result<(Self::Action, f32), Error> {
-        let input = N::batch_inputs(batch).get(k).copied();
-        let (Some(input), Some(mean)) = (input, N::batch_outputs(batch).get(k)) else {
-            return Err(Error::InvalidInput {
-                what: "sample index past the batch",
-            });
-        };
-        // `mean`'s checks on the batch's mean.
-        check_all_finite(input.as_slice())?;
-        check_all_finite(mean.as_slice())?;
-        self.sample_around(mean, rng)
+        let mean = Self::batch_mean(batch, k)?;
+        self.sample_around(&mean, rng)
+    }
+
+    fn sample_coloured<R: Rng + ?Sized>(
+        &self,
+        input: &SVector<f32, OBS>,
+        noise: &ColouredNoise,
+        (copy, t): (u32, u32),
+        _rng: &mut R,
+    ) -> Result<(Self::Action, f32), Error> {
+        let mean = self.mean(input)?;
+        self.sample_with(&mean, &Self::coloured_eps(noise, (copy, t)))
+    }
+
+    fn sample_at_coloured<R: Rng + ?Sized, const BATCH: usize>(
+        &self,
+        batch: &mut Self::Batch<BATCH>,
+        k: usize,
+        noise: &ColouredNoise,
+        (copy, t): (u32, u32),
+        _rng: &mut R,
+    ) -> Result<(Self::Action, f32), Error> {
+        let mean = Self::batch_mean(batch, k)?;
+        self.sample_with(&mean, &Self::coloured_eps(noise, (copy, t)))
     }
 
     fn evaluate(

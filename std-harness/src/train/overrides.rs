@@ -242,7 +242,10 @@ pub fn config_json<T: serde::Serialize>(config: &T) -> anyhow::Result<serde_json
 /// Keys added to an algorithm's configuration after runs were saved
 /// without them, each with the value that reproduces those runs:
 /// `(algorithms, key, value)`.
-const ADDED_KEYS: [(&[&str], &str, f64); 1] = [(&["ppo", "ppo-penalty"], "bound_coef", 0.0)];
+const ADDED_KEYS: [(&[&str], &str, f64); 2] = [
+    (&["ppo", "ppo-penalty"], "bound_coef", 0.0),
+    (&["ppo", "ppo-penalty"], "noise_beta", 0.0),
+];
 
 /// Completes a saved run's configuration table (a `summary.json`'s or a
 /// checkpoint's, of algorithm `algo`): a key in [`ADDED_KEYS`] that the run

@@ -11,6 +11,7 @@ use crate::algo::{Actor, Cursor, Episode};
 use crate::env::{ActionSpace, Env};
 use crate::error::{Error, check_finite};
 use crate::normalize::RunningNorm;
+use crate::policy::ColouredNoise;
 
 impl<A: Actor<OBS>, C: Critic<OBS>, const OBS: usize, const N: usize, const CHUNK: usize>
     Ppo<A, C, OBS, N, CHUNK>
@@ -190,6 +191,7 @@ impl<A: Actor<OBS>, C: Critic<OBS>, const OBS: usize, const N: usize, const CHUN
             self.obs_norm.clone(),
             self.return_norm.clone(),
             self.discounted_return,
+            self.noise,
         );
         // The copies' discounted returns (n_envs > 1) are saved in the
         // rollout's value targets, which `collect_rollout` writes only after
@@ -207,7 +209,12 @@ impl<A: Actor<OBS>, C: Critic<OBS>, const OBS: usize, const N: usize, const CHUN
             penalty,
         );
         if result.is_err() {
-            (self.obs_norm, self.return_norm, self.discounted_return) = saved;
+            (
+                self.obs_norm,
+                self.return_norm,
+                self.discounted_return,
+                self.noise,
+            ) = saved;
             for (cursor, &saved) in cursors[..n_envs].iter_mut().zip(&self.rollout.returns) {
                 cursor.discounted_return = saved;
             }
@@ -234,6 +241,18 @@ impl<A: Actor<OBS>, C: Critic<OBS>, const OBS: usize, const N: usize, const CHUN
         self.rollout.clear();
         let len = self.config.rollout_len(N);
         let n_envs = cursors.len();
+        // β at the progress before this rollout, as the update's schedules.
+        let beta = self
+            .config
+            .noise_beta
+            .at(self.steps, self.config.total_steps);
+        self.noise = if beta > 0.0 {
+            // One key per rollout, octaves up to each copy's share of it.
+            let steps = u32::try_from(len / n_envs).unwrap_or(u32::MAX);
+            ColouredNoise::new(beta, steps, rng)
+        } else {
+            ColouredNoise::OFF
+        };
         // On a desktop, with several copies, the network passes of up to
         // `CHUNK` copies run together, one layer at a time (`nn::batch`),
         // before their actions are drawn and their steps taken in the
@@ -366,16 +385,23 @@ impl<A: Actor<OBS>, C: Critic<OBS>, const OBS: usize, const N: usize, const CHUN
         } else {
             self.observe(&cursor.obs)?
         };
+        // This step's place in the rollout: copy `e` of round `t`, `(e, t)`.
+        let taken = self.rollout.len();
+        let at = ((taken % n_envs) as u32, (taken / n_envs) as u32);
+        let coloured = self.noise.octaves() > 0;
+        let actor = &self.train.params.actor;
         let ((action, log_prob), v) = match sampled {
-            Some((k, v)) => (
-                self.train
-                    .params
-                    .actor
-                    .sample_at(&mut self.actor_batch, k, rng)?,
+            Some((k, v)) if coloured => (
+                actor.sample_at_coloured(&mut self.actor_batch, k, &self.noise, at, rng)?,
                 v,
             ),
+            Some((k, v)) => (actor.sample_at(&mut self.actor_batch, k, rng)?, v),
+            None if coloured => (
+                actor.sample_coloured(&obs, &self.noise, at, rng)?,
+                self.train.params.critic.value(&obs),
+            ),
             None => (
-                self.train.params.actor.sample(&obs, rng)?,
+                actor.sample(&obs, rng)?,
                 self.train.params.critic.value(&obs),
             ),
         };

@@ -46,6 +46,20 @@ pub struct PpoConfig {
     /// mean random-walks away, until the policy can no longer leave the bound
     /// when the plant needs it to. No effect on a categorical actor. Default 0.
     pub bound_coef: f32,
+    /// Exponent `β` of the exploration noise's power spectrum `1/f^β`: 0
+    /// draws the Gaussian actor's `ε` independently every step (white
+    /// noise); above 0 the draws are correlated in time
+    /// ([`ColouredNoise`](crate::policy::ColouredNoise), a new key per
+    /// rollout, octaves up to the rollout's length per copy) with the same
+    /// `𝒩(0, 1)` marginals, so log-probabilities and the update are
+    /// unchanged. White noise makes consecutive commands cancel, so on a plant
+    /// that integrates the command the policy may never see a reward that
+    /// needs seconds of pushing one way; 0.5 is Hollenstein et al.'s (2024)
+    /// setting for PPO, 1 is pink noise. A schedule over training progress
+    /// (evaluated at each rollout's start), e.g. `{ start = 0.5, end = 0.0 }`
+    /// to explore early and fine-tune with white noise. No effect on a
+    /// categorical actor. In `[0, 2]` throughout. Default 0.
+    pub noise_beta: Schedule,
     /// Value loss coefficient `c_v` of `c_v · ½(V − R)²` (CleanRL's
     /// convention). SB3 weighs `mean((R − V)²)` without the ½: SB3's
     /// `vf_coef = c` is `2c` here (its default 0.5 is 1.0). Default 0.5.
@@ -111,6 +125,7 @@ impl PpoConfig {
         value_clip: None,
         ent_coef: 0.0,
         bound_coef: 0.0,
+        noise_beta: Schedule::Constant(0.0),
         vf_coef: 0.5,
         max_grad_norm: Some(0.5),
         target_kl: None,
@@ -137,6 +152,7 @@ impl PpoConfig {
         value_clip: None,
         ent_coef: 0.0,
         bound_coef: 0.0,
+        noise_beta: Schedule::Constant(0.0),
         vf_coef: 0.0,
         max_grad_norm: None,
         target_kl: None,
@@ -254,6 +270,15 @@ impl PpoConfig {
         )?;
         non_negative("ent_coef", self.ent_coef)?;
         non_negative("bound_coef", self.bound_coef)?;
+        let (beta_start, beta_end) = match self.noise_beta {
+            Schedule::Constant(beta) => (beta, beta),
+            Schedule::Linear { start, end } => (start, end),
+        };
+        check(
+            "noise_beta",
+            (0.0..=2.0).contains(&beta_start) && (0.0..=2.0).contains(&beta_end),
+            "must be in [0, 2] throughout",
+        )?;
         non_negative("vf_coef", self.vf_coef)?;
         positive_or_off("max_grad_norm", self.max_grad_norm)?;
         positive_or_off("target_kl", self.target_kl)?;
@@ -370,6 +395,7 @@ impl A2cConfig {
             value_clip: None,
             ent_coef: c.ent_coef,
             bound_coef: 0.0,
+            noise_beta: Schedule::Constant(0.0),
             vf_coef: c.vf_coef,
             max_grad_norm: c.max_grad_norm,
             target_kl: None,

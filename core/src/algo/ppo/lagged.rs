@@ -47,8 +47,8 @@ impl<A: Actor<OBS>, C: Critic<OBS>, const OBS: usize, const N: usize, const CHUN
     /// Then [`update`](Self::update) trains on it.
     ///
     /// # Errors
-    /// [`Error::InvalidConfig`] naming `n_envs` unless it is 1, or
-    /// [`Error::RolloutIncomplete`] unless `ticks` holds exactly one
+    /// [`Error::InvalidConfig`] naming `n_envs` unless it is 1 or
+    /// `noise_beta` unless it is 0, or [`Error::RolloutIncomplete`] unless `ticks` holds exactly one
     /// rollout; [`Error::NonFinite`] for a non-finite observation, reward or
     /// value; [`Error::ValueOverflow`] as for `collect`. A refused ingest
     /// changes nothing in the agent (the normalisers and the discounted
@@ -58,6 +58,12 @@ impl<A: Actor<OBS>, C: Critic<OBS>, const OBS: usize, const N: usize, const CHUN
             return Err(Error::config(
                 "n_envs",
                 "must be 1 for the lagged schedule (one control loop)",
+            ));
+        }
+        if self.config.noise_beta.value(0.0) != 0.0 || self.config.noise_beta.value(1.0) != 0.0 {
+            return Err(Error::config(
+                "noise_beta",
+                "must be 0 for the lagged schedule (its control loop draws independent noise)",
             ));
         }
         let Some(last) = ticks.last() else {

@@ -66,6 +66,7 @@ use crate::nn::Zeroed;
 use crate::normalize::RunningNorm;
 use crate::optim::{Optimizer, TrainState};
 use crate::params::Params;
+use crate::policy::ColouredNoise;
 
 /// Actor and critic parameters trained together by one Adam (and serialised
 /// together in a checkpoint: actor first).
@@ -120,6 +121,10 @@ pub struct Ppo<
     pub kl_coef: f32,
     /// Environment steps collected so far.
     pub steps: u64,
+    /// The current rollout's exploration noise when
+    /// [`PpoConfig::noise_beta`] is above 0 (drawn at the rollout's start,
+    /// so never part of a checkpoint).
+    pub(crate) noise: ColouredNoise,
     pub(crate) actor_cache: A::Cache,
     pub(crate) critic_cache: C::Cache,
     actor_batch: A::Batch<CHUNK>,
@@ -166,6 +171,7 @@ impl<A: Actor<OBS>, C: Critic<OBS>, const OBS: usize, const N: usize, const CHUN
             discounted_return: 0.0,
             kl_coef: config.kl_coef,
             steps: 0,
+            noise: ColouredNoise::OFF,
             actor_cache: A::ZERO_CACHE,
             critic_cache: C::ZERO_CACHE,
             actor_batch: <A::Batch<CHUNK> as Zeroed>::ZERO,

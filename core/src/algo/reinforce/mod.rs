@@ -186,6 +186,7 @@ const fn config_to_ppo(c: ReinforceConfig) -> PpoConfig {
         value_clip: None,
         ent_coef: c.ent_coef,
         bound_coef: 0.0,
+        noise_beta: Schedule::Constant(0.0),
         vf_coef: c.vf_coef,
         max_grad_norm: c.max_grad_norm,
         target_kl: None,

@@ -151,6 +151,7 @@ impl TrpoConfig {
             value_clip: None,
             ent_coef: 0.0,
             bound_coef: 0.0,
+            noise_beta: Schedule::Constant(0.0),
             vf_coef: 1.0,
             max_grad_norm: c.max_grad_norm,
             target_kl: None,

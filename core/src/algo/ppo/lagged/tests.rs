@@ -126,7 +126,7 @@ fn a_split_control_loop_and_learner_equal_the_one_thread_schedule() {
 }
 
 /// A rollout with a non-finite reward is refused and the agent is as
-/// before; so is a rollout of the wrong length.
+/// before; so is a rollout of the wrong length, and coloured noise.
 #[test]
 fn a_refused_ingest_changes_nothing() {
     let (mut agent, mut env, mut cursor, mut rng) = started(3);
@@ -147,6 +147,25 @@ fn a_refused_ingest_changes_nothing() {
         Err(Error::RolloutIncomplete)
     );
     assert_eq!(agent.learner.ingest(&[]), Err(Error::RolloutIncomplete));
+    // The control loop draws independent noise: coloured noise is refused.
+    let ticks = agent.pending.ticks;
+    for beta in [
+        crate::optim::Schedule::Constant(0.5),
+        crate::optim::Schedule::Linear {
+            start: 0.0,
+            end: 0.5,
+        },
+    ] {
+        agent.learner.config.noise_beta = beta;
+        assert_eq!(
+            agent.learner.ingest(&ticks),
+            Err(Error::config(
+                "noise_beta",
+                "must be 0 for the lagged schedule (its control loop draws independent noise)"
+            ))
+        );
+    }
+    agent.learner.config.noise_beta = crate::optim::Schedule::Constant(0.0);
     let after = (
         agent.learner.obs_norm.clone(),
         agent.learner.return_norm.clone(),
