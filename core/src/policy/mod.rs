@@ -67,6 +67,12 @@ pub trait Actor<const OBS: usize>: Params {
     const ZERO_ACTION: Self::Action;
     /// A zeroed cache, for `const` initialisers.
     const ZERO_CACHE: Self::Cache;
+    /// Standard-normal draws per action that
+    /// [`sample_coloured`](Actor::sample_coloured) takes from its noise (a
+    /// Gaussian actor's `ε`, one per dimension); 0, the default, for an
+    /// actor that explores otherwise (a categorical actor draws its action
+    /// from the RNG), which coloured noise leaves alone.
+    const NOISE_DIM: usize = 0;
 
     /// Orthogonal initialisation (hidden gain √2, output gain 0.01, CleanRL)
     /// and, for Gaussian heads, `log σ = 0`.
@@ -598,6 +604,7 @@ where
         net: N::ZERO_CACHE,
         output: zero_vector(),
     };
+    const NOISE_DIM: usize = ACT;
 
     fn init<R: Rng + ?Sized>(&mut self, rng: &mut R) {
         self.net.init_orthogonal(rng, gain::HIDDEN, gain::POLICY);

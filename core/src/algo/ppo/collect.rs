@@ -246,7 +246,7 @@ impl<A: Actor<OBS>, C: Critic<OBS>, const OBS: usize, const N: usize, const CHUN
             .config
             .noise_beta
             .at(self.steps, self.config.total_steps);
-        self.noise = if beta > 0.0 {
+        self.noise = if beta > 0.0 && A::NOISE_DIM > 0 {
             // One key per rollout, octaves up to each copy's share of it.
             let steps = u32::try_from(len / n_envs).unwrap_or(u32::MAX);
             ColouredNoise::new(beta, steps, rng)

@@ -58,7 +58,8 @@ pub struct PpoConfig {
     /// setting for PPO, 1 is pink noise. A schedule over training progress
     /// (evaluated at each rollout's start), e.g. `{ start = 0.5, end = 0.0 }`
     /// to explore early and fine-tune with white noise. No effect on a
-    /// categorical actor. In `[0, 2]` throughout. Default 0.
+    /// categorical actor (the same bits as 0). In `[0, 2]` throughout.
+    /// Default 0.
     pub noise_beta: Schedule,
     /// Value loss coefficient `c_v` of `c_v · ½(V − R)²` (CleanRL's
     /// convention). SB3 weighs `mean((R − V)²)` without the ½: SB3's

@@ -812,6 +812,36 @@ fn coloured_noise_drives_the_samples() {
     }
 }
 
+/// A categorical actor has no Gaussian noise to colour: `noise_beta`
+/// draws no key and changes nothing, bit for bit.
+#[test]
+fn coloured_noise_leaves_a_categorical_actor_alone() {
+    use crate::env::CartPole;
+    let run = |beta: f32| {
+        let config = PpoConfig {
+            noise_beta: Schedule::Constant(beta),
+            ..PpoConfig::DEFAULT
+        };
+        let mut agent = std::boxed::Box::new(Agent::new(config));
+        let mut rng = crate::nn::fd::rng(9);
+        let mut env = CartPole::new();
+        agent.init(&env, &mut rng).unwrap();
+        let mut cursor = Cursor::start(&mut env, &mut rng);
+        for _ in 0..2 {
+            agent
+                .collect(&mut env, &mut cursor, &mut rng, |_| {})
+                .unwrap();
+            agent.update(&mut rng).unwrap();
+        }
+        (
+            agent.rollout.actions,
+            agent.train.params.clone(),
+            rng.next_u32(),
+        )
+    };
+    assert!(run(0.0) == run(1.0));
+}
+
 /// The failure mode coloured noise addresses: on a plant that integrates
 /// the command, independent draws cancel. An untrained policy (mean ≈ 0,
 /// σ = 1) on MountainCarContinuous reaches the flag in 1 of 40 episodes
