@@ -41,10 +41,11 @@ THRESHOLD = -200.0
 # (their own n_timesteps), each trained policy imported into microrl and scored
 # by `microrl eval --episodes 200 --seed 2000`: the 200 held-out start states
 # of `microrl suite` (HELD_OUT_SEED 2000).
-SUITE_ENVS = ("acrobot", "mountaincar-continuous")
+SUITE_ENVS = ("acrobot", "mountaincar-continuous", "servo")  # servo: its Python port, defaults only
 SUITE_CONFIGS = ("defaults", "rlzoo")
 SUITE_STEPS = {  # (full, --quick); None: the script's own (500 000, or RL Zoo's n_timesteps)
     ("defaults", "acrobot"): (None, 2_048), ("defaults", "mountaincar-continuous"): (None, 2_048),
+    ("defaults", "servo"): (None, 2_048),
     ("rlzoo", "acrobot"): (None, 4_096), ("rlzoo", "mountaincar-continuous"): (None, 200),
 }
 SUITE_EVAL_EPISODES = (200, 10)
@@ -72,6 +73,8 @@ def suite_runs(a):
     out = []
     for config in SUITE_CONFIGS:
         for env in SUITE_ENVS:
+            if (config, env) not in SUITE_STEPS:
+                continue  # RL Zoo has no entry for the servo
             cmd = [a.python, os.path.join(HERE, "sb3_suite_ppo.py"), "--env", env,
                    "--config", config, "--eval-episodes", str(SUITE_EVAL_EPISODES[q])]
             steps = SUITE_STEPS[(config, env)][q]

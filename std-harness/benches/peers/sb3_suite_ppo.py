@@ -1,6 +1,9 @@
 """SB3 PPO on the two suite plants Gymnasium has, Acrobot-v1 and
 MountainCarContinuous-v0, for the `--tasks suite` rows of microrl's peer
-benchmark (run.sh beside this file): the peers of `microrl suite`'s PPO rows.
+benchmark (run.sh beside this file): the peers of `microrl suite`'s PPO rows;
+and on the servo (`--env servo`, defaults only), through its Python port
+servo_env.py beside this file (Gymnasium id MicrorlServo-v0; its parity with
+microrl's Rust `Servo` is checked by tests/tests/servo_port_parity.rs).
 
 Two configurations:
 
@@ -9,6 +12,9 @@ Two configurations:
             n_epochs 10, gamma 0.99, gae_lambda 0.95, lr 3e-4, clip 0.2,
             ent_coef 0, vf_coef 0.5, max_grad_norm 0.5, 64-64 tanh actor
             and critic, orthogonal initialisation, no VecNormalize.
+
+            The servo runs this configuration only (RL Zoo has no entry
+            for it).
 
   rlzoo     RL Zoo's tuned entries, rl-baselines3-zoo 22e3ff2 (2026-04-23),
             hyperparams/ppo.yml, with their own n_timesteps, quoted:
@@ -78,7 +84,9 @@ R being the Gymnasium evaluation's mean return, T the CPU time
 of the Gymnasium evaluation (run.py reports both apart from the process's
 getrusage CPU time).
 
-usage: python sb3_suite_ppo.py --env acrobot|mountaincar-continuous
+For the servo, "Gymnasium" is the port: the same check on the Python plant.
+
+usage: python sb3_suite_ppo.py --env acrobot|mountaincar-continuous|servo
        --config defaults|rlzoo --out DIR [--steps N] [--seed 0]
        [--eval-episodes 200]
 """
@@ -103,7 +111,10 @@ from stable_baselines3 import PPO  # noqa: E402
 from stable_baselines3.common.env_util import make_vec_env  # noqa: E402
 from stable_baselines3.common.vec_env import VecNormalize  # noqa: E402
 
-GYM_ID = {"acrobot": "Acrobot-v1", "mountaincar-continuous": "MountainCarContinuous-v0"}
+import servo_env  # noqa: E402  (beside this file; registers MicrorlServo-v0)
+
+GYM_ID = {"acrobot": "Acrobot-v1", "mountaincar-continuous": "MountainCarContinuous-v0",
+          "servo": servo_env.ENV_ID}
 HELD_OUT_SEED = 1_000_000
 DEFAULT_STEPS = 500_000  # microrl suite's PPO budget
 
@@ -182,6 +193,8 @@ def main():
     p.add_argument("--out", required=True, help="directory for policy.safetensors (+ vecnormalize.json)")
     a = p.parse_args()
     gym_id = GYM_ID[a.env]
+    if a.config == "rlzoo" and a.env not in RLZOO:
+        p.error(f"--config rlzoo: RL Zoo has no entry for {a.env}")
 
     log_std_init = 0.0
     if a.config == "defaults":
