@@ -64,7 +64,7 @@ use microrl::SVector;
 use microrl::env::{
     Acrobot, ActionOf, CartPole, CartPoleContinuous, Env, MountainCarContinuous, Pendulum, Step,
 };
-use serde::{Deserialize, Deserializer};
+use serde::Deserialize;
 use std::collections::BTreeMap;
 
 /// The recorded trajectories (see the module documentation to regenerate).
@@ -156,24 +156,7 @@ struct Episode {
     truncated: Vec<bool>,
 }
 
-fn parse<E: serde::de::Error>(s: &str) -> Result<f64, E> {
-    s.parse()
-        .map_err(|e| E::custom(format!("float {s:?}: {e}")))
-}
-
-fn floats<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<f64>, D::Error> {
-    Vec::<String>::deserialize(d)?
-        .iter()
-        .map(|s| parse(s))
-        .collect()
-}
-
-fn float_rows<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<Vec<f64>>, D::Error> {
-    Vec::<Vec<String>>::deserialize(d)?
-        .iter()
-        .map(|row| row.iter().map(|s| parse(s)).collect())
-        .collect()
-}
+use microrl_tests::fixture::{float_rows, floats};
 
 /// An environment the fixture can drive: its `f64` state can be set and read,
 /// and a recorded action converted.

@@ -40,7 +40,7 @@
 
 use microrl::SVector;
 use microrl::env::{Env, Servo, ServoParams};
-use serde::{Deserialize, Deserializer};
+use serde::Deserialize;
 
 /// The recorded trajectories (see the module documentation to regenerate).
 const FIXTURE: &str = include_str!("../fixtures/servo_port_parity.json");
@@ -79,24 +79,7 @@ struct Episode {
     truncated: Vec<bool>,
 }
 
-fn parse<E: serde::de::Error>(s: &str) -> Result<f64, E> {
-    s.parse()
-        .map_err(|e| E::custom(format!("float {s:?}: {e}")))
-}
-
-fn floats<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<f64>, D::Error> {
-    Vec::<String>::deserialize(d)?
-        .iter()
-        .map(|s| parse(s))
-        .collect()
-}
-
-fn float_rows<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<Vec<f64>>, D::Error> {
-    Vec::<Vec<String>>::deserialize(d)?
-        .iter()
-        .map(|row| row.iter().map(|s| parse(s)).collect())
-        .collect()
-}
+use microrl_tests::fixture::{float_rows, floats};
 
 fn load() -> Fixture {
     let fixture: Fixture = serde_json::from_str(FIXTURE).expect("fixture parses");
