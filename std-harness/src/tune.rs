@@ -95,8 +95,9 @@ const fn choice(key: &'static str, values: &'static [f64]) -> Dim {
 /// colour `β` of the exploration noise (`noise_beta`: white, `0.5`, pink; a
 /// plant that integrates the command may need correlated exploration to
 /// find its reward at all, one that must hold a precise state is better
-/// off without). The network width is a const generic of the agent type,
-/// so it is the caller's choice, not the search's.
+/// off without; no effect on a discrete plant's categorical actor). The
+/// network width is a const generic of the agent type, so it is the
+/// caller's choice, not the search's.
 pub const PPO_SPACE: [Dim; 7] = [
     log("learning_rate", 1e-4, 3e-3),
     choice("gamma", &[0.9, 0.95, 0.98, 0.99, 0.995]),

@@ -243,6 +243,15 @@ pub trait LaggedLearner<const OBS: usize>: Sized {
     /// the same for every learner; the kind tells them apart).
     const LAGGED_KIND: u32 = 10;
 
+    /// Refuses a configuration the control loop cannot honour, before
+    /// [`Lagged`]'s `init` changes anything. The default accepts.
+    ///
+    /// # Errors
+    /// [`Error::InvalidConfig`] naming the setting.
+    fn check_lagged(&self) -> Result<(), Error> {
+        Ok(())
+    }
+
     /// Copies what the control loop acts with into `out`.
     fn publish(&self, out: &mut Self::Behaviour);
 
@@ -458,8 +467,10 @@ where
     E: Env<Obs = SVector<f32, OBS>, Space = <L::Behaviour as Behave<OBS>>::Space>,
 {
     /// The learner's `init`, then the control loop's stream seeded from one
-    /// draw of `rng` ([`init_lagged`]) and `θ₀` published.
+    /// draw of `rng` ([`init_lagged`]) and `θ₀` published — unless the
+    /// learner refuses the schedule ([`check_lagged`](LaggedLearner::check_lagged)).
     fn init<R: Rng + ?Sized>(&mut self, env: &E, rng: &mut R) -> Result<(), Error> {
+        self.learner.check_lagged()?;
         self.acting_rng = init_lagged(&mut self.learner, env, rng)?;
         self.learner.publish(&mut self.published);
         self.pending.len = 0;

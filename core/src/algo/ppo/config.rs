@@ -57,7 +57,8 @@ pub struct PpoConfig {
     /// needs seconds of pushing one way; 0.5 is Hollenstein et al.'s (2024)
     /// setting for PPO, 1 is pink noise. A schedule over training progress
     /// (evaluated at each rollout's start), e.g. `{ start = 0.5, end = 0.0 }`
-    /// to explore early and fine-tune with white noise. No effect on a
+    /// to explore early and fine-tune with nearly white noise (the last
+    /// rollouts' `β` is small, not 0: training stops before progress 1). No effect on a
     /// categorical actor (the same bits as 0). In `[0, 2]` throughout.
     /// Default 0.
     pub noise_beta: Schedule,
@@ -236,8 +237,10 @@ impl PpoConfig {
     /// is not finite and positive at the start or negative at the end, zero
     /// epochs or minibatches, zero `n_envs`, `n_envs × n_steps` beyond
     /// `capacity` (named `n_steps`), a rollout that is not a multiple of
-    /// `minibatches`, negative or non-finite coefficients, a non-positive
-    /// grad-norm clip, value clip or target KL, invalid Adam settings.
+    /// `minibatches`, negative or non-finite coefficients, a `noise_beta`
+    /// outside `[0, 2]`, `total_steps` 0 with a schedule that anneals over
+    /// it, a non-positive grad-norm clip, value clip or target KL, invalid
+    /// Adam settings.
     pub fn validate(&self, capacity: usize) -> Result<(), Error> {
         use crate::config::{check, non_negative, positive_or_off, unit};
         unit("gamma", self.gamma)?;
@@ -247,8 +250,12 @@ impl PpoConfig {
             self.clip_range.validate("clip_range", f32::MAX)?;
         }
         let anneals = !matches!(
-            (self.learning_rate, self.clip_range),
-            (Schedule::Constant(_), Schedule::Constant(_))
+            (self.learning_rate, self.clip_range, self.noise_beta),
+            (
+                Schedule::Constant(_),
+                Schedule::Constant(_),
+                Schedule::Constant(_)
+            )
         );
         check(
             "total_steps",

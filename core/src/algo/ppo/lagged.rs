@@ -48,7 +48,8 @@ impl<A: Actor<OBS>, C: Critic<OBS>, const OBS: usize, const N: usize, const CHUN
     ///
     /// # Errors
     /// [`Error::InvalidConfig`] naming `n_envs` unless it is 1 or
-    /// `noise_beta` unless it is 0, or [`Error::RolloutIncomplete`] unless `ticks` holds exactly one
+    /// `noise_beta` unless it is 0 (for a Gaussian actor), or
+    /// [`Error::RolloutIncomplete`] unless `ticks` holds exactly one
     /// rollout; [`Error::NonFinite`] for a non-finite observation, reward or
     /// value; [`Error::ValueOverflow`] as for `collect`. A refused ingest
     /// changes nothing in the agent (the normalisers and the discounted
@@ -60,12 +61,7 @@ impl<A: Actor<OBS>, C: Critic<OBS>, const OBS: usize, const N: usize, const CHUN
                 "must be 1 for the lagged schedule (one control loop)",
             ));
         }
-        if self.config.noise_beta.value(0.0) != 0.0 || self.config.noise_beta.value(1.0) != 0.0 {
-            return Err(Error::config(
-                "noise_beta",
-                "must be 0 for the lagged schedule (its control loop draws independent noise)",
-            ));
-        }
+        self.check_lagged()?;
         let Some(last) = ticks.last() else {
             return Err(Error::RolloutIncomplete);
         };
@@ -162,6 +158,19 @@ impl<A: Actor<OBS>, C: Critic<OBS>, const OBS: usize, const N: usize, const CHUN
     const ZERO_BEHAVIOUR: Policy<A, OBS> = Policy::ZERO;
     const ZERO_ACTION: A::Action = A::ZERO_ACTION;
     const LAGGED_KIND: u32 = 9;
+
+    /// Coloured noise is refused for a Gaussian actor: the control loop
+    /// draws independent noise ([`behave`](crate::algo::behave)).
+    fn check_lagged(&self) -> Result<(), Error> {
+        let beta = self.config.noise_beta;
+        if A::NOISE_DIM > 0 && (beta.value(0.0) != 0.0 || beta.value(1.0) != 0.0) {
+            return Err(Error::config(
+                "noise_beta",
+                "must be 0 for the lagged schedule (its control loop draws independent noise)",
+            ));
+        }
+        Ok(())
+    }
 
     fn publish(&self, out: &mut Policy<A, OBS>) {
         self.export(out);

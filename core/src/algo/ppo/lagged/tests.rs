@@ -126,7 +126,7 @@ fn a_split_control_loop_and_learner_equal_the_one_thread_schedule() {
 }
 
 /// A rollout with a non-finite reward is refused and the agent is as
-/// before; so is a rollout of the wrong length, and coloured noise.
+/// before; so is a rollout of the wrong length.
 #[test]
 fn a_refused_ingest_changes_nothing() {
     let (mut agent, mut env, mut cursor, mut rng) = started(3);
@@ -147,25 +147,6 @@ fn a_refused_ingest_changes_nothing() {
         Err(Error::RolloutIncomplete)
     );
     assert_eq!(agent.learner.ingest(&[]), Err(Error::RolloutIncomplete));
-    // The control loop draws independent noise: coloured noise is refused.
-    let ticks = agent.pending.ticks;
-    for beta in [
-        crate::optim::Schedule::Constant(0.5),
-        crate::optim::Schedule::Linear {
-            start: 0.0,
-            end: 0.5,
-        },
-    ] {
-        agent.learner.config.noise_beta = beta;
-        assert_eq!(
-            agent.learner.ingest(&ticks),
-            Err(Error::config(
-                "noise_beta",
-                "must be 0 for the lagged schedule (its control loop draws independent noise)"
-            ))
-        );
-    }
-    agent.learner.config.noise_beta = crate::optim::Schedule::Constant(0.0);
     let after = (
         agent.learner.obs_norm.clone(),
         agent.learner.return_norm.clone(),
@@ -316,4 +297,51 @@ fn a_device_run_through_the_trainers_steps_equals_trainer_run() {
     assert_eq!(outcome, expected);
     assert_eq!(learner.train.params, reference.learner.train.params);
     assert_eq!(learner.obs_norm, reference.learner.obs_norm);
+}
+
+/// The control loop draws independent noise, so a Gaussian learner with
+/// coloured noise (`noise_beta` above 0 anywhere in its schedule) is refused
+/// at `init` and by `ingest`, naming the field; a categorical one, which
+/// coloured noise leaves alone, is accepted.
+#[test]
+fn coloured_noise_is_refused_on_the_lagged_schedule() {
+    use crate::env::Pendulum;
+    use crate::optim::Schedule;
+    use crate::policy::GaussianActor;
+    type Gaussian = LaggedPpo<GaussianActor<Mlp<3, 16, 1>, 1>, Mlp<3, 16, 1>, 3, 64>;
+    let refused = Err(Error::config(
+        "noise_beta",
+        "must be 0 for the lagged schedule (its control loop draws independent noise)",
+    ));
+    let coloured = Schedule::Linear {
+        start: 0.0,
+        end: 0.5,
+    };
+    let config = PpoConfig {
+        noise_beta: coloured,
+        total_steps: 1_000,
+        ..PpoConfig::DEFAULT
+    };
+    let mut rng = Xoshiro128pp::seed_from_u64(0);
+    let mut agent = Box::new(Gaussian::new(Ppo::new(config)));
+    let mut env = Pendulum::new();
+    assert_eq!(
+        Learner::<Pendulum>::init(&mut *agent, &env, &mut rng),
+        refused
+    );
+    agent.learner.config.noise_beta = Schedule::Constant(0.0);
+    Learner::<Pendulum>::init(&mut *agent, &env, &mut rng).unwrap();
+    let mut cursor = Cursor::start(&mut env, &mut rng);
+    agent
+        .iterate(&mut env, &mut cursor, &mut rng, &mut |_| {})
+        .unwrap();
+    agent.learner.config.noise_beta = coloured;
+    let ticks = agent.pending.ticks;
+    assert_eq!(agent.learner.ingest(&ticks), refused);
+
+    let mut categorical = Box::new(Agent::new(Ppo::new(PpoConfig {
+        noise_beta: Schedule::Constant(0.5),
+        ..CONFIG
+    })));
+    assert!(Learner::<CartPole>::init(&mut *categorical, &CartPole::new(), &mut rng).is_ok());
 }
