@@ -36,6 +36,28 @@ fn agent_can_be_static_and_config_validates() {
     );
     let a2c: PpoConfig = A2cConfig::DEFAULT.into();
     assert!(a2c.validate(5).is_ok());
+    // A β schedule anneals over `total_steps` like the learning rate's.
+    let constant = PpoConfig {
+        total_steps: 0,
+        learning_rate: Schedule::Constant(3e-4),
+        noise_beta: Schedule::Constant(0.5),
+        ..PpoConfig::DEFAULT
+    };
+    assert!(constant.validate(64).is_ok());
+    let annealed = PpoConfig {
+        noise_beta: Schedule::Linear {
+            start: 0.5,
+            end: 0.0,
+        },
+        ..constant
+    };
+    assert_eq!(
+        annealed.validate(64),
+        Err(Error::config(
+            "total_steps",
+            "must be > 0 when a schedule anneals over it"
+        ))
+    );
 }
 
 /// Every float field × {NaN, ±∞, negative, zero, huge}: accepted only
