@@ -66,10 +66,11 @@ fn only_the_default_run_gets_the_time_tuned_settings() {
     assert!(!pendulum.default_run());
 }
 
-/// A run saved before `bound_coef` existed trained without the bound loss:
-/// `--config runs/X/summary.json` (and a resume, through the same
-/// `fill_added_keys`) gives it `bound_coef = 0`, not `PpoConfig::PLANT`'s
-/// 1e-4, so the run is reproduced; a saved value and other algorithms'
+/// A run saved before `bound_coef` (or `noise_beta`) existed trained
+/// without the bound loss (and with white noise): `--config
+/// runs/X/summary.json` (and a resume, through the same `fill_added_keys`)
+/// gives it `bound_coef = 0` and `noise_beta = 0`, not `PpoConfig::PLANT`'s
+/// 1e-4 and `0.5 → 0`, so the run is reproduced; a saved value and other algorithms'
 /// configurations are left alone.
 #[test]
 fn a_run_saved_before_the_bound_loss_is_reproduced_without_it() {
@@ -83,10 +84,13 @@ fn a_run_saved_before_the_bound_loss_is_reproduced_without_it() {
     };
     let old = read("ppo", r#"{"gamma": 0.99, "minibatches": 32}"#);
     assert_eq!(old.get("bound_coef"), Some(&toml::Value::Float(0.0)));
+    assert_eq!(old.get("noise_beta"), Some(&toml::Value::Float(0.0)));
     let mut opts = TrainOptions::new(EnvName::Servo, Algo::Ppo, 0, 100_000);
     assert_eq!(ppo(&opts).bound_coef, 1e-4);
+    assert_eq!(ppo(&opts).noise_beta, Schedule::linear_to_zero(0.5));
     opts.overrides = Overrides(old);
     assert_eq!(ppo(&opts).bound_coef, 0.0);
+    assert_eq!(ppo(&opts).noise_beta, Schedule::Constant(0.0));
     let saved = read("ppo-penalty", r#"{"bound_coef": 0.5}"#);
     assert_eq!(saved.get("bound_coef"), Some(&toml::Value::Float(0.5)));
     let sac = read("sac", r#"{"gamma": 0.99}"#);

@@ -201,13 +201,18 @@ impl PpoConfig {
     /// SB3's minibatch size, 64 (32 minibatches: 320 gradient steps per
     /// update instead of 40), and the bound loss on a Gaussian mean
     /// (`bound_coef` 1e-4, the IsaacGymEnvs setting of rl_games'
-    /// `bounds_loss_coef`). `microrl train` uses it on every plant but
-    /// CartPole, its continuous variant and Pendulum, which keep their tuned
-    /// settings (docs/plants.md, "The suite", for what each setting changed
-    /// there). Set `total_steps` to the budget.
+    /// `bounds_loss_coef`), and coloured exploration noise annealed to white
+    /// (`noise_beta` `0.5 → 0`: Hollenstein et al.'s `β` for PPO early, so
+    /// that a plant integrating the command is explored by pushes that last,
+    /// then the precision of independent draws). `microrl train` uses it on
+    /// every plant but CartPole, its continuous variant and Pendulum, which
+    /// keep their tuned settings (docs/plants.md, "The suite", for what each
+    /// setting changed there). Set `total_steps` to the budget: the
+    /// schedules anneal over it.
     pub const PLANT: Self = Self {
         minibatches: 32,
         bound_coef: 1e-4,
+        noise_beta: Schedule::linear_to_zero(0.5),
         ..Self::DEFAULT
     };
 

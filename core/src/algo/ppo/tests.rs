@@ -365,12 +365,21 @@ fn cartpole_continuous_settings_are_the_documented_ones() {
 fn plant_settings_are_the_documented_ones() {
     let (c, d) = (PpoConfig::PLANT, PpoConfig::DEFAULT);
     assert_eq!((c.minibatches, c.bound_coef), (32, 1e-4));
+    assert_eq!(
+        c.noise_beta,
+        Schedule::Linear {
+            start: 0.5,
+            end: 0.0
+        }
+    );
     assert_eq!(d.bound_coef, 0.0);
+    assert_eq!(d.noise_beta, Schedule::Constant(0.0));
     assert!(c.validate(2048).is_ok());
     assert_eq!(
         PpoConfig {
             minibatches: d.minibatches,
             bound_coef: d.bound_coef,
+            noise_beta: d.noise_beta,
             ..c
         },
         d
