@@ -28,13 +28,23 @@ pub(crate) fn train_from(
         // Refuse an --out that is not a run before training, not after.
         crate::atomic::check_run_dir(dir, &RUN_FILES)?;
     }
-    let config = AlgoConfig::resolve(
+    let mut config = AlgoConfig::resolve(
         opts.env,
         opts.algo,
         opts.steps,
         opts.default_run(),
         &opts.overrides,
     )?;
+    // The lagged schedule's control loop draws independent noise (the core
+    // refuses coloured noise there): a plant's default colour
+    // (`PpoConfig::PLANT`) gives way to white noise, and a `noise_beta` the
+    // user sets is left for the core to refuse, naming it.
+    if let AlgoConfig::Ppo(c) = &mut config
+        && opts.lag == 1
+        && !opts.overrides.0.contains_key("noise_beta")
+    {
+        c.noise_beta = microrl::optim::Schedule::Constant(0.0);
+    }
     if opts.small && opts.env != EnvName::Cartpole {
         bail!(
             "--small is the 4-32-32 CartPole architecture; it does not apply to {}",

@@ -97,3 +97,23 @@ fn a_run_saved_before_the_bound_loss_is_reproduced_without_it() {
     assert_eq!(sac.get("bound_coef"), None);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// `--lag 1` with PPO on a plant: the plant's default colour of the
+/// exploration noise gives way to the white noise the lagged schedule's
+/// control loop draws, so the run trains; a colour the user asks for is
+/// refused by the core, naming it.
+#[test]
+fn a_lagged_plant_run_explores_with_white_noise() {
+    let mut opts = TrainOptions::new(EnvName::Servo, Algo::Ppo, 0, 4_096);
+    opts.lag = 1;
+    let summary = train(&opts).unwrap();
+    let AlgoConfig::Ppo(c) = summary.config else {
+        panic!("a PPO run")
+    };
+    assert_eq!(c.noise_beta, Schedule::Constant(0.0));
+    let mut asked = toml::Table::new();
+    asked.insert("noise_beta".into(), toml::Value::Float(0.5));
+    opts.overrides = Overrides(asked);
+    let refused = train(&opts).unwrap_err().to_string();
+    assert!(refused.contains("noise_beta"), "{refused}");
+}
