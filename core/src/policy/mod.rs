@@ -175,7 +175,7 @@ pub trait Actor<const OBS: usize>: Params {
 
     /// [`sample`](Actor::sample) with the exploration noise taken from
     /// `noise` — its [`fill`](ColouredNoise::fill) for environment copy
-    /// `copy` at rollout step `t`, `(copy, t)` — instead of independent draws from `rng`:
+    /// `copy` at rollout step `t`, `at = (copy, t)` — instead of independent draws from `rng`:
     /// a Gaussian actor's `ε` (PPO's
     /// [`noise_beta`](crate::algo::PpoConfig::noise_beta)). The
     /// log-probability is the same function of the action as `sample`'s.
@@ -188,10 +188,10 @@ pub trait Actor<const OBS: usize>: Params {
         &self,
         input: &SVector<f32, OBS>,
         noise: &ColouredNoise,
-        (copy, t): (u32, u32),
+        at: (u32, u32),
         rng: &mut R,
     ) -> Result<(Self::Action, f32), Error> {
-        let _ = (noise, copy, t);
+        let _ = (noise, at);
         self.sample(input, rng)
     }
 
@@ -206,10 +206,10 @@ pub trait Actor<const OBS: usize>: Params {
         batch: &mut Self::Batch<BATCH>,
         k: usize,
         noise: &ColouredNoise,
-        (copy, t): (u32, u32),
+        at: (u32, u32),
         rng: &mut R,
     ) -> Result<(Self::Action, f32), Error> {
-        let _ = (noise, copy, t);
+        let _ = (noise, at);
         self.sample_at(batch, k, rng)
     }
 
@@ -644,11 +644,11 @@ where
         &self,
         input: &SVector<f32, OBS>,
         noise: &ColouredNoise,
-        (copy, t): (u32, u32),
+        at: (u32, u32),
         _rng: &mut R,
     ) -> Result<(Self::Action, f32), Error> {
         let mean = self.mean(input)?;
-        self.sample_with(&mean, &Self::coloured_eps(noise, (copy, t)))
+        self.sample_with(&mean, &Self::coloured_eps(noise, at))
     }
 
     fn sample_at_coloured<R: Rng + ?Sized, const BATCH: usize>(
@@ -656,11 +656,11 @@ where
         batch: &mut Self::Batch<BATCH>,
         k: usize,
         noise: &ColouredNoise,
-        (copy, t): (u32, u32),
+        at: (u32, u32),
         _rng: &mut R,
     ) -> Result<(Self::Action, f32), Error> {
         let mean = Self::batch_mean(batch, k)?;
-        self.sample_with(&mean, &Self::coloured_eps(noise, (copy, t)))
+        self.sample_with(&mean, &Self::coloured_eps(noise, at))
     }
 
     fn evaluate(
