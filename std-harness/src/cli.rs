@@ -39,8 +39,9 @@ pub(crate) struct TrainArgs {
     algo: Option<Algo>,
     /// Environment-step budget (default: the registry's for the task and
     /// algorithm: 100000 for PPO on CartPole, 200000 for PPO on
-    /// cartpole-continuous, 300000 for PPO on Pendulum, 50000 for SAC and TD3
-    /// (20000 on Pendulum), 500000 otherwise; see docs/cli.md).
+    /// cartpole-continuous, 300000 for PPO on Pendulum, 1000000 for PPO on
+    /// the suite's plants, 50000 for SAC and TD3 (20000 on Pendulum), 500000
+    /// otherwise; see docs/cli.md).
     #[arg(long)]
     steps: Option<u64>,
     /// Hyper-parameters: a TOML file whose keys are the fields of the

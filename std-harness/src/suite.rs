@@ -57,7 +57,7 @@ pub const HELD_OUT_EPISODES: u32 = 200;
 /// measured for the plant's action type (docs/plants.md, "The suite").
 /// PPO for both: on the continuous plants SAC's defaults (50 000 steps,
 /// about 280 CPU s a run) lost to the baseline on all four and to PPO's
-/// defaults (500 000 steps, about 20 CPU s) on three.
+/// defaults (then 500 000 steps, about 20 CPU s) on three.
 pub fn default_algos(_env: EnvName) -> &'static [Algo] {
     &[Algo::Ppo]
 }

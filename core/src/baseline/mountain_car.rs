@@ -84,4 +84,61 @@ mod tests {
         );
         assert!(ret > 90.0, "{ret}");
     }
+
+    /// The mean discounted return `Σ γᵗ·r_t` of `pump` over 16 held-out
+    /// episodes, for each `γ` of `gammas` at once (the same episodes).
+    fn discounted<const G: usize>(pump: &MountainCarPump, gammas: [f64; G]) -> [f64; G] {
+        use crate::env::Env;
+        use rand_core::SeedableRng;
+        let mut rng =
+            rand_xoshiro::Xoshiro128PlusPlus::seed_from_u64(crate::baseline::HELD_OUT_SEED);
+        let mut env = MountainCarContinuous::new();
+        let mut sums = [0.0f64; G];
+        for _ in 0..16 {
+            let mut obs = env.reset(&mut rng);
+            let mut discount = [1.0f64; G];
+            loop {
+                let step = env.step(pump.act(&obs).unwrap()).unwrap();
+                for ((sum, d), gamma) in sums.iter_mut().zip(&mut discount).zip(gammas) {
+                    *sum += *d * f64::from(step.reward);
+                    *d *= gamma;
+                }
+                obs = step.obs;
+                if step.done() {
+                    break;
+                }
+            }
+        }
+        sums.map(|sum| sum / 16.0)
+    }
+
+    /// The tuned pump's half amplitude pays only when time is free: it
+    /// needs more swings to the flag than the full amplitude, so
+    /// undiscounted it wins (less `0.1·u²` in all), but discounted at γ 0.99
+    /// or 0.999 — a learner's horizon — the faster, costlier pump is worth
+    /// more (docs/plants.md, "Why MountainCarContinuous stays below").
+    #[test]
+    fn the_frugal_pump_wins_only_undiscounted() {
+        let gammas = [1.0, 0.9999, 0.999, 0.99];
+        let tuned = discounted(&MountainCarPump::new(MountainCarPump::TUNED), gammas);
+        let full = discounted(
+            &MountainCarPump::new([MountainCarPump::TUNED[0], 1.0]),
+            gammas,
+        );
+        assert!(
+            tuned[0] > full[0] + 2.0,
+            "undiscounted: tuned {tuned:?}, full {full:?}"
+        );
+        assert!(
+            tuned[1] > full[1],
+            "γ 0.9999: tuned {tuned:?}, full {full:?}"
+        );
+        for i in 2..4 {
+            assert!(
+                full[i] > tuned[i] + 5.0,
+                "γ {}: tuned {tuned:?}, full {full:?}",
+                gammas[i]
+            );
+        }
+    }
 }

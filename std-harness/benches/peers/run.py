@@ -37,8 +37,9 @@ RLTOOLS_OFFPOLICY_STEPS = {"sac": (10_000, 1_000), "td3": (20_001, 1_001)}
 OFFPOLICY_EVAL_INTERVAL = (1_000, 500)
 THRESHOLD = -200.0
 # The suite's peers (--tasks suite): SB3 PPO on the suite plants Gymnasium has,
-# with SB3's defaults (microrl suite's 500 000 steps) and RL Zoo's tuned entries
-# (their own n_timesteps), each trained policy imported into microrl and scored
+# with SB3's defaults (500 000 steps, the budget of microrl's peer rows:
+# `microrl suite --steps 500000`) and RL Zoo's tuned entries (their own
+# n_timesteps), each trained policy imported into microrl and scored
 # by `microrl eval --episodes 200 --seed 2000`: the 200 held-out start states
 # of `microrl suite` (HELD_OUT_SEED 2000).
 SUITE_ENVS = ("acrobot", "mountaincar-continuous", "servo")  # servo: its Python port, defaults only
