@@ -37,7 +37,8 @@ pub(crate) struct TrainArgs {
     /// Algorithm (default: ppo, or the --config summary.json's).
     #[arg(long, value_enum)]
     algo: Option<Algo>,
-    /// Environment-step budget (default: the registry's for the task and
+    /// Environment-step budget (default: the `--config` file's
+    /// `total_steps` where it sets one, else the registry's for the task and
     /// algorithm: 100000 for PPO on CartPole, 200000 for PPO on
     /// cartpole-continuous, 300000 for PPO on Pendulum, 1000000 for PPO on
     /// the suite's plants, 50000 for SAC and TD3 (20000 on Pendulum), 500000
@@ -205,7 +206,35 @@ impl TrainArgs {
                 .0
                 .insert("normalize_obs".into(), toml::Value::Boolean(false));
         }
-        let steps = self.steps.unwrap_or_else(|| default_steps(env, algo));
+        // The budget: `--steps`, else the configuration's `total_steps` (a
+        // saved run's, so that `--config runs/X/summary.json` replays the
+        // budget its schedules annealed over), else the registry's.
+        let config_steps = match (self.steps, overrides.0.get("total_steps")) {
+            (None, Some(value)) => Some(
+                value
+                    .as_integer()
+                    .and_then(|steps| u64::try_from(steps).ok())
+                    .with_context(|| {
+                        format!("--config: `total_steps` = {value} is not a step count")
+                    })?,
+            ),
+            _ => None,
+        };
+        let steps = self
+            .steps
+            .or(config_steps)
+            .unwrap_or_else(|| default_steps(env, algo));
+        let mut note = chosen.note;
+        if let (Some(steps), Some(path)) = (config_steps, &self.config) {
+            let taken = format!(
+                "steps {steps} (its total_steps) taken from {}",
+                path.display()
+            );
+            note = Some(match note {
+                Some(note) => format!("{note}; {taken}"),
+                None => taken,
+            });
+        }
         let opts = TrainOptions {
             overrides,
             eval_episodes: self.eval_episodes,
@@ -226,7 +255,7 @@ impl TrainArgs {
             reward_model: self.reward_model.clone(),
             ..TrainOptions::new(env, algo, seed, steps)
         };
-        Ok((opts, chosen.note))
+        Ok((opts, note))
     }
 }
 

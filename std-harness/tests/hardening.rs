@@ -1127,9 +1127,10 @@ fn a_checkpoint_resumes_only_as_the_unit_it_was_written() {
     let _ = fs::remove_dir_all(&dir);
 }
 
-/// `--config runs/X/summary.json` takes X's algorithm, task and plant
-/// (and says so), so the replay's policy is X's bit for bit; an explicit
-/// option wins over the summary, and that is said too.
+/// `--config runs/X/summary.json` takes X's algorithm, task, plant and,
+/// without `--steps`, budget (and says so), so the replay's policy is X's
+/// bit for bit; an explicit option wins over the summary, and that is said
+/// too.
 #[test]
 fn config_summary_json_reproduces_the_algorithm_task_and_plant() {
     let dir = temp_dir("config-summary");
@@ -1163,6 +1164,17 @@ fn config_summary_json_reproduces_the_algorithm_task_and_plant() {
             err.starts_with("note: ") && err.contains("a2c") && err.contains("summary.json"),
             "{err}"
         );
+        assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+        // Without `--steps` the budget is the summary's too (its schedules
+        // annealed over it), and the note says so.
+        let d = dir.join(format!("{name}-d"));
+        let no_steps = ["train", "--seed", "2", "--no-early-stop", "--json"];
+        let (ok, replay, err) =
+            microrl(&[&no_steps[..], &["--config", s(&config), "--out", s(&d)]].concat());
+        assert!(ok, "{err}");
+        assert_eq!(crc(&replay), crc(&original), "{name} without --steps");
+        assert_eq!(last_json(&replay)["steps"], 2000, "{replay}");
+        assert!(err.contains("steps 2000"), "{err}");
         assert_eq!(err.trim_end().lines().count(), 1, "{err}");
         if name == "cartpole" {
             assert!(err.contains("masspole=0.3"), "{err}");

@@ -42,7 +42,8 @@
 #  * The suite's peers (--tasks suite, not a default: ~3 CPU hours): SB3 PPO
 #    on the two suite plants Gymnasium has, Acrobot-v1 and
 #    MountainCarContinuous-v0 (sb3_suite_ppo.py), with SB3's defaults for
-#    microrl suite's 500 000 steps and with RL Zoo's tuned entries (their own
+#    500 000 steps (microrl's peer rows: microrl suite --steps 500000) and
+#    with RL Zoo's tuned entries (their own
 #    budgets, VecNormalize), seeds 0 .. reps-1. Each trained policy is imported
 #    into microrl (microrl import --from sb3, the frozen VecNormalize
 #    statistics with it) and scored by microrl eval --episodes 200 --seed

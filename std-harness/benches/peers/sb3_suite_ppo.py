@@ -8,7 +8,9 @@ microrl's Rust `Servo` is checked by tests/tests/servo_port_parity.rs).
 Two configurations:
 
   defaults  SB3's own: `PPO("MlpPolicy", env)` on one environment, 500 000
-            steps (microrl suite's budget): n_steps 2048, batch_size 64,
+            steps (microrl's peer rows: `microrl suite --steps 500000`;
+            microrl suite's own budget is 1 000 000 since 2026-11-28):
+            n_steps 2048, batch_size 64,
             n_epochs 10, gamma 0.99, gae_lambda 0.95, lr 3e-4, clip 0.2,
             ent_coef 0, vf_coef 0.5, max_grad_norm 0.5, 64-64 tanh actor
             and critic, orthogonal initialisation, no VecNormalize.
@@ -116,7 +118,7 @@ import servo_env  # noqa: E402  (beside this file; registers MicrorlServo-v0)
 GYM_ID = {"acrobot": "Acrobot-v1", "mountaincar-continuous": "MountainCarContinuous-v0",
           "servo": servo_env.ENV_ID}
 HELD_OUT_SEED = 1_000_000
-DEFAULT_STEPS = 500_000  # microrl suite's PPO budget
+DEFAULT_STEPS = 500_000  # microrl's peer rows: `microrl suite --steps 500000`
 
 # RL Zoo's entries (see the docstring): n_envs, n_timesteps, normalize, PPO kwargs.
 RLZOO = {

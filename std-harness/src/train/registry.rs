@@ -202,8 +202,9 @@ pub fn plant_params<E: Task>(table: &toml::Table) -> anyhow::Result<E::Params> {
 
 /// The environment-step budget of `algo` on `env` when `--steps` is not
 /// given: tuned for the first three plants; 1 000 000 for PPO on the suite's
-/// plants (one budget for all five, in 2 000 episodes of the 500-step ones:
-/// with half of it the swing-up tied its baseline, docs/plants.md); 50 000
+/// plants (one budget for all five, 2 000 episodes of the 500-step ones:
+/// with half of it the swing-up's worst seed fell just below its baseline,
+/// docs/plants.md); 50 000
 /// for SAC and TD3 and 500 000 for every other algorithm elsewhere.
 pub fn default_steps(env: EnvName, algo: Algo) -> u64 {
     match (algo, env) {
@@ -344,12 +345,17 @@ impl AlgoConfig {
             // Every other plant (the suite's): the core's plant defaults —
             // SB3's with SB3's minibatch size, 64 (32 minibatches of the
             // 2 048-step rollout: 320 gradient steps per update, not 40), and
-            // rl_games' bound loss. Measured on the suite (`microrl suite
-            // --algo ppo`, docs/plants.md): with 4 minibatches no plant beat
-            // its baseline; with 32, see there.
-            _ => PpoConfig {
+            // for continuous commands rl_games' bound loss, the coloured
+            // noise and the learning rate annealed to zero. Measured on the
+            // suite (`microrl suite --algo ppo`, docs/plants.md): with 4
+            // minibatches no plant beat its baseline; with 32, see there.
+            _ if env.continuous() => PpoConfig {
                 total_steps: steps,
                 ..PpoConfig::PLANT
+            },
+            _ => PpoConfig {
+                total_steps: steps,
+                ..PpoConfig::PLANT_DISCRETE
             },
         }
     }
