@@ -108,6 +108,18 @@ pub const PPO_SPACE: [Dim; 7] = [
     choice("noise_beta", &[0.0, 0.5, 1.0]),
 ];
 
+/// The part of [`PPO_SPACE`] that moves a plant's actor: all of it for
+/// continuous commands, all but `noise_beta` (the last dimension) for
+/// discrete ones, whose categorical actor samples the same without it — a
+/// tuned configuration then names no setting that did nothing.
+pub fn ppo_space(continuous: bool) -> &'static [Dim] {
+    if continuous {
+        &PPO_SPACE
+    } else {
+        &PPO_SPACE[..PPO_SPACE.len() - 1]
+    }
+}
+
 /// SAC's search space: learning rate, `γ`, `τ` and the minibatch size.
 pub const SAC_SPACE: [Dim; 4] = [
     log("learning_rate", 1e-4, 3e-3),

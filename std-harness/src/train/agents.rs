@@ -18,7 +18,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use super::{Algo, AlgoConfig, EnvName, OFFPOLICY_BATCH, OFFPOLICY_CAP, Task, for_each_task};
-use crate::tune::{AC_SPACE, Dim, PPO_SPACE, SAC_SPACE, TD3_SPACE};
+use crate::tune::{AC_SPACE, Dim, SAC_SPACE, TD3_SPACE, ppo_space};
 
 /// A job generic over a built-in plant's agent: [`with_agent`] calls
 /// [`WithAgent::run`] with the types of the pair it was given.
@@ -77,7 +77,7 @@ pub fn with_agent<J: WithAgent>(
             let plant = <$plant as Task>::plant(plant)?;
             match base {
                 AlgoConfig::Ppo(c) => {
-                    job.run(&PPO_SPACE, c, plant, boxed!(agent::Ppo<$plant, 64, { $n }>))
+                    job.run(ppo_space(env.continuous()), c, plant, boxed!(agent::Ppo<$plant, 64, { $n }>))
                 }
                 AlgoConfig::Ac(c) => {
                     job.run(&AC_SPACE, c, plant, boxed!(agent::ActorCritic<$plant, 64>))

@@ -138,3 +138,13 @@ fn a_refused_candidate_scores_minus_infinity_with_its_reason() {
     );
     assert!(report.base_trial().unwrap().score().is_finite());
 }
+
+/// A discrete plant's search leaves out the noise's colour (its categorical
+/// actor samples the same without it); a continuous plant's searches it.
+#[test]
+fn a_discrete_plant_searches_no_noise_colour() {
+    let keys = |space: &[Dim]| space.iter().map(|d| d.key).collect::<Vec<_>>();
+    assert!(keys(ppo_space(true)).contains(&"noise_beta"));
+    assert!(!keys(ppo_space(false)).contains(&"noise_beta"));
+    assert_eq!(ppo_space(false), &PPO_SPACE[..PPO_SPACE.len() - 1]);
+}
