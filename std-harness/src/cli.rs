@@ -209,32 +209,13 @@ impl TrainArgs {
         // The budget: `--steps`, else the configuration's `total_steps` (a
         // saved run's, so that `--config runs/X/summary.json` replays the
         // budget its schedules annealed over), else the registry's.
-        let config_steps = match (self.steps, overrides.0.get("total_steps")) {
-            (None, Some(value)) => Some(
-                value
-                    .as_integer()
-                    .and_then(|steps| u64::try_from(steps).ok())
-                    .with_context(|| {
-                        format!("--config: `total_steps` = {value} is not a step count")
-                    })?,
-            ),
-            _ => None,
+        let file = self.config.as_deref().unwrap_or(Path::new(""));
+        let (steps, budget_note) =
+            overrides.budget(self.steps, || default_steps(env, algo), file)?;
+        let note = match (chosen.note, budget_note) {
+            (Some(a), Some(b)) => Some(format!("{a}; {b}")),
+            (a, b) => a.or(b),
         };
-        let steps = self
-            .steps
-            .or(config_steps)
-            .unwrap_or_else(|| default_steps(env, algo));
-        let mut note = chosen.note;
-        if let (Some(steps), Some(path)) = (config_steps, &self.config) {
-            let taken = format!(
-                "steps {steps} (its total_steps) taken from {}",
-                path.display()
-            );
-            note = Some(match note {
-                Some(note) => format!("{note}; {taken}"),
-                None => taken,
-            });
-        }
         let opts = TrainOptions {
             overrides,
             eval_episodes: self.eval_episodes,

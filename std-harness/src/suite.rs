@@ -17,6 +17,7 @@
 //! held-out scoring), summed over its seeds, measured per thread, so it
 //! does not depend on how many run at once.
 
+use std::path::Path;
 use std::sync::Mutex;
 
 use anyhow::{Context, anyhow};
@@ -374,8 +375,16 @@ pub fn run(args: &SuiteArgs) -> anyhow::Result<(Report, bool)> {
                 )
             })?;
         for algo in row_algos(env, &args.algos)? {
-            let steps = args.steps.unwrap_or_else(|| default_steps(env, algo));
-            let base = AlgoConfig::resolve(env, algo, steps, false, &args.overrides)?;
+            // As `microrl train`: `--steps`, else `--config`'s
+            // `total_steps`, else the row's budget (the schedules anneal over
+            // the steps run).
+            let mut overrides = args.overrides.clone();
+            let (steps, _) = overrides.budget(
+                args.steps,
+                || default_steps(env, algo),
+                Path::new("--config"),
+            )?;
+            let base = AlgoConfig::resolve(env, algo, steps, false, &overrides)?;
             let row_jobs = with_agent(
                 env,
                 algo,

@@ -31,10 +31,11 @@
 //!
 //! ```no_run
 //! use microrl::{agent, algo::PpoConfig, env::CartPole};
-//! use microrl_harness::tune::{PPO_SPACE, TuneOptions, tune};
+//! use microrl_harness::tune::{TuneOptions, ppo_space, tune};
 //!
 //! let options = TuneOptions { min_steps: 5_000, max_steps: 45_000, ..TuneOptions::DEFAULT };
-//! let report = tune(&PPO_SPACE, PpoConfig::DEFAULT, CartPole::new, |config| {
+//! // CartPole's commands are discrete: no noise colour to search.
+//! let report = tune(ppo_space(false), PpoConfig::DEFAULT, CartPole::new, |config| {
 //!     Box::new(agent::Ppo::<CartPole, 32, 256>::new(config))
 //! }, &options, |_| {})?;
 //! std::fs::write("tuned.toml", report.overrides_toml())?;

@@ -37,6 +37,57 @@ impl Overrides {
         Self::parse(&text).with_context(|| format!("parsing {}", path.display()))
     }
 
+    /// The run's budget: `steps` (the command line's `--steps`), else the
+    /// file's `total_steps`, else `default`. The budget is written into
+    /// the overrides' `total_steps` where the file sets one, so the
+    /// schedules anneal over the steps the loop really runs; the note says
+    /// what was taken from `file` or replaced in it.
+    ///
+    /// # Errors
+    /// A `total_steps` that is not a whole number of steps above 0, naming
+    /// `file`.
+    pub fn budget(
+        &mut self,
+        steps: Option<u64>,
+        default: impl FnOnce() -> u64,
+        file: &Path,
+    ) -> anyhow::Result<(u64, Option<String>)> {
+        let Some(value) = self.0.get("total_steps") else {
+            return Ok((steps.unwrap_or_else(default), None));
+        };
+        let saved = value
+            .as_integer()
+            .and_then(|n| u64::try_from(n).ok())
+            .filter(|&n| n > 0)
+            .with_context(|| {
+                format!(
+                    "{}: `total_steps` = {value} must be a whole number of steps above 0",
+                    file.display()
+                )
+            })?;
+        Ok(match steps {
+            None => (
+                saved,
+                Some(format!(
+                    "steps {saved} (its total_steps) taken from {}",
+                    file.display()
+                )),
+            ),
+            Some(steps) => {
+                let wide = i64::try_from(steps).context("--steps beyond i64")?;
+                self.0
+                    .insert("total_steps".into(), toml::Value::Integer(wide));
+                let note = (steps != saved).then(|| {
+                    format!(
+                        "--steps {steps} replaces the total_steps {saved} of {}",
+                        file.display()
+                    )
+                });
+                (steps, note)
+            }
+        })
+    }
+
     /// Parses TOML text.
     ///
     /// # Errors

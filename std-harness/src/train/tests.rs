@@ -3,7 +3,7 @@
 use super::*;
 use microrl::algo::PpoConfig;
 use microrl::optim::Schedule;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// The PPO configuration `microrl train` resolves for `opts`.
 fn ppo(opts: &TrainOptions) -> PpoConfig {
@@ -116,4 +116,74 @@ fn a_lagged_plant_run_explores_with_white_noise() {
     opts.overrides = Overrides(asked);
     let refused = train(&opts).unwrap_err().to_string();
     assert!(refused.contains("noise_beta"), "{refused}");
+}
+
+/// A plant with discrete commands (Acrobot) gets `PLANT_DISCRETE`'s
+/// constant learning rate, with PPO and PPO-penalty; a continuous plant
+/// keeps `PLANT`'s annealing.
+#[test]
+fn a_discrete_plant_gets_the_constant_learning_rate() {
+    for algo in [Algo::Ppo, Algo::PpoPenalty] {
+        let acrobot = TrainOptions::new(EnvName::Acrobot, algo, 0, 1_000_000);
+        assert_eq!(
+            ppo(&acrobot).learning_rate,
+            PpoConfig::PLANT_DISCRETE.learning_rate,
+            "{algo:?}"
+        );
+    }
+    for env in [EnvName::Servo, EnvName::MountaincarContinuous] {
+        let plant = TrainOptions::new(env, Algo::Ppo, 0, 1_000_000);
+        assert_eq!(ppo(&plant), PpoConfig::PLANT, "{env:?}");
+    }
+}
+
+/// The budget: `--steps`, else the file's `total_steps` (written back so
+/// the schedules anneal over the steps run), else the default; a bad
+/// `total_steps` is refused naming the file.
+#[test]
+fn the_budget_comes_from_steps_then_the_file_then_the_default() {
+    let file = Path::new("run/summary.json");
+    let with = |steps: i64| {
+        let mut t = toml::Table::new();
+        t.insert("total_steps".into(), toml::Value::Integer(steps));
+        Overrides(t)
+    };
+    let (steps, note) = Overrides::default().budget(None, || 7, file).unwrap();
+    assert_eq!((steps, note), (7, None));
+    let (steps, note) = Overrides::default().budget(Some(5), || 7, file).unwrap();
+    assert_eq!((steps, note), (5, None));
+
+    let mut o = with(2_000);
+    let (steps, note) = o.budget(None, || 7, file).unwrap();
+    assert_eq!(steps, 2_000);
+    assert!(note.unwrap().contains("steps 2000"));
+    assert_eq!(o, with(2_000));
+
+    let mut o = with(2_000);
+    let (steps, note) = o.budget(Some(4_000), || 7, file).unwrap();
+    assert_eq!(steps, 4_000);
+    assert!(
+        note.unwrap()
+            .contains("--steps 4000 replaces the total_steps 2000")
+    );
+    assert_eq!(o, with(4_000));
+    let (_, note) = with(2_000).budget(Some(2_000), || 7, file).unwrap();
+    assert_eq!(note, None);
+
+    for bad in [
+        toml::Value::Integer(0),
+        toml::Value::Integer(-3),
+        toml::Value::Float(1e6),
+    ] {
+        let mut t = toml::Table::new();
+        t.insert("total_steps".into(), bad.clone());
+        let mut o = Overrides(t);
+        let before = o.clone();
+        let err = o.budget(None, || 7, file).unwrap_err().to_string();
+        assert!(
+            err.contains("run/summary.json") && err.contains("whole number"),
+            "{bad}: {err}"
+        );
+        assert_eq!(o, before, "a refused budget changes nothing");
+    }
 }

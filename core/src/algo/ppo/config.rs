@@ -196,8 +196,9 @@ impl PpoConfig {
         ..Self::DEFAULT
     };
 
-    /// The defaults for a plant of your own (a continuous or discrete
-    /// controller on a 2 048-step rollout): [`DEFAULT`](Self::DEFAULT) with
+    /// The defaults for a plant of your own with continuous commands (a
+    /// Gaussian actor on a 2 048-step rollout; discrete commands:
+    /// [`PLANT_DISCRETE`](Self::PLANT_DISCRETE)): [`DEFAULT`](Self::DEFAULT) with
     /// SB3's minibatch size, 64 (32 minibatches: 320 gradient steps per
     /// update instead of 40), and the bound loss on a Gaussian mean
     /// (`bound_coef` 1e-4, the IsaacGymEnvs setting of rl_games'
@@ -205,8 +206,8 @@ impl PpoConfig {
     /// (`noise_beta` `0.5 → 0`: Hollenstein et al.'s `β` for PPO early, so
     /// that a plant integrating the command is explored by pushes that last,
     /// then the precision of independent draws). `microrl train` uses it on
-    /// every plant but CartPole, its continuous variant and Pendulum, which
-    /// keep their tuned settings (docs/plants.md, "The suite", for what each
+    /// every continuous plant but CartPole's continuous variant and
+    /// Pendulum, which keep their tuned settings (docs/plants.md, "The suite", for what each
     /// setting changed there). `total_steps` is the suite's budget,
     /// 1 000 000 steps (2 000 episodes of 500 steps); set it to yours: the
     /// schedules anneal over it.
@@ -225,8 +226,10 @@ impl PpoConfig {
     /// noise's colour act on a Gaussian mean only: a categorical actor's
     /// update and sampling are the same without them. Measured on Acrobot
     /// (docs/plants.md, "The suite"): the held-out mean of six seeds
-    /// −67.6 against −76.3 with the annealing, every seed better; on the
-    /// continuous plants the annealing stays (their precision needs it).
+    /// −67.6 against −76.3 with the annealing, every seed better. On the
+    /// continuous plants a constant rate cost the worst seed of three of the
+    /// four (the swing-up, the quadrotor, MountainCarContinuous), so they
+    /// keep the annealing.
     pub const PLANT_DISCRETE: Self = Self {
         learning_rate: Schedule::Constant(3e-4),
         ..Self::PLANT
