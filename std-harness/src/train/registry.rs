@@ -201,8 +201,8 @@ pub fn plant_params<E: Task>(table: &toml::Table) -> anyhow::Result<E::Params> {
 }
 
 /// The environment-step budget of `algo` on `env` when `--steps` is not
-/// given: tuned for the first three plants; 1 000 000 for PPO on the suite's
-/// plants (one budget for all five, 2 000 episodes of the 500-step ones:
+/// given: tuned for the first three plants; `PpoConfig::PLANT`'s 1 000 000
+/// for PPO on the suite's plants (one budget for all five, 2 000 episodes of the 500-step ones:
 /// with half of it the swing-up's worst seed fell just below its baseline,
 /// docs/plants.md); 50 000
 /// for SAC and TD3 and 500 000 for every other algorithm elsewhere.
@@ -211,7 +211,7 @@ pub fn default_steps(env: EnvName, algo: Algo) -> u64 {
         (Algo::Ppo, EnvName::Cartpole) => 100_000,
         (Algo::Ppo, EnvName::CartpoleContinuous) => 200_000,
         (Algo::Ppo, EnvName::Pendulum) => 300_000,
-        (Algo::Ppo, _) => 1_000_000,
+        (Algo::Ppo, _) => PpoConfig::PLANT.total_steps,
         (Algo::PpoPenalty, EnvName::Cartpole) => 150_000,
         (Algo::Trpo, EnvName::Cartpole) => 200_000,
         (Algo::Grpo | Algo::Gspo, EnvName::Cartpole) => 300_000,
