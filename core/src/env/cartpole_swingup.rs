@@ -307,17 +307,11 @@ impl EnvState for CartPoleSwingUp {
     const WORDS: usize = 5;
 
     fn save_state(&self, out: &mut [f64]) {
-        let [x, v, th, w] = self.state;
-        super::write_words(out, [x, v, th, w, f64::from(self.elapsed_steps)]);
+        super::save_timed(out, &self.state, self.elapsed_steps);
     }
 
     fn restore_state(&mut self, words: &[f64]) -> Result<(), Error> {
-        let words: [f64; 5] = words.try_into().map_err(|_| Error::Truncated)?;
-        let state = super::finite_words::<4>(&words[..4])?;
-        let elapsed_steps = super::counter_from_f64(words[4])?;
-        // The plant's parameters are configuration, not state: kept.
-        self.state = state;
-        self.elapsed_steps = elapsed_steps;
+        (self.state, self.elapsed_steps) = super::restore_timed(words)?;
         Ok(())
     }
 }

@@ -475,6 +475,32 @@ pub(crate) fn write_words<const N: usize>(out: &mut [f64], words: [f64; N]) {
     }
 }
 
+/// Saves a plant whose state is `S` physical words and its episode's step
+/// count: the words, then the counter (an [`EnvState::save_state`]'s body).
+pub(crate) fn save_timed<const S: usize>(out: &mut [f64], state: &[f64; S], elapsed_steps: u32) {
+    let words = state.iter().copied().chain([f64::from(elapsed_steps)]);
+    for (o, w) in out.iter_mut().zip(words) {
+        *o = w;
+    }
+}
+
+/// Reads what [`save_timed`] wrote: `S` finite words and the step counter
+/// (an [`EnvState::restore_state`]'s checks; the plant's parameters are
+/// configuration, not state, and stay).
+///
+/// # Errors
+/// [`Error::Truncated`] unless there are exactly `S + 1` words;
+/// [`Error::NonFinite`] for a non-finite state word; [`Error::InvalidState`]
+/// for a counter that is not an integer in `0..=u32::MAX`.
+pub(crate) fn restore_timed<const S: usize>(words: &[f64]) -> Result<([f64; S], u32), Error> {
+    if words.len() != S + 1 {
+        return Err(Error::Truncated);
+    }
+    let state = finite_words::<S>(&words[..S])?;
+    let elapsed_steps = counter_from_f64(words[S])?;
+    Ok((state, elapsed_steps))
+}
+
 /// A step counter saved as an `f64`: an integer in `0..=u32::MAX`.
 pub(crate) fn counter_from_f64(x: f64) -> Result<u32, Error> {
     if x >= 0.0 && x <= f64::from(u32::MAX) && x == libm::trunc(x) {

@@ -284,17 +284,11 @@ impl EnvState for Pendulum {
     const WORDS: usize = 3;
 
     fn save_state(&self, out: &mut [f64]) {
-        let [th, thdot] = self.state;
-        super::write_words(out, [th, thdot, f64::from(self.elapsed_steps)]);
+        super::save_timed(out, &self.state, self.elapsed_steps);
     }
 
     fn restore_state(&mut self, words: &[f64]) -> Result<(), Error> {
-        let words: [f64; 3] = words.try_into().map_err(|_| Error::Truncated)?;
-        let state = super::finite_words::<2>(&words[..2])?;
-        let elapsed_steps = super::counter_from_f64(words[2])?;
-        // The plant's parameters are configuration, not state: kept.
-        self.state = state;
-        self.elapsed_steps = elapsed_steps;
+        (self.state, self.elapsed_steps) = super::restore_timed(words)?;
         Ok(())
     }
 }

@@ -292,17 +292,11 @@ impl EnvState for Quadrotor2d {
     const WORDS: usize = 7;
 
     fn save_state(&self, out: &mut [f64]) {
-        let [x, z, th, vx, vz, w] = self.state;
-        super::write_words(out, [x, z, th, vx, vz, w, f64::from(self.elapsed_steps)]);
+        super::save_timed(out, &self.state, self.elapsed_steps);
     }
 
     fn restore_state(&mut self, words: &[f64]) -> Result<(), Error> {
-        let words: [f64; 7] = words.try_into().map_err(|_| Error::Truncated)?;
-        let state = super::finite_words::<6>(&words[..6])?;
-        let elapsed_steps = super::counter_from_f64(words[6])?;
-        // The plant's parameters are configuration, not state: kept.
-        self.state = state;
-        self.elapsed_steps = elapsed_steps;
+        (self.state, self.elapsed_steps) = super::restore_timed(words)?;
         Ok(())
     }
 }
