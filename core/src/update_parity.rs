@@ -1057,7 +1057,7 @@ fn grpo_updates_match_the_pytorch_reference() {
             .collect(&mut env, &mut cursor, &mut rng, |_| {})
             .unwrap();
         assert_eq!(
-            (agent.rollout.len(), agent.rollout.episodes()),
+            (agent.rollout.samples.len(), agent.rollout.episodes()),
             (n, episodes.len()),
             "{name}"
         );
@@ -1065,14 +1065,14 @@ fn grpo_updates_match_the_pytorch_reference() {
         let e = &case["expected"];
         let mut worst = assert_close(
             &format!("{name}: log-probabilities"),
-            &agent.rollout.log_probs[..n],
+            &agent.rollout.samples.log_probs[..n],
             &fs(&e["log_probs"]),
             ROLLOUT_TOL,
             0.1,
         );
         worst = worst.max(assert_close(
             &format!("{name}: group-relative advantages"),
-            &agent.rollout.advantages[..n],
+            &agent.rollout.samples.advantages[..n],
             &fs(&e["advantages"]),
             ROLLOUT_TOL,
             0.1,

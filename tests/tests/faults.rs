@@ -144,7 +144,7 @@ impl<A: Actor<4>, const N: usize, const CHUNK: usize> StateHash for Grpo<A, 4, N
         h.params(&self.obs_norm);
         h.u64(self.steps);
         // A refused collect discards its rollout: nothing is ready.
-        h.u64(u64::from(self.rollout.is_ready()));
+        h.u64(u64::from(self.rollout.samples.is_ready()));
         h.0
     }
 }

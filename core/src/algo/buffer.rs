@@ -7,6 +7,12 @@
 //! a microcontroller. Memory: `N · (4·OBS + size_of::<A>() + 22)` bytes, plus
 //! a `u16` shuffle index per transition.
 //!
+//! The columns every clipped-surrogate update reads (observation, action,
+//! `log π_old`, advantage, the minibatch permutation) are one type,
+//! [`Samples`]; a [`Rollout`] adds the critic's columns (values, rewards,
+//! episode ends, bootstrap values, returns) and GRPO's group rollout adds
+//! the episodes' bounds instead, each dereferencing to its samples.
+//!
 //! Observations are stored *as the networks saw them* (normalised), so the
 //! update re-evaluates exactly the inputs the rollout acted on.
 //!
@@ -19,66 +25,60 @@ use nalgebra::SVector;
 use super::gae::{Trajectory, gae_strided};
 use crate::error::Error;
 
-/// `N` transitions with `OBS`-dimensional observations and actions of type `A`.
+/// What every policy-gradient update trains on, per step: the observation,
+/// the action, `log π_old(a|s)` and the advantage; the minibatch
+/// permutation; how many steps are stored and whether they await an update.
+///
+/// [`Rollout`] (PPO and its family: these columns and a critic's) and
+/// GRPO's group rollout (these columns and the episodes' bounds) both
+/// dereference to it, so the clipped-surrogate loops read one layout.
 #[derive(Clone, Debug)]
-pub struct Rollout<const OBS: usize, A, const N: usize> {
+pub struct Samples<const OBS: usize, A, const N: usize> {
     /// Observations the actor saw (normalised).
     pub obs: [SVector<f32, OBS>; N],
     /// Actions taken (for Gaussian policies, the raw unclipped sample).
     pub actions: [A; N],
     /// `log π_old(a|s)` at collection time.
     pub log_probs: [f32; N],
-    /// `V_old(s)` at collection time.
-    pub values: [f32; N],
-    /// Rewards (after any reward scaling).
-    pub rewards: [f32; N],
-    /// The step ended its episode in a terminal state.
-    pub terminated: [bool; N],
-    /// The step ended its episode by a time limit.
-    pub truncated: [bool; N],
-    /// `V(final observation)` of truncated steps, for bootstrapping.
-    pub final_values: [f32; N],
-    /// GAE advantages `Â_t` (after [`compute_advantages`](Self::compute_advantages)).
+    /// Advantages `Â_t`, once computed.
     pub advantages: [f32; N],
-    /// Value targets `Â_t + V_old(s_t)`, for `t < len` once the rollout is
-    /// ready. PPO's collection over environment copies keeps each copy's
-    /// saved discounted return in its first slots until the rollout is
-    /// complete (to restore them if the collection fails), so the slots
-    /// hold value targets only while the rollout is ready.
-    pub returns: [f32; N],
     /// Minibatch index permutation (shuffled in place each epoch).
     pub indices: [u16; N],
-    len: usize,
+    pub(crate) len: usize,
     /// Advantages computed and not yet trained on.
-    ready: bool,
+    pub(crate) ready: bool,
 }
 
-impl<const OBS: usize, A: Copy, const N: usize> Rollout<OBS, A, N> {
+impl<const OBS: usize, A: Copy, const N: usize> Samples<OBS, A, N> {
     const CAPACITY_FITS_U16: () = assert!(N <= u16::MAX as usize + 1, "rollout capacity > 65536");
 
-    /// An empty rollout; `zero_action` fills the action slots.
+    /// No steps; `zero_action` fills the action slots.
     pub const fn new(zero_action: A) -> Self {
         let () = Self::CAPACITY_FITS_U16;
         Self {
             obs: [SVector::from_array_storage(nalgebra::ArrayStorage([[0.0; OBS]; 1])); N],
             actions: [zero_action; N],
             log_probs: [0.0; N],
-            values: [0.0; N],
-            rewards: [0.0; N],
-            terminated: [false; N],
-            truncated: [false; N],
-            final_values: [0.0; N],
             advantages: [0.0; N],
-            returns: [0.0; N],
             indices: [0; N],
             len: 0,
             ready: false,
         }
     }
 
-    /// Number of stored transitions.
+    /// Number of stored steps.
     pub fn len(&self) -> usize {
         self.len
+    }
+
+    /// No steps stored.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// All `N` slots are used.
+    pub fn is_full(&self) -> bool {
+        self.len == N
     }
 
     /// Complete: advantages computed and not yet trained on (an update
@@ -92,20 +92,64 @@ impl<const OBS: usize, A: Copy, const N: usize> Rollout<OBS, A, N> {
         self.ready = false;
     }
 
-    /// No transitions stored.
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
-    /// All `N` slots are used.
-    pub fn is_full(&self) -> bool {
-        self.len == N
-    }
-
-    /// Forgets the stored transitions (the memory is reused).
+    /// Forgets the stored steps (the memory is reused).
     pub fn clear(&mut self) {
         self.len = 0;
         self.ready = false;
+    }
+}
+
+/// `N` transitions with `OBS`-dimensional observations and actions of type
+/// `A`: the policy's [`Samples`] (which it dereferences to) and the
+/// critic's columns.
+#[derive(Clone, Debug)]
+pub struct Rollout<const OBS: usize, A, const N: usize> {
+    /// Observations, actions, `log π_old`, advantages, the permutation.
+    pub samples: Samples<OBS, A, N>,
+    /// `V_old(s)` at collection time.
+    pub values: [f32; N],
+    /// Rewards (after any reward scaling).
+    pub rewards: [f32; N],
+    /// The step ended its episode in a terminal state.
+    pub terminated: [bool; N],
+    /// The step ended its episode by a time limit.
+    pub truncated: [bool; N],
+    /// `V(final observation)` of truncated steps, for bootstrapping.
+    pub final_values: [f32; N],
+    /// Value targets `Â_t + V_old(s_t)`, for `t < len` once the rollout is
+    /// ready. PPO's collection over environment copies keeps each copy's
+    /// saved discounted return in its first slots until the rollout is
+    /// complete (to restore them if the collection fails), so the slots
+    /// hold value targets only while the rollout is ready.
+    pub returns: [f32; N],
+}
+
+impl<const OBS: usize, A, const N: usize> core::ops::Deref for Rollout<OBS, A, N> {
+    type Target = Samples<OBS, A, N>;
+
+    fn deref(&self) -> &Samples<OBS, A, N> {
+        &self.samples
+    }
+}
+
+impl<const OBS: usize, A, const N: usize> core::ops::DerefMut for Rollout<OBS, A, N> {
+    fn deref_mut(&mut self) -> &mut Samples<OBS, A, N> {
+        &mut self.samples
+    }
+}
+
+impl<const OBS: usize, A: Copy, const N: usize> Rollout<OBS, A, N> {
+    /// An empty rollout; `zero_action` fills the action slots.
+    pub const fn new(zero_action: A) -> Self {
+        Self {
+            samples: Samples::new(zero_action),
+            values: [0.0; N],
+            rewards: [0.0; N],
+            terminated: [false; N],
+            truncated: [false; N],
+            final_values: [0.0; N],
+            returns: [0.0; N],
+        }
     }
 
     /// Appends one transition.
@@ -113,19 +157,19 @@ impl<const OBS: usize, A: Copy, const N: usize> Rollout<OBS, A, N> {
     /// # Errors
     /// [`Error::BufferTooSmall`] when the rollout is full.
     pub fn push(&mut self, t: Transition<OBS, A>) -> Result<(), Error> {
-        let i = self.len;
+        let i = self.samples.len;
         if i >= N {
             return Err(Error::BufferTooSmall);
         }
-        self.obs[i] = t.obs;
-        self.actions[i] = t.action;
-        self.log_probs[i] = t.log_prob;
+        self.samples.obs[i] = t.obs;
+        self.samples.actions[i] = t.action;
+        self.samples.log_probs[i] = t.log_prob;
         self.values[i] = t.value;
         self.rewards[i] = t.reward;
         self.terminated[i] = t.terminated;
         self.truncated[i] = t.truncated;
         self.final_values[i] = t.final_value;
-        self.len = i + 1;
+        self.samples.len = i + 1;
         Ok(())
     }
 
@@ -152,10 +196,10 @@ impl<const OBS: usize, A: Copy, const N: usize> Rollout<OBS, A, N> {
         gamma: f32,
         lambda: f32,
     ) {
-        self.ready = self.len > 0;
+        self.samples.ready = self.samples.len > 0;
         self.env_advantages(env, n_envs, last_value, gamma, lambda);
-        for t in (env..self.len).step_by(n_envs.max(1)) {
-            self.returns[t] = self.advantages[t] + self.values[t];
+        for t in (env..self.samples.len).step_by(n_envs.max(1)) {
+            self.returns[t] = self.samples.advantages[t] + self.values[t];
         }
     }
 
@@ -181,17 +225,24 @@ impl<const OBS: usize, A: Copy, const N: usize> Rollout<OBS, A, N> {
             final_values: &self.final_values[..n],
             last_value,
         };
-        gae_strided(&traj, env, n_envs, gamma, lambda, &mut self.advantages[..n]);
+        gae_strided(
+            &traj,
+            env,
+            n_envs,
+            gamma,
+            lambda,
+            &mut self.samples.advantages[..n],
+        );
     }
 
     /// The value targets `returns = advantages + values` of every stored
     /// transition, after [`env_advantages`](Self::env_advantages) ran for
     /// every environment; the rollout is then ready (if not empty).
     pub(crate) fn compute_returns(&mut self) {
-        self.ready = self.len > 0;
-        let n = self.len;
+        self.samples.ready = self.samples.len > 0;
+        let n = self.samples.len;
         for t in 0..n {
-            self.returns[t] = self.advantages[t] + self.values[t];
+            self.returns[t] = self.samples.advantages[t] + self.values[t];
         }
     }
 

@@ -42,7 +42,7 @@ pub mod trpo;
 
 pub use ac::{AcConfig, AcStats, ActorCritic, LaggedAc};
 pub use anchor::{AnchorConfig, Anchored};
-pub use buffer::Rollout;
+pub use buffer::{Rollout, Samples};
 pub use critic::{Critic, Critics};
 pub use grpo::{Grpo, GrpoConfig};
 pub use lagged::{Behave, Lagged, LaggedLearner, Tick, TickLearner, behave};

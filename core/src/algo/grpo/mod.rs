@@ -46,7 +46,7 @@ mod tests;
 use nalgebra::SVector;
 use rand_core::{Rng, SeedableRng};
 
-use super::{Actor, Cursor, DEFAULT_CHUNK, Episode, Policy, UpdateStats};
+use super::{Actor, Cursor, DEFAULT_CHUNK, Episode, Policy, Samples, UpdateStats};
 use crate::config::{check, non_negative, positive_or_off};
 use crate::env::{ActionSpace, Env};
 use crate::error::Error;
@@ -176,42 +176,25 @@ impl Default for GrpoConfig {
 }
 
 /// The steps of one update's groups: per step what the clipped surrogate
-/// needs, nothing for a critic.
+/// needs ([`Samples`]), nothing for a critic, and
+/// where each episode ends.
 #[derive(Clone, Debug)]
 pub struct GroupRollout<const OBS: usize, A, const N: usize> {
-    /// Observations the actor saw (normalised).
-    pub obs: [SVector<f32, OBS>; N],
-    /// Actions taken (raw samples).
-    pub actions: [A; N],
-    /// `log π_old(a|s)` at collection time.
-    pub log_probs: [f32; N],
-    /// Group-relative advantage of the step's episode.
-    pub advantages: [f32; N],
-    /// Minibatch index permutation.
-    pub indices: [u16; N],
+    /// Observations, actions, `log π_old`, each step's group-relative
+    /// advantage (its episode's), the permutation.
+    pub samples: Samples<OBS, A, N>,
     /// Where each episode ends (exclusive), in collection order.
     pub episode_ends: [u32; MAX_EPISODES],
     episodes: usize,
-    len: usize,
-    ready: bool,
 }
 
 impl<const OBS: usize, A: Copy, const N: usize> GroupRollout<OBS, A, N> {
-    const CAPACITY_FITS_U16: () = assert!(N <= u16::MAX as usize + 1, "rollout capacity > 65536");
-
     /// An empty rollout; `zero_action` fills the action slots.
     pub const fn new(zero_action: A) -> Self {
-        let () = Self::CAPACITY_FITS_U16;
         Self {
-            obs: [SVector::from_array_storage(nalgebra::ArrayStorage([[0.0; OBS]; 1])); N],
-            actions: [zero_action; N],
-            log_probs: [0.0; N],
-            advantages: [0.0; N],
-            indices: [0; N],
+            samples: Samples::new(zero_action),
             episode_ends: [0; MAX_EPISODES],
             episodes: 0,
-            len: 0,
-            ready: false,
         }
     }
 
@@ -230,25 +213,10 @@ impl<const OBS: usize, A: Copy, const N: usize> GroupRollout<OBS, A, N> {
         (start, self.episode_ends[e] as usize)
     }
 
-    /// Number of stored steps.
-    pub fn len(&self) -> usize {
-        self.len
-    }
-
-    /// No steps stored.
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
-    /// Complete and not yet trained on.
-    pub fn is_ready(&self) -> bool {
-        self.ready
-    }
-
+    /// Forgets the stored steps and episodes.
     fn clear(&mut self) {
-        self.len = 0;
+        self.samples.clear();
         self.episodes = 0;
-        self.ready = false;
     }
 }
 
@@ -295,7 +263,7 @@ impl<A: Actor<OBS>, const OBS: usize, const N: usize, const CHUNK: usize> core::
         f.debug_struct("Grpo")
             .field("config", &self.config)
             .field("steps", &self.steps)
-            .field("rollout_len", &self.rollout.len())
+            .field("rollout_len", &self.rollout.samples.len())
             .finish_non_exhaustive()
     }
 }
@@ -405,12 +373,12 @@ impl<A: Actor<OBS>, const OBS: usize, const N: usize, const CHUNK: usize> Grpo<A
             let mut returns = [0.0f32; MAX_GROUP];
             let mut ends = [0usize; MAX_GROUP];
             let mut members = 0;
-            let group_start = self.rollout.len;
-            while members < group_size && self.rollout.len < N {
+            let group_start = self.rollout.samples.len;
+            while members < group_size && self.rollout.samples.len < N {
                 cursor.obs = env.reset(&mut Xoshiro128pp::seed_from_u64(seed));
                 (cursor.ret, cursor.len) = (0.0, 0);
                 let mut ret = 0.0f64;
-                while self.rollout.len < N {
+                while self.rollout.samples.len < N {
                     let obs = if self.config.normalize_obs {
                         self.obs_norm.update_normalize(&cursor.obs)?
                     } else {
@@ -419,42 +387,42 @@ impl<A: Actor<OBS>, const OBS: usize, const N: usize, const CHUNK: usize> Grpo<A
                     let (action, log_prob) = self.train.params.sample(&obs, rng)?;
                     let command = self.space.command(&action);
                     let step = cursor.advance(env, command, rng, &mut on_episode)?;
-                    let i = self.rollout.len;
-                    self.rollout.obs[i] = obs;
-                    self.rollout.actions[i] = action;
-                    self.rollout.log_probs[i] = log_prob;
-                    self.rollout.len = i + 1;
+                    let i = self.rollout.samples.len;
+                    self.rollout.samples.obs[i] = obs;
+                    self.rollout.samples.actions[i] = action;
+                    self.rollout.samples.log_probs[i] = log_prob;
+                    self.rollout.samples.len = i + 1;
                     ret += f64::from(step.reward);
                     if step.done() {
                         break;
                     }
                 }
                 returns[members] = ret as f32;
-                ends[members] = self.rollout.len;
+                ends[members] = self.rollout.samples.len;
                 members += 1;
                 let e = self.rollout.episodes;
-                self.rollout.episode_ends[e] = self.rollout.len as u32;
+                self.rollout.episode_ends[e] = self.rollout.samples.len as u32;
                 self.rollout.episodes = e + 1;
             }
             let mut advantages = [0.0f32; MAX_GROUP];
             group_advantages(&returns[..members], &mut advantages[..members]);
             let mut start = group_start;
             for (&end, &a) in ends[..members].iter().zip(&advantages[..members]) {
-                self.rollout.advantages[start..end].fill(a);
+                self.rollout.samples.advantages[start..end].fill(a);
                 start = end;
             }
-            if self.rollout.len == N {
+            if self.rollout.samples.len == N {
                 break 'groups;
             }
         }
-        if !self.rollout.advantages[..self.rollout.len]
+        if !self.rollout.samples.advantages[..self.rollout.samples.len]
             .iter()
             .all(|a| a.is_finite())
         {
             return Err(Error::NonFinite);
         }
-        self.steps = self.steps.saturating_add(self.rollout.len as u64);
-        self.rollout.ready = true;
+        self.steps = self.steps.saturating_add(self.rollout.samples.len as u64);
+        self.rollout.samples.ready = true;
         Ok(())
     }
 
@@ -469,12 +437,12 @@ impl<A: Actor<OBS>, const OBS: usize, const N: usize, const CHUNK: usize> Grpo<A
     /// consumed either way.
     pub fn update<R: Rng + ?Sized>(&mut self, rng: &mut R) -> Result<UpdateStats, Error> {
         let c = self.config;
-        if !self.rollout.ready {
+        if !self.rollout.samples.ready {
             return Err(Error::RolloutIncomplete);
         }
         c.validate()?;
-        self.rollout.ready = false;
-        let n = self.rollout.len;
+        self.rollout.samples.ready = false;
+        let n = self.rollout.samples.len;
         let progress_steps = self.steps.saturating_sub(n as u64);
         let lr = c.learning_rate.at(progress_steps, c.total_steps);
         let clip = c.clip_range.at(progress_steps, c.total_steps);
@@ -487,13 +455,13 @@ impl<A: Actor<OBS>, const OBS: usize, const N: usize, const CHUNK: usize> Grpo<A
             self.update_sequences(lr, clip, &mut stats, rng)?;
             return Ok(stats);
         }
-        for (i, slot) in self.rollout.indices[..n].iter_mut().enumerate() {
+        for (i, slot) in self.rollout.samples.indices[..n].iter_mut().enumerate() {
             *slot = i as u16;
         }
         let minibatches = usize::from(c.minibatches);
         let (mut samples, mut steps) = (0u32, 0u32);
         for epoch in 0..c.epochs {
-            rng::shuffle(rng, &mut self.rollout.indices[..n]);
+            rng::shuffle(rng, &mut self.rollout.samples.indices[..n]);
             for m in 0..minibatches {
                 let (start, end) = (m * n / minibatches, (m + 1) * n / minibatches);
                 if start == end {
@@ -504,14 +472,14 @@ impl<A: Actor<OBS>, const OBS: usize, const N: usize, const CHUNK: usize> Grpo<A
                 // The minibatch in chunks of `CHUNK` samples, the actor run
                 // one layer at a time over a chunk (the same bits as sample
                 // by sample: `nn::batch`).
-                for chunk in self.rollout.indices[start..end].chunks(CHUNK) {
+                for chunk in self.rollout.samples.indices[start..end].chunks(CHUNK) {
                     let n = chunk.len();
                     let mut actions = [A::ZERO_ACTION; CHUNK];
                     let inputs = A::batch_inputs(&mut self.actor_batch);
                     for (k, &i) in chunk.iter().enumerate() {
                         let i = usize::from(i);
-                        inputs[k] = self.rollout.obs[i];
-                        actions[k] = self.rollout.actions[i];
+                        inputs[k] = self.rollout.samples.obs[i];
+                        actions[k] = self.rollout.samples.actions[i];
                     }
                     let actor = &self.train.params;
                     let mut evaluated = [(0.0f32, 0.0f32); CHUNK];
@@ -521,8 +489,13 @@ impl<A: Actor<OBS>, const OBS: usize, const N: usize, const CHUNK: usize> Grpo<A
                         chunk.iter().zip(&evaluated).zip(&mut d_log_probs)
                     {
                         let i = usize::from(i);
-                        let old = self.rollout.log_probs[i];
-                        let s = clipped_surrogate(log_prob, old, self.rollout.advantages[i], clip);
+                        let old = self.rollout.samples.log_probs[i];
+                        let s = clipped_surrogate(
+                            log_prob,
+                            old,
+                            self.rollout.samples.advantages[i],
+                            clip,
+                        );
                         *d = s.d_log_prob * inv_batch;
                         stats.policy_loss += s.loss;
                         stats.entropy += entropy;
@@ -559,11 +532,11 @@ impl<A: Actor<OBS>, const OBS: usize, const N: usize, const CHUNK: usize> Grpo<A
     ) -> Result<[(f32, f32); CHUNK], Error> {
         let n = steps.len();
         A::batch_inputs(&mut self.actor_batch)[..n]
-            .copy_from_slice(&self.rollout.obs[steps.clone()]);
+            .copy_from_slice(&self.rollout.samples.obs[steps.clone()]);
         let mut evaluated = [(0.0f32, 0.0f32); CHUNK];
         self.train.params.evaluate_batch(
             &mut self.actor_batch,
-            &self.rollout.actions[steps],
+            &self.rollout.samples.actions[steps],
             &mut evaluated,
         )?;
         Ok(evaluated)
@@ -579,13 +552,16 @@ impl<A: Actor<OBS>, const OBS: usize, const N: usize, const CHUNK: usize> Grpo<A
     ) -> Result<(), Error> {
         let c = self.config;
         let episodes = self.rollout.episodes;
-        for (e, slot) in self.rollout.indices[..episodes].iter_mut().enumerate() {
+        for (e, slot) in self.rollout.samples.indices[..episodes]
+            .iter_mut()
+            .enumerate()
+        {
             *slot = e as u16;
         }
         let minibatches = usize::from(c.minibatches);
         let (mut sequences, mut samples, mut steps) = (0u32, 0u32, 0u32);
         for epoch in 0..c.epochs {
-            rng::shuffle(rng, &mut self.rollout.indices[..episodes]);
+            rng::shuffle(rng, &mut self.rollout.samples.indices[..episodes]);
             for m in 0..minibatches {
                 let (first, last) = (m * episodes / minibatches, (m + 1) * episodes / minibatches);
                 if first == last {
@@ -594,7 +570,7 @@ impl<A: Actor<OBS>, const OBS: usize, const N: usize, const CHUNK: usize> Grpo<A
                 let inv_batch = 1.0 / (last - first) as f32;
                 self.train.zero_grad();
                 for k in first..last {
-                    let e = usize::from(self.rollout.indices[k]);
+                    let e = usize::from(self.rollout.samples.indices[k]);
                     let (start, end) = self.rollout.episode(e);
                     let inv_len = 1.0 / (end - start) as f32;
                     // Pass 1: the sequence's mean log-ratio (its steps in
@@ -604,10 +580,10 @@ impl<A: Actor<OBS>, const OBS: usize, const N: usize, const CHUNK: usize> Grpo<A
                         let steps_here = first..end.min(first + CHUNK);
                         let evaluated = self.evaluate_steps(steps_here.clone())?;
                         for (i, &(log_prob, _)) in steps_here.zip(&evaluated) {
-                            log_ratio_sum += log_prob - self.rollout.log_probs[i];
+                            log_ratio_sum += log_prob - self.rollout.samples.log_probs[i];
                         }
                     }
-                    let advantage = self.rollout.advantages[start];
+                    let advantage = self.rollout.samples.advantages[start];
                     let s = clipped_surrogate(log_ratio_sum * inv_len, 0.0, advantage, clip);
                     // Pass 2: ∂L/∂log π_t = ∂L/∂log s · 1/|o|, per step.
                     let d_log_prob = s.d_log_prob * inv_len * inv_batch;
@@ -616,14 +592,14 @@ impl<A: Actor<OBS>, const OBS: usize, const N: usize, const CHUNK: usize> Grpo<A
                         let n = steps_here.len();
                         let evaluated = self.evaluate_steps(steps_here.clone())?;
                         for (i, &(log_prob, entropy)) in steps_here.clone().zip(&evaluated) {
-                            let log_ratio = log_prob - self.rollout.log_probs[i];
+                            let log_ratio = log_prob - self.rollout.samples.log_probs[i];
                             stats.entropy += entropy;
                             stats.approx_kl += approx_kl_at(log_ratio, math::exp(log_ratio));
                             samples += 1;
                         }
                         self.train.params.backward_batch(
                             &mut self.actor_batch,
-                            &self.rollout.actions[steps_here],
+                            &self.rollout.samples.actions[steps_here],
                             &[d_log_prob; CHUNK][..n],
                             -c.ent_coef * inv_len * inv_batch,
                             None,

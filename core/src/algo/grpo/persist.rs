@@ -21,7 +21,7 @@ impl<A: Actor<OBS>, const OBS: usize, const N: usize, const CHUNK: usize> AgentS
     }
 
     fn save_state(&self, w: &mut Writer<'_>) -> Result<(), Error> {
-        if self.rollout.is_ready() {
+        if self.rollout.samples.is_ready() {
             return Err(Error::MidIteration);
         }
         let fields = (&self.train, &self.space, &self.obs_norm, &self.steps);

@@ -117,8 +117,8 @@ fn members_share_a_start_state_and_their_episode_advantage() {
         .unwrap();
     assert_eq!(lengths.len(), 8, "two groups of four whole episodes");
     let r = &agent.rollout;
-    assert!(r.is_ready() && !r.is_empty());
-    assert_eq!(r.len(), lengths.iter().sum::<u32>() as usize);
+    assert!(r.samples.is_ready() && !r.samples.is_empty());
+    assert_eq!(r.samples.len(), lengths.iter().sum::<u32>() as usize);
     let mut start = 0;
     let mut firsts = Vec::new();
     for group in lengths.chunks(4) {
@@ -127,8 +127,8 @@ fn members_share_a_start_state_and_their_episode_advantage() {
         group_advantages(&returns, &mut expected);
         for (&len, &a) in group.iter().zip(&expected) {
             let end = start + len as usize;
-            assert!(r.advantages[start..end].iter().all(|&x| x == a));
-            firsts.push(r.obs[start]);
+            assert!(r.samples.advantages[start..end].iter().all(|&x| x == a));
+            firsts.push(r.samples.obs[start]);
             start = end;
         }
     }
@@ -136,7 +136,7 @@ fn members_share_a_start_state_and_their_episode_advantage() {
     assert!(firsts[4..].iter().all(|o| *o == firsts[4]));
     assert_ne!(firsts[0], firsts[4]);
     assert!(lengths[..4].iter().any(|&l| l != lengths[0]), "{lengths:?}");
-    assert_eq!(agent.steps(), r.len() as u64);
+    assert_eq!(agent.steps(), r.samples.len() as u64);
 }
 
 /// A rollout smaller than a group cuts the member that reaches the
@@ -152,7 +152,7 @@ fn the_capacity_cuts_a_group() {
     agent
         .collect(&mut env, &mut cursor, &mut rng, |_| episodes += 1)
         .unwrap();
-    assert_eq!(agent.rollout.len(), 40);
+    assert_eq!(agent.rollout.samples.len(), 40);
     assert!(episodes < 8);
     // The cut member is the last episode stored: no empty member after it.
     let r = &agent.rollout;
@@ -182,15 +182,15 @@ fn rollout_state_statistics_and_export() {
     let mut env = CartPole::new();
     let mut rng = Xoshiro128pp::seed_from_u64(5);
     agent.init(&env, &mut rng).unwrap();
-    assert!(agent.rollout.is_empty() && !agent.rollout.is_ready());
+    assert!(agent.rollout.samples.is_empty() && !agent.rollout.samples.is_ready());
     let mut cursor = Cursor::start(&mut env, &mut rng);
     agent
         .collect(&mut env, &mut cursor, &mut rng, |_| {})
         .unwrap();
-    assert!(!agent.rollout.is_empty() && agent.rollout.is_ready());
+    assert!(!agent.rollout.samples.is_empty() && agent.rollout.samples.is_ready());
     let stats = agent.update(&mut rng).unwrap();
     assert_eq!((stats.learning_rate, stats.clip_range), (2e-3, 0.3));
-    assert!(!agent.rollout.is_ready());
+    assert!(!agent.rollout.samples.is_ready());
     assert_eq!(agent.update(&mut rng), Err(Error::RolloutIncomplete));
 
     let mut policy = Box::new(<crate::Deployed<Agent> as Params>::ZERO);
@@ -225,7 +225,7 @@ fn a_failed_collect_clears_the_rollout() {
         agent.collect(&mut env, &mut cursor, &mut rng, |_| {}),
         Err(Error::NonFinite)
     );
-    assert!(agent.rollout.is_empty() && !agent.rollout.is_ready());
+    assert!(agent.rollout.samples.is_empty() && !agent.rollout.samples.is_ready());
     assert_eq!(agent.rollout.episodes(), 0);
     assert_eq!(agent.obs_norm, norm);
     assert_eq!(agent.update(&mut rng), Err(Error::RolloutIncomplete));
