@@ -42,11 +42,11 @@ use super::{Controller, Cursor, Episode};
 use crate::checkpoint::{Field, Reader, Writer};
 use crate::config::{check, unit};
 use crate::env::{ActionSpace, Continuous, Env};
-use crate::error::{Error, check_all_finite};
+use crate::error::{Error, check_all_finite, check_finite};
 use crate::impl_params;
 use crate::math;
 use crate::nn::Layer;
-use crate::optim::check_lr;
+use crate::optim::{AdamConfig, Optimizer, TrainState, check_lr};
 use crate::params::{Params, tag};
 use crate::rng;
 
@@ -62,6 +62,61 @@ pub struct Twin<Q> {
 }
 
 impl_params!(impl[Q: Params] Twin<Q> { q1: Q, q2: Q });
+
+impl<Q, const OA: usize> Twin<Q>
+where
+    Q: Layer<Input = SVector<f32, OA>, Output = SVector<f32, 1>>,
+{
+    /// `min(Q₁(x), Q₂(x))`, the clipped double-Q estimate (of the target
+    /// pair, at the next state and action).
+    pub fn min_q(&self, x: &SVector<f32, OA>) -> f32 {
+        let q1 = self.q1.forward(x)[0];
+        let q2 = self.q2.forward(x)[0];
+        q1.min(q2)
+    }
+}
+
+/// The Bellman target `q_target = r + (1 − terminated)·γ·next_q`: a
+/// terminal step does not bootstrap, a truncated one does (SB3's
+/// `handle_timeout_termination`).
+///
+/// # Errors
+/// [`Error::NonFinite`] for a non-finite target.
+#[inline]
+pub fn q_target(reward: f32, terminated: bool, gamma: f32, next_q: f32) -> Result<f32, Error> {
+    let not_terminated = if terminated { 0.0 } else { 1.0 };
+    let q_target = reward + not_terminated * gamma * next_q;
+    check_finite(q_target)?;
+    Ok(q_target)
+}
+
+/// One sample of the twin critics' regression towards `q_target`: both
+/// forward passes at `x = [s; a]`, then `∂J/∂Qᵢ = (factor·eᵢ)/B` with
+/// `eᵢ = Qᵢ(x) − q_target` back through each critic into its gradient
+/// (`factor` 1 for SAC's `½ Σᵢ mse`, 2 for TD3's `Σᵢ mse`; `inv_n = 1/B`).
+/// Returns `(Q₁(x), e₁² + e₂²)`.
+pub(crate) fn regress_twin<Q, const OA: usize>(
+    critic: &mut TrainState<Twin<Q>>,
+    caches: &mut (Q::Cache, Q::Cache),
+    x: &SVector<f32, OA>,
+    q_target: f32,
+    factor: f32,
+    inv_n: f32,
+) -> (f32, f32)
+where
+    Q: Layer<Input = SVector<f32, OA>, Output = SVector<f32, 1>>,
+{
+    let (cache1, cache2) = caches;
+    let (params, grads) = (&critic.params, &mut critic.grads);
+    let q1 = params.q1.forward_train(x, cache1)[0];
+    let q2 = params.q2.forward_train(x, cache2)[0];
+    let (e1, e2) = (q1 - q_target, q2 - q_target);
+    let d1 = SVector::<f32, 1>::new(factor * e1 * inv_n);
+    let d2 = SVector::<f32, 1>::new(factor * e2 * inv_n);
+    params.q1.backward(cache1, &d1, &mut grads.q1);
+    params.q2.backward(cache2, &d2, &mut grads.q2);
+    (q1, e1 * e1 + e2 * e2)
+}
 
 /// `concat(obs, action)`, the critic's input. `OA` must be `OBS + ACT`
 /// (stable Rust cannot write the sum as a const generic argument, so the
@@ -122,6 +177,20 @@ pub fn to_bounds<const ACT: usize>(
         out[i] = space.low[i] + 0.5 * (action[i] + 1.0) * (space.high[i] - space.low[i]);
     }
     space.command(&out)
+}
+
+/// A network started afresh as SB3 starts SAC's and TD3's: Adam with
+/// `adam` and zero moments, [`torch_default_init`] from `rng`, zero
+/// gradients.
+pub(crate) fn torch_fresh<P: Params, R: Rng + ?Sized>(
+    net: &mut TrainState<P>,
+    adam: AdamConfig,
+    rng: &mut R,
+) {
+    net.optimizer.config = adam;
+    net.optimizer.reset();
+    torch_default_init(&mut net.params, rng);
+    net.zero_grad();
 }
 
 /// PyTorch's default initialisation of `nn.Linear` (what SB3's SAC and TD3

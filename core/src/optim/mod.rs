@@ -60,6 +60,14 @@ impl<P: Params> TrainState<P, Adam<P>> {
             optimizer: Adam::new(config),
         }
     }
+
+    /// After a checkpoint's load: Adam's settings are the configuration's
+    /// (configuration, not saved state: the moments are), the gradient
+    /// accumulator is cleared.
+    pub fn resume_with(&mut self, adam: AdamConfig) {
+        self.optimizer.config = adam;
+        self.zero_grad();
+    }
 }
 
 impl<P: Params, O: Optimizer<P>> TrainState<P, O> {
@@ -164,6 +172,22 @@ mod tests {
     fn training_state_can_be_static() {
         assert_eq!(STATIC_STATE.optimizer.t, 0);
         assert_eq!(STATIC_STATE.params.norm_squared(), 0.0);
+    }
+
+    #[test]
+    fn resuming_takes_the_configured_adam_and_clears_the_gradient() {
+        let mut state = TrainState::<Mlp<4, 8, 2>>::new(AdamConfig::DEFAULT);
+        state.grads.tensor_mut(0)[3] = 1.5;
+        state.optimizer.t = 7;
+        let adam = AdamConfig {
+            eps: 1e-7,
+            ..AdamConfig::DEFAULT
+        };
+        state.resume_with(adam);
+        assert_eq!(state.optimizer.config, adam);
+        assert_eq!(state.grads.norm_squared(), 0.0);
+        // The moments and the step count are saved state: kept.
+        assert_eq!(state.optimizer.t, 7);
     }
 
     #[test]

@@ -57,10 +57,8 @@ impl<A: Actor<OBS>, C: Network<OBS, 1>, const OBS: usize> AgentState for ActorCr
         if r.commit() {
             self.steps = steps;
             self.discounted_return = discounted_return;
-            self.actor.optimizer.config = self.config.adam;
-            self.critic.optimizer.config = self.config.adam;
-            self.actor.zero_grad();
-            self.critic.zero_grad();
+            self.actor.resume_with(self.config.adam);
+            self.critic.resume_with(self.config.adam);
         }
         Ok(())
     }

@@ -40,8 +40,7 @@ impl<A: Actor<OBS>, const OBS: usize, const N: usize, const CHUNK: usize> AgentS
         <Self::Saved as Fields>::load(r, fields)?;
         if r.commit() {
             self.steps = steps;
-            self.train.optimizer.config = self.config.adam;
-            self.train.zero_grad();
+            self.train.resume_with(self.config.adam);
         }
         Ok(())
     }

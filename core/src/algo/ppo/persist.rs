@@ -75,8 +75,7 @@ impl<A: Actor<OBS>, C: Critic<OBS>, const OBS: usize, const N: usize, const CHUN
             self.discounted_return = discounted_return;
             self.kl_coef = kl_coef;
             self.steps = steps;
-            self.train.optimizer.config = self.config.adam;
-            self.train.zero_grad();
+            self.train.resume_with(self.config.adam);
             self.rollout.clear();
         }
         Ok(())

@@ -90,9 +90,7 @@ pub use update::SacStats;
 use nalgebra::SVector;
 use rand_core::Rng;
 
-use super::offpolicy::{
-    Draws, Explore, TanhPolicy, Twin, checked_space, to_bounds, torch_default_init,
-};
+use super::offpolicy::{Draws, Explore, TanhPolicy, Twin, checked_space, to_bounds, torch_fresh};
 use super::replay::ReplayBuffer;
 use crate::env::{Continuous, Env};
 use crate::error::Error;
@@ -226,17 +224,11 @@ where
         self.config.validate(CAP, BATCH)?;
         self.space = checked_space(env)?;
         let adam = self.config.adam;
-        self.actor.optimizer.config = adam;
-        self.critic.optimizer.config = adam;
-        self.log_alpha.optimizer.config = adam;
-        self.actor.optimizer.reset();
-        self.critic.optimizer.reset();
-        self.log_alpha.optimizer.reset();
-        torch_default_init(&mut self.actor.params, rng);
-        torch_default_init(&mut self.critic.params, rng);
+        torch_fresh(&mut self.actor, adam, rng);
+        torch_fresh(&mut self.critic, adam, rng);
         self.critic_target.copy_from(&self.critic.params);
-        self.actor.zero_grad();
-        self.critic.zero_grad();
+        self.log_alpha.optimizer.config = adam;
+        self.log_alpha.optimizer.reset();
         self.log_alpha.params[0] = math::ln(self.config.ent_coef.initial());
         self.log_alpha.zero_grad();
         self.replay.resize(self.config.buffer_size as usize)?;

@@ -64,16 +64,14 @@ pub use update::Td3Stats;
 use nalgebra::SVector;
 use rand_core::Rng;
 
-use super::offpolicy::{
-    Draws, Explore, TanhPolicy, Twin, checked_space, to_bounds, torch_default_init,
-};
+use super::offpolicy::{Draws, Explore, TanhPolicy, Twin, checked_space, to_bounds, torch_fresh};
 use super::replay::ReplayBuffer;
 use crate::checkpoint::{Field, Reader, Writer, fold_shapes};
 use crate::env::{Continuous, Env};
 use crate::error::{Error, check_all_finite};
 use crate::math;
 use crate::nn::{Chain, Dense, Layer, Mlp, Relu, Tanh};
-use crate::optim::{Optimizer, TrainState};
+use crate::optim::TrainState;
 use crate::params::Params;
 use crate::rng;
 
@@ -193,16 +191,10 @@ where
     {
         self.config.validate(CAP, BATCH)?;
         self.space = checked_space(env)?;
-        self.actor.optimizer.config = self.config.adam;
-        self.critic.optimizer.config = self.config.adam;
-        self.actor.optimizer.reset();
-        self.critic.optimizer.reset();
-        torch_default_init(&mut self.actor.params, rng);
-        torch_default_init(&mut self.critic.params, rng);
+        torch_fresh(&mut self.actor, self.config.adam, rng);
+        torch_fresh(&mut self.critic, self.config.adam, rng);
         self.actor_target.copy_from(&self.actor.params);
         self.critic_target.copy_from(&self.critic.params);
-        self.actor.zero_grad();
-        self.critic.zero_grad();
         self.replay.resize(self.config.buffer_size as usize)?;
         self.steps = 0;
         self.n_updates = 0;

@@ -85,10 +85,8 @@ where
             self.steps = steps;
             self.n_updates = n_updates;
             let adam = self.config.adam;
-            self.actor.optimizer.config = adam;
-            self.critic.optimizer.config = adam;
-            self.actor.zero_grad();
-            self.critic.zero_grad();
+            self.actor.resume_with(adam);
+            self.critic.resume_with(adam);
         }
         Ok(())
     }

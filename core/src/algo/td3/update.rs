@@ -4,7 +4,7 @@
 use nalgebra::SVector;
 
 use super::Td3;
-use crate::algo::offpolicy::{Draws, action_part, critic_input, polyak};
+use crate::algo::offpolicy::{Draws, action_part, critic_input, polyak, q_target, regress_twin};
 use crate::error::{Error, check_all_finite, check_finite};
 use crate::math;
 use crate::nn::Layer;
@@ -74,25 +74,20 @@ where
             }
             check_all_finite(next_action.as_slice())?;
             let x_next = critic_input::<OBS, ACT, OA>(&t.next_obs, &next_action);
-            let next_q1 = self.critic_target.q1.forward(&x_next)[0];
-            let next_q2 = self.critic_target.q2.forward(&x_next)[0];
-            let not_terminated = if t.terminated { 0.0 } else { 1.0 };
-            let q_target = t.reward + not_terminated * c.gamma * next_q1.min(next_q2);
-            check_finite(q_target)?;
+            let next_q = self.critic_target.min_q(&x_next);
+            let q_target = q_target(t.reward, t.terminated, c.gamma, next_q)?;
 
             let x = critic_input::<OBS, ACT, OA>(&t.obs, &t.action);
-            let (cache1, cache2) = &mut self.critic_cache;
-            let critic = &self.critic.params;
-            let q1 = critic.q1.forward_train(&x, cache1)[0];
-            let q2 = critic.q2.forward_train(&x, cache2)[0];
-            let (e1, e2) = (q1 - q_target, q2 - q_target);
-            stats.critic_loss += e1 * e1 + e2 * e2;
+            let (q1, sq_errors) = regress_twin(
+                &mut self.critic,
+                &mut self.critic_cache,
+                &x,
+                q_target,
+                2.0,
+                inv_n,
+            );
+            stats.critic_loss += sq_errors;
             stats.q1 += q1;
-            let grads = &mut self.critic.grads;
-            let d1 = SVector::<f32, 1>::new(2.0 * e1 * inv_n);
-            let d2 = SVector::<f32, 1>::new(2.0 * e2 * inv_n);
-            critic.q1.backward(cache1, &d1, &mut grads.q1);
-            critic.q2.backward(cache2, &d2, &mut grads.q2);
         }
         stats.critic_loss *= inv_n;
         stats.q1 *= inv_n;
