@@ -31,22 +31,24 @@
 //! than returned as ±∞ or NaN — all with [`Error::NonFinite`].
 
 mod categorical;
+mod categorical_actor;
 mod coloured;
 mod gaussian;
+mod gaussian_actor;
 
 pub use categorical::{Categorical, NEAR_TIE};
-use categorical::{d_logits_at, entropy_of, heads_of};
+pub use categorical_actor::{CategoricalActor, CategoricalBatch};
 pub use coloured::{ColouredNoise, MAX_OCTAVES};
 pub use gaussian::{Gaussian, GaussianGrad, LOG_STD_MAX, LOG_STD_MIN, SOFT_BOUND, mean_bound_loss};
+pub use gaussian_actor::GaussianActor;
 
 use nalgebra::SVector;
 use rand_core::Rng;
 
-use crate::env::{ActionSpace, Continuous, Discrete};
-use crate::error::{Error, check_all_finite, check_finite};
+use crate::env::ActionSpace;
+use crate::error::Error;
 use crate::impl_params;
-use crate::math;
-use crate::nn::{Layer, Zeroed, gain};
+use crate::nn::Zeroed;
 use crate::normalize::RunningNorm;
 use crate::params::Params;
 
@@ -57,7 +59,7 @@ use crate::params::Params;
     note = "derive matching sizes from the environment with `microrl::agent::{{Ppo, ActorCritic, …}}<YourEnv, HIDDEN, …>`"
 )]
 pub trait Actor<const OBS: usize>: Params {
-    /// The action space: [`Discrete<N>`] or [`Continuous<A>`].
+    /// The action space: [`Discrete<N>`](crate::env::Discrete) or [`Continuous<A>`](crate::env::Continuous).
     type Space: ActionSpace<Action = Self::Action>;
     /// The action type: `usize` or `SVector<f32, A>`.
     type Action: Copy + core::fmt::Debug + PartialEq;
@@ -126,7 +128,7 @@ pub trait Actor<const OBS: usize>: Params {
     );
 
     /// Activations of up to `BATCH` samples for the batched training passes
-    /// (the network's [`Layer::Batch`]).
+    /// (the network's [`Layer::Batch`](crate::nn::Layer::Batch)).
     type Batch<const BATCH: usize>: Zeroed;
 
     /// Where the caller writes sample `k`'s network input before
@@ -137,7 +139,7 @@ pub trait Actor<const OBS: usize>: Params {
 
     /// [`evaluate`](Actor::evaluate) for the first `n = actions.len()`
     /// samples of `batch` (at most `BATCH` and `out.len()`), the network run
-    /// one layer at a time over all of them ([`Layer::forward_batch`]):
+    /// one layer at a time over all of them ([`Layer::forward_batch`](crate::nn::Layer::forward_batch)):
     /// `out[k] = (log π(actions[k]|input k), H)`, the same bits as
     /// `evaluate`.
     ///
@@ -154,7 +156,7 @@ pub trait Actor<const OBS: usize>: Params {
     /// [`sample`](Actor::sample)'s network pass for the first `n` inputs
     /// written through [`batch_inputs`](Actor::batch_inputs) (`n` is capped
     /// at `BATCH`), one layer at a time over all of them
-    /// ([`Layer::forward_batch`]). [`sample_at`](Actor::sample_at) then
+    /// ([`Layer::forward_batch`](crate::nn::Layer::forward_batch)). [`sample_at`](Actor::sample_at) then
     /// draws each one's action: a vectorised collection runs its copies'
     /// network passes together, and their draws in the copies' order.
     fn sample_batch<const BATCH: usize>(&self, batch: &mut Self::Batch<BATCH>, n: usize);
@@ -245,7 +247,7 @@ pub trait Actor<const OBS: usize>: Params {
     /// the sample recorded in `cache` by [`evaluate`](Actor::evaluate): the
     /// Hessian of `θ ↦ KL[π_cached ‖ π_θ]` at the cached parameters (Schulman
     /// et al. 2015, App. C). `J v` is the network's forward-mode derivative
-    /// ([`Layer::jvp`]), `M` the Fisher of the head in its outputs, and
+    /// ([`Layer::jvp`](crate::nn::Layer::jvp)), `M` the Fisher of the head in its outputs, and
     /// `Jᵀ(·)` one backward pass — exact, no finite differences.
     fn fisher_vector_product(&self, cache: &Self::Cache, v: &Self, scale: f32, out: &mut Self);
 }
@@ -259,531 +261,8 @@ pub struct HeadCache<C, const A: usize> {
     pub output: SVector<f32, A>,
 }
 
-const fn zero_vector<const A: usize>() -> SVector<f32, A> {
+pub(crate) const fn zero_vector<const A: usize>() -> SVector<f32, A> {
     SVector::from_array_storage(nalgebra::ArrayStorage([[0.0; A]; 1]))
-}
-
-/// A [`CategoricalActor`]'s batch storage ([`Actor::Batch`]): the network's
-/// ([`Layer::Batch`]) and, per sample, the head's `log p` and `p` from
-/// [`Actor::evaluate_batch`], which [`Actor::backward_batch`] reuses: the
-/// same logits give the same values, so the gradient has the same bits as
-/// when it recomputed them, without the log-softmax and its exponentials
-/// a second time.
-#[derive(Clone, Debug, PartialEq)]
-pub struct CategoricalBatch<B, const ACT: usize, const BATCH: usize> {
-    net: B,
-    log_probs: [SVector<f32, ACT>; BATCH],
-    probs: [SVector<f32, ACT>; BATCH],
-}
-
-impl<B: Zeroed, const ACT: usize, const BATCH: usize> Zeroed for CategoricalBatch<B, ACT, BATCH> {
-    const ZERO: Self = Self {
-        net: B::ZERO,
-        log_probs: [zero_vector(); BATCH],
-        probs: [zero_vector(); BATCH],
-    };
-}
-
-/// A discrete-action actor: a network producing logits.
-#[derive(Clone, Debug, PartialEq)]
-pub struct CategoricalActor<N> {
-    /// Maps an input to action logits.
-    pub net: N,
-}
-
-impl_params!(impl[N: Params] CategoricalActor<N> { net: N });
-
-impl<N, const OBS: usize, const ACT: usize> CategoricalActor<N>
-where
-    N: Layer<Input = SVector<f32, OBS>, Output = SVector<f32, ACT>>,
-{
-    /// The action distribution at `input`.
-    ///
-    /// # Errors
-    /// [`Error::NonFinite`] if the input or the resulting logits are not finite.
-    pub fn distribution(&self, input: &SVector<f32, OBS>) -> Result<Categorical<ACT>, Error> {
-        check_all_finite(input.as_slice())?;
-        Categorical::from_logits(&self.net.forward(input))
-    }
-}
-
-impl<N, const OBS: usize, const ACT: usize> Actor<OBS> for CategoricalActor<N>
-where
-    N: Layer<Input = SVector<f32, OBS>, Output = SVector<f32, ACT>>,
-{
-    type Space = Discrete<ACT>;
-    type Action = usize;
-    type Cache = HeadCache<N::Cache, ACT>;
-    const ZERO_ACTION: usize = 0;
-    const ZERO_CACHE: Self::Cache = HeadCache {
-        net: N::ZERO_CACHE,
-        output: zero_vector(),
-    };
-
-    fn init<R: Rng + ?Sized>(&mut self, rng: &mut R) {
-        self.net.init_orthogonal(rng, gain::HIDDEN, gain::POLICY);
-    }
-
-    /// The most probable action.
-    fn mode(&self, input: &SVector<f32, OBS>) -> Result<usize, Error> {
-        check_all_finite(input.as_slice())?;
-        Categorical::mode_of_logits(&self.net.forward(input))
-    }
-
-    fn sample<R: Rng + ?Sized>(
-        &self,
-        input: &SVector<f32, OBS>,
-        rng: &mut R,
-    ) -> Result<(usize, f32), Error> {
-        let dist = self.distribution(input)?;
-        let action = dist.sample(rng);
-        Ok((action, dist.log_probs()[action]))
-    }
-
-    fn sample_batch<const BATCH: usize>(&self, batch: &mut Self::Batch<BATCH>, n: usize) {
-        self.net.forward_batch(&mut batch.net, n);
-    }
-
-    fn sample_at<R: Rng + ?Sized, const BATCH: usize>(
-        &self,
-        batch: &mut Self::Batch<BATCH>,
-        k: usize,
-        rng: &mut R,
-    ) -> Result<(usize, f32), Error> {
-        let input = N::batch_inputs(&mut batch.net).get(k).copied();
-        let (Some(input), Some(logits)) = (input, N::batch_outputs(&batch.net).get(k)) else {
-            return Err(Error::InvalidInput {
-                what: "sample index past the batch",
-            });
-        };
-        // `distribution`'s checks and head on the batch's logits.
-        check_all_finite(input.as_slice())?;
-        let dist = Categorical::from_logits(logits)?;
-        let action = dist.sample(rng);
-        Ok((action, dist.log_probs()[action]))
-    }
-
-    fn evaluate(
-        &self,
-        input: &SVector<f32, OBS>,
-        action: &usize,
-        cache: &mut Self::Cache,
-    ) -> Result<(f32, f32), Error> {
-        check_all_finite(input.as_slice())?;
-        if *action >= ACT {
-            return Err(Error::InvalidAction);
-        }
-        cache.output = self.net.forward_train(input, &mut cache.net);
-        // Finite logits give finite log-probabilities and entropy (see
-        // `Categorical`); checked anyway, as the contract promises.
-        let dist = Categorical::from_logits(&cache.output)?;
-        let (log_prob, entropy) = (dist.log_prob(*action)?, dist.entropy());
-        check_finite(log_prob)?;
-        check_finite(entropy)?;
-        Ok((log_prob, entropy))
-    }
-
-    fn backward(
-        &self,
-        cache: &Self::Cache,
-        action: &usize,
-        d_log_prob: f32,
-        d_entropy: f32,
-        grad: &mut Self,
-    ) {
-        // `evaluate` succeeded on these logits and this action, so neither
-        // call below can fail; a zero gradient is the safe fallback anyway.
-        let Ok(dist) = Categorical::from_logits(&cache.output) else {
-            return;
-        };
-        let Ok(d_logits) = dist.d_logits(*action, d_log_prob, d_entropy) else {
-            return;
-        };
-        self.net.backward(&cache.net, &d_logits, &mut grad.net);
-    }
-
-    type Batch<const BATCH: usize> = CategoricalBatch<N::Batch<BATCH>, ACT, BATCH>;
-
-    fn batch_inputs<const BATCH: usize>(
-        batch: &mut Self::Batch<BATCH>,
-    ) -> &mut [SVector<f32, OBS>; BATCH] {
-        N::batch_inputs(&mut batch.net)
-    }
-
-    fn evaluate_batch<const BATCH: usize>(
-        &self,
-        batch: &mut Self::Batch<BATCH>,
-        actions: &[usize],
-        out: &mut [(f32, f32)],
-    ) -> Result<(), Error> {
-        let n = actions.len().min(out.len()).min(BATCH);
-        let CategoricalBatch {
-            net,
-            log_probs,
-            probs,
-        } = batch;
-        // Every sample through the network first (a non-finite input only
-        // gives non-finite scratch values), then `evaluate`'s checks sample
-        // by sample, in its order: the first refusal is `evaluate`'s.
-        self.net.forward_batch(net, n);
-        let inputs = *N::batch_inputs(net);
-        let logits = &N::batch_outputs(net)[..n];
-        let mut entropies = [0.0f32; BATCH];
-        heads_of(
-            logits,
-            &mut log_probs[..n],
-            &mut probs[..n],
-            &mut entropies[..n],
-        );
-        let samples = inputs.iter().zip(logits);
-        for ((((input, logits), action), out), (log_p, &entropy)) in samples
-            .zip(actions)
-            .zip(out.iter_mut())
-            .zip(log_probs.iter().zip(&entropies))
-            .take(n)
-        {
-            check_all_finite(input.as_slice())?;
-            if *action >= ACT {
-                return Err(Error::InvalidAction);
-            }
-            // `Categorical::from_logits`' check; `heads_of` gave its
-            // `log p`, `p = e^{log p}` (kept for `backward_batch`) and
-            // `entropy_of(p, log p)` (its `entropy()`).
-            check_all_finite(logits.as_slice())?;
-            let log_prob = log_p[*action];
-            check_finite(log_prob)?;
-            check_finite(entropy)?;
-            *out = (log_prob, entropy);
-        }
-        Ok(())
-    }
-
-    fn backward_batch<const BATCH: usize>(
-        &self,
-        batch: &mut Self::Batch<BATCH>,
-        actions: &[usize],
-        d_log_probs: &[f32],
-        d_entropy: f32,
-        _bound: Option<(&Discrete<ACT>, f32)>,
-        grad: &mut Self,
-    ) -> f32 {
-        let n = actions.len().min(d_log_probs.len()).min(BATCH);
-        let CategoricalBatch {
-            net,
-            log_probs,
-            probs,
-        } = batch;
-        // `Categorical::d_logits` on `evaluate_batch`'s distributions (the
-        // same logits, so the same `log p` and `p`), kept per sample.
-        let heads = log_probs.iter().zip(probs.iter());
-        let d_logits = N::batch_d_outputs(net);
-        for ((d, (log_p, p)), (&action, &d_log_prob)) in d_logits
-            .iter_mut()
-            .zip(heads)
-            .zip(actions.iter().zip(d_log_probs))
-            .take(n)
-        {
-            // `action < ACT`: `evaluate_batch` refused any other.
-            let entropy = entropy_of(p, log_p);
-            *d = d_logits_at(log_p, p, entropy, action, d_log_prob, d_entropy);
-        }
-        self.net.backward_batch(net, n, &mut grad.net, None);
-        0.0
-    }
-
-    /// `Σᵢ pᵢ (log pᵢ − log qᵢ)`.
-    fn kl(&self, other: &Self, input: &SVector<f32, OBS>) -> Result<f32, Error> {
-        let (p, q) = (self.distribution(input)?, other.distribution(input)?);
-        let kl = p
-            .log_probs()
-            .iter()
-            .zip(q.log_probs().iter())
-            .map(|(&lp, &lq)| math::exp(lp) * (lp - lq))
-            .sum::<f32>();
-        check_finite(kl)?;
-        Ok(kl)
-    }
-
-    /// In the logits `l`, `M = diag(p) − p pᵀ`, so `M (J v) = p ⊙ Jv − p (pᵀ Jv)`.
-    fn fisher_vector_product(&self, cache: &Self::Cache, v: &Self, scale: f32, out: &mut Self) {
-        let Ok(dist) = Categorical::from_logits(&cache.output) else {
-            return;
-        };
-        let p = dist.probs();
-        let jv = self.net.jvp(&cache.net, &v.net, &SVector::zeros());
-        let mean_jv = p.dot(&jv);
-        let m_jv = p.zip_map(&jv, |pi, ji| scale * (pi * (ji - mean_jv)));
-        self.net.backward(&cache.net, &m_jv, &mut out.net);
-    }
-}
-
-/// A continuous-action actor: a network producing the mean of a diagonal
-/// Gaussian, and the Gaussian's `log_std`.
-#[derive(Clone, Debug, PartialEq)]
-pub struct GaussianActor<N, const ACT: usize> {
-    /// Maps an input to the action mean.
-    pub net: N,
-    /// The state-independent `log_std`.
-    pub head: Gaussian<ACT>,
-}
-
-impl_params!(impl[N: Params, const ACT: usize] GaussianActor<N, ACT> { net: N, head: Gaussian<ACT> });
-
-impl<N, const OBS: usize, const ACT: usize> GaussianActor<N, ACT>
-where
-    N: Layer<Input = SVector<f32, OBS>, Output = SVector<f32, ACT>>,
-{
-    /// The mean action `μ(input)`.
-    ///
-    /// # Errors
-    /// [`Error::NonFinite`] if the input or the mean is not finite.
-    pub fn mean(&self, input: &SVector<f32, OBS>) -> Result<SVector<f32, ACT>, Error> {
-        check_all_finite(input.as_slice())?;
-        let mean = self.net.forward(input);
-        check_all_finite(mean.as_slice())?;
-        Ok(mean)
-    }
-
-    /// A raw sample around a finite `mean` and its log-probability, both
-    /// checked finite.
-    fn sample_around<R: Rng + ?Sized>(
-        &self,
-        mean: &SVector<f32, ACT>,
-        rng: &mut R,
-    ) -> Result<(SVector<f32, ACT>, f32), Error> {
-        self.sample_with(mean, &Gaussian::<ACT>::sample_noise(rng))
-    }
-
-    /// The mean of sample `k` of the last batched pass, with
-    /// [`mean`](Self::mean)'s checks on the batch's input and mean.
-    fn batch_mean<const BATCH: usize>(
-        batch: &mut N::Batch<BATCH>,
-        k: usize,
-    ) -> Result<SVector<f32, ACT>, Error> {
-        let input = N::batch_inputs(batch).get(k).copied();
-        let (Some(input), Some(mean)) = (input, N::batch_outputs(batch).get(k)) else {
-            return Err(Error::InvalidInput {
-                what: "sample index past the batch",
-            });
-        };
-        check_all_finite(input.as_slice())?;
-        check_all_finite(mean.as_slice())?;
-        Ok(*mean)
-    }
-
-    /// `ε` of environment copy `copy` at rollout step `t` from `noise`.
-    fn coloured_eps(noise: &ColouredNoise, (copy, t): (u32, u32)) -> SVector<f32, ACT> {
-        let mut eps = SVector::<f32, ACT>::zeros();
-        noise.fill(copy, t, eps.as_mut_slice());
-        eps
-    }
-
-    /// [`sample_around`](Self::sample_around) with the noise `eps` given.
-    fn sample_with(
-        &self,
-        mean: &SVector<f32, ACT>,
-        eps: &SVector<f32, ACT>,
-    ) -> Result<(SVector<f32, ACT>, f32), Error> {
-        let raw = self.head.raw_from_noise(mean, eps);
-        check_all_finite(raw.as_slice())?;
-        let log_prob = self.head.log_prob(mean, &raw);
-        check_finite(log_prob)?;
-        Ok((raw, log_prob))
-    }
-}
-
-impl<N, const OBS: usize, const ACT: usize> Actor<OBS> for GaussianActor<N, ACT>
-where
-    N: Layer<Input = SVector<f32, OBS>, Output = SVector<f32, ACT>>,
-{
-    type Space = Continuous<ACT>;
-    type Action = SVector<f32, ACT>;
-    type Cache = HeadCache<N::Cache, ACT>;
-    const ZERO_ACTION: SVector<f32, ACT> = zero_vector();
-    const ZERO_CACHE: Self::Cache = HeadCache {
-        net: N::ZERO_CACHE,
-        output: zero_vector(),
-    };
-    const NOISE_DIM: usize = ACT;
-
-    fn init<R: Rng + ?Sized>(&mut self, rng: &mut R) {
-        self.net.init_orthogonal(rng, gain::HIDDEN, gain::POLICY);
-        self.head = Gaussian::with_log_std(0.0);
-    }
-
-    /// The mean `μ(input)` (unclipped; [`Policy`] clips it to the bounds).
-    fn mode(&self, input: &SVector<f32, OBS>) -> Result<Self::Action, Error> {
-        self.mean(input)
-    }
-
-    /// A raw sample `u ~ 𝒩(μ(input), σ²)` and its log-probability.
-    fn sample<R: Rng + ?Sized>(
-        &self,
-        input: &SVector<f32, OBS>,
-        rng: &mut R,
-    ) -> Result<(Self::Action, f32), Error> {
-        let mean = self.mean(input)?;
-        self.sample_around(&mean, rng)
-    }
-
-    fn sample_batch<const BATCH: usize>(&self, batch: &mut Self::Batch<BATCH>, n: usize) {
-        self.net.forward_batch(batch, n);
-    }
-
-    fn sample_at<R: Rng + ?Sized, const BATCH: usize>(
-        &self,
-        batch: &mut Self::Batch<BATCH>,
-        k: usize,
-        rng: &mut R,
-    ) -> Result<(Self::Action, f32), Error> {
-        let mean = Self::batch_mean(batch, k)?;
-        self.sample_around(&mean, rng)
-    }
-
-    fn sample_coloured<R: Rng + ?Sized>(
-        &self,
-        input: &SVector<f32, OBS>,
-        noise: &ColouredNoise,
-        at: (u32, u32),
-        _rng: &mut R,
-    ) -> Result<(Self::Action, f32), Error> {
-        let mean = self.mean(input)?;
-        self.sample_with(&mean, &Self::coloured_eps(noise, at))
-    }
-
-    fn sample_at_coloured<R: Rng + ?Sized, const BATCH: usize>(
-        &self,
-        batch: &mut Self::Batch<BATCH>,
-        k: usize,
-        noise: &ColouredNoise,
-        at: (u32, u32),
-        _rng: &mut R,
-    ) -> Result<(Self::Action, f32), Error> {
-        let mean = Self::batch_mean(batch, k)?;
-        self.sample_with(&mean, &Self::coloured_eps(noise, at))
-    }
-
-    fn evaluate(
-        &self,
-        input: &SVector<f32, OBS>,
-        action: &Self::Action,
-        cache: &mut Self::Cache,
-    ) -> Result<(f32, f32), Error> {
-        check_all_finite(input.as_slice())?;
-        check_all_finite(action.as_slice())?;
-        cache.output = self.net.forward_train(input, &mut cache.net);
-        check_all_finite(cache.output.as_slice())?;
-        let log_prob = self.head.log_prob(&cache.output, action);
-        let entropy = self.head.entropy();
-        check_finite(log_prob)?;
-        check_finite(entropy)?;
-        Ok((log_prob, entropy))
-    }
-
-    fn backward(
-        &self,
-        cache: &Self::Cache,
-        action: &Self::Action,
-        d_log_prob: f32,
-        d_entropy: f32,
-        grad: &mut Self,
-    ) {
-        let g = self.head.grad_log_prob(&cache.output, action);
-        grad.head.log_std += g.log_std * d_log_prob + self.head.grad_entropy() * d_entropy;
-        self.net
-            .backward(&cache.net, &(g.mean * d_log_prob), &mut grad.net);
-    }
-
-    type Batch<const BATCH: usize> = N::Batch<BATCH>;
-
-    fn batch_inputs<const BATCH: usize>(
-        batch: &mut Self::Batch<BATCH>,
-    ) -> &mut [SVector<f32, OBS>; BATCH] {
-        N::batch_inputs(batch)
-    }
-
-    fn evaluate_batch<const BATCH: usize>(
-        &self,
-        batch: &mut Self::Batch<BATCH>,
-        actions: &[Self::Action],
-        out: &mut [(f32, f32)],
-    ) -> Result<(), Error> {
-        let n = actions.len().min(out.len()).min(BATCH);
-        // As the categorical head: the network first, then `evaluate`'s
-        // checks in its order, sample by sample.
-        self.net.forward_batch(batch, n);
-        let entropy = self.head.entropy();
-        let inputs = *N::batch_inputs(batch);
-        let samples = inputs.iter().zip(N::batch_outputs(batch));
-        for (((input, mean), action), out) in samples.zip(actions).zip(out.iter_mut()).take(n) {
-            check_all_finite(input.as_slice())?;
-            check_all_finite(action.as_slice())?;
-            check_all_finite(mean.as_slice())?;
-            let log_prob = self.head.log_prob(mean, action);
-            check_finite(log_prob)?;
-            check_finite(entropy)?;
-            *out = (log_prob, entropy);
-        }
-        Ok(())
-    }
-
-    fn backward_batch<const BATCH: usize>(
-        &self,
-        batch: &mut Self::Batch<BATCH>,
-        actions: &[Self::Action],
-        d_log_probs: &[f32],
-        d_entropy: f32,
-        bound: Option<(&Continuous<ACT>, f32)>,
-        grad: &mut Self,
-    ) -> f32 {
-        let n = actions.len().min(d_log_probs.len()).min(BATCH);
-        let mut d_means = [zero_vector::<ACT>(); BATCH];
-        let mut bound_loss = 0.0f32;
-        for ((d_mean, mean), (action, &d_log_prob)) in d_means
-            .iter_mut()
-            .zip(N::batch_outputs(batch))
-            .zip(actions.iter().zip(d_log_probs))
-        {
-            let g = self.head.grad_log_prob(mean, action);
-            grad.head.log_std += g.log_std * d_log_prob + self.head.grad_entropy() * d_entropy;
-            *d_mean = g.mean * d_log_prob;
-            if let Some((space, weight)) = bound {
-                let (loss, d_loss) = mean_bound_loss(space, mean);
-                bound_loss += loss;
-                *d_mean += d_loss * weight;
-            }
-        }
-        N::batch_d_outputs(batch)[..n].copy_from_slice(&d_means[..n]);
-        self.net.backward_batch(batch, n, &mut grad.net, None);
-        bound_loss
-    }
-
-    /// `Σᵢ [log σ′ᵢ − log σᵢ + (σᵢ² + (μᵢ − μ′ᵢ)²)/(2σ′ᵢ²) − ½]` for
-    /// `self = 𝒩(μ, σ²)`, `other = 𝒩(μ′, σ′²)`.
-    fn kl(&self, other: &Self, input: &SVector<f32, OBS>) -> Result<f32, Error> {
-        let (mean, other_mean) = (self.mean(input)?, other.mean(input)?);
-        let mut kl = 0.0f32;
-        for i in 0..ACT {
-            let (ls, other_ls) = (self.head.log_std[i], other.head.log_std[i]);
-            let std_ratio = math::exp(ls - other_ls);
-            let z = (mean[i] - other_mean[i]) * math::exp(-other_ls);
-            kl += (other_ls - ls) + 0.5 * (std_ratio * std_ratio + z * z) - 0.5;
-        }
-        check_finite(kl)?;
-        Ok(kl)
-    }
-
-    /// With a state-independent `log σ` the Fisher is block-diagonal: `1/σ²`
-    /// per mean output (through the network) and `2` per `log σ`.
-    fn fisher_vector_product(&self, cache: &Self::Cache, v: &Self, scale: f32, out: &mut Self) {
-        let jv = self.net.jvp(&cache.net, &v.net, &SVector::zeros());
-        let m_jv = SVector::<f32, ACT>::from_fn(|i, _| {
-            let inv_var = math::exp(-2.0 * self.head.log_std[i]);
-            scale * (jv[i] * inv_var)
-        });
-        self.net.backward(&cache.net, &m_jv, &mut out.net);
-        out.head.log_std += v.head.log_std * (2.0 * scale);
-    }
 }
 
 /// The one deterministic decision rule: normalise the raw observation with

@@ -1,7 +1,8 @@
 //! Unit tests of `policy`.
 
 use super::*;
-use crate::nn::{Mlp, fd, gain};
+use crate::env::Continuous;
+use crate::nn::{Layer, Mlp, fd, gain};
 use std::vec::Vec;
 
 /// `f64` KL[π_θ0 ‖ π_θ] of a categorical head from its logits.
