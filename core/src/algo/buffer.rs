@@ -391,6 +391,7 @@ mod tests {
         assert!(STATIC_ROLLOUT.is_empty());
         let mut r = Rollout::<1, usize, 3>::new(0);
         for _ in 0..3 {
+            assert!(!r.is_full());
             r.push(transition(1.0, 0.0)).unwrap();
         }
         assert!(r.is_full());

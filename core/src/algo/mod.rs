@@ -23,6 +23,24 @@
 //! - **Errors leave weights untouched.** A NaN observation or reward stops the
 //!   rollout with [`Error::NonFinite`] before any gradient is computed; a
 //!   non-finite gradient is refused by the optimiser.
+//!
+//! Layout (as RLtools keeps each algorithm's configuration, operations and
+//! persistence side by side): **one folder per algorithm** — `mod.rs` (the
+//! agent struct, `new`/`init`, acting), `config.rs` where the configuration
+//! is large, `collect.rs`/`update.rs` (the update in the paper's order and
+//! names), `learner.rs` (its [`Learner`](crate::train::Learner) and
+//! [`Controller`] impls), `persist.rs` (its checkpoint section: the saved
+//! field list that save, load and the fingerprint walk) and `tests.rs`
+//! (with `parity.rs`, the PyTorch reference cases, for SAC and TD3).
+//! What several algorithms share lives once beside them: [`buffer`]
+//! ([`Samples`], the columns every clipped-surrogate update reads, and
+//! [`Rollout`], which adds a critic's), [`gae`], [`critic`], [`replay`],
+//! [`offpolicy`] (twin critics, the Bellman target and their regression,
+//! Polyak targets, the action scale, the off-policy loop step) and
+//! [`lagged`] (learning while controlling). An algorithm is its folder plus
+//! its lines here and its aliases in [`agent`](crate::agent); the CLI adds
+//! its entries to one file, `std-harness/src/train/registry.rs` (name,
+//! budget, configuration, dispatch).
 
 pub mod ac;
 pub mod anchor;
