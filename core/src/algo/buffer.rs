@@ -4,14 +4,15 @@
 //! arrays, so GAE and the minibatch loops stream through `f32` slices) plus
 //! the advantages and returns computed from them. Its capacity is a const
 //! generic; `Rollout::new` is a `const fn`, so a rollout can be a `static` on
-//! a microcontroller. Memory: `N · (4·OBS + size_of::<A>() + 22)` bytes, plus
+//! a microcontroller. Memory: `N · (4·OBS + size_of::<A>() + 26)` bytes, plus
 //! a `u16` shuffle index per transition.
 //!
 //! The columns every clipped-surrogate update reads (observation, action,
 //! `log π_old`, advantage, the minibatch permutation) are one type,
 //! [`Samples`]; a [`Rollout`] adds the critic's columns (values, rewards,
-//! episode ends, bootstrap values, returns) and GRPO's group rollout adds
-//! the episodes' bounds instead, each dereferencing to its samples.
+//! episode ends, bootstrap values, returns) and dereferences to its samples;
+//! GRPO's group rollout holds them as its `samples` beside the episodes'
+//! bounds.
 //!
 //! Observations are stored *as the networks saw them* (normalised), so the
 //! update re-evaluates exactly the inputs the rollout acted on.
@@ -29,9 +30,10 @@ use crate::error::Error;
 /// the action, `log π_old(a|s)` and the advantage; the minibatch
 /// permutation; how many steps are stored and whether they await an update.
 ///
-/// [`Rollout`] (PPO and its family: these columns and a critic's) and
-/// GRPO's group rollout (these columns and the episodes' bounds) both
-/// dereference to it, so the clipped-surrogate loops read one layout.
+/// [`Rollout`] (PPO and its family: these columns and a critic's; it
+/// dereferences to them) and GRPO's group rollout (these columns as its
+/// `samples`, and the episodes' bounds) share it, so the clipped-surrogate
+/// loops read one layout.
 #[derive(Clone, Debug)]
 pub struct Samples<const OBS: usize, A, const N: usize> {
     /// Observations the actor saw (normalised).

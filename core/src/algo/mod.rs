@@ -25,22 +25,27 @@
 //!   non-finite gradient is refused by the optimiser.
 //!
 //! Layout (as RLtools keeps each algorithm's configuration, operations and
-//! persistence side by side): **one folder per algorithm** — `mod.rs` (the
-//! agent struct, `new`/`init`, acting), `config.rs` where the configuration
-//! is large, `collect.rs`/`update.rs` (the update in the paper's order and
-//! names), `learner.rs` (its [`Learner`](crate::train::Learner) and
-//! [`Controller`] impls), `persist.rs` (its checkpoint section: the saved
-//! field list that save, load and the fingerprint walk) and `tests.rs`
-//! (with `parity.rs`, the PyTorch reference cases, for SAC and TD3).
-//! What several algorithms share lives once beside them: [`buffer`]
-//! ([`Samples`], the columns every clipped-surrogate update reads, and
-//! [`Rollout`], which adds a critic's), [`gae`], [`critic`], [`replay`],
-//! [`offpolicy`] (twin critics, the Bellman target and their regression,
-//! Polyak targets, the action scale, the off-policy loop step) and
-//! [`lagged`] (learning while controlling). An algorithm is its folder plus
-//! its lines here and its aliases in [`agent`](crate::agent); the CLI adds
-//! its entries to one file, `std-harness/src/train/registry.rs` (name,
-//! budget, configuration, dispatch).
+//! persistence side by side): **one folder per algorithm**, typically
+//! `mod.rs` (the agent struct, `new`/`init`, acting, and for the smaller
+//! algorithms collection and update), `config.rs` where the configuration
+//! is large, `collect.rs`/`update.rs` (PPO, SAC, TD3: the update in the
+//! paper's order and names), `learner.rs` (its
+//! [`Learner`](crate::train::Learner) and [`Controller`] impls),
+//! `persist.rs` (its checkpoint section: the saved field list that save,
+//! load and the fingerprint walk), `lagged.rs` where it learns while
+//! controlling, and `tests.rs` (SAC and TD3 keep their PyTorch reference
+//! cases in `parity.rs`, the others in `crate::update_parity`). The reward
+//! model ([`preference`]) is not an agent and has no learner or checkpoint
+//! section. What several algorithms share lives once beside them:
+//! [`buffer`] ([`Samples`], the columns every clipped-surrogate update
+//! reads, and [`Rollout`], which adds a critic's), [`gae`], [`critic`],
+//! [`replay`], [`offpolicy`] (twin critics, the Bellman target and their
+//! regression, Polyak targets, the action scale, the off-policy loop step)
+//! and [`lagged`] (learning while controlling). An algorithm is its folder
+//! plus its lines here and its aliases in [`agent`](crate::agent); the CLI
+//! adds its name, budget and configuration to
+//! `std-harness/src/train/registry.rs` and its agent types to the dispatch
+//! in `train/run.rs` and `train/agents.rs`.
 
 pub mod ac;
 pub mod anchor;

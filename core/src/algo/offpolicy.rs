@@ -83,7 +83,12 @@ where
 /// # Errors
 /// [`Error::NonFinite`] for a non-finite target.
 #[inline]
-pub fn q_target(reward: f32, terminated: bool, gamma: f32, next_q: f32) -> Result<f32, Error> {
+pub fn bellman_target(
+    reward: f32,
+    terminated: bool,
+    gamma: f32,
+    next_q: f32,
+) -> Result<f32, Error> {
     let not_terminated = if terminated { 0.0 } else { 1.0 };
     let q_target = reward + not_terminated * gamma * next_q;
     check_finite(q_target)?;

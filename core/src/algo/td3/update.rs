@@ -4,7 +4,9 @@
 use nalgebra::SVector;
 
 use super::Td3;
-use crate::algo::offpolicy::{Draws, action_part, critic_input, polyak, q_target, regress_twin};
+use crate::algo::offpolicy::{
+    Draws, action_part, bellman_target, critic_input, polyak, regress_twin,
+};
 use crate::error::{Error, check_all_finite, check_finite};
 use crate::math;
 use crate::nn::Layer;
@@ -75,7 +77,7 @@ where
             check_all_finite(next_action.as_slice())?;
             let x_next = critic_input::<OBS, ACT, OA>(&t.next_obs, &next_action);
             let next_q = self.critic_target.min_q(&x_next);
-            let q_target = q_target(t.reward, t.terminated, c.gamma, next_q)?;
+            let q_target = bellman_target(t.reward, t.terminated, c.gamma, next_q)?;
 
             let x = critic_input::<OBS, ACT, OA>(&t.obs, &t.action);
             let (q1, sq_errors) = regress_twin(
