@@ -23,6 +23,7 @@
 
 use nalgebra::SVector;
 
+use super::Actor;
 use super::gae::{Trajectory, gae_strided};
 use crate::error::Error;
 
@@ -98,6 +99,29 @@ impl<const OBS: usize, A: Copy, const N: usize> Samples<OBS, A, N> {
     pub fn clear(&mut self) {
         self.len = 0;
         self.ready = false;
+    }
+
+    /// The minibatch view of a clipped-surrogate update: writes the
+    /// observations of the samples `chunk` names (at most `CHUNK`, in that
+    /// order) into the actor's batch inputs and returns their actions, ready
+    /// for [`Actor::evaluate_batch`] and [`Actor::backward_batch`] on the
+    /// first `chunk.len()`.
+    pub(crate) fn load_chunk<Pi, const CHUNK: usize>(
+        &self,
+        batch: &mut Pi::Batch<CHUNK>,
+        chunk: &[u16],
+    ) -> [A; CHUNK]
+    where
+        Pi: Actor<OBS, Action = A>,
+    {
+        let mut actions = [Pi::ZERO_ACTION; CHUNK];
+        let inputs = Pi::batch_inputs(batch);
+        for ((input, action), &i) in inputs.iter_mut().zip(&mut actions).zip(chunk) {
+            let i = usize::from(i);
+            *input = self.obs[i];
+            *action = self.actions[i];
+        }
+        actions
     }
 }
 

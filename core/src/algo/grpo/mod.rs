@@ -474,13 +474,8 @@ impl<A: Actor<OBS>, const OBS: usize, const N: usize, const CHUNK: usize> Grpo<A
                 // by sample: `nn::batch`).
                 for chunk in self.rollout.samples.indices[start..end].chunks(CHUNK) {
                     let n = chunk.len();
-                    let mut actions = [A::ZERO_ACTION; CHUNK];
-                    let inputs = A::batch_inputs(&mut self.actor_batch);
-                    for (k, &i) in chunk.iter().enumerate() {
-                        let i = usize::from(i);
-                        inputs[k] = self.rollout.samples.obs[i];
-                        actions[k] = self.rollout.samples.actions[i];
-                    }
+                    let actions =
+                        (self.rollout.samples).load_chunk::<A, CHUNK>(&mut self.actor_batch, chunk);
                     let actor = &self.train.params;
                     let mut evaluated = [(0.0f32, 0.0f32); CHUNK];
                     actor.evaluate_batch(&mut self.actor_batch, &actions[..n], &mut evaluated)?;

@@ -128,17 +128,17 @@ impl<A: Actor<OBS>, C: Critic<OBS>, const OBS: usize, const N: usize, const CHUN
                 // sample by sample: `nn::batch`).
                 for chunk in self.rollout.indices[start..start + batch].chunks(CHUNK) {
                     let n = chunk.len();
-                    let mut actions = [A::ZERO_ACTION; CHUNK];
+                    let actions =
+                        (self.rollout.samples).load_chunk::<A, CHUNK>(&mut self.actor_batch, chunk);
+                    let obs = *A::batch_inputs(&mut self.actor_batch);
                     let (mut old_values, mut returns) = ([0.0f32; CHUNK], [0.0f32; CHUNK]);
-                    let inputs = A::batch_inputs(&mut self.actor_batch);
-                    for (s, &i) in chunk.iter().enumerate() {
+                    for ((old_value, target), &i) in
+                        old_values.iter_mut().zip(&mut returns).zip(chunk)
+                    {
                         let i = usize::from(i);
-                        inputs[s] = self.rollout.obs[i];
-                        actions[s] = self.rollout.actions[i];
-                        old_values[s] = self.rollout.values[i];
-                        returns[s] = self.rollout.returns[i];
+                        *old_value = self.rollout.values[i];
+                        *target = self.rollout.returns[i];
                     }
-                    let obs = *inputs;
                     let actor = &self.train.params.actor;
                     let mut evaluated = [(0.0f32, 0.0f32); CHUNK];
                     actor.evaluate_batch(&mut self.actor_batch, &actions[..n], &mut evaluated)?;
