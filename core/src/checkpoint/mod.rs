@@ -129,8 +129,8 @@ mod trainer;
 
 pub use framing::{Reader, Writer};
 pub(crate) use state::fold;
-pub(crate) use state::state_field;
 pub use state::{AgentState, Field, Fields, fold_shapes};
+pub(crate) use state::{agent_state, state_field};
 #[cfg(test)]
 pub(crate) use state::{field_bytes, state_bytes};
 

@@ -224,6 +224,80 @@ fields_tuple!(A a, B b, C c, D d, E e, F f);
 fields_tuple!(A a, B b, C c, D d, E e, F f, G g);
 fields_tuple!(A a, B b, C c, D d, E e, F f, G g, H h);
 
+/// Implements [`AgentState`] from one list of the agent's saved fields, in
+/// their order in the section: the tensors and train states under
+/// `fields`, then the scalars under `scalars`. `Saved`, `save_state` and
+/// `load_state` all come from that one list, so a field added to it is
+/// saved, loaded, counted in `LEN` and folded into the fingerprint at once.
+///
+/// - `self as s`: the name the blocks below use for the agent.
+/// - `saving`: checks before a save (e.g. [`Error::MidIteration`]).
+/// - `loading`: checks before a load (the configuration the caller supplied).
+/// - `read`: checks of the scalars just read (bound to their own names),
+///   on the dry pass and the committing pass alike.
+/// - `resumed`: what a committed load does after the scalars are assigned
+///   (Adam's resumed settings, a cleared rollout).
+///
+/// Tensors and train states are written only on the committing pass
+/// ([`Field::load`]); the scalars are read into locals and assigned then.
+macro_rules! agent_state {
+    (
+        impl[$($gen:tt)*] AgentState for $ty:ty where [$($bounds:tt)*] {
+            kind: $kind:expr,
+            obs: $obs:expr,
+            fingerprint: $fingerprint:expr,
+            self as $s:ident,
+            saving $saving:block
+            loading $loading:block
+            fields { $($field:ident: $field_ty:ty),+ $(,)? }
+            scalars { $($scalar:ident: $scalar_ty:ty),* $(,)? }
+            read $read:block
+            resumed $resumed:block
+        }
+    ) => {
+        impl<$($gen)*> $crate::checkpoint::AgentState for $ty
+        where
+            $($bounds)*
+        {
+            const KIND: u32 = $kind;
+            const OBS: usize = $obs;
+            type Saved = ($($field_ty,)+ $($scalar_ty,)*);
+
+            fn fingerprint() -> u32 {
+                $fingerprint
+            }
+
+            fn save_state(
+                &self,
+                w: &mut $crate::checkpoint::Writer<'_>,
+            ) -> Result<(), $crate::Error> {
+                let $s = self;
+                $saving
+                let fields = ($(&$s.$field,)+ $(&$s.$scalar,)*);
+                <Self::Saved as $crate::checkpoint::Fields>::save(w, fields)
+            }
+
+            fn load_state(
+                &mut self,
+                r: &mut $crate::checkpoint::Reader<'_>,
+            ) -> Result<(), $crate::Error> {
+                let $s = self;
+                $loading
+                $(let mut $scalar: $scalar_ty = Default::default();)*
+                let fields = ($(&mut $s.$field,)+ $(&mut $scalar,)*);
+                <Self::Saved as $crate::checkpoint::Fields>::load(r, fields)?;
+                $read
+                if r.commit() {
+                    $($s.$scalar = $scalar;)*
+                    $resumed
+                }
+                Ok(())
+            }
+        }
+    };
+}
+pub(crate) use agent_state;
+
 /// An agent's [`AgentState`] section as one [`Field`] of a larger agent's
 /// (a lagged schedule's learner): the same bytes, shapes and checks as its
 /// own section, its kind folded into the shapes.

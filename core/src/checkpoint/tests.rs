@@ -1262,3 +1262,50 @@ fn environments_round_trip_their_state() {
     ));
     assert_eq!(env, CartPole::new());
 }
+
+/// A lagged checkpoint refused by the environment's section (read after
+/// the agent's dry pass) leaves the agent as it was, its publish count
+/// included.
+#[test]
+fn a_lagged_checkpoint_refused_by_the_environment_changes_nothing() {
+    type Lagged = agent::LaggedAc<CartPole, 8, 100>;
+    type Run = Trainer<SVector<f32, 4>, Xoshiro128pp>;
+    let config = AcConfig {
+        total_steps: 3_000,
+        critic_warmup: 1_000,
+        ..AcConfig::PLANT
+    };
+    let run = |iterations| {
+        let mut agent = Box::new(Lagged::new(crate::algo::ActorCritic::new(config)));
+        let (mut env, mut eval_env) = (CartPole::default(), CartPole::default());
+        let mut trainer = Run::start(&mut *agent, &mut env, run_config(3_000, 500, 12.0), 7)
+            .expect("a valid run");
+        for _ in 0..iterations {
+            trainer
+                .iterate(&mut *agent, &mut env, &mut eval_env, &mut ())
+                .expect("an iteration");
+        }
+        (agent, env, trainer)
+    };
+    let (agent, env, trainer) = run(9);
+    let mut buf = vec![0u8; Run::checkpoint_len::<Lagged, CartPole>()];
+    trainer.save(&*agent, &env, &mut buf).expect("a checkpoint");
+    let (mut dest, mut dest_env, _) = run(3);
+    assert_ne!(dest.published_count, agent.published_count);
+    let before = (dest.digest(), dest_env);
+    // The environment's words end 4 bytes (the CRC) before the end; its
+    // step counter is the fifth of six.
+    let counter_at = buf.len() - 4 - 2 * 8;
+    let mut bad = buf.clone();
+    bad[counter_at..counter_at + 8].copy_from_slice(&0.5f64.to_le_bytes());
+    recrc(&mut bad);
+    assert_eq!(
+        Run::resume(&mut *dest, &mut dest_env, &bad).err(),
+        Some(Error::InvalidState {
+            what: "step counter is not an integer in 0..=u32::MAX",
+        })
+    );
+    assert_eq!((dest.digest(), dest_env), before);
+    assert!(Run::resume(&mut *dest, &mut dest_env, &buf).is_ok());
+    assert_eq!(dest.digest(), agent.digest());
+}

@@ -4,63 +4,33 @@
 
 use super::ActorCritic;
 use crate::algo::Actor;
-use crate::checkpoint::{AgentState, Fields, Reader, Writer, fold};
-use crate::error::Error;
+use crate::checkpoint::{Fields, fold};
 use crate::nn::Network;
 use crate::normalize::RunningNorm;
 use crate::optim::TrainState;
 
-impl<A: Actor<OBS>, C: Network<OBS, 1>, const OBS: usize> AgentState for ActorCritic<A, C, OBS> {
-    const KIND: u32 = 3;
-    const OBS: usize = OBS;
-    type Saved = (
-        TrainState<A>,
-        TrainState<C>,
-        A::Space,
-        RunningNorm<OBS>,
-        RunningNorm<1>,
-        f32,
-        u64,
-    );
-
-    fn fingerprint() -> u32 {
-        <Self::Saved as Fields>::fold_shapes(fold(0, Self::KIND))
-    }
-
-    fn save_state(&self, w: &mut Writer<'_>) -> Result<(), Error> {
-        let fields = (
-            &self.actor,
-            &self.critic,
-            &self.space,
-            &self.obs_norm,
-            &self.return_norm,
-            &self.discounted_return,
-            &self.steps,
-        );
-        <Self::Saved as Fields>::save(w, fields)
-    }
-
-    fn load_state(&mut self, r: &mut Reader<'_>) -> Result<(), Error> {
-        self.config.validate()?;
-        let mut steps = 0;
-        let mut discounted_return = 0.0;
-        let fields = (
-            &mut self.actor,
-            &mut self.critic,
-            &mut self.space,
-            &mut self.obs_norm,
-            &mut self.return_norm,
-            &mut discounted_return,
-            &mut steps,
-        );
-        <Self::Saved as Fields>::load(r, fields)?;
-        if r.commit() {
-            self.steps = steps;
-            self.discounted_return = discounted_return;
-            self.actor.resume_with(self.config.adam);
-            self.critic.resume_with(self.config.adam);
+crate::checkpoint::agent_state! {
+    impl[A: Actor<OBS>, C: Network<OBS, 1>, const OBS: usize]
+    AgentState for ActorCritic<A, C, OBS> where [] {
+        kind: 3,
+        obs: OBS,
+        fingerprint: <Self::Saved as Fields>::fold_shapes(fold(0, Self::KIND)),
+        self as ac,
+        saving {}
+        loading { ac.config.validate()?; }
+        fields {
+            actor: TrainState<A>,
+            critic: TrainState<C>,
+            space: A::Space,
+            obs_norm: RunningNorm<OBS>,
+            return_norm: RunningNorm<1>,
         }
-        Ok(())
+        scalars { discounted_return: f32, steps: u64 }
+        read {}
+        resumed {
+            ac.actor.resume_with(ac.config.adam);
+            ac.critic.resume_with(ac.config.adam);
+        }
     }
 }
 

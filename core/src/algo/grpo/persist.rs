@@ -4,44 +4,31 @@
 
 use super::Grpo;
 use crate::algo::Actor;
-use crate::checkpoint::{AgentState, Fields, Reader, Writer, fold};
+use crate::checkpoint::{Fields, fold};
 use crate::error::Error;
 use crate::normalize::RunningNorm;
 use crate::optim::TrainState;
 
-impl<A: Actor<OBS>, const OBS: usize, const N: usize, const CHUNK: usize> AgentState
-    for Grpo<A, OBS, N, CHUNK>
-{
-    const KIND: u32 = 6;
-    const OBS: usize = OBS;
-    type Saved = (TrainState<A>, A::Space, RunningNorm<OBS>, u64);
-
-    fn fingerprint() -> u32 {
-        <Self::Saved as Fields>::fold_shapes(fold(fold(0, Self::KIND), N as u32))
-    }
-
-    fn save_state(&self, w: &mut Writer<'_>) -> Result<(), Error> {
-        if self.rollout.samples.is_ready() {
-            return Err(Error::MidIteration);
+crate::checkpoint::agent_state! {
+    impl[A: Actor<OBS>, const OBS: usize, const N: usize, const CHUNK: usize]
+    AgentState for Grpo<A, OBS, N, CHUNK> where [] {
+        kind: 6,
+        obs: OBS,
+        fingerprint: <Self::Saved as Fields>::fold_shapes(fold(fold(0, Self::KIND), N as u32)),
+        self as grpo,
+        saving {
+            if grpo.rollout.samples.is_ready() {
+                return Err(Error::MidIteration);
+            }
         }
-        let fields = (&self.train, &self.space, &self.obs_norm, &self.steps);
-        <Self::Saved as Fields>::save(w, fields)
-    }
-
-    fn load_state(&mut self, r: &mut Reader<'_>) -> Result<(), Error> {
-        self.config.validate()?;
-        let mut steps = 0;
-        let fields = (
-            &mut self.train,
-            &mut self.space,
-            &mut self.obs_norm,
-            &mut steps,
-        );
-        <Self::Saved as Fields>::load(r, fields)?;
-        if r.commit() {
-            self.steps = steps;
-            self.train.resume_with(self.config.adam);
+        loading { grpo.config.validate()?; }
+        fields {
+            train: TrainState<A>,
+            space: A::Space,
+            obs_norm: RunningNorm<OBS>,
         }
-        Ok(())
+        scalars { steps: u64 }
+        read {}
+        resumed { grpo.train.resume_with(grpo.config.adam); }
     }
 }

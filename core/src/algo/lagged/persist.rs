@@ -12,7 +12,7 @@
 use nalgebra::SVector;
 
 use super::{ActionOf, Lagged, LaggedLearner, Pending, Tick};
-use crate::checkpoint::{AgentState, Field, Fields, Reader, Writer, fold};
+use crate::checkpoint::{Field, Fields, Reader, Writer, fold};
 use crate::error::Error;
 use crate::rng::Xoshiro128pp;
 
@@ -164,45 +164,30 @@ impl Field for Xoshiro128pp {
     }
 }
 
-impl<L, const OBS: usize, const BLOCK: usize> AgentState for Lagged<L, OBS, BLOCK>
-where
-    L: LaggedLearner<OBS> + Field,
-    L::Behaviour: Field,
-    ActionOf<L::Behaviour, OBS>: TickAction,
-{
-    const KIND: u32 = L::LAGGED_KIND;
-    const OBS: usize = OBS;
-    type Saved = (
-        L,
-        L::Behaviour,
-        Pending<OBS, ActionOf<L::Behaviour, OBS>, BLOCK>,
-        Xoshiro128pp,
-        u64,
-    );
-
-    fn fingerprint() -> u32 {
-        <Self::Saved as Fields>::fold_shapes(fold(0, Self::KIND))
-    }
-
-    fn save_state(&self, w: &mut Writer<'_>) -> Result<(), Error> {
-        let fields = (
-            &self.learner,
-            &self.published,
-            &self.pending,
-            &self.acting_rng,
-            &self.published_count,
-        );
-        <Self::Saved as Fields>::save(w, fields)
-    }
-
-    fn load_state(&mut self, r: &mut Reader<'_>) -> Result<(), Error> {
-        let fields = (
-            &mut self.learner,
-            &mut self.published,
-            &mut self.pending,
-            &mut self.acting_rng,
-            &mut self.published_count,
-        );
-        <Self::Saved as Fields>::load(r, fields)
+// The publish count is a scalar: read into a local and assigned only when
+// the load commits, so a checkpoint refused later (by an environment's
+// section) leaves it as it was.
+crate::checkpoint::agent_state! {
+    impl[L, const OBS: usize, const BLOCK: usize] AgentState for Lagged<L, OBS, BLOCK>
+    where [
+        L: LaggedLearner<OBS> + Field,
+        L::Behaviour: Field,
+        ActionOf<L::Behaviour, OBS>: TickAction,
+    ] {
+        kind: L::LAGGED_KIND,
+        obs: OBS,
+        fingerprint: <Self::Saved as Fields>::fold_shapes(fold(0, Self::KIND)),
+        self as lagged,
+        saving {}
+        loading {}
+        fields {
+            learner: L,
+            published: L::Behaviour,
+            pending: Pending<OBS, ActionOf<L::Behaviour, OBS>, BLOCK>,
+            acting_rng: Xoshiro128pp,
+        }
+        scalars { published_count: u64 }
+        read {}
+        resumed {}
     }
 }

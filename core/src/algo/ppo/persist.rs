@@ -21,64 +21,34 @@ pub(crate) fn check_kl_coef(kl_coef: f32) -> Result<(), Error> {
     }
 }
 
-impl<A: Actor<OBS>, C: Critic<OBS>, const OBS: usize, const N: usize, const CHUNK: usize> AgentState
-    for Ppo<A, C, OBS, N, CHUNK>
-{
-    const KIND: u32 = 1;
-    const OBS: usize = OBS;
-    type Saved = (
-        TrainState<ActorCriticParams<A, C>>,
-        A::Space,
-        RunningNorm<OBS>,
-        RunningNorm<1>,
-        f32,
-        f32,
-        u64,
-    );
-
-    fn fingerprint() -> u32 {
-        <Self as crate::checkpoint::Field>::fold_shapes(0)
-    }
-
-    fn save_state(&self, w: &mut Writer<'_>) -> Result<(), Error> {
-        if self.rollout.is_ready() {
-            return Err(Error::MidIteration);
+crate::checkpoint::agent_state! {
+    impl[A: Actor<OBS>, C: Critic<OBS>, const OBS: usize, const N: usize, const CHUNK: usize]
+    AgentState for Ppo<A, C, OBS, N, CHUNK> where [] {
+        kind: 1,
+        obs: OBS,
+        fingerprint: <Self as crate::checkpoint::Field>::fold_shapes(0),
+        self as ppo,
+        saving {
+            if ppo.rollout.is_ready() {
+                return Err(Error::MidIteration);
+            }
         }
-        let fields = (
-            &self.train,
-            &self.space,
-            &self.obs_norm,
-            &self.return_norm,
-            &self.discounted_return,
-            &self.kl_coef,
-            &self.steps,
-        );
-        <Self::Saved as Fields>::save(w, fields)
-    }
-
-    fn load_state(&mut self, r: &mut Reader<'_>) -> Result<(), Error> {
-        self.config.validate(N)?;
-        self.train.params.critic.validate()?;
-        let (mut discounted_return, mut kl_coef, mut steps) = (0.0, 0.0, 0);
-        let fields = (
-            &mut self.train,
-            &mut self.space,
-            &mut self.obs_norm,
-            &mut self.return_norm,
-            &mut discounted_return,
-            &mut kl_coef,
-            &mut steps,
-        );
-        <Self::Saved as Fields>::load(r, fields)?;
-        check_kl_coef(kl_coef)?;
-        if r.commit() {
-            self.discounted_return = discounted_return;
-            self.kl_coef = kl_coef;
-            self.steps = steps;
-            self.train.resume_with(self.config.adam);
-            self.rollout.clear();
+        loading {
+            ppo.config.validate(N)?;
+            ppo.train.params.critic.validate()?;
         }
-        Ok(())
+        fields {
+            train: TrainState<ActorCriticParams<A, C>>,
+            space: A::Space,
+            obs_norm: RunningNorm<OBS>,
+            return_norm: RunningNorm<1>,
+        }
+        scalars { discounted_return: f32, kl_coef: f32, steps: u64 }
+        read { check_kl_coef(kl_coef)?; }
+        resumed {
+            ppo.train.resume_with(ppo.config.adam);
+            ppo.rollout.clear();
+        }
     }
 }
 

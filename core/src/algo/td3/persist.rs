@@ -12,83 +12,41 @@ use nalgebra::SVector;
 use super::Td3;
 use crate::algo::offpolicy::Twin;
 use crate::algo::replay::ReplayBuffer;
-use crate::checkpoint::{AgentState, Fields, Reader, Writer, fold};
+use crate::checkpoint::{Fields, fold};
 use crate::env::Continuous;
-use crate::error::Error;
 use crate::nn::Layer;
 use crate::optim::TrainState;
 
-impl<
-    N,
-    Q,
-    const OBS: usize,
-    const ACT: usize,
-    const OA: usize,
-    const CAP: usize,
-    const BATCH: usize,
-> AgentState for Td3<N, Q, OBS, ACT, OA, CAP, BATCH>
-where
-    N: Layer<Input = SVector<f32, OBS>, Output = SVector<f32, ACT>>,
-    Q: Layer<Input = SVector<f32, OA>, Output = SVector<f32, 1>>,
-{
-    const KIND: u32 = 8;
-    const OBS: usize = OBS;
-    type Saved = (
-        TrainState<N>,
-        N,
-        TrainState<Twin<Q>>,
-        Twin<Q>,
-        ReplayBuffer<OBS, ACT, CAP>,
-        Continuous<ACT>,
-        u64,
-        u64,
-    );
-
-    /// The kind, then every saved tensor's shape and the replay ring's
-    /// `CAP`, `OBS` and `ACT`. `BATCH` is left out: it bounds the
-    /// minibatch (`batch_size`) and holds no state.
-    fn fingerprint() -> u32 {
-        <Self::Saved as Fields>::fold_shapes(fold(0, Self::KIND))
-    }
-
-    fn save_state(&self, w: &mut Writer<'_>) -> Result<(), Error> {
-        let fields = (
-            &self.actor,
-            &self.actor_target,
-            &self.critic,
-            &self.critic_target,
-            &self.replay,
-            &self.space,
-            &self.steps,
-            &self.n_updates,
-        );
-        <Self::Saved as Fields>::save(w, fields)
-    }
-
-    /// The ring keeps its saved size (the configuration's `buffer_size`
-    /// takes effect at the next [`init`](Td3::init)).
-    fn load_state(&mut self, r: &mut Reader<'_>) -> Result<(), Error> {
-        self.config.validate(CAP, BATCH)?;
-        let (mut steps, mut n_updates) = (0, 0);
-        let fields = (
-            &mut self.actor,
-            &mut self.actor_target,
-            &mut self.critic,
-            &mut self.critic_target,
-            &mut self.replay,
-            &mut self.space,
-            &mut steps,
-            &mut n_updates,
-        );
-        <Self::Saved as Fields>::load(r, fields)?;
-        if r.commit() {
-            self.steps = steps;
-            self.n_updates = n_updates;
-            let adam = self.config.adam;
-            self.actor.resume_with(adam);
-            self.critic.resume_with(adam);
+crate::checkpoint::agent_state! {
+    impl[N, Q, const OBS: usize, const ACT: usize, const OA: usize, const CAP: usize, const BATCH: usize]
+    AgentState for Td3<N, Q, OBS, ACT, OA, CAP, BATCH>
+    where [N: Layer<Input = SVector<f32, OBS>, Output = SVector<f32, ACT>>, Q: Layer<Input = SVector<f32, OA>, Output = SVector<f32, 1>>,] {
+        kind: 8,
+        obs: OBS,
+        // The kind, then every saved tensor's shape and the replay ring's
+        // `CAP`, `OBS` and `ACT`. `BATCH` is left out: it bounds the
+        // minibatch (`batch_size`) and holds no state.
+        fingerprint: <Self::Saved as Fields>::fold_shapes(fold(0, Self::KIND)),
+        self as td3,
+        saving {}
+        // The ring keeps its saved size (the configuration's `buffer_size`
+        // takes effect at the next `init`).
+        loading { td3.config.validate(CAP, BATCH)?; }
+        fields {
+            actor: TrainState<N>,
+            actor_target: N,
+            critic: TrainState<Twin<Q>>,
+            critic_target: Twin<Q>,
+            replay: ReplayBuffer<OBS, ACT, CAP>,
+            space: Continuous<ACT>,
         }
-        Ok(())
+        scalars { steps: u64, n_updates: u64 }
+        read {}
+        resumed {
+            let adam = td3.config.adam;
+            td3.actor.resume_with(adam);
+            td3.critic.resume_with(adam);
+        }
     }
 }
 
