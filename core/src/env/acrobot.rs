@@ -65,7 +65,7 @@
 use nalgebra::SVector;
 use rand_core::Rng;
 
-use super::{Discrete, Env, EnvState, Step, uniform_f64};
+use super::{Discrete, Env, Step, uniform_f64};
 use crate::error::Error;
 
 use core::f64::consts::PI;
@@ -144,20 +144,6 @@ impl AcrobotParams {
             ("max_vel_1", self.max_vel_1, 1e-3, 1e3, "rad/s"),
             ("max_vel_2", self.max_vel_2, 1e-3, 1e3, "rad/s"),
         ])
-    }
-
-    /// [`check`](Self::check) as the crate's error.
-    ///
-    /// # Errors
-    /// [`Error::InvalidConfig`] naming the first field outside its range.
-    pub fn validate(&self) -> Result<(), Error> {
-        Ok(self.check()?)
-    }
-}
-
-impl Default for AcrobotParams {
-    fn default() -> Self {
-        Self::DEFAULT
     }
 }
 
@@ -280,19 +266,6 @@ impl Acrobot {
         }
     }
 
-    /// [`new`](Self::new) with another plant.
-    ///
-    /// # Errors
-    /// [`Error::InvalidConfig`] if `params` does not
-    /// [`validate`](AcrobotParams::validate).
-    pub fn with_params(params: AcrobotParams) -> Result<Self, Error> {
-        params.validate()?;
-        Ok(Self {
-            params,
-            ..Self::new()
-        })
-    }
-
     super::plant_accessors!(
         AcrobotParams,
         [f64; 4],
@@ -330,11 +303,7 @@ impl Acrobot {
     }
 }
 
-impl Default for Acrobot {
-    fn default() -> Self {
-        Self::new()
-    }
-}
+super::plant_defaults!(Acrobot, AcrobotParams);
 
 impl Env for Acrobot {
     type Obs = SVector<f32, 6>;
@@ -377,20 +346,7 @@ impl Env for Acrobot {
     }
 }
 
-/// `[θ₁, θ₂, θ̇₁, θ̇₂, elapsed_steps]`.
-impl EnvState for Acrobot {
-    const TAG: u32 = u32::from_le_bytes(*b"ACRO");
-    const WORDS: usize = 5;
-
-    fn save_state(&self, out: &mut [f64]) {
-        super::save_timed(out, &self.state, self.elapsed_steps);
-    }
-
-    fn restore_state(&mut self, words: &[f64]) -> Result<(), Error> {
-        (self.state, self.elapsed_steps) = super::restore_timed(words)?;
-        Ok(())
-    }
-}
+super::timed_state!(Acrobot, b"ACRO", 5, "`[θ₁, θ₂, θ̇₁, θ̇₂, elapsed_steps]`.");
 
 #[cfg(test)]
 mod tests;

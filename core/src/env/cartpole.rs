@@ -116,20 +116,6 @@ impl CartPoleParams {
             ("tau", self.tau, 1e-4, 0.1, "s"),
         ])
     }
-
-    /// [`check`](Self::check) as the crate's error.
-    ///
-    /// # Errors
-    /// [`Error::InvalidConfig`] naming the first field outside its range.
-    pub fn validate(&self) -> Result<(), Error> {
-        Ok(self.check()?)
-    }
-}
-
-impl Default for CartPoleParams {
-    fn default() -> Self {
-        Self::DEFAULT
-    }
 }
 
 /// `4/3` in the pole's moment of inertia.
@@ -183,19 +169,6 @@ impl CartPole {
             elapsed_steps: 0,
             terminated_once: false,
         }
-    }
-
-    /// [`new`](Self::new) with another plant.
-    ///
-    /// # Errors
-    /// [`Error::InvalidConfig`] if `params` does not
-    /// [`validate`](CartPoleParams::validate).
-    pub fn with_params(params: CartPoleParams) -> Result<Self, Error> {
-        params.validate()?;
-        Ok(Self {
-            params,
-            ..Self::new()
-        })
     }
 
     super::plant_accessors!(
@@ -292,11 +265,7 @@ impl CartPole {
     }
 }
 
-impl Default for CartPole {
-    fn default() -> Self {
-        Self::new()
-    }
-}
+super::plant_defaults!(CartPole, CartPoleParams);
 
 impl Env for CartPole {
     type Obs = SVector<f32, 4>;

@@ -48,7 +48,7 @@
 use nalgebra::SVector;
 use rand_core::Rng;
 
-use super::{Continuous, Env, EnvState, Step, uniform_f64};
+use super::{Continuous, Env, Step, uniform_f64};
 use crate::error::{Error, check_finite};
 
 use core::f64::consts::{PI, TAU};
@@ -115,14 +115,6 @@ impl CartPoleSwingUpParams {
         ])
     }
 
-    /// [`check`](Self::check) as the crate's error.
-    ///
-    /// # Errors
-    /// [`Error::InvalidConfig`] naming the first field outside its range.
-    pub fn validate(&self) -> Result<(), Error> {
-        Ok(self.check()?)
-    }
-
     /// The total mechanical energy of the state `[x, ẋ, θ, θ̇]`, J (zero
     /// potential at the pivot's height).
     pub fn energy(&self, s: [f64; 4]) -> f64 {
@@ -132,12 +124,6 @@ impl CartPoleSwingUpParams {
             + m * l * v * w * libm::cos(th)
             + 0.5 * (4.0 / 3.0) * m * l * l * w * w
             + m * self.gravity * l * libm::cos(th)
-    }
-}
-
-impl Default for CartPoleSwingUpParams {
-    fn default() -> Self {
-        Self::DEFAULT
     }
 }
 
@@ -216,19 +202,6 @@ impl CartPoleSwingUp {
         }
     }
 
-    /// [`new`](Self::new) with another plant.
-    ///
-    /// # Errors
-    /// [`Error::InvalidConfig`] if `params` does not
-    /// [`validate`](CartPoleSwingUpParams::validate).
-    pub fn with_params(params: CartPoleSwingUpParams) -> Result<Self, Error> {
-        params.validate()?;
-        Ok(Self {
-            params,
-            ..Self::new()
-        })
-    }
-
     super::plant_accessors!(
         CartPoleSwingUpParams,
         [f64; 4],
@@ -257,11 +230,7 @@ impl CartPoleSwingUp {
     }
 }
 
-impl Default for CartPoleSwingUp {
-    fn default() -> Self {
-        Self::new()
-    }
-}
+super::plant_defaults!(CartPoleSwingUp, CartPoleSwingUpParams);
 
 impl Env for CartPoleSwingUp {
     type Obs = SVector<f32, 5>;
@@ -301,20 +270,12 @@ impl Env for CartPoleSwingUp {
     }
 }
 
-/// `[x, ẋ, θ, θ̇, elapsed_steps]`.
-impl EnvState for CartPoleSwingUp {
-    const TAG: u32 = u32::from_le_bytes(*b"CPSU");
-    const WORDS: usize = 5;
-
-    fn save_state(&self, out: &mut [f64]) {
-        super::save_timed(out, &self.state, self.elapsed_steps);
-    }
-
-    fn restore_state(&mut self, words: &[f64]) -> Result<(), Error> {
-        (self.state, self.elapsed_steps) = super::restore_timed(words)?;
-        Ok(())
-    }
-}
+super::timed_state!(
+    CartPoleSwingUp,
+    b"CPSU",
+    5,
+    "`[x, ẋ, θ, θ̇, elapsed_steps]`."
+);
 
 #[cfg(test)]
 mod tests;

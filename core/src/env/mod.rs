@@ -72,11 +72,26 @@ use crate::error::Error;
 use crate::params::{Params, TensorShape, tag};
 use crate::{math, rng};
 
-/// The accessors every plant has — `params()`, `state()` and
-/// `elapsed_steps()` — over its fields `params`, `state` and `elapsed_steps`;
-/// `$state_doc` documents `state()`.
+/// The methods every plant with parameters has, inside its `impl`:
+/// `with_params` (validated parameters, otherwise [`new`](Self::new)'s
+/// state) and the accessors of the parameters, the physical state and the
+/// step counter. The plant keeps them in fields `params`, `state` and
+/// `elapsed_steps`.
 macro_rules! plant_accessors {
     ($params:ty, $state:ty, $state_doc:literal) => {
+        /// [`new`](Self::new) with another plant.
+        ///
+        /// # Errors
+        /// [`Error::InvalidConfig`](crate::Error::InvalidConfig) if `params`
+        /// does not validate (its `check` names the field out of range).
+        pub fn with_params(params: $params) -> Result<Self, crate::Error> {
+            params.validate()?;
+            Ok(Self {
+                params,
+                ..Self::new()
+            })
+        }
+
         /// The plant's physical parameters.
         #[inline]
         pub fn params(&self) -> $params {
@@ -97,6 +112,61 @@ macro_rules! plant_accessors {
     };
 }
 pub(crate) use plant_accessors;
+
+/// What a plant and its parameters share besides their physics: both are
+/// `Default` (the plant at [`new`](Self::new), the parameters at their
+/// `DEFAULT`), and the parameters' `check` (a
+/// [`PlantRangeError`]) is also offered as the crate's error.
+macro_rules! plant_defaults {
+    ($plant:ty, $params:ty) => {
+        impl $params {
+            /// `check` as the crate's error.
+            ///
+            /// # Errors
+            /// [`Error::InvalidConfig`](crate::Error::InvalidConfig) naming
+            /// the first field outside its range.
+            pub fn validate(&self) -> Result<(), crate::Error> {
+                Ok(self.check()?)
+            }
+        }
+
+        impl Default for $params {
+            fn default() -> Self {
+                Self::DEFAULT
+            }
+        }
+
+        impl Default for $plant {
+            fn default() -> Self {
+                Self::new()
+            }
+        }
+    };
+}
+pub(crate) use plant_defaults;
+
+/// [`EnvState`] of a plant whose whole state is its `state: [f64; S]` and
+/// its step counter: `S + 1` words, the counter last
+/// ([`save_timed`]/[`restore_timed`]).
+macro_rules! timed_state {
+    ($plant:ty, $tag:literal, $words:literal, $doc:literal) => {
+        #[doc = $doc]
+        impl crate::env::EnvState for $plant {
+            const TAG: u32 = u32::from_le_bytes(*$tag);
+            const WORDS: usize = $words;
+
+            fn save_state(&self, out: &mut [f64]) {
+                crate::env::save_timed(out, &self.state, self.elapsed_steps);
+            }
+
+            fn restore_state(&mut self, words: &[f64]) -> Result<(), crate::Error> {
+                (self.state, self.elapsed_steps) = crate::env::restore_timed(words)?;
+                Ok(())
+            }
+        }
+    };
+}
+pub(crate) use timed_state;
 
 /// Uniform `f64` in `[low, high)` from one `u32` of `rng`, computed in `f64`
 /// (`low + (high − low)·u` with `u` = [`rng::uniform`], a multiple of 2⁻²⁴),

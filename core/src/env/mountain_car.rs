@@ -100,20 +100,6 @@ impl MountainCarParams {
             ("max_speed", self.max_speed, 1e-4, 1.0, "per step"),
         ])
     }
-
-    /// [`check`](Self::check) as the crate's error.
-    ///
-    /// # Errors
-    /// [`Error::InvalidConfig`] naming the first field outside its range.
-    pub fn validate(&self) -> Result<(), Error> {
-        Ok(self.check()?)
-    }
-}
-
-impl Default for MountainCarParams {
-    fn default() -> Self {
-        Self::DEFAULT
-    }
 }
 
 /// Gymnasium's `min_position`.
@@ -246,19 +232,6 @@ impl MountainCarContinuous {
         }
     }
 
-    /// [`new`](Self::new) with another plant.
-    ///
-    /// # Errors
-    /// [`Error::InvalidConfig`] if `params` does not
-    /// [`validate`](MountainCarParams::validate).
-    pub fn with_params(params: MountainCarParams) -> Result<Self, Error> {
-        params.validate()?;
-        Ok(Self {
-            params,
-            ..Self::new()
-        })
-    }
-
     super::plant_accessors!(
         MountainCarParams,
         [f64; 2],
@@ -297,11 +270,7 @@ impl MountainCarContinuous {
     }
 }
 
-impl Default for MountainCarContinuous {
-    fn default() -> Self {
-        Self::new()
-    }
-}
+super::plant_defaults!(MountainCarContinuous, MountainCarParams);
 
 impl Env for MountainCarContinuous {
     type Obs = SVector<f32, 2>;

@@ -48,7 +48,7 @@
 use nalgebra::SVector;
 use rand_core::Rng;
 
-use super::{Continuous, Env, EnvState, Step, uniform_f64};
+use super::{Continuous, Env, Step, uniform_f64};
 use crate::error::{Error, check_finite};
 
 use core::f64::consts::{PI, TAU};
@@ -109,20 +109,6 @@ impl PendulumParams {
             ("dt", self.dt, 1e-4, 0.1, "s"),
         ])
     }
-
-    /// [`check`](Self::check) as the crate's error.
-    ///
-    /// # Errors
-    /// [`Error::InvalidConfig`] naming the first field outside its range.
-    pub fn validate(&self) -> Result<(), Error> {
-        Ok(self.check()?)
-    }
-}
-
-impl Default for PendulumParams {
-    fn default() -> Self {
-        Self::DEFAULT
-    }
 }
 
 /// Weight of `u²` in the cost, converted to `float32` by NumPy (as the
@@ -181,19 +167,6 @@ impl Pendulum {
         }
     }
 
-    /// [`new`](Self::new) with another plant.
-    ///
-    /// # Errors
-    /// [`Error::InvalidConfig`] if `params` does not
-    /// [`validate`](PendulumParams::validate).
-    pub fn with_params(params: PendulumParams) -> Result<Self, Error> {
-        params.validate()?;
-        Ok(Self {
-            params,
-            ..Self::new()
-        })
-    }
-
     super::plant_accessors!(
         PendulumParams,
         [f64; 2],
@@ -216,11 +189,7 @@ impl Pendulum {
     }
 }
 
-impl Default for Pendulum {
-    fn default() -> Self {
-        Self::new()
-    }
-}
+super::plant_defaults!(Pendulum, PendulumParams);
 
 impl Env for Pendulum {
     type Obs = SVector<f32, 3>;
@@ -278,24 +247,12 @@ impl Env for Pendulum {
     }
 }
 
-/// `[θ, θ̇, elapsed_steps]`.
-impl EnvState for Pendulum {
-    const TAG: u32 = u32::from_le_bytes(*b"PEND");
-    const WORDS: usize = 3;
-
-    fn save_state(&self, out: &mut [f64]) {
-        super::save_timed(out, &self.state, self.elapsed_steps);
-    }
-
-    fn restore_state(&mut self, words: &[f64]) -> Result<(), Error> {
-        (self.state, self.elapsed_steps) = super::restore_timed(words)?;
-        Ok(())
-    }
-}
+super::timed_state!(Pendulum, b"PEND", 3, "`[θ, θ̇, elapsed_steps]`.");
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::env::EnvState;
     use crate::env::testing::{NON_FINITE, assert_refused_unchanged};
     use crate::rng;
     use core::f64::consts::FRAC_PI_2;

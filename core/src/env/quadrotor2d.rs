@@ -46,7 +46,7 @@
 use nalgebra::SVector;
 use rand_core::Rng;
 
-use super::{Continuous, Env, EnvState, Step, uniform_f64};
+use super::{Continuous, Env, Step, uniform_f64};
 use crate::error::{Error, check_all_finite};
 
 use core::f64::consts::FRAC_PI_2;
@@ -114,24 +114,10 @@ impl Quadrotor2dParams {
         ])
     }
 
-    /// [`check`](Self::check) as the crate's error.
-    ///
-    /// # Errors
-    /// [`Error::InvalidConfig`] naming the first field outside its range.
-    pub fn validate(&self) -> Result<(), Error> {
-        Ok(self.check()?)
-    }
-
     /// The command of each rotor that holds hover, `m·g/T_max − 1` (below
     /// −1 or above 1 when the vehicle cannot hover).
     pub fn hover_command(&self) -> f64 {
         self.mass * self.gravity / self.max_thrust - 1.0
-    }
-}
-
-impl Default for Quadrotor2dParams {
-    fn default() -> Self {
-        Self::DEFAULT
     }
 }
 
@@ -201,19 +187,6 @@ impl Quadrotor2d {
         }
     }
 
-    /// [`new`](Self::new) with another vehicle.
-    ///
-    /// # Errors
-    /// [`Error::InvalidConfig`] if `params` does not
-    /// [`validate`](Quadrotor2dParams::validate).
-    pub fn with_params(params: Quadrotor2dParams) -> Result<Self, Error> {
-        params.validate()?;
-        Ok(Self {
-            params,
-            ..Self::new()
-        })
-    }
-
     super::plant_accessors!(
         Quadrotor2dParams,
         [f64; 6],
@@ -244,11 +217,7 @@ impl Quadrotor2d {
     }
 }
 
-impl Default for Quadrotor2d {
-    fn default() -> Self {
-        Self::new()
-    }
-}
+super::plant_defaults!(Quadrotor2d, Quadrotor2dParams);
 
 impl Env for Quadrotor2d {
     type Obs = SVector<f32, 6>;
@@ -286,20 +255,12 @@ impl Env for Quadrotor2d {
     }
 }
 
-/// `[x, z, θ, ẋ, ż, θ̇, elapsed_steps]`.
-impl EnvState for Quadrotor2d {
-    const TAG: u32 = u32::from_le_bytes(*b"QUAD");
-    const WORDS: usize = 7;
-
-    fn save_state(&self, out: &mut [f64]) {
-        super::save_timed(out, &self.state, self.elapsed_steps);
-    }
-
-    fn restore_state(&mut self, words: &[f64]) -> Result<(), Error> {
-        (self.state, self.elapsed_steps) = super::restore_timed(words)?;
-        Ok(())
-    }
-}
+super::timed_state!(
+    Quadrotor2d,
+    b"QUAD",
+    7,
+    "`[x, z, θ, ẋ, ż, θ̇, elapsed_steps]`."
+);
 
 #[cfg(test)]
 mod tests;

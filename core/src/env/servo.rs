@@ -56,7 +56,7 @@
 use nalgebra::SVector;
 use rand_core::Rng;
 
-use super::{Continuous, Env, EnvState, Step, uniform_f64};
+use super::{Continuous, Env, Step, uniform_f64};
 use crate::error::{Error, check_finite};
 
 use core::f64::consts::{PI, TAU};
@@ -139,14 +139,6 @@ impl ServoParams {
         ])
     }
 
-    /// [`check`](Self::check) as the crate's error.
-    ///
-    /// # Errors
-    /// [`Error::InvalidConfig`] naming the first field outside its range.
-    pub fn validate(&self) -> Result<(), Error> {
-        Ok(self.check()?)
-    }
-
     /// The voltage the drive applies for the duty cycle `u` (clipped to
     /// `[−1, 1]`): zero inside the dead-zone, `V·sgn(u)·(|u| − d)/(1 − d)`
     /// outside it.
@@ -160,12 +152,6 @@ impl ServoParams {
             let v = self.supply_voltage * (mag - d) / (1.0 - d);
             if u < 0.0 { -v } else { v }
         }
-    }
-}
-
-impl Default for ServoParams {
-    fn default() -> Self {
-        Self::DEFAULT
     }
 }
 
@@ -241,19 +227,6 @@ impl Servo {
         }
     }
 
-    /// [`new`](Self::new) with another plant.
-    ///
-    /// # Errors
-    /// [`Error::InvalidConfig`] if `params` does not
-    /// [`validate`](ServoParams::validate).
-    pub fn with_params(params: ServoParams) -> Result<Self, Error> {
-        params.validate()?;
-        Ok(Self {
-            params,
-            ..Self::new()
-        })
-    }
-
     super::plant_accessors!(
         ServoParams,
         [f64; 4],
@@ -275,11 +248,7 @@ impl Servo {
     }
 }
 
-impl Default for Servo {
-    fn default() -> Self {
-        Self::new()
-    }
-}
+super::plant_defaults!(Servo, ServoParams);
 
 impl Env for Servo {
     type Obs = SVector<f32, 3>;
@@ -319,20 +288,7 @@ impl Env for Servo {
     }
 }
 
-/// `[θ, ω, i, θ*, elapsed_steps]`.
-impl EnvState for Servo {
-    const TAG: u32 = u32::from_le_bytes(*b"SRVO");
-    const WORDS: usize = 5;
-
-    fn save_state(&self, out: &mut [f64]) {
-        super::save_timed(out, &self.state, self.elapsed_steps);
-    }
-
-    fn restore_state(&mut self, words: &[f64]) -> Result<(), Error> {
-        (self.state, self.elapsed_steps) = super::restore_timed(words)?;
-        Ok(())
-    }
-}
+super::timed_state!(Servo, b"SRVO", 5, "`[θ, ω, i, θ*, elapsed_steps]`.");
 
 #[cfg(test)]
 mod tests;

@@ -1,6 +1,7 @@
 //! Unit tests of `servo`.
 
 use super::*;
+use crate::env::EnvState;
 use crate::env::testing::{
     Field, NON_FINITE, assert_refusals, assert_refused_unchanged, assert_state_round_trip,
 };
