@@ -5,11 +5,11 @@ use crate::agent;
 use crate::algo::replay::ReplayBuffer;
 use crate::algo::{AcConfig, PpoConfig, ReinforceConfig};
 use crate::algo::{Actor, ActorCritic, Anchored, Critic, Cursor, Grpo, Ppo, Reinforce, Trpo};
-use crate::algo::{Sac, SacConfig, Td3, Td3Config};
+use crate::algo::{SacConfig, Td3Config};
 use crate::env::Env;
 use crate::env::{CartPole, CartPoleContinuous, Pendulum};
 use crate::error::Error;
-use crate::nn::{Layer, Network};
+use crate::nn::Network;
 use crate::optim::TrainState;
 use crate::params::Params;
 use crate::rng::Xoshiro128pp;
@@ -136,73 +136,24 @@ impl<A: Actor<OBS>, C: Network<OBS, 1>, const OBS: usize> Digest for ActorCritic
     }
 }
 
-/// Every slot in use, the position and the size of a replay ring.
-fn digest_replay<const OBS: usize, const ACT: usize, const CAP: usize>(
-    h: &mut u64,
-    replay: &ReplayBuffer<OBS, ACT, CAP>,
-) {
-    for t in (0..replay.len()).filter_map(|i| replay.get(i)) {
-        digest(h, &t.obs);
-        digest(h, &t.action);
-        digest(h, &SVector::<f32, 1>::new(t.reward));
-        digest(h, &t.next_obs);
-        *h = (*h ^ u64::from(t.terminated)).wrapping_mul(0x100_0000_01b3);
-    }
-    for n in [replay.pos(), replay.len(), replay.size()] {
-        *h = (*h ^ n as u64).wrapping_mul(0x100_0000_01b3);
+/// Everything SAC and TD3 save, hashed: their checkpoint sections' bytes
+/// (every replay slot, the rings' counters, the targets, `log α`, Adam's
+/// states and the step counters).
+fn digest_section<S: AgentState>(s: &S) -> u64 {
+    state_bytes(s).iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
+        (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3)
+    })
+}
+
+impl Digest for SacAgent {
+    fn digest(&self) -> u64 {
+        digest_section(self)
     }
 }
 
-impl<
-    T,
-    Q,
-    const OBS: usize,
-    const ACT: usize,
-    const OA: usize,
-    const H: usize,
-    const CAP: usize,
-    const BATCH: usize,
-> Digest for Sac<T, Q, OBS, ACT, OA, H, CAP, BATCH>
-where
-    T: Layer<Input = SVector<f32, OBS>, Output = SVector<f32, H>>,
-    Q: Layer<Input = SVector<f32, OA>, Output = SVector<f32, 1>>,
-{
+impl Digest for Td3Agent {
     fn digest(&self) -> u64 {
-        let mut h = 0xcbf2_9ce4_8422_2325;
-        digest_train(&mut h, &self.actor);
-        digest_train(&mut h, &self.critic);
-        digest(&mut h, &self.critic_target);
-        digest_train(&mut h, &self.log_alpha);
-        digest_replay(&mut h, &self.replay);
-        digest(&mut h, &self.space);
-        h ^= self.n_updates.rotate_left(41);
-        h ^ self.steps.rotate_left(17)
-    }
-}
-
-impl<
-    N,
-    Q,
-    const OBS: usize,
-    const ACT: usize,
-    const OA: usize,
-    const CAP: usize,
-    const BATCH: usize,
-> Digest for Td3<N, Q, OBS, ACT, OA, CAP, BATCH>
-where
-    N: Layer<Input = SVector<f32, OBS>, Output = SVector<f32, ACT>>,
-    Q: Layer<Input = SVector<f32, OA>, Output = SVector<f32, 1>>,
-{
-    fn digest(&self) -> u64 {
-        let mut h = 0xcbf2_9ce4_8422_2325;
-        digest_train(&mut h, &self.actor);
-        digest(&mut h, &self.actor_target);
-        digest_train(&mut h, &self.critic);
-        digest(&mut h, &self.critic_target);
-        digest_replay(&mut h, &self.replay);
-        digest(&mut h, &self.space);
-        h ^= self.n_updates.rotate_left(41);
-        h ^ self.steps.rotate_left(17)
+        digest_section(self)
     }
 }
 
