@@ -20,7 +20,7 @@
 #    same networks -- the same environment steps, forward and backward passes.
 #
 #  * PPO Pendulum-v1, ~300 000 steps: RLtools' own PPO Pendulum training
-#    (rltools_pendulum_ppo.cpp, upstream's training.cpp and hyper-parameters,
+#    (vendor/rltools/rltools_pendulum_ppo.cpp, upstream's training.cpp and hyper-parameters,
 #    built from the headers the rltools PyPI package ships, g++ -O3, no BLAS,
 #    no -march=native, no -ffast-math) against microrl with its own Pendulum
 #    defaults (the same budget and task, each library's tuned configuration:
@@ -30,7 +30,7 @@
 #    the same gradient steps per environment step).
 #
 #  * SAC and TD3 Pendulum-v1: RLtools' own SAC and TD3 Pendulum trainings
-#    (rltools_pendulum_{sac,td3}.cpp, upstream's examples and hyper-parameters,
+#    (vendor/rltools/rltools_pendulum_{sac,td3}.cpp, upstream's examples and hyper-parameters,
 #    built as the PPO one) and SB3 with RL Zoo's Pendulum-v1 entries
 #    (sb3_pendulum_offpolicy.py), each printing a held-out evaluation curve
 #    (100 deterministic episodes from start states no training uses, every
@@ -219,8 +219,8 @@ if [[ $quick == 1 ]]; then rlt_steps=40960; rlt_eval=10; else rlt_steps=300000; 
 RLT_BIN="$BUILD/rltools_pendulum_ppo_${rlt_steps}_${rlt_eval}"
 RLT_CMD=(g++ -std=c++17 -O3 -DRL_TOOLS_DISABLE_TENSORBOARD
          -DPEERS_TOTAL_STEPS="$rlt_steps" -DPEERS_FINAL_EVAL_EPISODES="$rlt_eval"
-         -I "$RLT_INCLUDE" "$HERE/rltools_pendulum_ppo.cpp" -o "$RLT_BIN")
-if has_task ppo && [[ ! -x "$RLT_BIN" || "$HERE/rltools_pendulum_ppo.cpp" -nt "$RLT_BIN" ]]; then
+         -I "$RLT_INCLUDE" "$HERE/vendor/rltools/rltools_pendulum_ppo.cpp" -o "$RLT_BIN")
+if has_task ppo && [[ ! -x "$RLT_BIN" || "$HERE/vendor/rltools/rltools_pendulum_ppo.cpp" -nt "$RLT_BIN" ]]; then
     echo "== ${RLT_CMD[*]}" >&2
     "${RLT_CMD[@]}"
 fi
@@ -235,8 +235,8 @@ for algo in sac td3; do
     bin="$BUILD/rltools_pendulum_${algo}_${op_steps:-upstream}_${op_every}_${rlt_eval}"
     cmd=(g++ -std=c++17 -O3 -DRL_TOOLS_DISABLE_TENSORBOARD
          ${op_steps:+-DPEERS_STEP_LIMIT=$op_steps} -DPEERS_EVAL_INTERVAL="$op_every"
-         -DPEERS_EVAL_EPISODES="$rlt_eval" -I "$RLT_INCLUDE" "$HERE/rltools_pendulum_${algo}.cpp" -o "$bin")
-    if has_task offpolicy && [[ ! -x "$bin" || "$HERE/rltools_pendulum_${algo}.cpp" -nt "$bin" ]]; then
+         -DPEERS_EVAL_EPISODES="$rlt_eval" -I "$RLT_INCLUDE" "$HERE/vendor/rltools/rltools_pendulum_${algo}.cpp" -o "$bin")
+    if has_task offpolicy && [[ ! -x "$bin" || "$HERE/vendor/rltools/rltools_pendulum_${algo}.cpp" -nt "$bin" ]]; then
         echo "== ${cmd[*]}" >&2
         "${cmd[@]}"
     fi
