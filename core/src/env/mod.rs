@@ -653,6 +653,34 @@ pub(crate) mod testing {
         nalgebra::SVector::<f32, 1>::new(f32::NEG_INFINITY),
     ];
 
+    /// Two episodes of `steps` steps of `new()`, each from a reset by the
+    /// stream of the same seed and driven by `policy(stream, t)` (drawing
+    /// from that stream after the reset), end in the same state (all of
+    /// it, as [`EnvState`] saves it) with the same return, bit for bit;
+    /// another seed ends elsewhere.
+    pub fn assert_seeded_episodes_deterministic<E: Env + EnvState>(
+        new: impl Fn() -> E,
+        steps: usize,
+        policy: impl Fn(&mut rand_xoshiro::Xoshiro128PlusPlus, usize) -> ActionOf<E>,
+    ) {
+        let run = |seed| {
+            let mut env = new();
+            let mut rng =
+                <rand_xoshiro::Xoshiro128PlusPlus as rand_core::SeedableRng>::seed_from_u64(seed);
+            env.reset(&mut rng);
+            let mut ret = 0.0f32;
+            for t in 0..steps {
+                let action = policy(&mut rng, t);
+                ret += env.step(action).expect("a valid action").reward;
+            }
+            let mut words = [0.0f64; 16];
+            env.save_state(&mut words[..E::WORDS]);
+            (words.map(f64::to_bits), ret.to_bits())
+        };
+        assert_eq!(run(9), run(9));
+        assert_ne!(run(9), run(10));
+    }
+
     /// Saving `env`'s state and restoring it into `fresh` gives `env` back,
     /// which then steps identically under `action`; a short, non-finite or
     /// bad-counter (word `counter`) state is refused and changes nothing.

@@ -231,15 +231,7 @@ fn state_round_trips_and_keeps_the_plant() {
 
 #[test]
 fn seeded_episodes_are_deterministic() {
-    let run = |seed| {
-        let mut env = Acrobot::new();
-        let mut rng = Xoshiro128PlusPlus::seed_from_u64(seed);
-        env.reset(&mut rng);
-        for t in 0..100 {
-            env.step((t * 7 + seed as usize) % 3).unwrap();
-        }
-        env.state()
-    };
-    assert_eq!(run(9), run(9));
-    assert_ne!(run(9), run(10));
+    crate::env::testing::assert_seeded_episodes_deterministic(Acrobot::new, 100, |rng, _| {
+        (rand_core::Rng::next_u32(rng) % 3) as usize
+    });
 }

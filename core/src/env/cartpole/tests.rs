@@ -68,19 +68,7 @@ fn reset_draws_each_component_in_range() {
 
 #[test]
 fn seeded_episodes_are_deterministic() {
-    let run = |seed| {
-        let mut env = CartPole::new();
-        let mut rng = Xoshiro128PlusPlus::seed_from_u64(seed);
-        let mut trace = [[0.0f64; 4]; 30];
-        env.reset(&mut rng);
-        for (t, slot) in trace.iter_mut().enumerate() {
-            env.step(t % 3 % 2).unwrap();
-            *slot = env.state();
-        }
-        trace
-    };
-    assert_eq!(run(11), run(11));
-    assert_ne!(run(11), run(12));
+    crate::env::testing::assert_seeded_episodes_deterministic(CartPole::new, 30, |_, t| t % 3 % 2);
 }
 
 /// From rest, upright, only the force acts (cos 0 = 1, sin 0 = 0):

@@ -151,19 +151,11 @@ fn reset_hangs_down_perturbed() {
 
 #[test]
 fn seeded_episodes_are_deterministic() {
-    let run = |seed| {
-        let mut env = CartPoleSwingUp::new();
-        let mut rng = Xoshiro128PlusPlus::seed_from_u64(seed);
-        env.reset(&mut rng);
-        let mut ret = 0.0f32;
-        for _ in 0..200 {
-            let u = rng::uniform_range(&mut rng, -1.0, 1.0);
-            ret += env.step(act(u)).unwrap().reward;
-        }
-        (env.state(), ret)
-    };
-    assert_eq!(run(9), run(9));
-    assert_ne!(run(9), run(10));
+    crate::env::testing::assert_seeded_episodes_deterministic(
+        CartPoleSwingUp::new,
+        200,
+        |rng, _| act(rng::uniform_range(rng, -1.0, 1.0)),
+    );
 }
 
 #[test]

@@ -183,19 +183,10 @@ fn reset_ranges() {
 
 #[test]
 fn seeded_episodes_are_deterministic() {
-    let run = |seed| {
-        let mut env = Quadrotor2d::new();
-        let mut rng = Xoshiro128PlusPlus::seed_from_u64(seed);
-        env.reset(&mut rng);
-        let mut ret = 0.0f32;
-        for _ in 0..50 {
-            let u = rng::uniform_range(&mut rng, -0.3, 0.1);
-            ret += env.step(act(u, u)).unwrap().reward;
-        }
-        (env.state(), ret)
-    };
-    assert_eq!(run(9), run(9));
-    assert_ne!(run(9), run(10));
+    crate::env::testing::assert_seeded_episodes_deterministic(Quadrotor2d::new, 50, |rng, _| {
+        let u = rng::uniform_range(rng, -0.3, 0.1);
+        act(u, u)
+    });
 }
 
 #[test]

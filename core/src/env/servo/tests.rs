@@ -190,19 +190,9 @@ fn truncates_at_500_steps_never_terminates_and_rewards_stay_bounded() {
 
 #[test]
 fn seeded_episodes_are_deterministic() {
-    let run = |seed| {
-        let mut env = Servo::new();
-        let mut rng = Xoshiro128PlusPlus::seed_from_u64(seed);
-        env.reset(&mut rng);
-        let mut ret = 0.0f32;
-        for _ in 0..200 {
-            let u = rng::uniform_range(&mut rng, -1.0, 1.0);
-            ret += env.step(act(u)).unwrap().reward;
-        }
-        (env.state(), ret)
-    };
-    assert_eq!(run(9), run(9));
-    assert_ne!(run(9), run(10));
+    crate::env::testing::assert_seeded_episodes_deterministic(Servo::new, 200, |rng, _| {
+        act(rng::uniform_range(rng, -1.0, 1.0))
+    });
 }
 
 #[test]
