@@ -31,8 +31,9 @@
 //! is large, `collect.rs`/`update.rs` (PPO, SAC, TD3: the update in the
 //! paper's order and names), `learner.rs` (its
 //! [`Learner`](crate::train::Learner) and [`Controller`] impls),
-//! `persist.rs` (its checkpoint section: the saved field list that save,
-//! load and the fingerprint walk), `lagged.rs` where it learns while
+//! `persist.rs` (its checkpoint section: one `agent_state!` list of the
+//! saved fields, which save, load, the length and the fingerprint all
+//! walk), `lagged.rs` where it learns while
 //! controlling, and `tests.rs` (SAC and TD3 keep their PyTorch reference
 //! cases in `parity.rs`, the others in `crate::update_parity`). The reward
 //! model ([`preference`]) is not an agent and has no learner or checkpoint
