@@ -33,7 +33,8 @@
 //! [`Learner`](crate::train::Learner) and [`Controller`] impls),
 //! `persist.rs` (its checkpoint section: one `agent_state!` list of the
 //! saved fields, which save, load, the length and the fingerprint all
-//! walk), `lagged.rs` where it learns while
+//! walk; REINFORCE, TRPO and anchored PPO extend their inner PPO agent's
+//! section instead), `lagged.rs` where it learns while
 //! controlling, and `tests.rs` (SAC and TD3 keep their PyTorch reference
 //! cases in `parity.rs`, the others in `crate::update_parity`). The reward
 //! model ([`preference`]) is not an agent and has no learner or checkpoint

@@ -8,11 +8,12 @@ use crate::params::Params;
 use crate::serialize::crc32;
 
 /// An agent whose complete training state can be checkpointed at an
-/// iteration boundary. Implemented for [`Ppo`](crate::algo::Ppo) (and A2C), [`Reinforce`](crate::algo::Reinforce) and
-/// [`ActorCritic`](crate::algo::ActorCritic).
+/// iteration boundary: every agent of [`algo`](crate::algo) and the lagged
+/// shell around one ([`Lagged`](crate::algo::Lagged)).
 pub trait AgentState {
     /// Which algorithm (1 PPO/A2C, 2 REINFORCE, 3 online actor-critic,
-    /// 4 KL-anchored PPO, 5 TRPO, 6 GRPO).
+    /// 4 KL-anchored PPO, 5 TRPO, 6 GRPO, 7 SAC, 8 TD3; a lagged shell
+    /// takes its learner's `LAGGED_KIND`: 9 for PPO, 10 for the others).
     const KIND: u32;
     /// Observation size.
     const OBS: usize;
@@ -228,7 +229,9 @@ fields_tuple!(A a, B b, C c, D d, E e, F f, G g, H h);
 /// their order in the section: the tensors and train states under
 /// `fields`, then the scalars under `scalars`. `Saved`, `save_state` and
 /// `load_state` all come from that one list, so a field added to it is
-/// saved, loaded, counted in `LEN` and folded into the fingerprint at once.
+/// saved, loaded and counted in `LEN` at once, and folded into the
+/// fingerprint by every `fingerprint` expression that walks `Saved` (all
+/// of them do: `Fields::fold_shapes` after the kind).
 ///
 /// - `self as s`: the name the blocks below use for the agent.
 /// - `saving`: checks before a save (e.g. [`Error::MidIteration`]).
@@ -238,8 +241,13 @@ fields_tuple!(A a, B b, C c, D d, E e, F f, G g, H h);
 /// - `resumed`: what a committed load does after the scalars are assigned
 ///   (Adam's resumed settings, a cleared rollout).
 ///
-/// Tensors and train states are written only on the committing pass
-/// ([`Field::load`]); the scalars are read into locals and assigned then.
+/// Everything under `fields` must be written by its [`Field::load`] only
+/// on the committing pass (tensors, train states, replay rings, RNG
+/// streams, an inner agent's section): a dry pass that writes would leave
+/// a refused load's changes behind. The scalars (`f32`, `u64`), whose
+/// `load` always writes, go under `scalars`: they are read into locals and
+/// assigned on commit. At most 8 saved fields in all (the [`Fields`]
+/// tuples).
 macro_rules! agent_state {
     (
         impl[$($gen:tt)*] AgentState for $ty:ty where [$($bounds:tt)*] {
@@ -270,7 +278,7 @@ macro_rules! agent_state {
             fn save_state(
                 &self,
                 w: &mut $crate::checkpoint::Writer<'_>,
-            ) -> Result<(), $crate::Error> {
+            ) -> ::core::result::Result<(), $crate::Error> {
                 let $s = self;
                 $saving
                 let fields = ($(&$s.$field,)+ $(&$s.$scalar,)*);
@@ -280,10 +288,10 @@ macro_rules! agent_state {
             fn load_state(
                 &mut self,
                 r: &mut $crate::checkpoint::Reader<'_>,
-            ) -> Result<(), $crate::Error> {
+            ) -> ::core::result::Result<(), $crate::Error> {
                 let $s = self;
                 $loading
-                $(let mut $scalar: $scalar_ty = Default::default();)*
+                $(let mut $scalar: $scalar_ty = ::core::default::Default::default();)*
                 let fields = ($(&mut $s.$field,)+ $(&mut $scalar,)*);
                 <Self::Saved as $crate::checkpoint::Fields>::load(r, fields)?;
                 $read
@@ -291,7 +299,7 @@ macro_rules! agent_state {
                     $($s.$scalar = $scalar;)*
                     $resumed
                 }
-                Ok(())
+                ::core::result::Result::Ok(())
             }
         }
     };

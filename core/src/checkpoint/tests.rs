@@ -834,6 +834,40 @@ fn trpo_resumes_bit_identically() {
     );
 }
 
+/// A TRPO checkpoint refused by the environment's section leaves the
+/// inner PPO agent's configuration as it was; a committed load makes it
+/// follow TRPO's (changed since construction).
+#[test]
+fn a_refused_trpo_load_keeps_the_inner_configuration() {
+    type Agent = agent::Trpo<CartPole, 8, 256>;
+    let config = crate::algo::TrpoConfig {
+        total_steps: 2_048,
+        critic_minibatches: 4,
+        ..crate::algo::TrpoConfig::DEFAULT
+    };
+    let mut agent = Box::new(Agent::new(config));
+    let (mut env, mut eval_env) = (CartPole::default(), CartPole::default());
+    let mut trainer = T::start(&mut *agent, &mut env, run_config(2_048, 256, 12.0), 7).unwrap();
+    trainer
+        .iterate(&mut *agent, &mut env, &mut eval_env, &mut ())
+        .unwrap();
+    let mut buf = vec![0u8; T::checkpoint_len::<Agent, CartPole>()];
+    trainer.save(&*agent, &env, &mut buf).unwrap();
+    let mut dest = Box::new(Agent::new(config));
+    dest.config.critic_learning_rate = crate::optim::Schedule::Constant(5e-4);
+    let before = dest.inner.config;
+    let counter_at = buf.len() - 4 - 2 * 8;
+    let mut bad = buf.clone();
+    bad[counter_at..counter_at + 8].copy_from_slice(&0.5f64.to_le_bytes());
+    recrc(&mut bad);
+    let mut dest_env = CartPole::default();
+    assert!(T::resume(&mut *dest, &mut dest_env, &bad).is_err());
+    assert_eq!(dest.inner.config, before);
+    assert!(T::resume(&mut *dest, &mut dest_env, &buf).is_ok());
+    assert_eq!(dest.inner.config, dest.config.to_ppo());
+    assert_ne!(dest.inner.config, before);
+}
+
 /// GRPO: the actor with Adam, the normaliser and the step count.
 #[test]
 fn grpo_resumes_bit_identically() {

@@ -346,7 +346,7 @@ impl Env for Acrobot {
     }
 }
 
-super::timed_state!(Acrobot, b"ACRO", 5, "`[θ₁, θ₂, θ̇₁, θ̇₂, elapsed_steps]`.");
+super::timed_state!(Acrobot, b"ACRO", 4, "`[θ₁, θ₂, θ̇₁, θ̇₂, elapsed_steps]`.");
 
 #[cfg(test)]
 mod tests;

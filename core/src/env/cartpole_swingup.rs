@@ -273,7 +273,7 @@ impl Env for CartPoleSwingUp {
 super::timed_state!(
     CartPoleSwingUp,
     b"CPSU",
-    5,
+    4,
     "`[x, ẋ, θ, θ̇, elapsed_steps]`."
 );
 

@@ -73,18 +73,18 @@ use crate::params::{Params, TensorShape, tag};
 use crate::{math, rng};
 
 /// The methods every plant with parameters has, inside its `impl`:
-/// `with_params` (validated parameters, otherwise [`new`](Self::new)'s
+/// `with_params` (validated parameters, otherwise `new`'s
 /// state) and the accessors of the parameters, the physical state and the
 /// step counter. The plant keeps them in fields `params`, `state` and
 /// `elapsed_steps`.
 macro_rules! plant_accessors {
     ($params:ty, $state:ty, $state_doc:literal) => {
-        /// [`new`](Self::new) with another plant.
+        /// [`new`](Self::new) with other parameters.
         ///
         /// # Errors
-        /// [`Error::InvalidConfig`](crate::Error::InvalidConfig) if `params`
-        /// does not validate (its `check` names the field out of range).
-        pub fn with_params(params: $params) -> Result<Self, crate::Error> {
+        /// [`Error::InvalidConfig`]($crate::Error::InvalidConfig) if `params`
+        #[doc = concat!("does not [`validate`](", stringify!($params), "::validate).")]
+        pub fn with_params(params: $params) -> Result<Self, $crate::Error> {
             params.validate()?;
             Ok(Self {
                 params,
@@ -114,18 +114,18 @@ macro_rules! plant_accessors {
 pub(crate) use plant_accessors;
 
 /// What a plant and its parameters share besides their physics: both are
-/// `Default` (the plant at [`new`](Self::new), the parameters at their
+/// `Default` (the plant at `new`, the parameters at their
 /// `DEFAULT`), and the parameters' `check` (a
 /// [`PlantRangeError`]) is also offered as the crate's error.
 macro_rules! plant_defaults {
     ($plant:ty, $params:ty) => {
         impl $params {
-            /// `check` as the crate's error.
+            /// [`check`](Self::check) as the crate's error.
             ///
             /// # Errors
-            /// [`Error::InvalidConfig`](crate::Error::InvalidConfig) naming
+            /// [`Error::InvalidConfig`]($crate::Error::InvalidConfig) naming
             /// the first field outside its range.
-            pub fn validate(&self) -> Result<(), crate::Error> {
+            pub fn validate(&self) -> Result<(), $crate::Error> {
                 Ok(self.check()?)
             }
         }
@@ -147,20 +147,24 @@ pub(crate) use plant_defaults;
 
 /// [`EnvState`] of a plant whose whole state is its `state: [f64; S]` and
 /// its step counter: `S + 1` words, the counter last
-/// ([`save_timed`]/[`restore_timed`]).
+/// ([`save_timed`]/[`restore_timed`]). `S` is stated once, in the call,
+/// and checked against the field's type at compile time.
 macro_rules! timed_state {
-    ($plant:ty, $tag:literal, $words:literal, $doc:literal) => {
+    ($plant:ty, $tag:literal, $s:literal, $doc:literal) => {
         #[doc = $doc]
-        impl crate::env::EnvState for $plant {
+        impl $crate::env::EnvState for $plant {
             const TAG: u32 = u32::from_le_bytes(*$tag);
-            const WORDS: usize = $words;
+            const WORDS: usize = $s + 1;
 
             fn save_state(&self, out: &mut [f64]) {
-                crate::env::save_timed(out, &self.state, self.elapsed_steps);
+                let state: &[f64; $s] = &self.state;
+                $crate::env::save_timed(out, state, self.elapsed_steps);
             }
 
-            fn restore_state(&mut self, words: &[f64]) -> Result<(), crate::Error> {
-                (self.state, self.elapsed_steps) = crate::env::restore_timed(words)?;
+            fn restore_state(&mut self, words: &[f64]) -> Result<(), $crate::Error> {
+                let state: [f64; $s];
+                (state, self.elapsed_steps) = $crate::env::restore_timed(words)?;
+                self.state = state;
                 Ok(())
             }
         }
@@ -673,7 +677,7 @@ pub(crate) mod testing {
                 let action = policy(&mut rng, t);
                 ret += env.step(action).expect("a valid action").reward;
             }
-            let mut words = [0.0f64; 16];
+            let mut words = [0.0f64; crate::checkpoint::MAX_ENV_WORDS];
             env.save_state(&mut words[..E::WORDS]);
             (words.map(f64::to_bits), ret.to_bits())
         };

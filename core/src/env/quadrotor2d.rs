@@ -258,7 +258,7 @@ impl Env for Quadrotor2d {
 super::timed_state!(
     Quadrotor2d,
     b"QUAD",
-    7,
+    6,
     "`[x, z, θ, ẋ, ż, θ̇, elapsed_steps]`."
 );
 

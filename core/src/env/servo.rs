@@ -288,7 +288,7 @@ impl Env for Servo {
     }
 }
 
-super::timed_state!(Servo, b"SRVO", 5, "`[θ, ω, i, θ*, elapsed_steps]`.");
+super::timed_state!(Servo, b"SRVO", 4, "`[θ, ω, i, θ*, elapsed_steps]`.");
 
 #[cfg(test)]
 mod tests;

@@ -77,7 +77,7 @@ fn pow2i(k: i32) -> f32 {
     f32::from_bits(((k + 127) as u32) << 23)
 }
 
-/// `2^k` for an integer-valued `-126 ≤ k ≤ 127`, as [`pow2i`] without the
+/// `2^k` for an integer-valued `-126 ≤ k ≤ 127`, as `pow2i` without the
 /// conversion: `k + (2²³ + 127)` is exact and holds `k + 127` in its low
 /// mantissa bits, which the shift moves into the exponent field.
 #[cfg(not(target_arch = "arm"))]

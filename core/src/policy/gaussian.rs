@@ -51,7 +51,7 @@ pub const LOG_STD_MAX: f32 = 20.0;
 /// return infinities or NaN. Two guards keep such values away from callers:
 /// - the actor ([`GaussianActor`](crate::policy::GaussianActor)) checks every
 ///   sample, log-probability and entropy it returns and refuses a non-finite
-///   one with [`Error::NonFinite`](crate::Error::NonFinite) — whatever the
+///   one with [`Error::NonFinite`] — whatever the
 ///   cause (huge `log σ`, an action of 10³⁰ whose `z²` overflows);
 /// - a *stored* `log σ` must lie in [`LOG_STD_MIN`]`..=`[`LOG_STD_MAX`]
 ///   (`σ ∈ [e⁻²⁰, e²⁰] ≈ [2·10⁻⁹, 5·10⁸]`), checked by

@@ -114,7 +114,7 @@ where
     }
 }
 
-/// An agent borrowed as a [`Controller`] for [`evaluate`].
+/// An agent borrowed as a [`Controller`] for [`evaluate`](crate::algo::evaluate).
 struct Acting<'a, L, E>(&'a L, PhantomData<E>);
 
 impl<L, E, const OBS: usize> Controller<OBS> for Acting<'_, L, E>

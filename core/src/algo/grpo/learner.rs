@@ -1,4 +1,4 @@
-//! `Grpo` as the training loop ([`Learner`](crate::train::Learner)) and the
+//! `Grpo` as the training loop ([`Learner`]) and the
 //! deployed policy ([`Controller`]) see it.
 
 use nalgebra::SVector;

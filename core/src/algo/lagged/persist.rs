@@ -1,4 +1,4 @@
-//! [`Lagged`]'s part of a checkpoint ([`AgentState`]): the learner's own
+//! [`Lagged`]'s part of a checkpoint ([`AgentState`](crate::checkpoint::AgentState)): the learner's own
 //! section (as the learner saves it, its kind folded into the fingerprint;
 //! the wrapper's kind is the learner's
 //! [`LAGGED_KIND`](super::LaggedLearner::LAGGED_KIND)),

@@ -4,7 +4,7 @@
 //! side, [`Agent`](crate::train::Agent), [`Learner`](crate::train::Learner)
 //! and [`Controller`](crate::policy::Controller).
 
-/// [`OffPolicy`], [`Agent`](crate::train::Agent),
+/// [`OffPolicy`](super::OffPolicy), [`Agent`](crate::train::Agent),
 /// [`Learner`](crate::train::Learner) and [`Controller`](crate::policy::Controller)
 /// for an agent with the fields SAC and TD3 share (`config` with
 /// `validate` and `schedule`, `space`, `replay`, `steps`) and inherent
@@ -14,7 +14,7 @@
 /// deterministic action.
 ///
 /// As the training loop sees them, **one iteration is one environment
-/// step** ([`OffPolicy::step`]) and the gradient steps it triggers, as for
+/// step** ([`OffPolicy::step`](super::OffPolicy::step)) and the gradient steps it triggers, as for
 /// the online actor-critic: the trainer's evaluation interval, hooks, early
 /// stop and checkpoints then fall on any environment step. An iteration's
 /// statistics are those of its last gradient step, `None` when it trained

@@ -141,7 +141,7 @@ impl PpoConfig {
     };
 
     /// Every field zero or `false` (invalid: zero epochs), the placeholder in
-    /// [`Ppo::ZERO`].
+    /// [`Ppo::ZERO`](crate::algo::Ppo::ZERO).
     pub(super) const ZERO: Self = Self {
         total_steps: 0,
         learning_rate: Schedule::Constant(0.0),

@@ -217,7 +217,7 @@ impl<A: Actor<OBS>, C: Critic<OBS>, const OBS: usize, const N: usize, const CHUN
     /// PPO-penalty's adaptive rule (Schulman et al. 2017, §4): with
     /// `d = mean_t k₃` of the updated policy against the rollout's
     /// log-probabilities, halve `β` when `d < d_targ/1.5`, double it when
-    /// `d > 1.5·d_targ`, within [`KL_COEF_MIN`]`..=`[`KL_COEF_MAX`].
+    /// `d > 1.5·d_targ`, within [`KL_COEF_MIN`](crate::algo::ppo::KL_COEF_MIN)`..=`[`KL_COEF_MAX`](crate::algo::ppo::KL_COEF_MAX).
     ///
     /// # Errors
     /// [`Error::NonFinite`] if the updated actor gives a non-finite

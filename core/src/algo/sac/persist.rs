@@ -1,4 +1,4 @@
-//! SAC's part of a checkpoint ([`AgentState`]): the actor and the twin
+//! SAC's part of a checkpoint ([`AgentState`](crate::checkpoint::AgentState)): the actor and the twin
 //! critics with their Adam states, the target critics, `log α` with its
 //! Adam state, the replay ring (every slot, its size, length and
 //! position), the action space and the counters of environment steps and
@@ -6,6 +6,12 @@
 //! `target_update_interval`). A refused load changes nothing. Not saved:
 //! the activation caches, which every update overwrites before reading,
 //! and the configuration, which the caller supplies again.
+//!
+//! The fingerprint folds the kind, then every saved tensor's shape and the
+//! replay ring's `CAP`, `OBS` and `ACT`; `BATCH` is left out (it bounds the
+//! minibatch and holds no state). A load keeps the ring's saved size: the
+//! configuration's `buffer_size` takes effect at the next
+//! [`init`](Sac::init).
 
 use nalgebra::SVector;
 
@@ -23,14 +29,9 @@ crate::checkpoint::agent_state! {
     where [T: Layer<Input = SVector<f32, OBS>, Output = SVector<f32, H>>, Q: Layer<Input = SVector<f32, OA>, Output = SVector<f32, 1>>,] {
         kind: 7,
         obs: OBS,
-        // The kind, then every saved tensor's shape and the replay ring's
-        // `CAP`, `OBS` and `ACT`. `BATCH` is left out: it bounds the
-        // minibatch (`batch_size`) and holds no state.
         fingerprint: <Self::Saved as Fields>::fold_shapes(fold(0, Self::KIND)),
         self as sac,
         saving {}
-        // The ring keeps its saved size (the configuration's `buffer_size`
-        // takes effect at the next `init`).
         loading { sac.config.validate(CAP, BATCH)?; }
         fields {
             actor: TrainState<SquashedGaussianActor<T, H, ACT>>,

@@ -1,4 +1,4 @@
-//! TD3's part of a checkpoint ([`AgentState`]): the actor and the twin
+//! TD3's part of a checkpoint ([`AgentState`](crate::checkpoint::AgentState)): the actor and the twin
 //! critics with their Adam states, the target actor and critics, the
 //! replay ring (every slot, its size, length and position), the action
 //! space and the counters of environment steps and critic updates (the
@@ -6,6 +6,12 @@
 //! every `policy_delay`-th). A refused load changes nothing. Not saved:
 //! the activation caches, which every update overwrites before reading,
 //! and the configuration, which the caller supplies again.
+//!
+//! The fingerprint folds the kind, then every saved tensor's shape and the
+//! replay ring's `CAP`, `OBS` and `ACT`; `BATCH` is left out (it bounds the
+//! minibatch and holds no state). A load keeps the ring's saved size: the
+//! configuration's `buffer_size` takes effect at the next
+//! [`init`](Td3::init).
 
 use nalgebra::SVector;
 
@@ -23,14 +29,9 @@ crate::checkpoint::agent_state! {
     where [N: Layer<Input = SVector<f32, OBS>, Output = SVector<f32, ACT>>, Q: Layer<Input = SVector<f32, OA>, Output = SVector<f32, 1>>,] {
         kind: 8,
         obs: OBS,
-        // The kind, then every saved tensor's shape and the replay ring's
-        // `CAP`, `OBS` and `ACT`. `BATCH` is left out: it bounds the
-        // minibatch (`batch_size`) and holds no state.
         fingerprint: <Self::Saved as Fields>::fold_shapes(fold(0, Self::KIND)),
         self as td3,
         saving {}
-        // The ring keeps its saved size (the configuration's `buffer_size`
-        // takes effect at the next `init`).
         loading { td3.config.validate(CAP, BATCH)?; }
         fields {
             actor: TrainState<N>,

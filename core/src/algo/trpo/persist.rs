@@ -23,7 +23,14 @@ impl<A: Actor<OBS>, C: Critic<OBS>, const OBS: usize, const N: usize> AgentState
 
     fn load_state(&mut self, r: &mut Reader<'_>) -> Result<(), Error> {
         self.config.validate(N)?;
-        self.inner.config = self.config.to_ppo();
+        let ppo_config = self.config.to_ppo();
+        ppo_config.validate(N)?;
+        // The inner agent's configuration follows TRPO's only on the
+        // committing pass: a load refused later (by an environment's
+        // section) leaves it as it was.
+        if r.commit() {
+            self.inner.config = ppo_config;
+        }
         self.inner.load_state(r)
     }
 }
