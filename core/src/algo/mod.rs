@@ -33,12 +33,15 @@
 //! [`Learner`](crate::train::Learner) and [`Controller`] impls),
 //! `persist.rs` (its checkpoint section: one `agent_state!` list of the
 //! saved fields, which save, load, the length and the fingerprint all
-//! walk; REINFORCE, TRPO and anchored PPO extend their inner PPO agent's
-//! section instead), `lagged.rs` where it learns while
-//! controlling, and `tests.rs` (SAC and TD3 keep their PyTorch reference
-//! cases in `parity.rs`, the others in `crate::update_parity`). The reward
-//! model ([`preference`]) is not an agent and has no learner or checkpoint
-//! section. What several algorithms share lives once beside them:
+//! walk; anchored PPO extends its inner PPO agent's section), `lagged.rs`
+//! where it learns while controlling, and `tests.rs` (SAC and TD3 keep
+//! their PyTorch reference cases in `parity.rs`, the others in
+//! `crate::update_parity`). REINFORCE and TRPO, which differ from PPO in
+//! what they collect and how they update but not in what they keep, are a
+//! `mod.rs` each: their accessors, learner, controller and checkpoint
+//! section forward to the inner PPO agent through one macro
+//! (`ppo/wrapped.rs`). The reward model ([`preference`]) is not an agent
+//! and has no learner or checkpoint section. What several algorithms share lives once beside them:
 //! [`buffer`] ([`Samples`], the columns every clipped-surrogate update
 //! reads, and [`Rollout`], which adds a critic's), [`gae`], [`critic`],
 //! [`replay`], [`offpolicy`] (twin critics, the Bellman target and their

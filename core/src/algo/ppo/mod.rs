@@ -48,10 +48,12 @@ pub(crate) mod persist;
 #[cfg(test)]
 mod tests;
 mod update;
+pub(crate) mod wrapped;
 
 pub use config::{A2cConfig, KL_COEF_MAX, KL_COEF_MIN, PpoConfig, adapted_kl_coef};
 pub use lagged::LaggedPpo;
 pub use update::UpdateStats;
+pub(crate) use wrapped::wraps_ppo;
 
 use nalgebra::SVector;
 use rand_core::Rng;

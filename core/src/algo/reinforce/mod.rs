@@ -16,15 +16,12 @@
 //! an episode cut by the capacity or by a time limit bootstraps from the
 //! critic, as for truncation.
 
-mod learner;
-mod persist;
-
 use nalgebra::SVector;
 use rand_core::Rng;
 
 use super::Critic;
 use super::ppo::{Ppo, PpoConfig, UpdateStats};
-use super::{Actor, Cursor, Episode, Policy};
+use super::{Actor, Cursor, Episode};
 use crate::env::Env;
 use crate::error::Error;
 use crate::optim::{AdamConfig, Schedule};
@@ -142,35 +139,11 @@ impl<A: Actor<OBS>, C: Critic<OBS>, const OBS: usize, const N: usize> Reinforce<
     pub fn update<R: Rng + ?Sized>(&mut self, rng: &mut R) -> Result<UpdateStats, Error> {
         self.inner.update(rng)
     }
-
-    /// Environment steps collected so far.
-    pub fn steps(&self) -> u64 {
-        self.inner.steps
-    }
-
-    /// The actor.
-    pub fn actor(&self) -> &A {
-        self.inner.actor()
-    }
-
-    /// The critic (the baseline).
-    pub fn critic(&self) -> &C {
-        self.inner.critic()
-    }
-
-    /// Copies the deployable policy into `out` (see [`Ppo::export`]).
-    pub fn export(&self, out: &mut Policy<A, OBS>) {
-        self.inner.export(out);
-    }
-
-    /// A deployable copy of the policy with its frozen normaliser.
-    pub fn policy(&self) -> Policy<A, OBS>
-    where
-        A: Clone,
-    {
-        self.inner.policy()
-    }
 }
+
+// REINFORCE: one iteration is an episode (at most `N` steps) and its
+// update; the checkpoint section is the inner agent's, kind 2.
+super::ppo::wraps_ppo!(Reinforce, kind: 2, loading(|_agent, _reader| {}));
 
 /// `From` is not `const`; this is the same conversion for [`Reinforce::new`].
 const fn config_to_ppo(c: ReinforceConfig) -> PpoConfig {

@@ -30,8 +30,6 @@
 //! `θ_old` copy the line search measures the KL from and restores — all
 //! fields of the agent, so an update allocates nothing.
 
-mod learner;
-mod persist;
 #[cfg(test)]
 mod tests;
 
@@ -40,7 +38,7 @@ use rand_core::Rng;
 
 use super::Critic;
 use super::ppo::{Ppo, PpoConfig, UpdateStats};
-use super::{Actor, Cursor, Episode, Policy};
+use super::{Actor, Cursor, Episode};
 use crate::config::{check, non_negative, positive_or_off, unit};
 use crate::env::Env;
 use crate::error::Error;
@@ -522,24 +520,23 @@ impl<A: Actor<OBS>, C: Critic<OBS>, const OBS: usize, const N: usize> Trpo<A, C,
         stats.value_loss /= samples.max(1) as f32;
         Ok(())
     }
-
-    /// Environment steps collected so far.
-    pub fn steps(&self) -> u64 {
-        self.inner.steps
-    }
-
-    /// The actor.
-    pub fn actor(&self) -> &A {
-        self.inner.actor()
-    }
-
-    /// The critic.
-    pub fn critic(&self) -> &C {
-        self.inner.critic()
-    }
-
-    /// Copies the deployable policy into `out` (see [`Ppo::export`]).
-    pub fn export(&self, out: &mut Policy<A, OBS>) {
-        self.inner.export(out);
-    }
 }
+
+// TRPO: a rollout and its trust-region update; the checkpoint section is
+// the inner agent's, kind 5 (TRPO's other memory, the CG vectors and the
+// line search's `θ_old`, is rebuilt by every update).
+super::ppo::wraps_ppo!(
+    Trpo,
+    kind: 5,
+    loading(|trpo, reader| {
+        trpo.config.validate(N)?;
+        let ppo_config = trpo.config.to_ppo();
+        ppo_config.validate(N)?;
+        // The inner agent's configuration follows TRPO's only on the
+        // committing pass: a load refused later (by an environment's
+        // section) leaves it as it was.
+        if reader.commit() {
+            trpo.inner.config = ppo_config;
+        }
+    }),
+);
