@@ -130,3 +130,27 @@ pub mod optional {
         d.deserialize_any(OptionalF32)
     }
 }
+
+/// A setting's name and a change that puts it out of range.
+#[cfg(test)]
+pub(crate) type Refusal<C> = (&'static str, fn(&mut C));
+
+/// `validate` accepts `ok`, and refuses `ok` changed by each of `cases`
+/// with [`Error::InvalidConfig`] naming that case's setting.
+#[cfg(test)]
+pub(crate) fn assert_refused_by_name<C: Copy>(
+    ok: C,
+    cases: &[Refusal<C>],
+    validate: impl Fn(&C) -> Result<(), Error>,
+) {
+    assert_eq!(validate(&ok), Ok(()));
+    for &(field, set) in cases {
+        let mut config = ok;
+        set(&mut config);
+        let result = validate(&config);
+        assert!(
+            matches!(result, Err(Error::InvalidConfig { field: f, .. }) if f == field),
+            "{field}: {result:?}"
+        );
+    }
+}

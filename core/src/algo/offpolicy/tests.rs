@@ -3,7 +3,38 @@
 //! and the deployed tanh policy.
 
 use super::*;
+use crate::config::{Refusal, assert_refused_by_name};
 use crate::nn::{Dense, Mlp, Relu, Tanh, fd};
+
+/// Every shared setting refused by name at each side of its range, for a
+/// replay capacity of 100 and minibatches of up to 32.
+#[test]
+fn schedule_validate_names_the_field() {
+    let ok = Schedule {
+        buffer_size: 100,
+        learning_starts: 0,
+        batch_size: 32,
+        tau: 1.0,
+        gamma: 0.99,
+        train_freq: 1,
+        gradient_steps: 1,
+        learning_rate: 3e-4,
+    };
+    let cases: [Refusal<Schedule>; 11] = [
+        ("buffer_size", |s| s.buffer_size = 0),
+        ("buffer_size", |s| s.buffer_size = 101),
+        ("batch_size", |s| s.batch_size = 0),
+        ("batch_size", |s| s.batch_size = 33),
+        ("tau", |s| s.tau = 0.0),
+        ("tau", |s| s.tau = 1.5),
+        ("gamma", |s| s.gamma = f32::NAN),
+        ("gamma", |s| s.gamma = 2.0),
+        ("train_freq", |s| s.train_freq = 0),
+        ("gradient_steps", |s| s.gradient_steps = 0),
+        ("learning_rate", |s| s.learning_rate = -1.0),
+    ];
+    assert_refused_by_name(ok, &cases, |c| c.validate(100, 32));
+}
 
 #[test]
 fn to_bounds_is_sb3_unscale_action() {
