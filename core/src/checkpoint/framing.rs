@@ -1,6 +1,6 @@
 //! The byte framing of a checkpoint section: [`Writer`] and [`Reader`]
 //! (little-endian numbers, `f32`/`f64` as bit patterns, tensors with their
-//! domain checked), shared by every algorithm's `persist.rs`.
+//! domain checked), shared by every algorithm's checkpoint section.
 
 use crate::error::Error;
 use crate::params::{Params, TensorData};

@@ -688,6 +688,23 @@ fn lagged_ppo_checkpoints_keep_their_layout() {
     assert_eq!(<B as AgentState>::LEN, 207_536);
 }
 
+/// REINFORCE's and TRPO's sections are the inner PPO agent's under their
+/// own kinds (2 and 5): the same length, fingerprints of their own, pinned.
+#[test]
+fn reinforce_and_trpo_checkpoints_keep_their_layout() {
+    type Inner = agent::Ppo<CartPole, 8, 256>;
+    type R = agent::Reinforce<CartPole, 8, 256>;
+    type Tr = agent::Trpo<CartPole, 8, 256>;
+    assert_eq!((<R as AgentState>::KIND, <Tr as AgentState>::KIND), (2, 5));
+    assert_eq!(<R as AgentState>::LEN, <Inner as AgentState>::LEN);
+    assert_eq!(<Tr as AgentState>::LEN, <Inner as AgentState>::LEN);
+    let inner = <Inner as AgentState>::fingerprint();
+    assert_eq!(<R as AgentState>::fingerprint(), fold(inner, 2));
+    assert_eq!(<Tr as AgentState>::fingerprint(), fold(inner, 5));
+    assert_eq!(<R as AgentState>::fingerprint(), 0x4d39_8e1d);
+    assert_eq!(<Tr as AgentState>::fingerprint(), 0xd0ee_b6a4);
+}
+
 /// The lagged SAC and TD3 checkpoints' fingerprints and lengths, pinned:
 /// a change of their layout (the published explorer's section included)
 /// must be a deliberate one.

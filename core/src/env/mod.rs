@@ -82,7 +82,7 @@ macro_rules! plant_accessors {
         /// [`new`](Self::new) with other parameters.
         ///
         /// # Errors
-        /// [`Error::InvalidConfig`]($crate::Error::InvalidConfig) if `params`
+        /// [`Error::InvalidConfig`](crate::Error::InvalidConfig) if `params`
         #[doc = concat!("does not [`validate`](", stringify!($params), "::validate).")]
         pub fn with_params(params: $params) -> Result<Self, $crate::Error> {
             params.validate()?;
@@ -123,7 +123,7 @@ macro_rules! plant_defaults {
             /// [`check`](Self::check) as the crate's error.
             ///
             /// # Errors
-            /// [`Error::InvalidConfig`]($crate::Error::InvalidConfig) naming
+            /// [`Error::InvalidConfig`](crate::Error::InvalidConfig) naming
             /// the first field outside its range.
             pub fn validate(&self) -> Result<(), $crate::Error> {
                 Ok(self.check()?)

@@ -192,7 +192,8 @@ pub trait Learner<E: Env>: Agent + ActsIn<E> {
 
 /// [`Agent`] and [`Learner`] for one algorithm struct generic over an actor
 /// `A`, a critic `C` and `OBS` (plus its own const parameters), invoked from
-/// the algorithm's own `learner.rs`: the algorithms differ only in how many
+/// the algorithm's own `learner.rs` (REINFORCE's and TRPO's through
+/// `algo/ppo/wrapped.rs`): the algorithms differ only in how many
 /// steps they have taken and in what one iteration is.
 macro_rules! learner {
     (

@@ -1,4 +1,5 @@
-//! The shared off-policy pieces' tests: the action scale, Polyak
+//! The shared off-policy pieces' tests: the settings SAC and TD3 share
+//! ([`Schedule`]'s refusals), the action scale, Polyak
 //! averaging, the critic input and its gradient, PyTorch's initialisation
 //! and the deployed tanh policy.
 
@@ -6,8 +7,9 @@ use super::*;
 use crate::config::{Refusal, assert_refused_by_name};
 use crate::nn::{Dense, Mlp, Relu, Tanh, fd};
 
-/// Every shared setting refused by name at each side of its range, for a
-/// replay capacity of 100 and minibatches of up to 32.
+/// Every shared setting refused by name on each side of its range (its
+/// only side for the counts), for a replay capacity of 100 and minibatches
+/// of up to 32.
 #[test]
 fn schedule_validate_names_the_field() {
     let ok = Schedule {
@@ -20,7 +22,7 @@ fn schedule_validate_names_the_field() {
         gradient_steps: 1,
         learning_rate: 3e-4,
     };
-    let cases: [Refusal<Schedule>; 11] = [
+    let cases: [Refusal<Schedule>; 13] = [
         ("buffer_size", |s| s.buffer_size = 0),
         ("buffer_size", |s| s.buffer_size = 101),
         ("batch_size", |s| s.batch_size = 0),
@@ -29,9 +31,11 @@ fn schedule_validate_names_the_field() {
         ("tau", |s| s.tau = 1.5),
         ("gamma", |s| s.gamma = f32::NAN),
         ("gamma", |s| s.gamma = 2.0),
+        ("gamma", |s| s.gamma = -0.1),
         ("train_freq", |s| s.train_freq = 0),
         ("gradient_steps", |s| s.gradient_steps = 0),
         ("learning_rate", |s| s.learning_rate = -1.0),
+        ("learning_rate", |s| s.learning_rate = f32::INFINITY),
     ];
     assert_refused_by_name(ok, &cases, |c| c.validate(100, 32));
 }

@@ -677,6 +677,24 @@ fn exported_policies_equal_the_agents_own() {
     ppo.export(&mut out);
     assert_eq!(out, ppo.policy());
     assert!(out.actor.net.first.weight.norm() > 0.0);
+    // TRPO's and REINFORCE's forwarding (algo/ppo/wrapped.rs).
+    let mut trpo = std::boxed::Box::new(crate::agent::Trpo::<CartPole, 8, 256>::new(
+        crate::algo::TrpoConfig::DEFAULT,
+    ));
+    trpo.init(&env, &mut rng).unwrap();
+    let mut out = Policy::ZERO;
+    trpo.export(&mut out);
+    assert_eq!(out, trpo.policy());
+    assert_eq!(out, trpo.inner.policy());
+    assert!(out.actor.net.first.weight.norm() > 0.0);
+    let mut reinforce = std::boxed::Box::new(crate::agent::Reinforce::<CartPole, 8, 256>::new(
+        crate::algo::ReinforceConfig::DEFAULT,
+    ));
+    reinforce.init(&env, &mut rng).unwrap();
+    let mut out = Policy::ZERO;
+    reinforce.export(&mut out);
+    assert_eq!(out, reinforce.policy());
+    assert_eq!(out, reinforce.inner.policy());
 }
 
 #[test]

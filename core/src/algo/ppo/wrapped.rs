@@ -9,7 +9,10 @@
 /// The forwarding parts of `$wrapper<A, C, OBS, N>` around `inner: Ppo`
 /// (see the [module docs](self)). `loading` runs before the inner
 /// section's load, with the agent as `$s` and the reader as `$r` (e.g.
-/// TRPO's configuration, which the inner agent follows).
+/// TRPO's configuration, which the inner agent follows). It runs on the
+/// dry pass and on the committing pass alike: a change to the agent must
+/// be guarded by `$r.commit()`, and the block must end normally (`?` for
+/// a refusal) so that the inner section is read after it.
 macro_rules! wraps_ppo {
     (
         $wrapper:ident,
@@ -35,7 +38,7 @@ macro_rules! wraps_ppo {
             }
 
             /// Copies the deployable policy into `out` (see
-            /// [`Ppo::export`]($crate::algo::Ppo::export)).
+            /// [`Ppo::export`](crate::algo::Ppo::export)).
             pub fn export(&self, out: &mut $crate::policy::Policy<A, OBS>) {
                 self.inner.export(out);
             }

@@ -204,6 +204,31 @@ mod tests {
             ("target_update_interval", |c| c.target_update_interval = 0),
         ];
         assert_refused_by_name(ok, &cases, |c| c.validate(100, 32));
+        // Each shared setting reaches `Schedule` as itself.
+        let distinct = SacConfig {
+            buffer_size: 1,
+            learning_starts: 2,
+            batch_size: 3,
+            tau: 0.25,
+            gamma: 0.5,
+            train_freq: 4,
+            gradient_steps: 5,
+            learning_rate: 0.125,
+            ..SacConfig::DEFAULT
+        };
+        assert_eq!(
+            distinct.schedule(),
+            crate::algo::offpolicy::Schedule {
+                buffer_size: 1,
+                learning_starts: 2,
+                batch_size: 3,
+                tau: 0.25,
+                gamma: 0.5,
+                train_freq: 4,
+                gradient_steps: 5,
+                learning_rate: 0.125,
+            }
+        );
         let fixed_zero = SacConfig {
             ent_coef: EntCoef::Fixed(0.0),
             ..ok

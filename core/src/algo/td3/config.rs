@@ -155,6 +155,31 @@ mod tests {
             ("target_noise_clip", |c| c.target_noise_clip = -1.0),
         ];
         assert_refused_by_name(ok, &cases, |c| c.validate(100, 32));
+        // Each shared setting reaches `Schedule` as itself.
+        let distinct = Td3Config {
+            buffer_size: 1,
+            learning_starts: 2,
+            batch_size: 3,
+            tau: 0.25,
+            gamma: 0.5,
+            train_freq: 4,
+            gradient_steps: 5,
+            learning_rate: 0.125,
+            ..Td3Config::PENDULUM
+        };
+        assert_eq!(
+            distinct.schedule(),
+            crate::algo::offpolicy::Schedule {
+                buffer_size: 1,
+                learning_starts: 2,
+                batch_size: 3,
+                tau: 0.25,
+                gamma: 0.5,
+                train_freq: 4,
+                gradient_steps: 5,
+                learning_rate: 0.125,
+            }
+        );
         assert!(Td3Config::ZERO.validate(100, 32).is_err());
     }
 }
