@@ -343,6 +343,20 @@ pub struct Schedule {
 }
 
 impl Schedule {
+    /// A schedule whose every field has a value of its own, for checking
+    /// that an algorithm's configuration hands each one over as itself.
+    #[cfg(test)]
+    pub(crate) const DISTINCT: Self = Self {
+        buffer_size: 1,
+        learning_starts: 2,
+        batch_size: 3,
+        tau: 0.25,
+        gamma: 0.5,
+        train_freq: 4,
+        gradient_steps: 5,
+        learning_rate: 0.125,
+    };
+
     /// Checks every field for an agent with replay capacity `capacity` and
     /// minibatch capacity `batch`.
     ///

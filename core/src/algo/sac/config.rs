@@ -205,30 +205,19 @@ mod tests {
         ];
         assert_refused_by_name(ok, &cases, |c| c.validate(100, 32));
         // Each shared setting reaches `Schedule` as itself.
+        let s = crate::algo::offpolicy::Schedule::DISTINCT;
         let distinct = SacConfig {
-            buffer_size: 1,
-            learning_starts: 2,
-            batch_size: 3,
-            tau: 0.25,
-            gamma: 0.5,
-            train_freq: 4,
-            gradient_steps: 5,
-            learning_rate: 0.125,
+            buffer_size: s.buffer_size,
+            learning_starts: s.learning_starts,
+            batch_size: s.batch_size,
+            tau: s.tau,
+            gamma: s.gamma,
+            train_freq: s.train_freq,
+            gradient_steps: s.gradient_steps,
+            learning_rate: s.learning_rate,
             ..SacConfig::DEFAULT
         };
-        assert_eq!(
-            distinct.schedule(),
-            crate::algo::offpolicy::Schedule {
-                buffer_size: 1,
-                learning_starts: 2,
-                batch_size: 3,
-                tau: 0.25,
-                gamma: 0.5,
-                train_freq: 4,
-                gradient_steps: 5,
-                learning_rate: 0.125,
-            }
-        );
+        assert_eq!(distinct.schedule(), s);
         let fixed_zero = SacConfig {
             ent_coef: EntCoef::Fixed(0.0),
             ..ok

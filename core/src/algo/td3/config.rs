@@ -156,30 +156,19 @@ mod tests {
         ];
         assert_refused_by_name(ok, &cases, |c| c.validate(100, 32));
         // Each shared setting reaches `Schedule` as itself.
+        let s = crate::algo::offpolicy::Schedule::DISTINCT;
         let distinct = Td3Config {
-            buffer_size: 1,
-            learning_starts: 2,
-            batch_size: 3,
-            tau: 0.25,
-            gamma: 0.5,
-            train_freq: 4,
-            gradient_steps: 5,
-            learning_rate: 0.125,
+            buffer_size: s.buffer_size,
+            learning_starts: s.learning_starts,
+            batch_size: s.batch_size,
+            tau: s.tau,
+            gamma: s.gamma,
+            train_freq: s.train_freq,
+            gradient_steps: s.gradient_steps,
+            learning_rate: s.learning_rate,
             ..Td3Config::PENDULUM
         };
-        assert_eq!(
-            distinct.schedule(),
-            crate::algo::offpolicy::Schedule {
-                buffer_size: 1,
-                learning_starts: 2,
-                batch_size: 3,
-                tau: 0.25,
-                gamma: 0.5,
-                train_freq: 4,
-                gradient_steps: 5,
-                learning_rate: 0.125,
-            }
-        );
+        assert_eq!(distinct.schedule(), s);
         assert!(Td3Config::ZERO.validate(100, 32).is_err());
     }
 }
