@@ -276,7 +276,7 @@ fn actor_gradient_through_the_critics_matches_finite_differences() {
     }
     let theta = fd::flatten(&agent.actor.params);
     let critic = fd::flatten(&agent.critic.params);
-    agent.update_with(&draws).unwrap();
+    let stats = agent.update_with(&draws).unwrap();
     let analytic = fd::flatten(&agent.actor.grads);
     // With lr = 0 the update changed no weight.
     assert_eq!(fd::flatten(&agent.actor.params), theta);
@@ -288,6 +288,23 @@ fn actor_gradient_through_the_critics_matches_finite_differences() {
         })
         .collect();
     let (q1, q2) = critic.split_at(Q::LEN);
+    // The reported `mean Q₁(s, a)` over the minibatch's stored actions.
+    let mean_q1 = (0..3)
+        .map(|k| {
+            let t = agent.replay.get(draws.indices[k] as usize).unwrap();
+            let x: Vec<f64> = critic_input::<3, 1, 4>(&t.obs, &t.action)
+                .iter()
+                .map(|&v| f64::from(v))
+                .collect();
+            Q::reference_forward(q1, &x)[0]
+        })
+        .sum::<f64>()
+        / 3.0;
+    assert!(
+        (f64::from(stats.q1) - mean_q1).abs() <= 1e-5 * (1.0 + mean_q1.abs()),
+        "q1 {} vs {mean_q1}",
+        stats.q1
+    );
     let loss = |theta: &[f64]| -> f64 {
         let (trunk, heads) = theta.split_at(Trunk::LEN);
         let (mu_head, ls_head) = heads.split_at(<Dense<8, 1>>::LEN);

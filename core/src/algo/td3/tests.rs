@@ -223,3 +223,29 @@ fn exploration_adds_scaled_gaussian_noise_and_clips() {
     assert_eq!(action[0], mean);
     assert_eq!(rng, before, "no noise, no draw");
 }
+
+/// The reported `mean Q₁(s, a)` is the critic's before its step, over the
+/// minibatch's stored transitions.
+#[test]
+fn stats_report_the_minibatch_mean_q1() {
+    let (mut agent, _, _, _) = filled(3, 12);
+    let mut draws = Draws::<1, 8>::ZERO;
+    draws.len = 3;
+    draws.indices[..3].copy_from_slice(&[0, 5, 2]);
+    let q1 = agent.critic.params.q1.clone();
+    let expected = (0..3)
+        .map(|k| {
+            let t = agent.replay.get(draws.indices[k] as usize).unwrap();
+            let x = crate::algo::offpolicy::critic_input::<3, 1, 4>(&t.obs, &t.action);
+            f64::from(crate::nn::Layer::forward(&q1, &x)[0])
+        })
+        .sum::<f64>()
+        / 3.0;
+    let stats = agent.update_with(&draws).unwrap();
+    assert!(
+        (f64::from(stats.q1) - expected).abs() <= 1e-5 * (1.0 + expected.abs()),
+        "q1 {} vs {expected}",
+        stats.q1
+    );
+    assert_ne!(agent.critic.params.q1, q1, "the critic step moved Q₁");
+}
