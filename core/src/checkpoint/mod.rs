@@ -160,7 +160,7 @@ const fn version(copies: usize) -> u16 {
 pub const HEADER_LEN: usize = 44;
 /// Largest [`EnvState::WORDS`] a checkpoint supports (the words pass
 /// through a stack array of this many `f64`s).
-pub const MAX_ENV_WORDS: usize = 32;
+pub const MAX_ENV_WORDS: usize = 48;
 /// Largest [`RngState::WORDS`] a checkpoint supports.
 pub const MAX_RNG_WORDS: usize = 16;
 

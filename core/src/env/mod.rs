@@ -51,6 +51,7 @@ pub mod acrobot;
 pub mod cartpole;
 pub mod cartpole_swingup;
 pub mod channels;
+pub mod family;
 pub mod mountain_car;
 pub mod pendulum;
 pub mod quadrotor2d;
@@ -692,7 +693,7 @@ pub(crate) mod testing {
     where
         E: Env + EnvState + Clone + PartialEq + Debug,
     {
-        let mut words = [0.0; 16];
+        let mut words = [0.0; crate::checkpoint::MAX_ENV_WORDS];
         let words = &mut words[..E::WORDS];
         env.save_state(words);
         let before = fresh.clone();
@@ -700,7 +701,7 @@ pub(crate) mod testing {
             (0, Error::NonFinite),
             (counter, Error::InvalidState { what: "" }),
         ] {
-            let mut broken = [0.0; 16];
+            let mut broken = [0.0; crate::checkpoint::MAX_ENV_WORDS];
             broken[..E::WORDS].copy_from_slice(words);
             broken[bad] = if bad == counter { -1.0 } else { f64::NAN };
             let result = fresh.restore_state(&broken[..E::WORDS]);
