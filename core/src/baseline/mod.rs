@@ -33,6 +33,7 @@
 
 pub mod acrobot;
 pub mod cartpole_swingup;
+pub mod family;
 pub mod mountain_car;
 pub mod quadrotor;
 pub mod servo;

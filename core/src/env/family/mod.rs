@@ -69,7 +69,7 @@ pub use params::{Class, PlantParams};
 use nalgebra::SVector;
 use rand_core::Rng;
 
-use super::{Continuous, Discrete, Env, EnvState, Step};
+use super::{ActionOf, Continuous, Discrete, Env, EnvState, Step};
 use crate::error::{Error, check_all_finite};
 use dynamics::Core;
 
@@ -289,6 +289,69 @@ impl Env for PlantDiscrete {
             terminated: false,
             truncated,
         })
+    }
+}
+
+/// What the three family plant types share, for code generic over them
+/// (the classical baselines, the bench): how to build one and how a
+/// command in plant units becomes its action.
+pub trait FamilyEnv: Env + EnvState + Clone {
+    /// The number of commands.
+    const INPUTS: usize;
+
+    /// The plant `params` describes.
+    ///
+    /// # Errors
+    /// As the type's `with_params`.
+    fn from_params(params: PlantParams) -> Result<Self, Error>;
+
+    /// Its description.
+    fn description(&self) -> PlantParams;
+
+    /// The action that sends `u` (plant units; a discrete plant takes the
+    /// level nearest to `u[0]`).
+    fn command(params: &PlantParams, u: [f64; MAX_INPUTS]) -> ActionOf<Self>;
+}
+
+impl<const A: usize, const OBS: usize> FamilyEnv for Plant<A, OBS>
+where
+    Plant<A, OBS>: EnvState,
+{
+    const INPUTS: usize = A;
+
+    fn from_params(params: PlantParams) -> Result<Self, Error> {
+        Self::with_params(params)
+    }
+
+    fn description(&self) -> PlantParams {
+        self.core.params
+    }
+
+    fn command(_: &PlantParams, u: [f64; MAX_INPUTS]) -> SVector<f32, A> {
+        SVector::from_fn(|k, _| u[k] as f32)
+    }
+}
+
+impl FamilyEnv for PlantDiscrete {
+    const INPUTS: usize = 1;
+
+    fn from_params(params: PlantParams) -> Result<Self, Error> {
+        Self::with_params(params)
+    }
+
+    fn description(&self) -> PlantParams {
+        self.core.params
+    }
+
+    fn command(p: &PlantParams, u: [f64; MAX_INPUTS]) -> usize {
+        let middle = 0.5 * (p.u_low + p.u_high);
+        if u[0] < 0.5 * (p.u_low + middle) {
+            0
+        } else if u[0] <= 0.5 * (middle + p.u_high) {
+            1
+        } else {
+            2
+        }
     }
 }
 
