@@ -157,15 +157,17 @@ impl PlantArgs {
             let (key, value) = pair
                 .split_once('=')
                 .with_context(|| format!("--plant {pair}: expected KEY=VALUE"))?;
-            let value: f64 = value
-                .trim()
-                .parse()
-                .with_context(|| format!("--plant {pair}: `{}` is not a number", value.trim()))?;
+            // An integer stays one (a family plant's `seed`); a physical
+            // parameter reads it as the number it is.
+            let value = match value.trim().parse::<i64>() {
+                Ok(n) => toml::Value::Integer(n),
+                Err(_) => toml::Value::Float(value.trim().parse().with_context(|| {
+                    format!("--plant {pair}: `{}` is not a number", value.trim())
+                })?),
+            };
             let key = key.trim();
             anyhow::ensure!(
-                table
-                    .insert(key.to_string(), toml::Value::Float(value))
-                    .is_none(),
+                table.insert(key.to_string(), value).is_none(),
                 "--plant {pair}: `{key}` given twice (each parameter once, as in a TOML config)"
             );
         }
@@ -493,6 +495,38 @@ pub(crate) enum Command {
         #[arg(long)]
         jobs: Option<usize>,
     },
+    /// Train every plant of a family split with each algorithm's preset and with
+    /// SB3's defaults reproduced in microrl, against each plant's classical
+    /// baseline (a tuned PID or LQI) on the same held-out start states.
+    ///
+    /// A row is --seeds runs of `microrl train --env family --plant seed=S
+    /// --algo A --steps N --no-early-stop` and as many of the reference; both
+    /// report the worst seed.
+    Bench {
+        /// The split: dev (tune on it), validation (confirm), test (report only).
+        #[arg(long, value_enum, default_value = "dev")]
+        split: SplitName,
+        /// Algorithms (repeatable; default ppo; ac everywhere, sac and td3 on
+        /// the continuous plants).
+        #[arg(long, value_enum)]
+        algo: Vec<Algo>,
+        /// Training seeds per configuration.
+        #[arg(long, default_value_t = 3,
+              value_parser = clap::value_parser!(u64).range(1..=microrl_harness::limits::MAX_SEEDS))]
+        seeds: u64,
+        /// Environment steps per run (default: 300000; 50000 for sac and td3).
+        #[arg(long, value_parser = clap::value_parser!(u64).range(1..=1_000_000_000))]
+        steps: Option<u64>,
+        /// Only the split's first N plants (a quick run).
+        #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+        plants: Option<u64>,
+        /// Worker threads (default: every core).
+        #[arg(long)]
+        jobs: Option<usize>,
+        /// Write bench.json and bench.png here.
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
     /// Parameter counts and memory (inference, training state, blob) of each policy architecture.
     Info,
     /// Write a freshly initialised policy (orthogonal, SB3 gains, empty normaliser) in the binary format.
@@ -545,4 +579,26 @@ pub(crate) enum ExportFormat {
     Mrlp,
     /// The actor as a PyTorch `state_dict` in safetensors.
     Safetensors,
+}
+
+/// A family split's name (`microrl bench --split`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum SplitName {
+    /// Tune on it freely.
+    Dev,
+    /// Confirm a choice made on dev.
+    Validation,
+    /// Report a choice already made; never tune on it.
+    Test,
+}
+
+impl SplitName {
+    pub(crate) fn split(self) -> microrl::env::family::Split {
+        use microrl::env::family::Split;
+        match self {
+            SplitName::Dev => Split::Dev,
+            SplitName::Validation => Split::Validation,
+            SplitName::Test => Split::Test,
+        }
+    }
 }

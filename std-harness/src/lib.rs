@@ -36,6 +36,7 @@ macro_rules! named_enum {
 pub mod arch;
 pub mod atomic;
 pub mod batch;
+pub mod bench;
 pub mod commands;
 pub mod curve;
 pub mod eval;

@@ -80,6 +80,24 @@ fn run(cli: Cli) -> anyhow::Result<bool> {
     let mut ok = true;
     let report = match cli.command.unwrap_or(Command::Info) {
         Command::Info => commands::info(),
+        Command::Bench {
+            split,
+            algo,
+            seeds,
+            steps,
+            plants,
+            jobs,
+            out,
+        } => microrl_harness::bench::run(&microrl_harness::bench::BenchArgs {
+            split: split.split(),
+            algos: algo,
+            seeds,
+            steps,
+            plants: plants.map(|n| usize::try_from(n).unwrap_or(usize::MAX)),
+            threads: jobs.unwrap_or(0),
+            progress: std::io::IsTerminal::is_terminal(&std::io::stderr()),
+            out,
+        })?,
         Command::Suite {
             env,
             algo,

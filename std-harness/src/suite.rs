@@ -203,18 +203,18 @@ pub const KEEP_BEST_EPISODES: u32 = 20;
 
 /// A finished job: its row, its held-out mean return or error, its CPU
 /// seconds.
-type Done = (usize, anyhow::Result<f32>, f64);
+pub(crate) type Done = (usize, anyhow::Result<f32>, f64);
 
 /// One seed's run, ready to go to a worker thread.
-type Job = Box<dyn FnOnce() -> anyhow::Result<f32> + Send>;
+pub(crate) type Job = Box<dyn FnOnce() -> anyhow::Result<f32> + Send>;
 
 /// Builds a row's jobs for [`with_agent`].
-struct Jobs {
-    env: EnvName,
-    algo: Algo,
-    steps: u64,
-    seeds: u64,
-    keep_best: u32,
+pub(crate) struct Jobs {
+    pub(crate) env: EnvName,
+    pub(crate) algo: Algo,
+    pub(crate) steps: u64,
+    pub(crate) seeds: u64,
+    pub(crate) keep_best: u32,
 }
 
 impl WithAgent for Jobs {
@@ -437,7 +437,7 @@ pub fn run(args: &SuiteArgs) -> anyhow::Result<(Report, bool)> {
 
 /// Runs `jobs` on `threads` workers (0: every core); returns each job's
 /// row, result and CPU seconds, in the order of `jobs`.
-fn run_jobs(jobs: Vec<(usize, Job)>, threads: usize, progress: bool) -> Vec<Done> {
+pub(crate) fn run_jobs(jobs: Vec<(usize, Job)>, threads: usize, progress: bool) -> Vec<Done> {
     let total = jobs.len();
     let bar = if progress {
         indicatif::ProgressBar::new(total as u64)

@@ -55,6 +55,15 @@ macro_rules! for_each_task {
             /// Planar quadrotor recovering to hover, two rotor thrusts in [−1, 1].
             Quadrotor2d = "quadrotor-2d", microrl::env::Quadrotor2d,
                 microrl::env::Quadrotor2dParams, ppo = $crate::train::PPO_STEPS, oa = 8;
+            /// A one-input plant of the procedural family (`--plant seed=N`).
+            Family = "family", microrl::env::family::Plant1,
+                $crate::train::FamilySeed1, ppo = $crate::train::PPO_STEPS, oa = 8;
+            /// A two-input plant of the procedural family (`--plant seed=N`).
+            Family2 = "family-2", microrl::env::family::Plant2,
+                $crate::train::FamilySeed2, ppo = $crate::train::PPO_STEPS, oa = 12;
+            /// A three-level plant of the procedural family (`--plant seed=N`).
+            FamilyDiscrete = "family-discrete", microrl::env::family::PlantDiscrete,
+                $crate::train::FamilySeedDiscrete, ppo = $crate::train::PPO_STEPS;
         }
     };
 }
@@ -98,7 +107,7 @@ macro_rules! define_tasks {
                 const ENV: EnvName = EnvName::$variant;
                 type Params = $params;
                 fn build(params: $params) -> Result<Self, microrl::Error> {
-                    <$plant>::with_params(params)
+                    <$plant>::with_params(params.into())
                 }
                 fn check(params: &$params) -> Result<(), PlantRangeError> {
                     params.check()
@@ -674,3 +683,44 @@ where
         }
     }
 }
+
+/// A family plant named by its generator seed (`--plant seed=N`): the
+/// parameters of `--env family`, `family-2` and `family-discrete`, each
+/// defaulting to the first plant of the dev split of its type.
+macro_rules! family_seed {
+    ($name:ident, $default:literal, $what:literal) => {
+        #[doc = concat!("The generator seed of ", $what, " (default ", stringify!($default), ", a dev plant).")]
+        #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+        #[serde(deny_unknown_fields)]
+        pub struct $name {
+            /// The plant's generator seed (`microrl::env::family::generate`).
+            pub seed: u64,
+        }
+
+        impl Default for $name {
+            fn default() -> Self {
+                Self { seed: $default }
+            }
+        }
+
+        impl $name {
+            /// Any seed names a plant; whether it is of this type is
+            /// checked when the plant is built.
+            ///
+            /// # Errors
+            /// Never.
+            pub fn check(&self) -> Result<(), PlantRangeError> {
+                Ok(())
+            }
+        }
+
+        impl From<$name> for microrl::env::family::PlantParams {
+            fn from(choice: $name) -> Self {
+                microrl::env::family::generate(choice.seed)
+            }
+        }
+    };
+}
+family_seed!(FamilySeed1, 10_000, "a one-input continuous family plant");
+family_seed!(FamilySeed2, 10_007, "a two-input family plant");
+family_seed!(FamilySeedDiscrete, 10_011, "a three-level family plant");

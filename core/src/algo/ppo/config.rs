@@ -235,6 +235,21 @@ impl PpoConfig {
         ..Self::PLANT
     };
 
+    /// Stable-Baselines3's PPO defaults as a user gets them from
+    /// `PPO("MlpPolicy", env)`: a constant learning rate of 3e-4, 2 048-step
+    /// rollouts in minibatches of 64 (32 here), 10 epochs, `γ` 0.99, `λ`
+    /// 0.95, clip 0.2, no entropy bonus, value coefficient 0.5, gradient
+    /// clip 0.5, white exploration noise, no bound loss, and no
+    /// observation or reward normalisation (SB3 normalises only through a
+    /// `VecNormalize` wrapper the user adds). The reference row of `microrl
+    /// bench`: a preset must do at least as well as this.
+    pub const SB3: Self = Self {
+        learning_rate: Schedule::Constant(3e-4),
+        minibatches: 32,
+        normalize_obs: false,
+        ..Self::DEFAULT
+    };
+
     /// The samples of one rollout into a buffer of `capacity`:
     /// `n_envs × n_steps`, or with `n_steps = 0` the largest multiple of
     /// `n_envs` that fits (`capacity` itself for one environment). May
