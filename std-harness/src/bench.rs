@@ -30,7 +30,7 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 use microrl::SVector;
 use microrl::algo::PpoConfig;
-use microrl::baseline::family::{FamilyLqr, FamilyPid, fit};
+use microrl::baseline::family::{FamilyLqr, FamilyPid, fit_lqr, fit_pid};
 use microrl::baseline::{self, EpisodeReset, HELD_OUT_SEED};
 use microrl::env::ActionOf;
 use microrl::env::family::{
@@ -68,6 +68,50 @@ pub struct BenchArgs {
     pub progress: bool,
     /// Write `bench.png` and `bench.json` here.
     pub out: Option<PathBuf>,
+    /// Configuration keys merged over every preset (`--config`: a candidate
+    /// preset put to the split); the reference rows keep SB3's defaults.
+    pub overrides: Overrides,
+    /// An earlier `bench.json` whose reference rows are taken instead of
+    /// running them again (the same plant, algorithm, budget and number of
+    /// seeds; training is deterministic, so they are the rows this build
+    /// would compute; a row not found there runs).
+    pub reference_from: Option<PathBuf>,
+}
+
+/// The reference rows of an earlier bench: `(plant, algo)` to the per-seed
+/// returns, CPU seconds and budget.
+type Earlier = std::collections::HashMap<(u64, String), (Vec<f32>, f64, u64)>;
+
+/// Reads [`BenchArgs::reference_from`].
+fn earlier_references(path: &Path) -> anyhow::Result<Earlier> {
+    let text = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
+    let json: serde_json::Value =
+        serde_json::from_slice(&text).with_context(|| format!("parsing {}", path.display()))?;
+    let rows = json["rows"]
+        .as_array()
+        .with_context(|| format!("{}: not a bench.json (no rows)", path.display()))?;
+    let mut out = Earlier::new();
+    for row in rows {
+        let field = |k: &str| {
+            row.get(k)
+                .with_context(|| format!("{}: a row without `{k}`", path.display()))
+        };
+        let plant = field("plant")?.as_u64().context("`plant` is not a seed")?;
+        let algo = field("algo")?
+            .as_str()
+            .context("`algo` is not a name")?
+            .to_string();
+        let steps = field("steps")?.as_u64().context("`steps` is not a count")?;
+        let cpu = field("sb3_defaults_cpu_s")?.as_f64().unwrap_or(0.0);
+        let per_seed = field("sb3_defaults_per_seed")?
+            .as_array()
+            .context("`sb3_defaults_per_seed` is not a list")?
+            .iter()
+            .map(|v| v.as_f64().map_or(f32::NEG_INFINITY, |x| x as f32))
+            .collect();
+        out.insert((plant, algo), (per_seed, cpu, steps));
+    }
+    Ok(out)
 }
 
 /// The files `--out` receives.
@@ -126,6 +170,8 @@ pub struct Row {
     pub baseline: f32,
     /// The baseline's law (`pid` or `lqi`).
     pub baseline_law: &'static str,
+    /// The tuned PID's held-out mean return (the baseline when it won).
+    pub pid: f32,
     /// The algorithm.
     pub algo: &'static str,
     /// The preset's worst seed's held-out mean return (`-inf`: a run failed).
@@ -167,6 +213,10 @@ pub struct Summary {
     pub sb3_defaults_median_ratio: f64,
     /// Plants where the reference beats the baseline.
     pub sb3_defaults_beats_baseline: usize,
+    /// Plants where the preset beats the tuned PID.
+    pub beats_pid: usize,
+    /// Plants where the reference beats the tuned PID.
+    pub sb3_defaults_beats_pid: usize,
 }
 
 /// The cost ratio of `learned` to `baseline` returns (both costs, ≤ 0):
@@ -179,20 +229,49 @@ pub fn cost_ratio(learned: f32, baseline: f32) -> f64 {
     }
 }
 
-/// A plant's baseline: its law's name and held-out mean return.
-fn baseline_of(p: &PlantParams) -> anyhow::Result<(&'static str, f32)> {
-    fn score<P, const OBS: usize>(plant: P) -> anyhow::Result<(&'static str, f32)>
+/// A plant's classical controllers, scored on the held-out starts.
+#[derive(Clone, Copy, Debug)]
+struct Classical {
+    /// The baseline's law (`pid` or `lqi`: the better on the tuning starts).
+    law: &'static str,
+    /// The baseline's held-out mean return.
+    baseline: f32,
+    /// The tuned PID's (the law a user without a model writes).
+    pid: f32,
+}
+
+/// A plant's baseline and tuned PID ([`Classical`]).
+fn baseline_of(p: &PlantParams) -> anyhow::Result<Classical> {
+    fn score<P, const OBS: usize>(plant: P) -> anyhow::Result<Classical>
     where
         P: FamilyEnv<Obs = SVector<f32, OBS>>,
         FamilyPid<P>: Controller<OBS, Action = ActionOf<P>>,
         FamilyLqr<P>: Controller<OBS, Action = ActionOf<P>>,
     {
-        let (law, _) = fit(&plant);
-        let mut env = plant.clone();
-        let mut starts = Xoshiro128pp::seed_from_u64(HELD_OUT_SEED);
-        law.reset();
-        let (mean, _) = baseline::evaluate(&law, &mut env, HELD_OUT_EPISODES, &mut starts)?;
-        Ok((law.name(), mean))
+        fn held_out<P, C, const OBS: usize>(law: &C, plant: &P) -> anyhow::Result<f32>
+        where
+            P: FamilyEnv<Obs = SVector<f32, OBS>>,
+            C: Controller<OBS, Action = ActionOf<P>> + EpisodeReset,
+        {
+            let mut env = plant.clone();
+            let mut starts = Xoshiro128pp::seed_from_u64(HELD_OUT_SEED);
+            law.reset();
+            Ok(baseline::evaluate(law, &mut env, HELD_OUT_EPISODES, &mut starts)?.0)
+        }
+        let (pid, pid_tuning) = fit_pid(&plant);
+        let pid_held_out = held_out(&pid, &plant)?;
+        Ok(match fit_lqr(&plant) {
+            Some((lqr, tuning)) if tuning > pid_tuning => Classical {
+                law: "lqi",
+                baseline: held_out(&lqr, &plant)?,
+                pid: pid_held_out,
+            },
+            _ => Classical {
+                law: "pid",
+                baseline: pid_held_out,
+                pid: pid_held_out,
+            },
+        })
     }
     match env_of(p) {
         EnvName::Family2 => score(Plant2::with_params(*p)?),
@@ -237,6 +316,10 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<Report> {
             algo.name()
         );
     }
+    let earlier = match &args.reference_from {
+        Some(path) => earlier_references(path)?,
+        None => Earlier::new(),
+    };
     let count = args
         .plants
         .unwrap_or(args.split.len())
@@ -248,13 +331,13 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<Report> {
         .collect();
 
     // Every plant's baseline, on the pool.
-    type Slot = std::sync::Mutex<Option<anyhow::Result<(&'static str, f32)>>>;
+    type Slot = std::sync::Mutex<Option<anyhow::Result<Classical>>>;
     let baselines: Vec<Slot> = plants.iter().map(|_| std::sync::Mutex::new(None)).collect();
     crate::pool::for_each_index(plants.len(), args.threads, |i| {
         let result = baseline_of(&plants[i].1);
         *baselines[i].lock().unwrap_or_else(|e| e.into_inner()) = Some(result);
     });
-    let baselines: Vec<(&'static str, f32)> = baselines
+    let baselines: Vec<Classical> = baselines
         .into_iter()
         .zip(&plants)
         .map(|(b, (seed, _))| {
@@ -318,11 +401,29 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<Report> {
             if !applies(env, algo) {
                 continue;
             }
-            let steps = args.steps.unwrap_or_else(|| bench_steps(algo));
-            let preset = AlgoConfig::resolve(env, algo, steps, false, &Overrides::default())?;
+            // As `microrl train`: `--steps`, else `--config`'s `total_steps`,
+            // else the bench's budget; the reference runs as many.
+            let mut overrides = args.overrides.clone();
+            let (steps, _) =
+                overrides.budget(args.steps, || bench_steps(algo), Path::new("--config"))?;
+            let preset = AlgoConfig::resolve(env, algo, steps, false, &overrides)?;
             let preset = cell_of(i, algo, preset, algo.name(), steps, &mut cells, &mut jobs)?;
             let (ref_algo, config) = reference(env, algo, steps);
-            let reference = cell_of(i, ref_algo, config, "sb3", steps, &mut cells, &mut jobs)?;
+            let known = earlier
+                .get(&(plants[i].0, algo.name().to_string()))
+                .filter(|(per_seed, _, s)| *s == steps && per_seed.len() as u64 == args.seeds);
+            let reference = match known {
+                Some((per_seed, cpu_s, _)) => {
+                    cells.push(Cell {
+                        plant: i,
+                        per_seed: per_seed.clone(),
+                        cpu_s: *cpu_s,
+                        error: None,
+                    });
+                    cells.len() - 1
+                }
+                None => cell_of(i, ref_algo, config, "sb3", steps, &mut cells, &mut jobs)?,
+            };
             layout.push((i, algo, preset, reference, steps));
         }
     }
@@ -341,7 +442,7 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<Report> {
         .iter()
         .map(|&(i, algo, preset, reference, steps)| {
             let (seed, p) = plants[i];
-            let (law, baseline) = baselines[i];
+            let Classical { law, baseline, pid } = baselines[i];
             let (a, r) = (&cells[preset], &cells[reference]);
             debug_assert_eq!((a.plant, r.plant), (i, i));
             Row {
@@ -350,6 +451,7 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<Report> {
                 env: env_of(&p).name(),
                 baseline,
                 baseline_law: law,
+                pid,
                 algo: algo.name(),
                 learned_worst: a.worst(),
                 learned_per_seed: a.per_seed.clone(),
@@ -407,6 +509,8 @@ pub fn summarise<'a>(rows: impl Iterator<Item = &'a Row> + Clone) -> Summary {
         median_ratio: median(rows.clone().map(|r| r.ratio).collect()),
         sb3_defaults_median_ratio: median(rows.clone().map(|r| r.sb3_defaults_ratio).collect()),
         sb3_defaults_beats_baseline: count(&|r| r.sb3_defaults_worst > r.baseline),
+        beats_pid: count(&|r| r.learned_worst > r.pid),
+        sb3_defaults_beats_pid: count(&|r| r.sb3_defaults_worst > r.pid),
     }
 }
 
@@ -488,16 +592,27 @@ fn report(
         split.name()
     )];
     lines.push(format!(
-        "{:>6} {:<18} {:<4} {:>11} {:<4} {:>11} {:>11} {:>8} {:>8} {:>8}",
-        "plant", "class", "law", "baseline", "algo", "preset", "sb3", "ratio", "sb3", "cpu_s"
+        "{:>6} {:<18} {:<4} {:>11} {:>11} {:<4} {:>11} {:>11} {:>8} {:>8} {:>8}",
+        "plant",
+        "class",
+        "law",
+        "baseline",
+        "pid",
+        "algo",
+        "preset",
+        "sb3",
+        "ratio",
+        "sb3",
+        "cpu_s"
     ));
     for r in rows {
         lines.push(format!(
-            "{:>6} {:<18} {:<4} {:>11.4e} {:<4} {:>11.4e} {:>11.4e} {:>8.3} {:>8.3} {:>8.1}{}",
+            "{:>6} {:<18} {:<4} {:>11.4e} {:>11.4e} {:<4} {:>11.4e} {:>11.4e} {:>8.3} {:>8.3} {:>8.1}{}",
             r.plant,
             r.class,
             r.baseline_law,
             r.baseline,
+            r.pid,
             r.algo,
             r.learned_worst,
             r.sb3_defaults_worst,
@@ -512,15 +627,17 @@ fn report(
     }
     for (algo, s) in summary {
         lines.push(format!(
-            "{algo}: beats the baseline on {}/{}, no worse than SB3's defaults on {}/{} (within 10 %: {}), median ratio {:.3} (SB3's defaults {:.3}, beating the baseline on {})",
+            "{algo}: beats the baseline on {}/{} (the tuned PID on {}), no worse than SB3's defaults on {}/{} (within 10 %: {}), median ratio {:.3} (SB3's defaults {:.3}, beating the baseline on {}, the PID on {})",
             s.beats_baseline,
             s.plants,
+            s.beats_pid,
             s.beats_sb3_defaults,
             s.plants,
             s.within_10pct_of_sb3_defaults,
             s.median_ratio,
             s.sb3_defaults_median_ratio,
-            s.sb3_defaults_beats_baseline
+            s.sb3_defaults_beats_baseline,
+            s.sb3_defaults_beats_pid
         ));
     }
     let summary_json: serde_json::Map<String, serde_json::Value> = summary

@@ -520,6 +520,14 @@ pub(crate) enum Command {
         /// Only the split's first N plants (a quick run).
         #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
         plants: Option<u64>,
+        /// Hyper-parameters (TOML, as `train --config`) merged over every preset
+        /// (a candidate put to the split); the reference keeps SB3's defaults.
+        #[arg(long)]
+        config: Option<PathBuf>,
+        /// Take the reference rows from an earlier bench.json of this build (the
+        /// same plants, budget and seeds) instead of running them again.
+        #[arg(long, value_name = "BENCH_JSON")]
+        reference_from: Option<PathBuf>,
         /// Worker threads (default: every core).
         #[arg(long)]
         jobs: Option<usize>,

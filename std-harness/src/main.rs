@@ -86,6 +86,8 @@ fn run(cli: Cli) -> anyhow::Result<bool> {
             seeds,
             steps,
             plants,
+            config,
+            reference_from,
             jobs,
             out,
         } => microrl_harness::bench::run(&microrl_harness::bench::BenchArgs {
@@ -97,6 +99,11 @@ fn run(cli: Cli) -> anyhow::Result<bool> {
             threads: jobs.unwrap_or(0),
             progress: std::io::IsTerminal::is_terminal(&std::io::stderr()),
             out,
+            overrides: match &config {
+                Some(path) => microrl_harness::train::Overrides::from_file(path)?,
+                None => microrl_harness::train::Overrides::default(),
+            },
+            reference_from,
         })?,
         Command::Suite {
             env,

@@ -2,6 +2,10 @@ use super::*;
 
 /// The bench of the dev split's first two plants, one seed, short runs.
 fn quick(out: Option<PathBuf>) -> Report {
+    quick_with(out, None)
+}
+
+fn quick_with(out: Option<PathBuf>, reference_from: Option<PathBuf>) -> Report {
     run(&BenchArgs {
         split: Split::Dev,
         algos: vec![Algo::Ppo],
@@ -11,6 +15,8 @@ fn quick(out: Option<PathBuf>) -> Report {
         threads: 0,
         progress: false,
         out,
+        overrides: Overrides::default(),
+        reference_from,
     })
     .unwrap()
 }
@@ -65,6 +71,16 @@ fn the_json_has_the_documented_schema() {
             .unwrap()
             .starts_with(b"\x89PNG")
     );
+    // The reference rows taken from that file are the ones computed.
+    let again = quick_with(None, Some(out.join("bench.json")));
+    let timeless = |rows: &serde_json::Value| {
+        let mut rows = rows.clone();
+        for row in rows.as_array_mut().unwrap() {
+            row["cpu_s"] = serde_json::Value::Null;
+        }
+        rows
+    };
+    assert_eq!(timeless(&again.json["rows"]), timeless(&j["rows"]));
     std::fs::remove_dir_all(&dir).unwrap();
     // The reference runs SB3's defaults: no normalisation, constant rate.
     match reference(EnvName::Family, Algo::Ac, 10).1 {
@@ -81,6 +97,7 @@ fn summary_counts_and_medians() {
         env: "family",
         baseline: -1.0,
         baseline_law: "pid",
+        pid: -1.0,
         algo: "ppo",
         learned_worst: learned,
         learned_per_seed: vec![learned],
