@@ -27,6 +27,7 @@
 
 use microrl::Deployed;
 use microrl::algo::offpolicy::{TanhPolicy, torch_default_init};
+use microrl::env::family::{Plant1, Plant2, PlantDiscrete};
 use microrl::env::{
     Acrobot, ActionOf, ActionSpace, CartPole, CartPoleContinuous, CartPoleSwingUp, Continuous, Env,
     MountainCarContinuous, Pendulum, Quadrotor2d, Servo, obs_dim,
@@ -135,6 +136,16 @@ architectures! {
     Quadrotor2dRelu = "quadrotor-2d-relu", "6-64-64-2 gaussian relu", Quadrotor2d, Policy<GaussianActor<Mlp<6, 64, 2, Relu>, 2>, 6>;
     /// Deterministic 6-64-64-2 ReLU, tanh-squashed output (SAC, TD3; planar quadrotor).
     Quadrotor2dSquashed = "quadrotor-2d-squashed", "6-64-64-2 relu, tanh-squashed (SAC/TD3)", Quadrotor2d, Deployed<agent::Sac<Quadrotor2d, 64, 1, 1, 8>>;
+    /// Gaussian 7-64-64-1 with learnable log_std (a one-input family plant).
+    Family = "family", "7-64-64-1 gaussian", Plant1, agent::Policy<Plant1, 64>;
+    /// Deterministic 7-64-64-1 ReLU, tanh-squashed output (SAC, TD3; a one-input family plant).
+    FamilySquashed = "family-squashed", "7-64-64-1 relu, tanh-squashed (SAC/TD3)", Plant1, Deployed<agent::Sac<Plant1, 64, 1, 1, 8>>;
+    /// Gaussian 10-64-64-2 with learnable log_std (a two-input family plant).
+    Family2 = "family-2", "10-64-64-2 gaussian", Plant2, agent::Policy<Plant2, 64>;
+    /// Deterministic 10-64-64-2 ReLU, tanh-squashed output (SAC, TD3; a two-input family plant).
+    Family2Squashed = "family-2-squashed", "10-64-64-2 relu, tanh-squashed (SAC/TD3)", Plant2, Deployed<agent::Sac<Plant2, 64, 1, 1, 12>>;
+    /// Categorical 7-64-64-3 (a three-level family plant).
+    FamilyDiscrete = "family-discrete", "7-64-64-3 categorical", PlantDiscrete, agent::Policy<PlantDiscrete, 64>;
 }
 
 /// What kind of deployed policy a type is.

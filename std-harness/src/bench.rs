@@ -78,8 +78,8 @@ pub struct BenchArgs {
     pub reference_from: Option<PathBuf>,
 }
 
-/// The reference rows of an earlier bench: `(plant, algo)` to the per-seed
-/// returns, CPU seconds and budget.
+/// The reference rows of an earlier bench: `(plant, reference algorithm)`
+/// to the per-seed returns, CPU seconds and budget.
 type Earlier = std::collections::HashMap<(u64, String), (Vec<f32>, f64, u64)>;
 
 /// Reads [`BenchArgs::reference_from`].
@@ -97,10 +97,12 @@ fn earlier_references(path: &Path) -> anyhow::Result<Earlier> {
                 .with_context(|| format!("{}: a row without `{k}`", path.display()))
         };
         let plant = field("plant")?.as_u64().context("`plant` is not a seed")?;
-        let algo = field("algo")?
-            .as_str()
-            .context("`algo` is not a name")?
-            .to_string();
+        // Keyed by the reference's algorithm: ac's reference is ppo's.
+        let algo = match field("algo")?.as_str().context("`algo` is not a name")? {
+            "ac" => "ppo",
+            other => other,
+        }
+        .to_string();
         let steps = field("steps")?.as_u64().context("`steps` is not a count")?;
         let cpu = field("sb3_defaults_cpu_s")?.as_f64().unwrap_or(0.0);
         let per_seed = field("sb3_defaults_per_seed")?
@@ -410,7 +412,7 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<Report> {
             let preset = cell_of(i, algo, preset, algo.name(), steps, &mut cells, &mut jobs)?;
             let (ref_algo, config) = reference(env, algo, steps);
             let known = earlier
-                .get(&(plants[i].0, algo.name().to_string()))
+                .get(&(plants[i].0, ref_algo.name().to_string()))
                 .filter(|(per_seed, _, s)| *s == steps && per_seed.len() as u64 == args.seeds);
             let reference = match known {
                 Some((per_seed, cpu_s, _)) => {
