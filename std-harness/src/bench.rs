@@ -76,6 +76,11 @@ pub struct BenchArgs {
     /// seeds; training is deterministic, so they are the rows this build
     /// would compute; a row not found there runs).
     pub reference_from: Option<PathBuf>,
+    /// Every plant's `cost_scale` times this (1: as generated): a preset's
+    /// ratios should not move with it.
+    pub reward_scale: f64,
+    /// Every plant's `obs_unit` times this (1: as generated).
+    pub obs_scale: f64,
 }
 
 /// The reference rows of an earlier bench: `(plant, reference algorithm)`
@@ -83,10 +88,24 @@ pub struct BenchArgs {
 type Earlier = std::collections::HashMap<(u64, String), (Vec<f32>, f64, u64)>;
 
 /// Reads [`BenchArgs::reference_from`].
-fn earlier_references(path: &Path) -> anyhow::Result<Earlier> {
+fn earlier_references(path: &Path, scales: (f64, f64)) -> anyhow::Result<Earlier> {
     let text = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
     let json: serde_json::Value =
         serde_json::from_slice(&text).with_context(|| format!("parsing {}", path.display()))?;
+    let scale = |k: &str| {
+        json.get(k)
+            .and_then(serde_json::Value::as_f64)
+            .unwrap_or(1.0)
+    };
+    anyhow::ensure!(
+        (scale("reward_scale"), scale("obs_scale")) == scales,
+        "{}: its plants were scaled by reward_scale {} and obs_scale {}, not {} and {}",
+        path.display(),
+        scale("reward_scale"),
+        scale("obs_scale"),
+        scales.0,
+        scales.1
+    );
     let rows = json["rows"]
         .as_array()
         .with_context(|| format!("{}: not a bench.json (no rows)", path.display()))?;
@@ -174,6 +193,8 @@ pub struct Row {
     pub baseline_law: &'static str,
     /// The tuned PID's held-out mean return (the baseline when it won).
     pub pid: f32,
+    /// Doing nothing's (the actuator's rest command throughout).
+    pub idle: f32,
     /// The algorithm.
     pub algo: &'static str,
     /// The preset's worst seed's held-out mean return (`-inf`: a run failed).
@@ -219,6 +240,8 @@ pub struct Summary {
     pub beats_pid: usize,
     /// Plants where the reference beats the tuned PID.
     pub sb3_defaults_beats_pid: usize,
+    /// Plants where the preset's worst seed ends worse than doing nothing.
+    pub worse_than_idle: usize,
 }
 
 /// The cost ratio of `learned` to `baseline` returns (both costs, ≤ 0):
@@ -240,6 +263,8 @@ struct Classical {
     baseline: f32,
     /// The tuned PID's (the law a user without a model writes).
     pid: f32,
+    /// Doing nothing's: the actuator's rest command throughout.
+    idle: f32,
 }
 
 /// A plant's baseline and tuned PID ([`Classical`]).
@@ -262,16 +287,24 @@ fn baseline_of(p: &PlantParams) -> anyhow::Result<Classical> {
         }
         let (pid, pid_tuning) = fit_pid(&plant);
         let pid_held_out = held_out(&pid, &plant)?;
+        let p = plant.description();
+        let rest = P::command(&p, [p.u_rest(); 2]);
+        let idle = |_: &SVector<f32, OBS>| Ok::<_, microrl::Error>(rest);
+        let mut env = plant.clone();
+        let mut starts = Xoshiro128pp::seed_from_u64(HELD_OUT_SEED);
+        let idle = microrl::algo::evaluate(&idle, &mut env, HELD_OUT_EPISODES, &mut starts)?.0;
         Ok(match fit_lqr(&plant) {
             Some((lqr, tuning)) if tuning > pid_tuning => Classical {
                 law: "lqi",
                 baseline: held_out(&lqr, &plant)?,
                 pid: pid_held_out,
+                idle,
             },
             _ => Classical {
                 law: "pid",
                 baseline: pid_held_out,
                 pid: pid_held_out,
+                idle,
             },
         })
     }
@@ -319,7 +352,7 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<Report> {
         );
     }
     let earlier = match &args.reference_from {
-        Some(path) => earlier_references(path)?,
+        Some(path) => earlier_references(path, (args.reward_scale, args.obs_scale))?,
         None => Earlier::new(),
     };
     let count = args
@@ -329,7 +362,12 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<Report> {
     anyhow::ensure!(count > 0, "--plants must be at least 1");
     let plants: Vec<(u64, PlantParams)> = (0..count)
         .filter_map(|i| args.split.seed(i))
-        .map(|s| (s, generate(s)))
+        .map(|s| {
+            let mut p = generate(s);
+            p.cost_scale *= args.reward_scale;
+            p.obs_unit *= args.obs_scale;
+            (s, p)
+        })
         .collect();
 
     // Every plant's baseline, on the pool.
@@ -373,6 +411,8 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<Report> {
         let env = env_of(&p);
         let mut table = toml::Table::new();
         table.insert("seed".into(), toml::Value::Integer(seed as i64));
+        table.insert("reward_scale".into(), toml::Value::Float(args.reward_scale));
+        table.insert("obs_scale".into(), toml::Value::Float(args.obs_scale));
         let runs = with_agent(
             env,
             algo,
@@ -444,7 +484,12 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<Report> {
         .iter()
         .map(|&(i, algo, preset, reference, steps)| {
             let (seed, p) = plants[i];
-            let Classical { law, baseline, pid } = baselines[i];
+            let Classical {
+                law,
+                baseline,
+                pid,
+                idle,
+            } = baselines[i];
             let (a, r) = (&cells[preset], &cells[reference]);
             debug_assert_eq!((a.plant, r.plant), (i, i));
             Row {
@@ -454,6 +499,7 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<Report> {
                 baseline,
                 baseline_law: law,
                 pid,
+                idle,
                 algo: algo.name(),
                 learned_worst: a.worst(),
                 learned_per_seed: a.per_seed.clone(),
@@ -478,9 +524,9 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<Report> {
         })
         .collect();
     if let Some(dir) = &args.out {
-        write_outputs(dir, args.split, &rows, &summary)?;
+        write_outputs(dir, args, &rows, &summary)?;
     }
-    Ok(report(args.split, plants.len(), &rows, &summary))
+    Ok(report(args, plants.len(), &rows, &summary))
 }
 
 /// The median of `xs` (NaN for none; ∞ counts as the largest).
@@ -513,6 +559,7 @@ pub fn summarise<'a>(rows: impl Iterator<Item = &'a Row> + Clone) -> Summary {
         sb3_defaults_beats_baseline: count(&|r| r.sb3_defaults_worst > r.baseline),
         beats_pid: count(&|r| r.learned_worst > r.pid),
         sb3_defaults_beats_pid: count(&|r| r.sb3_defaults_worst > r.pid),
+        worse_than_idle: count(&|r| r.learned_worst < r.idle),
     }
 }
 
@@ -520,7 +567,7 @@ pub fn summarise<'a>(rows: impl Iterator<Item = &'a Row> + Clone) -> Summary {
 /// ratio to its baseline, log scale, per algorithm and for the reference).
 fn write_outputs(
     dir: &Path,
-    split: Split,
+    args: &BenchArgs,
     rows: &[Row],
     summary: &[(&'static str, Summary)],
 ) -> anyhow::Result<()> {
@@ -561,7 +608,7 @@ fn write_outputs(
         .collect();
     let title = format!(
         "microrl bench --split {}: worst seed's cost / baseline's",
-        split.name()
+        args.split.name()
     );
     let png = plot::render_png(
         &plot::Chart {
@@ -574,7 +621,7 @@ fn write_outputs(
         plot::DEFAULT_WIDTH,
         plot::DEFAULT_HEIGHT,
     )?;
-    let json = report(split, plants.len(), rows, summary).json;
+    let json = report(args, plants.len(), rows, summary).json;
     let json = serde_json::to_string_pretty(&json)?;
     crate::atomic::write_run_dir(
         dir,
@@ -584,11 +631,12 @@ fn write_outputs(
 
 /// The table and the `--json` object.
 fn report(
-    split: Split,
+    args: &BenchArgs,
     plants: usize,
     rows: &[Row],
     summary: &[(&'static str, Summary)],
 ) -> Report {
+    let split = args.split;
     let mut lines = vec![format!(
         "microrl bench --split {}: {plants} family plants, held-out mean return over {HELD_OUT_EPISODES} episodes (seed {HELD_OUT_SEED}), worst seed; ratio = cost / baseline's",
         split.name()
@@ -641,6 +689,12 @@ fn report(
             s.sb3_defaults_beats_baseline,
             s.sb3_defaults_beats_pid
         ));
+        if s.worse_than_idle > 0 {
+            lines.push(format!(
+                "{algo}: worse than doing nothing on {}/{} plants",
+                s.worse_than_idle, s.plants
+            ));
+        }
     }
     let summary_json: serde_json::Map<String, serde_json::Value> = summary
         .iter()
@@ -652,6 +706,8 @@ fn report(
             "command": "bench",
             "split": split.name(),
             "plants": plants,
+            "reward_scale": args.reward_scale,
+            "obs_scale": args.obs_scale,
             "rows": rows,
             "summary": summary_json,
         }),

@@ -528,6 +528,13 @@ pub(crate) enum Command {
         /// same plants, budget and seeds) instead of running them again.
         #[arg(long, value_name = "BENCH_JSON")]
         reference_from: Option<PathBuf>,
+        /// Multiply every plant's per-step cost by this (a preset's ratios
+        /// should not move with it).
+        #[arg(long, default_value_t = 1.0, value_parser = scale_factor)]
+        reward_scale: f64,
+        /// Multiply every plant's observation units by this.
+        #[arg(long, default_value_t = 1.0, value_parser = scale_factor)]
+        obs_scale: f64,
         /// Worker threads (default: every core).
         #[arg(long)]
         jobs: Option<usize>,
@@ -608,5 +615,18 @@ impl SplitName {
             SplitName::Validation => Split::Validation,
             SplitName::Test => Split::Test,
         }
+    }
+}
+
+/// A factor in [1e-6, 1e6] (`bench --reward-scale`, `--obs-scale`).
+fn scale_factor(text: &str) -> Result<f64, String> {
+    let x: f64 = text
+        .trim()
+        .parse()
+        .map_err(|_| format!("`{text}` is not a number"))?;
+    if (1e-6..=1e6).contains(&x) {
+        Ok(x)
+    } else {
+        Err(format!("{x} is outside [1e-6, 1e6]"))
     }
 }

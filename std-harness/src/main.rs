@@ -88,6 +88,8 @@ fn run(cli: Cli) -> anyhow::Result<bool> {
             plants,
             config,
             reference_from,
+            reward_scale,
+            obs_scale,
             jobs,
             out,
         } => microrl_harness::bench::run(&microrl_harness::bench::BenchArgs {
@@ -104,6 +106,8 @@ fn run(cli: Cli) -> anyhow::Result<bool> {
                 None => microrl_harness::train::Overrides::default(),
             },
             reference_from,
+            reward_scale,
+            obs_scale,
         })?,
         Command::Suite {
             env,

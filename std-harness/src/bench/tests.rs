@@ -17,6 +17,8 @@ fn quick_with(out: Option<PathBuf>, reference_from: Option<PathBuf>) -> Report {
         out,
         overrides: Overrides::default(),
         reference_from,
+        reward_scale: 1.0,
+        obs_scale: 1.0,
     })
     .unwrap()
 }
@@ -98,6 +100,7 @@ fn summary_counts_and_medians() {
         baseline: -1.0,
         baseline_law: "pid",
         pid: -1.0,
+        idle: -2.5,
         algo: "ppo",
         learned_worst: learned,
         learned_per_seed: vec![learned],
@@ -123,4 +126,5 @@ fn summary_counts_and_medians() {
     assert_eq!(s.median_ratio, 2.0);
     assert_eq!(s.sb3_defaults_median_ratio, f64::from(1.9f32));
     assert_eq!(s.sb3_defaults_beats_baseline, 1);
+    assert_eq!(s.worse_than_idle, 1);
 }

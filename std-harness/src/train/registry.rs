@@ -684,39 +684,57 @@ where
     }
 }
 
-/// A family plant named by its generator seed (`--plant seed=N`): the
+/// A family plant named by its generator seed (`--plant seed=N`), its
+/// reward and its observation units optionally rescaled
+/// (`reward_scale`, `obs_scale`: the invariance a default must have): the
 /// parameters of `--env family`, `family-2` and `family-discrete`, each
 /// defaulting to the first plant of the dev split of its type.
 macro_rules! family_seed {
     ($name:ident, $default:literal, $what:literal) => {
         #[doc = concat!("The generator seed of ", $what, " (default ", stringify!($default), ", a dev plant).")]
         #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
-        #[serde(deny_unknown_fields)]
+        #[serde(default, deny_unknown_fields)]
         pub struct $name {
             /// The plant's generator seed (`microrl::env::family::generate`).
             pub seed: u64,
+            /// Multiplies the plant's `cost_scale` (default 1), in [1e-6, 1e6].
+            pub reward_scale: f64,
+            /// Multiplies the plant's `obs_unit` (default 1), in [1e-6, 1e6].
+            pub obs_scale: f64,
         }
 
         impl Default for $name {
             fn default() -> Self {
-                Self { seed: $default }
+                Self {
+                    seed: $default,
+                    reward_scale: 1.0,
+                    obs_scale: 1.0,
+                }
             }
         }
 
         impl $name {
-            /// Any seed names a plant; whether it is of this type is
-            /// checked when the plant is built.
+            /// The scales lie in their ranges; any seed names a plant
+            /// (whether of this type is checked when it is built).
             ///
             /// # Errors
-            /// Never.
+            /// The first scale outside [1e-6, 1e6].
             pub fn check(&self) -> Result<(), PlantRangeError> {
+                for (field, value) in [("reward_scale", self.reward_scale), ("obs_scale", self.obs_scale)] {
+                    if !(1e-6..=1e6).contains(&value) {
+                        return Err(PlantRangeError { field, value, min: 1e-6, max: 1e6, unit: "(a factor)" });
+                    }
+                }
                 Ok(())
             }
         }
 
         impl From<$name> for microrl::env::family::PlantParams {
             fn from(choice: $name) -> Self {
-                microrl::env::family::generate(choice.seed)
+                let mut p = microrl::env::family::generate(choice.seed);
+                p.cost_scale *= choice.reward_scale;
+                p.obs_unit *= choice.obs_scale;
+                p
             }
         }
     };

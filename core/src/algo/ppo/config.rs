@@ -205,7 +205,15 @@ impl PpoConfig {
     /// `bounds_loss_coef`), and coloured exploration noise annealed to white
     /// (`noise_beta` `0.5 → 0`: Hollenstein et al.'s `β` for PPO early, so
     /// that a plant integrating the command is explored by pushes that last,
-    /// then the precision of independent draws). `microrl train` uses it on
+    /// then the precision of independent draws), and rewards scaled by the
+    /// running spread of the return (`normalize_reward`, SB3's
+    /// `VecNormalize`), so the critic learns values of order one whatever the
+    /// reward's units. Chosen on the procedural family's `dev` split and
+    /// confirmed on `validation` (`microrl bench`, docs/plants.md, "The
+    /// procedural family": the median cost ratio to the plants' baselines
+    /// 1.50 → 1.23 on dev, 2.81 → 1.42 on validation; SB3's defaults 1.65
+    /// and 3.32); on the suite it costs the swing-up its row (docs/plants.md,
+    /// "The suite"). `microrl train` uses it on
     /// every continuous plant but CartPole's continuous variant and
     /// Pendulum, which keep their tuned settings (docs/plants.md, "The suite", for what each
     /// setting changed there). `total_steps` is the suite's budget,
@@ -216,13 +224,14 @@ impl PpoConfig {
         minibatches: 32,
         bound_coef: 1e-4,
         noise_beta: Schedule::linear_to_zero(0.5),
+        normalize_reward: true,
         ..Self::DEFAULT
     };
 
     /// The defaults for a plant of your own with *discrete* commands (a
     /// categorical actor): [`PLANT`](Self::PLANT) with SB3's constant
     /// learning rate, 3e-4, instead of its annealing to zero — SB3's PPO
-    /// defaults, with observation normalisation. The bound loss and the
+    /// defaults, with observation and reward normalisation. The bound loss and the
     /// noise's colour act on a Gaussian mean only: a categorical actor's
     /// update and sampling are the same without them. Measured on Acrobot
     /// (docs/plants.md, "The suite"): the held-out mean of six seeds

@@ -360,13 +360,14 @@ fn cartpole_continuous_settings_are_the_documented_ones() {
 /// The plant defaults (the CLI's on every suite plant) are the documented
 /// ones on the defaults: 32 minibatches (SB3's minibatch of 64 on a
 /// 2 048-step rollout), the bound loss at 1e-4, coloured noise annealed to
-/// white and the suite's budget, and for discrete commands a constant
+/// white, reward scaling and the suite's budget, and for discrete commands a constant
 /// learning rate; `DEFAULT` has no bound loss and white
 /// noise, so the runs pinned on it keep their bits.
 #[test]
 fn plant_settings_are_the_documented_ones() {
     let (c, d) = (PpoConfig::PLANT, PpoConfig::DEFAULT);
     assert_eq!((c.minibatches, c.bound_coef), (32, 1e-4));
+    assert!(c.normalize_reward && !d.normalize_reward);
     assert_eq!((c.total_steps, d.total_steps), (1_000_000, 100_000));
     assert_eq!(
         PpoConfig {
@@ -396,6 +397,7 @@ fn plant_settings_are_the_documented_ones() {
             minibatches: d.minibatches,
             bound_coef: d.bound_coef,
             noise_beta: d.noise_beta,
+            normalize_reward: d.normalize_reward,
             ..c
         },
         d

@@ -149,13 +149,13 @@ pub struct PlantParams {
     /// unstable plant that is lost stays lost at a finite, costly state.
     pub envelope: [f64; MAX_STATES],
     /// The per-step cost's scale: reward `= −cost_scale·(e² + ρ·u²)`, in
-    /// [1e-8, 1e8].
+    /// [1e-12, 1e12].
     pub cost_scale: f64,
     /// `ρ`, the effort's weight against the squared normalised error, in
     /// [0, 100].
     pub effort_weight: f64,
     /// Observation units: every observed error, state and set-point is
-    /// multiplied by this, in [1e-8, 1e8].
+    /// multiplied by this, in [1e-12, 1e12].
     pub obs_unit: f64,
 }
 
@@ -237,9 +237,9 @@ impl PlantParams {
                 1e12,
                 "output units (> ref_low)",
             ),
-            ("cost_scale", self.cost_scale, 1e-8, 1e8, "per step"),
+            ("cost_scale", self.cost_scale, 1e-12, 1e12, "per step"),
             ("effort_weight", self.effort_weight, 0.0, 100.0, ""),
-            ("obs_unit", self.obs_unit, 1e-8, 1e8, ""),
+            ("obs_unit", self.obs_unit, 1e-12, 1e12, ""),
         ])?;
         let n = self.states as usize;
         if self.friction_state != MAX_STATES as u32 {
