@@ -172,16 +172,24 @@ impl<P> EpisodeReset for FamilyPid<P> {
     }
 }
 
-impl<P: FamilyEnv<Obs = SVector<f32, OBS>>, const OBS: usize> Controller<OBS> for FamilyPid<P> {
-    type Action = ActionOf<P>;
+/// A family law as a [`Controller`]: its commands for the observation
+/// (refusing a non-finite one), as the plant's action.
+macro_rules! family_controller {
+    ($law:ident) => {
+        impl<P: FamilyEnv<Obs = SVector<f32, OBS>>, const OBS: usize> Controller<OBS> for $law<P> {
+            type Action = ActionOf<P>;
 
-    fn act(&self, obs: &SVector<f32, OBS>) -> Result<ActionOf<P>, Error> {
-        check_all_finite(obs.as_slice())?;
-        let u = self.law(obs.as_slice());
-        check_all_finite(&[u[0] as f32, u[1] as f32])?;
-        Ok(P::command(&self.params, u))
-    }
+            fn act(&self, obs: &SVector<f32, OBS>) -> Result<ActionOf<P>, Error> {
+                check_all_finite(obs.as_slice())?;
+                let u = self.law(obs.as_slice());
+                check_all_finite(&[u[0] as f32, u[1] as f32])?;
+                Ok(P::command(&self.params, u))
+            }
+        }
+    };
 }
+
+family_controller!(FamilyPid);
 
 /// Discrete LQI with reference feed-forward and a predictor over the dead
 /// time, on a family plant `P`.
@@ -362,16 +370,7 @@ impl<P> EpisodeReset for FamilyLqr<P> {
     }
 }
 
-impl<P: FamilyEnv<Obs = SVector<f32, OBS>>, const OBS: usize> Controller<OBS> for FamilyLqr<P> {
-    type Action = ActionOf<P>;
-
-    fn act(&self, obs: &SVector<f32, OBS>) -> Result<ActionOf<P>, Error> {
-        check_all_finite(obs.as_slice())?;
-        let u = self.law(obs.as_slice());
-        check_all_finite(&[u[0] as f32, u[1] as f32])?;
-        Ok(P::command(&self.params, u))
-    }
-}
+family_controller!(FamilyLqr);
 
 /// `u` as the plant applies it: a discrete plant's nearest level,
 /// otherwise `u` itself.

@@ -20,6 +20,13 @@ fn dev_plant(class: Class, discrete: bool) -> PlantParams {
         .expect("the dev split has one")
 }
 
+/// No dead-zone, backlash, rate limit, delay or load: the command reaches
+/// the model as sent.
+fn ideal_actuator(p: &mut PlantParams) {
+    (p.dead_zone, p.backlash, p.rate_limit) = (0.0, 0.0, 0.0);
+    (p.delay_steps, p.disturbance) = (0, 0.0);
+}
+
 #[test]
 fn every_generated_plant_is_valid_and_builds_as_its_type() {
     for seed in seeds() {
@@ -191,8 +198,8 @@ fn discrete_model_is_the_simulators_linear_map() {
     // end stops in reach, one step of the plant is A_d·x + B_d·u.
     for class in [Class::Oscillator, Class::TwoMass, Class::NonMinimumPhase] {
         let mut p = dev_plant(class, false);
-        (p.coulomb, p.dead_zone, p.backlash, p.rate_limit) = (0.0, 0.0, 0.0, 0.0);
-        (p.delay_steps, p.disturbance) = (0, 0.0);
+        ideal_actuator(&mut p);
+        p.coulomb = 0.0;
         p.envelope = [1e12; MAX_STATES];
         let m = p.discrete_model();
         let mut plant = Plant1::with_params(p).unwrap();
@@ -220,13 +227,7 @@ fn discrete_model_is_the_simulators_linear_map() {
 fn rk4_matches_the_exact_lag() {
     // ẋ = (−x + K·u)/T from x = 0: x(dt) = K·u·(1 − e^(−dt/T)).
     let mut p = dev_plant(Class::LagDeadTime, false);
-    (
-        p.dead_zone,
-        p.backlash,
-        p.rate_limit,
-        p.delay_steps,
-        p.disturbance,
-    ) = (0.0, 0.0, 0.0, 0, 0.0);
+    ideal_actuator(&mut p);
     let m = p.discrete_model();
     let t = -1.0 / p.a[0][0];
     let gain = p.b[0][0] * t;
@@ -282,13 +283,7 @@ fn the_actuator_chain_delays_slews_and_plays() {
 #[test]
 fn friction_sticks_and_never_reverses() {
     let mut p = dev_plant(Class::DoubleIntegrator, false);
-    (
-        p.dead_zone,
-        p.backlash,
-        p.rate_limit,
-        p.delay_steps,
-        p.disturbance,
-    ) = (0.0, 0.0, 0.0, 0, 0.0);
+    ideal_actuator(&mut p);
     p.friction_state = 1;
     p.coulomb = 0.5 * p.b[1][0];
     let mut plant = Plant1::with_params(p).unwrap();
