@@ -446,3 +446,97 @@ fn refused_steps_change_nothing() {
     );
     assert_eq!(relay.levels()[0], pd.u_low);
 }
+
+#[test]
+fn reset_draws_cover_their_documented_ranges() {
+    let mut p = dev_plant(Class::DoubleIntegrator, false);
+    p.setpoint_change = true;
+    p.disturbance = 0.2;
+    p.u_low = -1.0;
+    let n = f64::from(p.episode_steps);
+    let mut plant = Plant1::with_params(p).unwrap();
+    let mut rng = Xoshiro128PlusPlus::seed_from_u64(11);
+    let (mut x_lo, mut x_hi) = (f64::INFINITY, f64::NEG_INFINITY);
+    let (mut c_lo, mut c_hi) = (f64::INFINITY, f64::NEG_INFINITY);
+    let (mut l_lo, mut l_hi) = (f64::INFINITY, f64::NEG_INFINITY);
+    let (mut m_lo, mut m_hi) = (f64::INFINITY, f64::NEG_INFINITY);
+    let (mut r_lo, mut r_hi) = (f64::INFINITY, f64::NEG_INFINITY);
+    let mut negative = 0;
+    for _ in 0..4000 {
+        plant.reset(&mut rng);
+        let c = &plant.core;
+        let x = c.x[0] / p.start_spread[0];
+        (x_lo, x_hi) = (x_lo.min(x), x_hi.max(x));
+        let change = f64::from(c.change_step) / n;
+        (c_lo, c_hi) = (c_lo.min(change), c_hi.max(change));
+        let load = f64::from(c.load_step) / n;
+        (l_lo, l_hi) = (l_lo.min(load), l_hi.max(load));
+        let m = c.load.abs() / p.disturbance;
+        (m_lo, m_hi) = (m_lo.min(m), m_hi.max(m));
+        negative += usize::from(c.load < 0.0);
+        for r in [c.setpoint[0][0], c.setpoint[1][0]] {
+            (r_lo, r_hi) = (r_lo.min(r), r_hi.max(r));
+        }
+    }
+    let near = |a: f64, b: f64| (a - b).abs() < 0.02;
+    assert!(near(x_lo, -1.0) && near(x_hi, 1.0), "start {x_lo} {x_hi}");
+    assert!(
+        near(c_lo, 1.0 / 3.0) && near(c_hi, 2.0 / 3.0),
+        "change {c_lo} {c_hi}"
+    );
+    assert!(
+        near(l_lo, 0.2) && near(l_hi, 0.8),
+        "load step {l_lo} {l_hi}"
+    );
+    assert!(near(m_lo, 0.5) && near(m_hi, 1.0), "load {m_lo} {m_hi}");
+    assert!(
+        (1800..2200).contains(&negative),
+        "{negative} negative loads"
+    );
+    let span = p.ref_span();
+    assert!(
+        (r_lo - p.ref_low).abs() < 0.01 * span && (r_hi - p.ref_high).abs() < 0.01 * span,
+        "set-points {r_lo} {r_hi}"
+    );
+    // A one-sided actuator's load is always a loss.
+    let mut heat = dev_plant(Class::Thermal, false);
+    heat.disturbance = 0.2;
+    let mut plant = Plant1::with_params(heat).unwrap();
+    for _ in 0..200 {
+        plant.reset(&mut rng);
+        assert!(plant.core.load < 0.0);
+    }
+    // Without a change the set-point holds the whole episode.
+    p.setpoint_change = false;
+    let mut plant = Plant1::with_params(p).unwrap();
+    plant.reset(&mut rng);
+    assert_eq!(plant.core.setpoint[0], plant.core.setpoint[1]);
+}
+
+#[test]
+fn the_longest_delay_and_the_state_size() {
+    let mut p = dev_plant(Class::DoubleIntegrator, false);
+    ideal_actuator(&mut p);
+    p.coulomb = 0.0;
+    p.delay_steps = MAX_DELAY as u32;
+    let mut plant = Plant1::with_params(p).unwrap();
+    plant.reset(&mut Xoshiro128PlusPlus::seed_from_u64(1));
+    plant.set_state([0.0; 4]);
+    // Over two episodes' worth of the ring: each command arrives exactly
+    // MAX_DELAY periods after it was sent.
+    for t in 0..3 * (MAX_DELAY + 1) {
+        let u = if t % 7 == 0 { 1.0 } else { 0.0 };
+        plant.step(SVector::from([u as f32])).unwrap();
+        let sent_then = t >= MAX_DELAY && (t - MAX_DELAY) % 7 == 0;
+        assert_eq!(
+            plant.core.gear[0],
+            if sent_then { 1.0 } else { 0.0 },
+            "t {t}"
+        );
+    }
+    // The documented 42 words: 4 states, counter, noise seed, 2 × 2
+    // set-points, change step, load, load step, 3 × 2 actuator memory,
+    // 11 × 2 delay line, head.
+    assert_eq!(<Plant1 as EnvState>::WORDS, 42);
+    assert_eq!(dynamics::RING, 11);
+}
