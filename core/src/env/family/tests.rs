@@ -525,9 +525,9 @@ fn the_longest_delay_and_the_state_size() {
     // Over two episodes' worth of the ring: each command arrives exactly
     // MAX_DELAY periods after it was sent.
     for t in 0..3 * (MAX_DELAY + 1) {
-        let u = if t % 7 == 0 { 1.0 } else { 0.0 };
+        let u = if t.is_multiple_of(7) { 1.0 } else { 0.0 };
         plant.step(SVector::from([u as f32])).unwrap();
-        let sent_then = t >= MAX_DELAY && (t - MAX_DELAY) % 7 == 0;
+        let sent_then = t >= MAX_DELAY && (t - MAX_DELAY).is_multiple_of(7);
         assert_eq!(
             plant.core.gear[0],
             if sent_then { 1.0 } else { 0.0 },
