@@ -3,13 +3,13 @@
 //! engineer with the model would.
 //!
 //! Two candidate laws, each searched, the better on the *tuning* starts
-//! ([`TUNING_SEED`](super::TUNING_SEED)) kept ([`fit`]); the bench scores
+//! ([`TUNING_SEED`]) kept ([`fit`]); the bench scores
 //! it on the held-out starts:
 //! - [`FamilyPid`]: one PID per output (Åström & Hägglund 2006: derivative
 //!   on the measurement through a first-order filter with `N = 10`,
 //!   conditional-integration anti-windup, output clamped to the actuator),
 //!   gains found by a grid over proportional band, integral and derivative
-//!   time, then [`tune`](super::tune)'s pattern search from the grid's best.
+//!   time, then [`tune`]'s pattern search from the grid's best.
 //! - [`FamilyLqr`]: discrete LQR with integral action (LQI) on the exact
 //!   one-period model ([`DiscreteModel`]), the Riccati equation iterated in
 //!   `f64` to convergence, reference feed-forward from the model's steady

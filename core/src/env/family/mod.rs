@@ -15,7 +15,7 @@
 //! relative to it, the episode length (100–1 000 steps), the reward's
 //! scale (a per-step cost from 1e-5 to 1e2 times the normalised error)
 //! and the observation's units (×1e-2 to ×1e2). The ranges are
-//! [`generate`]'s documentation.
+//! documentation of [`generate()`].
 //!
 //! Design:
 //! - **One description, [`PlantParams`]**: a linear model in continuous
@@ -60,10 +60,10 @@
 #![allow(clippy::needless_range_loop)]
 
 mod dynamics;
-mod generate;
+mod generator;
 mod params;
 
-pub use generate::{Split, generate};
+pub use generator::{Split, generate};
 pub use params::{Class, PlantParams};
 
 use nalgebra::SVector;

@@ -2,7 +2,7 @@
 //! actuator's and the sensor's imperfections, the task and the cost.
 //!
 //! Everything a generated plant is lives in [`PlantParams`], a plain `Copy`
-//! struct: [`generate`](super::generate) fills it from a seed, a user may
+//! struct: [`generate`](super::generate()) fills it from a seed, a user may
 //! fill it by hand, and [`PlantParams::check`] refuses any field outside its
 //! range by name before a plant is built.
 

@@ -1,40 +1,4 @@
 //! The generator: a seed to a [`PlantParams`], and the three fixed splits.
-//!
-//! Plant `seed` is of class `Class::ALL[seed mod 8]` (so every split of
-//! consecutive seeds holds each class equally often); every number is drawn
-//! from xoshiro128++ seeded with the seed, in a fixed order whatever the
-//! class, so the same seed gives the same plant on every platform.
-//!
-//! The ranges (`U` uniform, `logU` log-uniform):
-//!
-//! | what | range |
-//! |---|---|
-//! | time scale `T` (the class's characteristic time) | logU[1e-3, 1e2] s |
-//! | episode length `N` | logU[100, 1000] steps |
-//! | control period `dt/T` | logU[max(0.005, 5/N), 0.2] (so an episode spans ≥ 5 `T`); the two-mass drive also `dt·ω_r ≤ 0.5`, the unstable plant `dt/T ≤ 0.1` |
-//! | per-step cost scale | logU[1e-5, 1e2] |
-//! | effort weight ρ | logU[1e-3, 1e-1] |
-//! | observation units | logU[1e-2, 1e2] |
-//! | DC gain / authority `K` | logU[0.5, 5] (lag, oscillator, non-minimum phase); `κ` ∈ logU[1, 4] times the acceleration that moves one span in `T` (integrators, two-mass, two-axis); `κ` ∈ U[1.5, 4] times what holds the unstable plant at its end stop |
-//! | set-points | `±ρ·K`, ρ ∈ U[0.3, 0.8] (unstable: U[0.2, 0.6]; integrators ±U[0.5, 1]); thermal [U[0.15, 0.35], U[0.55, 0.85]]·K |
-//! | dead time | lag: `L/T` ∈ logU[0.1, 1.5]; thermal: logU[0.02, 0.3]; in periods, at most 10; others 1–3 periods with p 0.3 (unstable: 1) |
-//! | Coulomb friction | p 0.4 on a velocity of the mechanical classes, U[0.02, 0.2] of the full drive |
-//! | dead-zone | p 0.3, U[0.02, 0.15] of full command |
-//! | backlash | p 0.25 (lag, integrator, oscillator, two-mass, two-axis), U[0.02, 0.1] |
-//! | rate limit | p 0.3, full swing in logU[2·dt, T/2] (unstable: at most T/10) |
-//! | sensor noise | p 0.5, σ = logU[1e-3, 2e-2] of each state's scale (span, span/T) |
-//! | quantisation | p 0.3, logU[1e-3, 1e-2] of each state's scale |
-//! | set-point change | p 0.5, once, in the middle third |
-//! | load disturbance | p 0.4, U[0.05, 0.3] of full command, at U[0.2, 0.8]·N |
-//! | three-level commands (`discrete`) | p 0.2 of the one-input plants |
-//!
-//! Class-specific: oscillator ζ ∈ logU[0.01, 0.2]; two-mass load/motor mass
-//! ratio logU[0.3, 3], resonance `ω_r·T` ∈ logU[3, 15], its damping ζ ∈
-//! logU[0.01, 0.1]; viscous time constant `T_v/T` ∈ logU[1, 100];
-//! non-minimum phase `τ₂/T` ∈ logU[0.3, 1], zero `T_z/T` ∈ logU[0.2, 1.5];
-//! thermal heater/body resistance ratio logU[0.1, 1], heater time constant
-//! logU[0.02, 0.2]·T; two-axis coupling `k_c·T²` ∈ logU[0.01, 2], drive
-//! cross-talk U[−0.3, 0.3].
 
 use rand_core::SeedableRng;
 
@@ -127,8 +91,41 @@ impl Draw {
     }
 }
 
-/// The family plant of `seed` (see the [module documentation](self) for the
-/// ranges). Every plant it returns passes [`PlantParams::check`].
+/// The family plant of `seed`: of class `Class::ALL[seed mod 8]`, every
+/// number drawn from xoshiro128++ seeded with `seed` in a fixed order
+/// whatever the class (the same plant on every platform). Every plant it
+/// returns passes [`PlantParams::check`].
+///
+/// The ranges (`U` uniform, `logU` log-uniform):
+///
+/// | what | range |
+/// |---|---|
+/// | time scale `T` (the class's characteristic time) | logU[1e-3, 1e2] s |
+/// | episode length `N` | logU[100, 1000] steps |
+/// | control period `dt/T` | logU[max(0.005, 5/N), 0.2] (so an episode spans ≥ 5 `T`); the two-mass drive also `dt·ω_r ≤ 0.5`, the unstable plant `dt/T ≤ 0.1` |
+/// | per-step cost scale | logU[1e-5, 1e2] |
+/// | effort weight ρ | logU[1e-3, 1e-1] |
+/// | observation units | logU[1e-2, 1e2] |
+/// | DC gain / authority `K` | logU[0.5, 5] (lag, oscillator, non-minimum phase); `κ` ∈ logU[1, 4] times the acceleration that moves one span in `T` (integrators, two-mass, two-axis); `κ` ∈ U[1.5, 4] times what holds the unstable plant at its end stop |
+/// | set-points | `±ρ·K`, ρ ∈ U[0.3, 0.8] (unstable: U[0.2, 0.6]; integrators ±U[0.5, 1]); thermal [U[0.15, 0.35], U[0.55, 0.85]]·K |
+/// | dead time | lag: `L/T` ∈ logU[0.1, 1.5]; thermal: logU[0.02, 0.3]; in periods, at most 10; others 1–3 periods with p 0.3 (unstable: 1) |
+/// | Coulomb friction | p 0.4 on a velocity of the mechanical classes, U[0.02, 0.2] of the full drive |
+/// | dead-zone | p 0.3, U[0.02, 0.15] of full command |
+/// | backlash | p 0.25 (lag, integrator, oscillator, two-mass, two-axis), U[0.02, 0.1] |
+/// | rate limit | p 0.3, full swing in logU[2·dt, T/2] (unstable: at most T/10) |
+/// | sensor noise | p 0.5, σ = logU[1e-3, 2e-2] of each state's scale (span, span/T) |
+/// | quantisation | p 0.3, logU[1e-3, 1e-2] of each state's scale |
+/// | set-point change | p 0.5, once, in the middle third |
+/// | load disturbance | p 0.4, U[0.05, 0.3] of full command, at U[0.2, 0.8]·N |
+/// | three-level commands (`discrete`) | p 0.2 of the one-input plants |
+///
+/// Class-specific: oscillator ζ ∈ logU[0.01, 0.2]; two-mass load/motor mass
+/// ratio logU[0.3, 3], resonance `ω_r·T` ∈ logU[3, 15], its damping ζ ∈
+/// logU[0.01, 0.1]; viscous time constant `T_v/T` ∈ logU[1, 100];
+/// non-minimum phase `τ₂/T` ∈ logU[0.3, 1], zero `T_z/T` ∈ logU[0.2, 1.5];
+/// thermal heater/body resistance ratio logU[0.1, 1], heater time constant
+/// logU[0.02, 0.2]·T; two-axis coupling `k_c·T²` ∈ logU[0.01, 2], drive
+/// cross-talk U[−0.3, 0.3].
 pub fn generate(seed: u64) -> PlantParams {
     let class = Class::ALL[(seed % Class::ALL.len() as u64) as usize];
     let mut d = Draw(Xoshiro128pp::seed_from_u64(seed));
