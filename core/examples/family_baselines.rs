@@ -9,8 +9,10 @@
 use microrl::Controller;
 use microrl::SVector;
 use microrl::algo::evaluate;
-use microrl::baseline::family::{FamilyBaseline, FamilyLqr, FamilyPid, fit, fit_lqr, fit_pid};
-use microrl::baseline::{self, EpisodeReset, HELD_OUT_SEED};
+use microrl::baseline::family::{
+    FamilyBaseline, FamilyLqr, FamilyPid, fit, fit_lqr, fit_pid, score_on,
+};
+use microrl::baseline::{EpisodeReset, HELD_OUT_SEED};
 use microrl::env::ActionOf;
 use microrl::env::family::{FamilyEnv, Plant1, Plant2, PlantDiscrete, Split, generate};
 use microrl::rng::Xoshiro128pp;
@@ -23,9 +25,7 @@ where
     P: FamilyEnv<Obs = SVector<f32, OBS>>,
     C: Controller<OBS, Action = ActionOf<P>> + EpisodeReset,
 {
-    let mut env = plant.clone();
-    let mut rng = Xoshiro128pp::seed_from_u64(HELD_OUT_SEED);
-    baseline::evaluate(c, &mut env, HELD_OUT, &mut rng).map_or(f32::NEG_INFINITY, |r| r.0)
+    score_on(c, plant, HELD_OUT, HELD_OUT_SEED).unwrap_or(f32::NEG_INFINITY)
 }
 
 fn row<P, const OBS: usize>(plant: P) -> String

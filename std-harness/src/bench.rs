@@ -30,8 +30,8 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 use microrl::SVector;
 use microrl::algo::PpoConfig;
-use microrl::baseline::family::{FamilyLqr, FamilyPid, fit_lqr, fit_pid};
-use microrl::baseline::{self, EpisodeReset, HELD_OUT_SEED};
+use microrl::baseline::HELD_OUT_SEED;
+use microrl::baseline::family::{FamilyLqr, FamilyPid, fit_lqr, fit_pid, score_on};
 use microrl::env::ActionOf;
 use microrl::env::family::{
     FamilyEnv, Plant1, Plant2, PlantDiscrete, PlantParams, Split, generate,
@@ -157,12 +157,6 @@ pub fn env_of(p: &PlantParams) -> EnvName {
     }
 }
 
-/// The algorithms `microrl bench` runs: ppo and ac on every plant, sac and
-/// td3 on the continuous ones.
-fn applies(env: EnvName, algo: Algo) -> bool {
-    crate::suite::applies(env, algo)
-}
-
 /// The reference configuration of `algo`: SB3's defaults reproduced in
 /// microrl (PPO's for the online actor-critic).
 pub fn reference(env: EnvName, algo: Algo, steps: u64) -> (Algo, AlgoConfig) {
@@ -275,18 +269,8 @@ fn baseline_of(p: &PlantParams) -> anyhow::Result<Classical> {
         FamilyPid<P>: Controller<OBS, Action = ActionOf<P>>,
         FamilyLqr<P>: Controller<OBS, Action = ActionOf<P>>,
     {
-        fn held_out<P, C, const OBS: usize>(law: &C, plant: &P) -> anyhow::Result<f32>
-        where
-            P: FamilyEnv<Obs = SVector<f32, OBS>>,
-            C: Controller<OBS, Action = ActionOf<P>> + EpisodeReset,
-        {
-            let mut env = plant.clone();
-            let mut starts = Xoshiro128pp::seed_from_u64(HELD_OUT_SEED);
-            law.reset();
-            Ok(baseline::evaluate(law, &mut env, HELD_OUT_EPISODES, &mut starts)?.0)
-        }
         let (pid, pid_tuning) = fit_pid(&plant);
-        let pid_held_out = held_out(&pid, &plant)?;
+        let pid_held_out = score_on(&pid, &plant, HELD_OUT_EPISODES, HELD_OUT_SEED)?;
         let p = plant.description();
         let rest = P::command(&p, [p.u_rest(); 2]);
         let idle = |_: &SVector<f32, OBS>| Ok::<_, microrl::Error>(rest);
@@ -296,7 +280,7 @@ fn baseline_of(p: &PlantParams) -> anyhow::Result<Classical> {
         Ok(match fit_lqr(&plant) {
             Some((lqr, tuning)) if tuning > pid_tuning => Classical {
                 law: "lqi",
-                baseline: held_out(&lqr, &plant)?,
+                baseline: score_on(&lqr, &plant, HELD_OUT_EPISODES, HELD_OUT_SEED)?,
                 pid: pid_held_out,
                 idle,
             },
@@ -440,7 +424,8 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<Report> {
     for (i, (_, p)) in plants.iter().enumerate() {
         let env = env_of(p);
         for &algo in &algos {
-            if !applies(env, algo) {
+            // ppo and ac on every plant, sac and td3 on the continuous ones.
+            if !crate::suite::applies(env, algo) {
                 continue;
             }
             // As `microrl train`: `--steps`, else `--config`'s `total_steps`,

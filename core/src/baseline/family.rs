@@ -618,12 +618,32 @@ where
     P: FamilyEnv<Obs = SVector<f32, OBS>>,
     C: Controller<OBS, Action = ActionOf<P>> + EpisodeReset,
 {
-    let mut env = plant.clone();
-    let mut starts = Xoshiro128pp::seed_from_u64(TUNING_SEED);
-    match evaluate(controller, &mut env, episodes, &mut starts) {
-        Ok((mean, _)) if !mean.is_nan() => mean,
+    match score_on(controller, plant, episodes, TUNING_SEED) {
+        Ok(mean) if !mean.is_nan() => mean,
         _ => f32::NEG_INFINITY,
     }
+}
+
+/// The mean return of `controller` on `episodes` episodes of a copy of
+/// `plant` whose start states come from the stream seeded with `seed`
+/// ([`TUNING_SEED`] to tune, [`HELD_OUT_SEED`](super::HELD_OUT_SEED) to
+/// report), its memory cleared before each.
+///
+/// # Errors
+/// As [`evaluate`].
+pub fn score_on<P, C, const OBS: usize>(
+    controller: &C,
+    plant: &P,
+    episodes: u32,
+    seed: u64,
+) -> Result<f32, Error>
+where
+    P: FamilyEnv<Obs = SVector<f32, OBS>>,
+    C: Controller<OBS, Action = ActionOf<P>> + EpisodeReset,
+{
+    let mut env = plant.clone();
+    let mut starts = Xoshiro128pp::seed_from_u64(seed);
+    Ok(evaluate(controller, &mut env, episodes, &mut starts)?.0)
 }
 
 /// The tuned PID: the best of a grid (proportional band × integral time ×
@@ -720,11 +740,7 @@ mod tests {
         P: FamilyEnv<Obs = SVector<f32, OBS>>,
         C: Controller<OBS, Action = ActionOf<P>> + EpisodeReset,
     {
-        let mut env = plant.clone();
-        let mut starts = Xoshiro128pp::seed_from_u64(HELD_OUT_SEED);
-        super::evaluate(c, &mut env, episodes, &mut starts)
-            .unwrap()
-            .0
+        score_on(c, plant, episodes, HELD_OUT_SEED).unwrap()
     }
 
     /// The fitted baseline beats doing nothing and the untuned PID on
