@@ -81,6 +81,11 @@ pub struct BenchArgs {
     pub reward_scale: f64,
     /// Every plant's `obs_unit` times this (1: as generated).
     pub obs_scale: f64,
+    /// Every run's result is its best evaluated policy on this many
+    /// keep-best start states, as `microrl train` keeps it
+    /// ([`microrl::train::KeepBest`]); 0: its last policy. The reference rows
+    /// keep theirs by the same rule.
+    pub keep_best: u32,
 }
 
 /// The reference rows of an earlier bench: `(plant, reference algorithm)`
@@ -88,7 +93,7 @@ pub struct BenchArgs {
 type Earlier = std::collections::HashMap<(u64, String), (Vec<f32>, f64, u64)>;
 
 /// Reads [`BenchArgs::reference_from`].
-fn earlier_references(path: &Path, scales: (f64, f64)) -> anyhow::Result<Earlier> {
+fn earlier_references(path: &Path, scales: (f64, f64), keep_best: u32) -> anyhow::Result<Earlier> {
     let text = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
     let json: serde_json::Value =
         serde_json::from_slice(&text).with_context(|| format!("parsing {}", path.display()))?;
@@ -105,6 +110,16 @@ fn earlier_references(path: &Path, scales: (f64, f64)) -> anyhow::Result<Earlier
         scale("obs_scale"),
         scales.0,
         scales.1
+    );
+    // Benches written before keeping the best scored the last policy.
+    let kept = json
+        .get("keep_best")
+        .and_then(serde_json::Value::as_u64)
+        .unwrap_or(0);
+    anyhow::ensure!(
+        kept == u64::from(keep_best),
+        "{}: its runs kept the best policy on {kept} start states (0: the last policy), not {keep_best}",
+        path.display()
     );
     let rows = json["rows"]
         .as_array()
@@ -336,7 +351,9 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<Report> {
         );
     }
     let earlier = match &args.reference_from {
-        Some(path) => earlier_references(path, (args.reward_scale, args.obs_scale))?,
+        Some(path) => {
+            earlier_references(path, (args.reward_scale, args.obs_scale), args.keep_best)?
+        }
         None => Earlier::new(),
     };
     let count = args
@@ -407,7 +424,7 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<Report> {
                 algo,
                 steps,
                 seeds: args.seeds,
-                keep_best: 0,
+                keep_best: args.keep_best,
             },
         )?;
         let index = cells.len();
@@ -693,6 +710,7 @@ fn report(
             "plants": plants,
             "reward_scale": args.reward_scale,
             "obs_scale": args.obs_scale,
+            "keep_best": args.keep_best,
             "rows": rows,
             "summary": summary_json,
         }),

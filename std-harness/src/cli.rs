@@ -73,6 +73,17 @@ pub(crate) struct TrainArgs {
     /// SB3 run).
     #[arg(long)]
     final_eval_only: bool,
+    /// The run's result is the policy that scored best on N fixed start
+    /// states of their own (a stream that neither training, the deciding
+    /// evaluation nor the report uses), played after every evaluation and
+    /// at step 0; the held-out report and policy.mrlp are that policy's. A
+    /// run stopped early by its deciding evaluation keeps the policy that
+    /// passed it. At most 10000.
+    #[arg(long, value_name = "N", default_value_t = microrl::train::KEEP_BEST_EPISODES)]
+    keep_best: u32,
+    /// The run's result is its last policy (same as --keep-best 0).
+    #[arg(long, conflicts_with = "keep_best")]
+    last: bool,
     /// CartPole: train the MCU-sized 4-32-32 actor and critic (the firmware's
     /// `infer` size) instead of 64-64.
     #[arg(long)]
@@ -224,6 +235,7 @@ impl TrainArgs {
             select_margin: self.select_margin,
             early_stop: !self.no_early_stop,
             train_eval: !self.final_eval_only,
+            keep_best: if self.last { 0 } else { self.keep_best },
             out,
             progress,
             small: self.small,
@@ -289,7 +301,7 @@ pub(crate) enum Command {
         /// Continue the run of output directory DIR from its checkpoint
         /// (DIR.checkpoint/, written with --checkpoint-every), with the options
         /// it was started with; ends bit-identical to the uninterrupted run.
-        #[arg(long, value_name = "DIR", conflicts_with_all = ["out", "seed", "steps", "env", "algo", "config", "small", "lag", "checkpoint_every", "no_early_stop", "final_eval_only", "eval_episodes", "select_margin"])]
+        #[arg(long, value_name = "DIR", conflicts_with_all = ["out", "seed", "steps", "env", "algo", "config", "small", "lag", "checkpoint_every", "no_early_stop", "final_eval_only", "eval_episodes", "select_margin", "keep_best", "last"])]
         resume: Option<PathBuf>,
     },
     /// Learn a CartPole reward model from synthetic pairwise preferences
@@ -535,6 +547,15 @@ pub(crate) enum Command {
         /// Multiply every plant's observation units by this.
         #[arg(long, default_value_t = 1.0, value_parser = scale_factor)]
         obs_scale: f64,
+        /// Score each run's best evaluated policy on N keep-best start
+        /// states (the step-0 policy included), as `microrl train` keeps
+        /// it; the reference rows too. At most 10000.
+        #[arg(long, value_name = "N", default_value_t = microrl::train::KEEP_BEST_EPISODES,
+              value_parser = clap::value_parser!(u32).range(0..=10_000))]
+        keep_best: u32,
+        /// Score each run's last policy (same as --keep-best 0).
+        #[arg(long, conflicts_with = "keep_best")]
+        last: bool,
         /// Worker threads (default: every core).
         #[arg(long)]
         jobs: Option<usize>,

@@ -341,6 +341,14 @@ fn summary_report(s: train::TrainSummary) -> anyhow::Result<Report> {
         "{} on {}, seed {}: {} steps in {:.2} s; {}-episode deterministic eval on held-out start states {:.1} ± {:.1}",
         s.algo, s.env, s.seed, s.steps_run, s.wall_s, s.eval_episodes, s.eval_mean, s.eval_std
     )];
+    if let Some(score) = s.kept_score
+        && s.kept_step != s.steps_run
+    {
+        lines.push(format!(
+            "kept the policy of step {} (mean {score:.1} on the {} keep-best start states), not the last; --last keeps the last",
+            s.kept_step, s.keep_best
+        ));
+    }
     lines.push(match (s.solved_at_step, s.solved) {
         (Some(step), true) => format!(
             "solved (eval ≥ {}) at step {step}: selection eval {:.1}, held-out eval {:.1}",

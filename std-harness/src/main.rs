@@ -90,6 +90,8 @@ fn run(cli: Cli) -> anyhow::Result<bool> {
             reference_from,
             reward_scale,
             obs_scale,
+            keep_best,
+            last,
             jobs,
             out,
         } => microrl_harness::bench::run(&microrl_harness::bench::BenchArgs {
@@ -108,6 +110,7 @@ fn run(cli: Cli) -> anyhow::Result<bool> {
             reference_from,
             reward_scale,
             obs_scale,
+            keep_best: if last { 0 } else { keep_best },
         })?,
         Command::Suite {
             env,

@@ -17,6 +17,7 @@
 //! held-out scoring), summed over its seeds, measured per thread, so it
 //! does not depend on how many run at once.
 
+use std::ops::ControlFlow;
 use std::path::Path;
 use std::sync::Mutex;
 
@@ -24,7 +25,7 @@ use anyhow::{Context, anyhow};
 use microrl::baseline::{self, HELD_OUT_SEED};
 use microrl::env::{ActionOf, Env, EnvState};
 use microrl::rng::Xoshiro128pp;
-use microrl::train::{Learner, Trainer};
+use microrl::train::{KeepBest, Learner, Trainer};
 use microrl::{Controller, Error, Params, SVector, algo};
 use rand_core::SeedableRng;
 use rand_xoshiro::Xoshiro128PlusPlus;
@@ -195,11 +196,8 @@ pub struct Row {
     pub error: Option<String>,
 }
 
-/// Episodes of the keep-best evaluation: the same start states every time
-/// (the [tuning stream](crate::tune::tuning_seed) of the run's seed, which
-/// neither the trainer's selection nor its report nor the held-out scoring
-/// uses), so two policies of a run are compared on equal terms.
-pub const KEEP_BEST_EPISODES: u32 = 20;
+/// Episodes of the keep-best evaluation (the core's; see [`KeepBest`]).
+pub use microrl::train::KEEP_BEST_EPISODES;
 
 /// A finished job: its row, its held-out mean return or error, its CPU
 /// seconds.
@@ -236,11 +234,13 @@ impl WithAgent for Jobs {
         Ok((0..self.seeds)
             .map(|seed| {
                 let (plant, base) = (plant.clone(), base.clone());
-                let options = row_options(self.env, self.algo, seed, self.steps);
-                let keep_best = self.keep_best;
+                let options = TrainOptions {
+                    keep_best: self.keep_best,
+                    ..row_options(self.env, self.algo, seed, self.steps)
+                };
                 Box::new(move || {
                     let mut agent = make_agent(base);
-                    train_and_score(&mut *agent, plant, &options, keep_best)
+                    train_and_score(&mut *agent, plant, &options)
                 }) as Job
             })
             .collect())
@@ -262,14 +262,14 @@ pub fn row_options(env: EnvName, algo: Algo, seed: u64, steps: u64) -> TrainOpti
 /// configuration, evaluation and early stop) and returns the trained
 /// policy's held-out mean return.
 ///
-/// `keep_best` > 0: after every evaluation the trainer runs, the policy is
-/// also played on `keep_best` fixed start states, and the one that scored
-/// best there (the first on ties) is scored instead of the last.
+/// With `options.keep_best` > 0 the policy that scored best on that many
+/// fixed start states (the step-0 policy, the one after every evaluation the
+/// trainer runs and the last; [`KeepBest`]) is scored, as `microrl train`
+/// keeps it.
 fn train_and_score<E, L, const OBS: usize>(
     agent: &mut L,
     plant: E,
     options: &TrainOptions,
-    keep_best: u32,
 ) -> anyhow::Result<f32>
 where
     E: Env<Obs = SVector<f32, OBS>> + Clone,
@@ -279,80 +279,20 @@ where
     let (mut env, mut eval_env) = (plant.clone(), plant.clone());
     let config = options.run_config();
     let mut trainer = Trainer::<_, Xoshiro128pp>::start(agent, &mut env, config, options.seed)?;
-    let mut best = KeepBest::new(Box::new(L::Policy::ZERO));
-    while agent.steps() < config.total_steps {
-        let progress = trainer.iterate(agent, &mut env, &mut eval_env, &mut ())?;
-        if keep_best > 0 && progress.evaluation.is_some() {
-            let mut starts =
-                Xoshiro128PlusPlus::seed_from_u64(crate::tune::tuning_seed(options.seed));
-            let (mean, _) = algo::evaluate(
-                &crate::tune::Acting::new(&*agent),
-                &mut eval_env,
-                keep_best,
-                &mut starts,
-            )?;
-            best.offer(mean, |p| agent.export(p));
-        }
-        if trainer.ends_run::<L::Stats, ()>(&progress, &mut ()) {
-            break;
-        }
-    }
-    if keep_best == 0 || best.score().is_none() {
-        best.replace(|p| agent.export(p));
-    }
+    let episodes = options.keep_best_episodes();
+    let mut best = Box::new(KeepBest::new(L::Policy::ZERO, episodes, options.seed)?);
+    trainer.keep_best(agent, &mut eval_env, &mut best)?;
+    trainer.run_keeping_best(
+        agent,
+        &mut env,
+        &mut eval_env,
+        &mut (),
+        &mut best,
+        |_, _, _, _, _| ControlFlow::Continue(()),
+    )?;
     let mut starts = Xoshiro128PlusPlus::seed_from_u64(HELD_OUT_SEED);
-    let (mean, _) = algo::evaluate(best.policy(), &mut eval_env, HELD_OUT_EPISODES, &mut starts)?;
+    let (mean, _) = algo::evaluate(&best.policy, &mut eval_env, HELD_OUT_EPISODES, &mut starts)?;
     Ok(mean)
-}
-
-/// The best policy of a run so far by a score: the first of the
-/// strictly best (a NaN score is never kept). Guards against the late
-/// collapse of a long run: PPO on the swing-up at 1 000 000 steps ended with
-/// a worst seed of 163.9 where its policies had scored above 440.
-#[derive(Debug)]
-pub struct KeepBest<P> {
-    policy: Box<P>,
-    score: Option<f32>,
-}
-
-impl<P> KeepBest<P> {
-    /// Nothing kept yet; `storage` receives the kept policy.
-    pub fn new(storage: Box<P>) -> Self {
-        Self {
-            policy: storage,
-            score: None,
-        }
-    }
-
-    /// A policy that scored `score`: `export` writes it into the kept one
-    /// iff `score` beats every earlier offer. Returns whether it did.
-    pub fn offer(&mut self, score: f32, export: impl FnOnce(&mut P)) -> bool {
-        let better = match self.score {
-            None => !score.is_nan(),
-            Some(best) => score > best,
-        };
-        if better {
-            export(&mut self.policy);
-            self.score = Some(score);
-        }
-        better
-    }
-
-    /// Writes a policy into the storage regardless of score (the last
-    /// policy, when keeping the best is off); the score stays.
-    pub fn replace(&mut self, export: impl FnOnce(&mut P)) {
-        export(&mut self.policy);
-    }
-
-    /// The score of the kept policy (`None`: nothing kept).
-    pub fn score(&self) -> Option<f32> {
-        self.score
-    }
-
-    /// The kept policy (the storage as given if nothing was kept).
-    pub fn policy(&self) -> &P {
-        &self.policy
-    }
 }
 
 /// Runs the suite; the verdict is `true` iff every row beats its baseline.

@@ -271,3 +271,83 @@ fn a_lagged_run_resumes_bit_identically() {
     let _ = std::fs::remove_dir_all(&out);
     let _ = std::fs::remove_dir_all(&reference);
 }
+
+/// The kept policy (`--keep-best`, on by default) is part of the
+/// checkpoint: a run killed after it kept a policy that is no longer the
+/// current one resumes to the uninterrupted run's result (its `best.mrlp`
+/// restored, not re-chosen among the later policies), and a `best.mrlp`
+/// that is not the one its `progress.json` was written with is refused.
+#[test]
+fn a_kept_policy_survives_a_kill_and_a_resume() {
+    let reference = dir("kept-reference");
+    let mut cmd = microrl();
+    cmd.args(ARGS).arg("--out").arg(&reference);
+    assert!(run(cmd, None), "the uninterrupted run");
+    let expected = summary(&reference);
+    let kept_step = expected["kept_step"].as_u64().unwrap();
+    assert!(
+        kept_step < expected["steps_run"].as_u64().unwrap(),
+        "the reference must keep an earlier policy than its last: {expected}"
+    );
+    let out = dir("kept");
+    let progress = checkpoint(&out).join("progress.json");
+    // A checkpoint written after the kept policy, before the run's end.
+    let past_the_kept = || {
+        let Ok(text) = std::fs::read_to_string(&progress) else {
+            return false;
+        };
+        let Ok(p) = serde_json::from_str::<serde_json::Value>(&text) else {
+            return false;
+        };
+        p["best"]["score"].is_u64() && p["best"]["step"].as_u64() == Some(kept_step)
+    };
+    let mut landed = false;
+    for _ in 0..10 {
+        let _ = std::fs::remove_dir_all(&out);
+        let _ = std::fs::remove_dir_all(checkpoint(&out));
+        let mut child = microrl()
+            .args(ARGS)
+            .args(["--checkpoint-every", "1", "--out"])
+            .arg(&out)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        while child.try_wait().unwrap().is_none() && !past_the_kept() {
+            std::thread::sleep(Duration::from_micros(100));
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+        if past_the_kept() {
+            landed = true;
+            break;
+        }
+    }
+    assert!(landed, "no checkpoint past the kept policy in 10 tries");
+    // Another run's kept policy in its place is refused, naming the file.
+    let best = checkpoint(&out).join("best.mrlp");
+    let own = std::fs::read(&best).unwrap();
+    let mut other = own.clone();
+    let n = other.len();
+    other[n / 2] ^= 1;
+    std::fs::write(&best, &other).unwrap();
+    let refused = microrl()
+        .args(["train", "--resume"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(!refused.status.success());
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(stderr.contains("best.mrlp"), "{stderr}");
+    std::fs::write(&best, own).unwrap();
+    let mut cmd = microrl();
+    cmd.args(["train", "--resume"]).arg(&out);
+    assert!(run(cmd, None), "the resumed run");
+    assert_eq!(summary(&out), expected);
+    assert_eq!(
+        std::fs::read(out.join("policy.mrlp")).unwrap(),
+        std::fs::read(reference.join("policy.mrlp")).unwrap()
+    );
+    let _ = std::fs::remove_dir_all(&out);
+    let _ = std::fs::remove_dir_all(&reference);
+}

@@ -32,6 +32,10 @@
 //!   [`Trainer::resume`] as one environment ([`Envs`]); with one copy that
 //!   run is the single-environment run bit for bit. A single-environment
 //!   user's types never mention `MAX_ENVS`.
+//! - **The best policy, not the last.** [`KeepBest`] keeps the policy
+//!   that scored best on fixed start states of its own stream (the step-0
+//!   policy included) and the report plays it: a run that collapses late,
+//!   or only made things worse, returns its best.
 //! - **Deterministic.** Given the seeds, a run is bit-identical on every
 //!   platform: the loop adds no randomness of its own, and evaluation
 //!   streams never perturb the training stream.
@@ -53,10 +57,12 @@
 //! # Ok::<(), microrl::Error>(())
 //! ```
 
+mod best;
 mod config;
 mod envs;
 mod trainer;
 
+pub use best::*;
 pub use config::*;
 pub use envs::Envs;
 pub use trainer::*;

@@ -321,3 +321,128 @@ fn evaluations_display_for_logs() {
         "held-out eval at step 2048: 500.0 ± 0.0 (100 episodes)"
     );
 }
+
+/// The policy's parameters, flat, for comparing two policies exactly.
+fn flat<P: crate::Params>(p: &P) -> std::vec::Vec<u32> {
+    let mut out = std::vec::Vec::new();
+    let mut k = 0;
+    while let Some(x) = p.get_flat(k) {
+        out.push(x.to_bits());
+        k += 1;
+    }
+    out
+}
+
+#[test]
+fn keep_best_keeps_the_first_strictly_best_and_never_a_nan() {
+    let mut best = KeepBest::new(0u32, 5, 0).unwrap();
+    assert_eq!((best.score, best.policy), (None, 0));
+    assert!(!best.offer(f32::NAN, 1, |p| *p = 9));
+    assert_eq!(best.score, None);
+    let offers = [(1.0, 1), (3.0, 2), (3.0, 3), (2.0, 4), (f32::NAN, 5)];
+    let kept: std::vec::Vec<bool> = offers
+        .iter()
+        .map(|&(score, id)| best.offer(score, 10 * u64::from(id), |p| *p = id))
+        .collect();
+    assert_eq!(kept, [true, true, false, false, false]);
+    assert_eq!((best.score, best.policy, best.step), (Some(3.0), 2, 20));
+    let e = KeepBest::new(0u32, MAX_KEEP_BEST_EPISODES + 1, 0).unwrap_err();
+    assert!(
+        matches!(
+            e,
+            Error::InvalidConfig {
+                field: "keep_best",
+                ..
+            }
+        ),
+        "{e:?}"
+    );
+}
+
+/// On [`Starts`] every policy scores the mean of the keep-best start states
+/// (a return is its start state): the step-0 policy is kept, the later ones
+/// tie and are not; the kept policy is the step-0 export bit for bit, and
+/// keeping the best draws nothing from the run's streams.
+#[test]
+fn keep_best_plays_fixed_starts_keeps_step_0_on_ties_and_leaves_training_alone() {
+    let config = RunConfig {
+        early_stop: false,
+        eval_interval: 1,
+        ..RunConfig::new(64, 10.0)
+    };
+    let seed = 7;
+    let train = |keep: u32| {
+        let mut agent = std::boxed::Box::new(Agent::new(PpoConfig::DEFAULT));
+        let (mut env, mut eval_env) = (Starts::default(), Starts::default());
+        let mut trainer =
+            Trainer::<_, Xoshiro128PlusPlus>::start(&mut *agent, &mut env, config, seed).unwrap();
+        let mut best = KeepBest::new(Deployed::<Agent>::ZERO, keep, seed).unwrap();
+        let mut step0 = Deployed::<Agent>::ZERO;
+        agent.export(&mut step0);
+        let mut kept = std::vec::Vec::new();
+        kept.push(
+            trainer
+                .keep_best(&*agent, &mut eval_env, &mut best)
+                .unwrap(),
+        );
+        while crate::train::Agent::steps(&*agent) < config.total_steps {
+            let p = trainer
+                .iterate(&mut *agent, &mut env, &mut eval_env, &mut ())
+                .unwrap();
+            assert!(p.evaluation.is_some());
+            kept.push(
+                trainer
+                    .keep_best(&*agent, &mut eval_env, &mut best)
+                    .unwrap(),
+            );
+        }
+        let mut last = Deployed::<Agent>::ZERO;
+        agent.export(&mut last);
+        (best, kept, flat(&step0), flat(&last), trainer)
+    };
+    let (best, kept, step0, last, trainer) = train(20);
+    assert_eq!(kept, [true, false, false, false, false]);
+    assert_eq!(best.score, Some(mean_return(keep_best_seed(seed), 0, 20)));
+    assert_eq!(best.step, 0);
+    assert_eq!(flat(&best.policy), step0);
+    assert_ne!(step0, last, "the agent trained");
+    // The same run without keeping the best: the same agent, the same streams.
+    let (off, kept_off, _, last_off, trainer_off) = train(0);
+    assert_eq!(kept_off, [false; 5]);
+    assert_eq!(off.score, None);
+    assert_eq!(last, last_off);
+    assert_eq!(trainer.select_rng, trainer_off.select_rng);
+    assert_eq!(trainer.rng, trainer_off.rng);
+}
+
+/// The result: the kept policy, unless keeping the best is off, nothing
+/// was kept, or the run stopped early on its deciding evaluation.
+#[test]
+fn settle_returns_the_last_policy_when_off_unscored_or_solved() {
+    let mut agent = std::boxed::Box::new(Agent::new(PpoConfig::DEFAULT));
+    let mut env = Starts::default();
+    let mut trainer =
+        Trainer::<_, Xoshiro128PlusPlus>::start(&mut *agent, &mut env, RunConfig::new(32, 10.0), 3)
+            .unwrap();
+    let mut eval_env = Starts::default();
+    let mut best = KeepBest::new(Deployed::<Agent>::ZERO, 4, 3).unwrap();
+    trainer
+        .keep_best(&*agent, &mut eval_env, &mut best)
+        .unwrap();
+    let step0 = flat(&best.policy);
+    trainer
+        .iterate(&mut *agent, &mut env, &mut eval_env, &mut ())
+        .unwrap();
+    let mut last = Deployed::<Agent>::ZERO;
+    agent.export(&mut last);
+    let mut kept = best.clone();
+    kept.settle(&*agent, false);
+    assert_eq!((flat(&kept.policy), kept.step), (step0, 0));
+    let mut solved = best.clone();
+    solved.settle(&*agent, true);
+    assert_eq!((flat(&solved.policy), solved.step), (flat(&last), 16));
+    let mut off = KeepBest::new(Deployed::<Agent>::ZERO, 0, 3).unwrap();
+    assert!(!trainer.keep_best(&*agent, &mut eval_env, &mut off).unwrap());
+    off.settle(&*agent, false);
+    assert_eq!(flat(&off.policy), flat(&last));
+}

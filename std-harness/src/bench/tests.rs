@@ -6,7 +6,11 @@ fn quick(out: Option<PathBuf>) -> Report {
 }
 
 fn quick_with(out: Option<PathBuf>, reference_from: Option<PathBuf>) -> Report {
-    run(&BenchArgs {
+    run(&args(out, reference_from)).unwrap()
+}
+
+fn args(out: Option<PathBuf>, reference_from: Option<PathBuf>) -> BenchArgs {
+    BenchArgs {
         split: Split::Dev,
         algos: vec![Algo::Ppo],
         seeds: 1,
@@ -19,8 +23,8 @@ fn quick_with(out: Option<PathBuf>, reference_from: Option<PathBuf>) -> Report {
         reference_from,
         reward_scale: 1.0,
         obs_scale: 1.0,
-    })
-    .unwrap()
+        keep_best: microrl::train::KEEP_BEST_EPISODES,
+    }
 }
 
 #[test]
@@ -83,6 +87,15 @@ fn the_json_has_the_documented_schema() {
         rows
     };
     assert_eq!(timeless(&again.json["rows"]), timeless(&j["rows"]));
+    // Reference rows kept by another rule are not these rows.
+    assert_eq!(j["keep_best"], microrl::train::KEEP_BEST_EPISODES);
+    let e = run(&BenchArgs {
+        keep_best: 0,
+        reference_from: Some(out.join("bench.json")),
+        ..args(None, None)
+    })
+    .unwrap_err();
+    assert!(e.to_string().contains("kept the best policy on 20"), "{e}");
     std::fs::remove_dir_all(&dir).unwrap();
     // The reference runs SB3's defaults: no normalisation, constant rate.
     match reference(EnvName::Family, Algo::Ac, 10).1 {

@@ -84,8 +84,10 @@ fn a_row_is_the_train_command_scored_like_eval_on_the_held_out_stream() {
     // A row's seed-0 score is `microrl eval --episodes 200 --seed 2000` of
     // the policy `microrl train --no-early-stop` writes, bit for bit.
     let (env, algo, steps) = (EnvName::MountaincarContinuous, Algo::Sac, 600);
+    // Both keep the best evaluated policy, by the same rule.
     let (report, _) = run(&SuiteArgs {
         seeds: 1,
+        keep_best: KEEP_BEST_EPISODES,
         ..args(vec![env], vec![algo], steps)
     })
     .unwrap();
@@ -141,21 +143,4 @@ fn an_algorithm_for_continuous_actions_gets_the_continuous_plants() {
     assert_eq!(row_algos(Servo, &[]).unwrap(), default_algos(Servo));
     let e = row_algos(Acrobot, &[Algo::Sac, Algo::Td3]).unwrap_err();
     assert!(e.to_string().contains("not sac or td3 on acrobot"), "{e}");
-}
-
-#[test]
-fn keep_best_keeps_the_first_strictly_best_and_never_a_nan() {
-    let mut best = KeepBest::new(Box::new(0u32));
-    assert_eq!((best.score(), *best.policy()), (None, 0));
-    assert!(!best.offer(f32::NAN, |p| *p = 9));
-    assert_eq!(best.score(), None);
-    let offers = [(1.0, 1), (3.0, 2), (3.0, 3), (2.0, 4), (f32::NAN, 5)];
-    let kept: Vec<bool> = offers
-        .iter()
-        .map(|&(score, id)| best.offer(score, |p| *p = id))
-        .collect();
-    assert_eq!(kept, [true, true, false, false, false]);
-    assert_eq!((best.score(), *best.policy()), (Some(3.0), 2));
-    best.replace(|p| *p = 7);
-    assert_eq!((best.score(), *best.policy()), (Some(3.0), 7));
 }

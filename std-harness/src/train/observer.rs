@@ -35,6 +35,7 @@ impl Observer {
         iterations: u64,
         wall_s: f64,
         state: &[u8],
+        best: BestMark,
     ) -> anyhow::Result<String> {
         let bits = |x: Option<f64>| x.map(f64::to_bits);
         let progress = Progress {
@@ -49,6 +50,8 @@ impl Observer {
             select_margin: opts.select_margin,
             early_stop: opts.early_stop,
             train_eval: opts.train_eval,
+            keep_best: opts.keep_best,
+            best,
             checkpoint_every: opts.checkpoint_every,
             plant: opts.plant.clone(),
             anchor: opts.anchor.clone(),

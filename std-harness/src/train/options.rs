@@ -33,6 +33,13 @@ pub struct TrainOptions {
     /// with them early stop); `false`: only the reported evaluation, after
     /// the whole budget.
     pub train_eval: bool,
+    /// Keep the best evaluated policy (the run's result and its report): the
+    /// start states of each keep-best evaluation
+    /// ([`microrl::train::KeepBest`]; default
+    /// [`KEEP_BEST_EPISODES`](microrl::train::KEEP_BEST_EPISODES)); 0 keeps
+    /// the last policy. Off without evaluations during training
+    /// (`train_eval = false`).
+    pub keep_best: u32,
     /// Output directory (`None`: write nothing).
     pub out: Option<PathBuf>,
     /// Draw a progress bar on standard error.
@@ -103,6 +110,7 @@ impl TrainOptions {
             select_margin: microrl::train::DEFAULT_SELECT_MARGIN,
             early_stop: true,
             train_eval: true,
+            keep_best: microrl::train::KEEP_BEST_EPISODES,
             out: None,
             progress: false,
             small: false,
@@ -135,6 +143,12 @@ impl TrainOptions {
             self.threshold.is_finite(),
             "--threshold must be a finite number, not {}",
             self.threshold
+        );
+        anyhow::ensure!(
+            self.keep_best <= microrl::train::MAX_KEEP_BEST_EPISODES,
+            "--keep-best must be at most {} episodes, not {}",
+            microrl::train::MAX_KEEP_BEST_EPISODES,
+            self.keep_best
         );
         anyhow::ensure!(
             self.checkpoint_every != Some(0),
@@ -191,6 +205,12 @@ impl TrainOptions {
             && !self.small
             && self.anchor.is_none()
             && self.reward_model.is_none()
+    }
+
+    /// Start states of each keep-best evaluation: [`keep_best`](Self::keep_best),
+    /// or 0 (the last policy) when nothing is evaluated during training.
+    pub fn keep_best_episodes(&self) -> u32 {
+        if self.train_eval { self.keep_best } else { 0 }
     }
 
     /// The loop's configuration for these options.

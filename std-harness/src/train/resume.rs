@@ -18,6 +18,18 @@ pub fn checkpoint_dir(out: &Path) -> PathBuf {
 pub(crate) const CHECKPOINT_STATE: &str = "state.mrlc";
 /// The file holding the options and the harness's own progress (curve so far).
 pub(crate) const CHECKPOINT_PROGRESS: &str = "progress.json";
+/// The file holding the kept policy (`--keep-best`), when one was kept.
+pub(crate) const CHECKPOINT_BEST: &str = "best.mrlp";
+
+/// The kept policy's record in `progress.json`: its score (bits), the step
+/// it was kept at, and the CRC-32 that ends the `best.mrlp` written beside
+/// it (the three files are one unit).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct BestMark {
+    pub(crate) score: Option<u32>,
+    pub(crate) step: u64,
+    pub(crate) crc32: Option<u32>,
+}
 
 /// Everything besides the core's checkpoint that a resumed run needs to end
 /// exactly as the uninterrupted one: the options it was started with and
@@ -44,6 +56,13 @@ pub(crate) struct Progress {
     /// Absent from progress files written before `--final-eval-only`.
     #[serde(default = "yes")]
     pub(crate) train_eval: bool,
+    /// `--keep-best` (absent from progress files written before it: 0, the
+    /// last policy, as those runs kept).
+    #[serde(default)]
+    pub(crate) keep_best: u32,
+    /// The kept policy so far.
+    #[serde(default)]
+    pub(crate) best: BestMark,
     pub(crate) checkpoint_every: Option<u64>,
     #[serde(default)]
     pub(crate) plant: toml::Table,
@@ -175,6 +194,7 @@ pub fn resume(out: &Path, progress_bar: bool) -> anyhow::Result<TrainSummary> {
         select_margin: saved.select_margin,
         early_stop: saved.early_stop,
         train_eval: saved.train_eval,
+        keep_best: saved.keep_best,
         out: Some(out.to_path_buf()),
         progress: progress_bar,
         small: saved.small,

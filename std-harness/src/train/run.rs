@@ -2,16 +2,19 @@
 //! core's trainer, the outputs.
 
 use std::ops::ControlFlow;
+use std::path::Path;
 use std::time::Instant;
 
 use anyhow::{Context, bail};
 use heapless::HistoryBuf;
 use microrl::algo::LearnedReward;
 use microrl::checkpoint::AgentState;
+use microrl::env::ActionOf;
 use microrl::env::EnvState;
 use microrl::env::{CartPole, CartPoleContinuous, Env, Weighted};
+use microrl::policy::Controller;
 use microrl::rng::Xoshiro128pp;
-use microrl::train::{Learner, Trainer};
+use microrl::train::{KeepBest, Learner, Trainer};
 use microrl::vec_env::VecEnv;
 use microrl::{Params, SVector, agent, serialize};
 
@@ -272,7 +275,7 @@ pub(crate) fn run<L, E, const OBS: usize>(
 ) -> anyhow::Result<TrainSummary>
 where
     L: Learner<E> + Configure + AgentState,
-    L::Policy: Params,
+    L::Policy: Params + Controller<OBS, Action = ActionOf<E>>,
     L::Stats: AsDiagnostics,
     E: Env<Obs = SVector<f32, OBS>> + EnvState + Clone,
 {
@@ -297,11 +300,11 @@ where
         next_row: 0,
     };
     type Run<const OBS: usize> = Trainer<SVector<f32, OBS>, Xoshiro128pp>;
-    let (mut trainer, mut iterations, wall_before) = match resumed {
+    let (mut trainer, mut iterations, wall_before, saved_best) = match resumed {
         None => {
             let trainer = Run::<OBS>::start(agent, &mut *envs, run_config, opts.seed)
                 .map_err(anyhow::Error::msg)?;
-            (trainer, 0, 0.0)
+            (trainer, 0, 0.0, None)
         }
         Some((state, saved)) => {
             let trainer = Run::<OBS>::resume(agent, &mut *envs, &state)
@@ -311,45 +314,94 @@ where
                 "the checkpoint's run configuration differs from its options"
             );
             observer.restore(&saved);
-            (trainer, saved.iterations, saved.wall_s)
+            let blob = match saved.best.score {
+                Some(_) => Some(
+                    std::fs::read(
+                        checkpoint_dir(opts.out.as_deref().unwrap_or(Path::new("")))
+                            .join(CHECKPOINT_BEST),
+                    )
+                    .context("the checkpoint's kept policy (best.mrlp)")?,
+                ),
+                None => None,
+            };
+            (
+                trainer,
+                saved.iterations,
+                saved.wall_s,
+                Some((saved.best, blob)),
+            )
         }
     };
-    // The core loop, with a checkpoint between iterations.
+    // The kept policy (`--keep-best`): the step-0 policy is the first
+    // candidate; a resumed run takes the one its checkpoint kept.
+    let mut best = Box::new(
+        KeepBest::new(L::Policy::ZERO, opts.keep_best_episodes(), opts.seed)
+            .map_err(|e| anyhow::anyhow!("invalid --keep-best: {e}"))?,
+    );
+    match &saved_best {
+        None => {
+            trainer
+                .keep_best(agent, &mut eval_env, &mut best)
+                .map_err(|e| anyhow::anyhow!("evaluating the step-0 policy: {e}"))?;
+        }
+        Some((mark, blob)) => restore_best(&mut best, *mark, blob.as_deref())?,
+    }
+    // The core loop, keeping the best, with a checkpoint between iterations.
+    let mut checkpoint = |trainer: &Run<OBS>,
+                          agent: &L,
+                          envs: &VecEnv<E, MAX_ENVS>,
+                          observer: &mut Observer,
+                          best: &KeepBest<L::Policy>|
+     -> anyhow::Result<()> {
+        iterations += 1;
+        let (Some(every), Some(out)) = (opts.checkpoint_every, &opts.out) else {
+            return Ok(());
+        };
+        if iterations % every != 0 {
+            return Ok(());
+        }
+        let elapsed = wall_before + start.elapsed().as_secs_f64();
+        let mut state = vec![0u8; Run::<OBS>::checkpoint_len::<L, VecEnv<E, MAX_ENVS>>()];
+        let len = trainer
+            .save(agent, envs, &mut state)
+            .map_err(|e| anyhow::anyhow!("writing a checkpoint: {e}"))?;
+        let kept = match best.score {
+            Some(_) => Some(serialize::to_vec(&best.policy).map_err(anyhow::Error::msg)?),
+            None => None,
+        };
+        let mark = BestMark {
+            score: best.score.map(f32::to_bits),
+            step: best.step,
+            crc32: kept.as_deref().and_then(state_crc),
+        };
+        let progress = observer.save(opts, &config, iterations, elapsed, &state[..len], mark)?;
+        let mut files = vec![
+            (CHECKPOINT_STATE, &state[..len]),
+            (CHECKPOINT_PROGRESS, progress.as_bytes()),
+        ];
+        if let Some(kept) = &kept {
+            files.push((CHECKPOINT_BEST, kept));
+        }
+        crate::atomic::write_run_dir(&checkpoint_dir(out), &files)
+    };
     let mut checkpoint_error = None;
-    let checkpoint =
-        |trainer: &Run<OBS>, agent: &L, envs: &VecEnv<E, MAX_ENVS>, observer: &mut Observer| {
-            iterations += 1;
-            let (Some(every), Some(out)) = (opts.checkpoint_every, &opts.out) else {
-                return ControlFlow::Continue(());
-            };
-            if iterations % every != 0 {
-                return ControlFlow::Continue(());
-            }
-            let elapsed = wall_before + start.elapsed().as_secs_f64();
-            let written = (|| -> anyhow::Result<()> {
-                let mut state = vec![0u8; Run::<OBS>::checkpoint_len::<L, VecEnv<E, MAX_ENVS>>()];
-                let len = trainer
-                    .save(agent, envs, &mut state)
-                    .map_err(|e| anyhow::anyhow!("writing a checkpoint: {e}"))?;
-                let progress = observer.save(opts, &config, iterations, elapsed, &state[..len])?;
-                crate::atomic::write_run_dir(
-                    &checkpoint_dir(out),
-                    &[
-                        (CHECKPOINT_STATE, &state[..len]),
-                        (CHECKPOINT_PROGRESS, progress.as_bytes()),
-                    ],
-                )
-            })();
-            match written {
+    let outcome = trainer
+        .run_keeping_best(
+            agent,
+            &mut *envs,
+            &mut eval_env,
+            &mut observer,
+            &mut best,
+            |trainer, agent, envs, observer, best| match checkpoint(
+                trainer, agent, envs, observer, best,
+            ) {
                 Ok(()) => ControlFlow::Continue(()),
                 Err(e) => {
                     checkpoint_error = Some(e);
                     ControlFlow::Break(())
                 }
-            }
-        };
-    let outcome = trainer
-        .run_with(agent, &mut *envs, &mut eval_env, &mut observer, checkpoint)
+            },
+        )
         .map_err(|e| anyhow::anyhow!("training failed at step {}: {e}", agent.steps()))?;
     if let Some(e) = checkpoint_error {
         return Err(e);
@@ -370,7 +422,7 @@ where
         anchor: opts.anchor.clone(),
         weights: opts.weights,
         reward_model: opts.reward_model.clone(),
-        steps_run: outcome.steps,
+        steps_run: agent.steps(),
         wall_s,
         eval_mean: outcome.report.mean,
         eval_std: outcome.report.std,
@@ -378,6 +430,9 @@ where
         threshold: opts.threshold,
         solved_at_step: outcome.solved_at_step,
         select_mean: outcome.selection.map(|e| e.mean),
+        keep_best: best.episodes,
+        kept_step: best.step,
+        kept_score: best.score.filter(|_| best.is_on()),
         solved: outcome.solved(opts.threshold),
         episodes: outcome.episodes,
         updates: outcome.updates,
@@ -390,9 +445,7 @@ where
         curve_png: None,
     };
     if let Some(dir) = &opts.out {
-        let mut policy = Box::new(L::Policy::ZERO);
-        agent.export(&mut policy);
-        let blob = serialize::to_vec(&*policy).map_err(anyhow::Error::msg)?;
+        let blob = serialize::to_vec(&best.policy).map_err(anyhow::Error::msg)?;
         let csv = observer.curve.to_csv();
         let title = format!(
             "{} {} seed {}",
@@ -445,4 +498,29 @@ pub(crate) fn progress_bar(opts: &TrainOptions) -> Option<indicatif::ProgressBar
     bar.set_style(style);
     bar.set_prefix(format!("{} {}", opts.algo.name(), opts.env.name()));
     Some(bar)
+}
+
+/// The kept policy a checkpoint recorded, back into `best`.
+///
+/// # Errors
+/// The `best.mrlp` missing, damaged, not the one `progress.json` was
+/// written with, or not a policy of this run.
+fn restore_best<P: Params>(
+    best: &mut KeepBest<P>,
+    mark: BestMark,
+    blob: Option<&[u8]>,
+) -> anyhow::Result<()> {
+    let Some(score) = mark.score else {
+        return Ok(());
+    };
+    let blob = blob.context("the checkpoint kept a policy but holds no best.mrlp")?;
+    anyhow::ensure!(
+        state_crc(blob).is_some() && state_crc(blob) == mark.crc32,
+        "the checkpoint's best.mrlp is damaged or belongs to another run"
+    );
+    serialize::load(&mut best.policy, blob)
+        .map_err(|e| anyhow::anyhow!("the checkpoint's best.mrlp: {e}"))?;
+    best.score = Some(f32::from_bits(score));
+    best.step = mark.step;
+    Ok(())
 }

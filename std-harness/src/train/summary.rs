@@ -51,6 +51,15 @@ pub struct TrainSummary {
     pub solved_at_step: Option<u64>,
     /// Mean of that deciding evaluation.
     pub select_mean: Option<f32>,
+    /// Start states of each keep-best evaluation (`--keep-best`; 0: the
+    /// result is the last policy).
+    pub keep_best: u32,
+    /// The step of the policy that is the run's result (the held-out report
+    /// and `policy.mrlp`): the best evaluated one, or the last.
+    pub kept_step: u64,
+    /// Its mean return on the keep-best start states (`None`: the last
+    /// policy, not chosen by score).
+    pub kept_score: Option<f32>,
     /// Solved on held-out start states: the deciding evaluation passed and
     /// the reported one reaches the threshold too.
     pub solved: bool,
