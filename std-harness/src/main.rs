@@ -198,9 +198,6 @@ fn run(cli: Cli) -> anyhow::Result<bool> {
             opts.check_paths(args.config.as_deref())?;
             opts.check()?;
             say(note);
-            if let Some(why) = opts.no_update()? {
-                eprintln!("warning: {why}");
-            }
             commands::train(&opts)?
         }
         Command::Eval {

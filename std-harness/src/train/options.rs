@@ -209,9 +209,10 @@ impl TrainOptions {
     /// Why a SAC or TD3 run of these options would make no update at all:
     /// its budget ends before the first environment step past
     /// `learning_starts` that is a multiple of `train_freq` (the first
-    /// update; SB3's schedule). `None` for every other run. `microrl train`
-    /// says it on standard error as a `warning:`; `microrl validate`
-    /// refuses it (a gate over untrained policies says nothing).
+    /// update; SB3's schedule). `None` for every other run. A training run
+    /// ([`train`]) says it on standard error as a `warning:` once its options
+    /// and configuration are accepted; `microrl validate` refuses it (a gate
+    /// over untrained policies says nothing).
     ///
     /// # Errors
     /// A configuration that does not resolve ([`AlgoConfig::resolve`]).

@@ -309,6 +309,13 @@ where
         "invalid configuration: `n_envs` = {} is above the {MAX_ENVS} environment copies `microrl train` steps side by side",
         agent.n_envs()
     );
+    // Said once every option and the configuration are accepted (a refused
+    // run says only why it is refused).
+    if resumed.is_none()
+        && let Some(why) = opts.no_update()?
+    {
+        eprintln!("warning: {why}");
+    }
     let mut envs: Box<VecEnv<E, MAX_ENVS>> =
         Box::new(VecEnv::new(std::array::from_fn(|_| env.clone())));
     let run_config = opts.run_config();
