@@ -15,6 +15,26 @@
 
 use crate::error::Error;
 
+/// The most passes or inner iterations of one update: PPO's and GRPO's
+/// `epochs`, TRPO's `critic_epochs`, `cg_iters` and `line_search_steps`
+/// (1 000). The defaults are 4 to 15; a `u16` field could otherwise ask for
+/// 65 535 passes over every rollout, an update that does not end in any
+/// reasonable time.
+pub const MAX_ITERATIONS: u16 = 1_000;
+
+/// `1..=`[`MAX_ITERATIONS`] (an update's passes or inner iterations).
+///
+/// # Errors
+/// `InvalidConfig` naming `field` otherwise.
+#[inline]
+pub fn iterations(field: &'static str, n: u16) -> Result<(), Error> {
+    check(
+        field,
+        (1..=MAX_ITERATIONS).contains(&n),
+        "must be in 1..=1000 (MAX_ITERATIONS)",
+    )
+}
+
 /// `Ok` when `ok`, otherwise `InvalidConfig { field, reason }`.
 ///
 /// # Errors

@@ -42,7 +42,7 @@ pub(crate) struct TrainArgs {
     /// algorithm: 100000 for PPO on CartPole, 200000 for PPO on
     /// cartpole-continuous, 300000 for PPO on Pendulum, 1000000 for PPO on
     /// the suite's plants, 50000 for SAC and TD3 (20000 on Pendulum), 500000
-    /// otherwise; see docs/cli.md).
+    /// otherwise; see docs/cli.md); at most 1000000000.
     #[arg(long)]
     steps: Option<u64>,
     /// Hyper-parameters: a TOML file whose keys are the fields of the
@@ -54,7 +54,8 @@ pub(crate) struct TrainArgs {
     #[arg(long)]
     pub(crate) config: Option<PathBuf>,
     /// Episodes of the deterministic evaluations that decide "solved"
-    /// (selection start states) and that are reported (held-out start states).
+    /// (selection start states) and that are reported (held-out start
+    /// states): 1 to 10000.
     #[arg(long, default_value_t = 100)]
     eval_episodes: u32,
     /// Standard errors by which the deciding evaluation's mean must clear
@@ -213,7 +214,8 @@ impl TrainArgs {
             kl_coef: self.kl_beta,
             kl_target: self.kl_target,
         });
-        if anchor.is_some() && !overrides.0.contains_key("normalize_obs") {
+        // (Only PPO has it; another algorithm is refused naming --kl-ref.)
+        if anchor.is_some() && algo == Algo::Ppo && !overrides.0.contains_key("normalize_obs") {
             // A fine-tune keeps the reference's observation statistics.
             overrides
                 .0
@@ -336,7 +338,7 @@ pub(crate) enum Command {
         /// Task (default: the one the policy's architecture acts in).
         #[arg(long, value_enum)]
         env: Option<EnvName>,
-        /// Episodes.
+        /// Episodes (1 to 10000).
         #[arg(long, default_value_t = 100)]
         episodes: u32,
         /// Seed of the episodes' initial states.
@@ -442,16 +444,17 @@ pub(crate) enum Command {
         algo: Algo,
         #[command(flatten)]
         plant: PlantArgs,
-        /// Candidates drawn for the first rung.
+        /// Candidates drawn for the first rung (1 to 1024).
         #[arg(long, default_value_t = 27)]
         candidates: usize,
-        /// Keep the best 1/ETA at each rung and multiply the budget by ETA.
+        /// Keep the best 1/ETA at each rung and multiply the budget by ETA
+        /// (2 to 1024).
         #[arg(long, default_value_t = 3)]
         eta: usize,
-        /// Environment steps of the first rung.
+        /// Environment steps of the first rung (1 to --max-steps).
         #[arg(long, default_value_t = 10_000)]
         min_steps: u64,
-        /// Largest budget of a rung.
+        /// Largest budget of a rung (at most 1000000000).
         #[arg(long, default_value_t = 90_000)]
         max_steps: u64,
         /// Training seeds per candidate.
@@ -487,8 +490,9 @@ pub(crate) enum Command {
         #[arg(long, default_value_t = 3,
               value_parser = clap::value_parser!(u64).range(1..=microrl_harness::limits::MAX_SEEDS))]
         seeds: u64,
-        /// Environment steps per run (default: each row's `microrl train` budget).
-        #[arg(long)]
+        /// Environment steps per run (default: each row's `microrl train`
+        /// budget; 1 to 1000000000).
+        #[arg(long, value_parser = clap::value_parser!(u64).range(1..=microrl_harness::limits::MAX_STEPS))]
         steps: Option<u64>,
         /// Hyper-parameters (TOML, as `train --config`) merged over every row's
         /// defaults; a key the row's algorithm does not have is an error.
@@ -499,9 +503,9 @@ pub(crate) enum Command {
         #[arg(long, conflicts_with = "keep_best")]
         last: bool,
         /// Start states of each keep-best evaluation (from the run's tuning
-        /// stream, after every evaluation the trainer runs).
+        /// stream, after every evaluation the trainer runs; 1 to 10000).
         #[arg(long, default_value_t = microrl_harness::suite::KEEP_BEST_EPISODES,
-              value_parser = clap::value_parser!(u32).range(1..))]
+              value_parser = clap::value_parser!(u32).range(1..=i64::from(microrl_harness::limits::MAX_EPISODES)))]
         keep_best: u32,
         /// Worker threads (default: every core).
         #[arg(long)]
@@ -526,8 +530,9 @@ pub(crate) enum Command {
         #[arg(long, default_value_t = 3,
               value_parser = clap::value_parser!(u64).range(1..=microrl_harness::limits::MAX_SEEDS))]
         seeds: u64,
-        /// Environment steps per run (default: 300000; 50000 for sac and td3).
-        #[arg(long, value_parser = clap::value_parser!(u64).range(1..=1_000_000_000))]
+        /// Environment steps per run (default: 300000; 50000 for sac and td3;
+        /// at most 1000000000).
+        #[arg(long, value_parser = clap::value_parser!(u64).range(1..=microrl_harness::limits::MAX_STEPS))]
         steps: Option<u64>,
         /// Only the split's first N plants (a quick run).
         #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]

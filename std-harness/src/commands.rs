@@ -362,10 +362,10 @@ fn summary_report(s: train::TrainSummary) -> anyhow::Result<Report> {
             s.eval_mean,
             s.threshold
         ),
-        (None, _) => format!(
-            "not solved (eval < {}) within {} steps",
-            s.threshold, s.steps
-        ),
+        (None, _) => match train::threshold_json(s.threshold) {
+            Some(t) => format!("not solved (eval < {t}) within {} steps", s.steps),
+            None => format!("{} has no solved threshold (compare with its baseline)", s.env),
+        },
     });
     if let Some(d) = &s.last_update {
         lines.push(format!(
@@ -400,7 +400,7 @@ pub fn plot(dirs: &[PathBuf], out: &Path) -> anyhow::Result<Report> {
         out.display(),
         runs.len(),
         runs[0].identity.env,
-        runs[0].identity.threshold
+        overlay::threshold_text(runs[0].identity.threshold)
     )];
     for run in &runs {
         lines.push(format!(
@@ -438,17 +438,25 @@ pub fn eval(
         episodes > 0,
         "--episodes must be > 0: an evaluation of no episodes says nothing"
     );
+    anyhow::ensure!(
+        episodes <= crate::limits::MAX_EPISODES,
+        "--episodes must be at most {}, got {episodes}",
+        crate::limits::MAX_EPISODES
+    );
     let blob = std::fs::read(policy).with_context(|| format!("reading {}", policy.display()))?;
     let s = eval::eval(env, &blob, episodes, seed, plant)?;
+    let verdict = match train::threshold_json(s.threshold) {
+        Some(t) if s.solved => format!("meets threshold {t}"),
+        Some(t) => format!("below threshold {t}"),
+        None => "no solved threshold".to_string(),
+    };
     let mut lines = vec![format!(
-        "{}: {} deterministic episodes on {}: mean return {:.1} ± {:.1} ({} threshold {})",
+        "{}: {} deterministic episodes on {}: mean return {:.1} ± {:.1} ({verdict})",
         policy.display(),
         s.episodes,
         s.env,
         s.mean,
         s.std,
-        if s.solved { "meets" } else { "below" },
-        s.threshold
     )];
     if let Some(effort) = s.mean_effort {
         lines.push(format!(

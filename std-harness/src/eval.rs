@@ -25,7 +25,9 @@ pub struct EvalSummary {
     pub mean: f32,
     /// Standard deviation of the returns.
     pub std: f32,
-    /// Threshold the task counts as solved at.
+    /// Threshold the task counts as solved at (`null` in JSON for a plant
+    /// without one).
+    #[serde(serialize_with = "crate::train::threshold_as_json")]
     pub threshold: f32,
     /// `mean >= threshold`.
     pub solved: bool,

@@ -334,11 +334,24 @@ fn run(cli: Cli) -> anyhow::Result<bool> {
             commands::act(arch, &policy, &obs)?
         }
     };
-    for line in &report.lines {
-        println!("{line}");
-    }
-    if cli.json {
-        println!("{}", serde_json::to_string(&report.json)?);
-    }
+    print(&report, cli.json)?;
     Ok(ok)
+}
+
+/// Writes the report's lines, and with `--json` its JSON object, to
+/// standard output. A failed write (a full disk, a closed pipe) is an
+/// error of the command — one `error:` line and exit 1 — not a panic.
+fn print(report: &commands::Report, json: bool) -> anyhow::Result<()> {
+    use std::io::Write;
+    let json = json
+        .then(|| serde_json::to_string(&report.json))
+        .transpose()?;
+    let mut out = std::io::stdout().lock();
+    report
+        .lines
+        .iter()
+        .chain(&json)
+        .try_for_each(|line| writeln!(out, "{line}"))
+        .and_then(|()| out.flush())
+        .map_err(|e| anyhow::anyhow!("writing standard output: {e}"))
 }

@@ -45,10 +45,23 @@ pub struct RunIdentity {
     pub algo: String,
     /// Seed.
     pub seed: u64,
-    /// The return at which the task counts as solved.
-    pub threshold: f64,
+    /// The return at which the task counts as solved (`None`: the plant has
+    /// none; `null` in the summary, or `f32::MAX` as older summaries wrote it).
+    #[serde(deserialize_with = "threshold_from_json")]
+    pub threshold: Option<f64>,
     /// The held-out evaluation at the end of the run.
     pub eval_mean: f64,
+}
+
+/// A summary's `threshold`: a number below `f32::MAX`, else none.
+fn threshold_from_json<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error> {
+    let t = <Option<f64> as Deserialize>::deserialize(d)?;
+    Ok(t.filter(|&t| t < f64::from(f32::MAX)))
+}
+
+/// A threshold as the plot's texts say it.
+pub fn threshold_text(threshold: Option<f64>) -> String {
+    threshold.map_or_else(|| "none".to_string(), |t| t.to_string())
 }
 
 /// One run directory, read.
@@ -127,9 +140,9 @@ pub fn check_comparable(runs: &[Run]) -> anyhow::Result<()> {
             a.threshold == b.threshold,
             "{} has threshold {} but {} has threshold {}: plot runs judged by one threshold together",
             first.dir.display(),
-            a.threshold,
+            threshold_text(a.threshold),
             run.dir.display(),
-            b.threshold
+            threshold_text(b.threshold)
         );
     }
     Ok(())
@@ -203,13 +216,13 @@ pub fn render(runs: &[Run], width: u32, height: u32) -> anyhow::Result<Vec<u8>> 
         runs.len(),
         if runs.len() == 1 { "" } else { "s" }
     );
-    let threshold_label = format!("threshold {}", identity.threshold);
+    let threshold_label = format!("threshold {}", threshold_text(identity.threshold));
     let chart = Chart {
         title: &title,
         x_label: "environment steps",
         y_label: "episode return",
         series: &series,
-        threshold: Some((identity.threshold, &threshold_label)),
+        threshold: identity.threshold.map(|t| (t, threshold_label.as_str())),
     };
     plot::render_png(&chart, width, height)
 }

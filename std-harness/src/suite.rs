@@ -231,6 +231,14 @@ impl WithAgent for Jobs {
         L::Policy: Params + Controller<OBS, Action = ActionOf<E>>,
         C: Clone + Send + Sync + Serialize + DeserializeOwned + 'static,
     {
+        // A refused configuration or option is the command's error, before
+        // any run: not a row that loses.
+        let row = || format!("suite row {} {}", self.env.name(), self.algo.name());
+        row_options(self.env, self.algo, 0, self.steps)
+            .check()
+            .with_context(row)?;
+        crate::train::check_configuration(&mut *make_agent(base.clone()), &plant)
+            .with_context(row)?;
         Ok((0..self.seeds)
             .map(|seed| {
                 let (plant, base) = (plant.clone(), base.clone());
@@ -299,9 +307,28 @@ where
 ///
 /// # Errors
 /// A plant without a baseline, an algorithm that does not apply to a plant,
-/// or an invalid option. A failed run is not an error: its row fails.
+/// an option out of range (`seeds` above [`MAX_SEEDS`](crate::limits::MAX_SEEDS),
+/// `steps` 0 or above [`MAX_STEPS`](crate::limits::MAX_STEPS), `keep_best`
+/// above [`MAX_EPISODES`](crate::limits::MAX_EPISODES)), or a configuration a
+/// row's agent refuses (naming the field) — all before any run. A failed
+/// run is not an error: its row fails.
 pub fn run(args: &SuiteArgs) -> anyhow::Result<(Report, bool)> {
-    anyhow::ensure!(args.seeds > 0, "--seeds must be at least 1");
+    use crate::limits::{MAX_EPISODES, MAX_SEEDS, MAX_STEPS};
+    anyhow::ensure!(
+        (1..=MAX_SEEDS).contains(&args.seeds),
+        "--seeds must be in 1..={MAX_SEEDS}, got {}",
+        args.seeds
+    );
+    anyhow::ensure!(
+        args.steps.is_none_or(|s| (1..=MAX_STEPS).contains(&s)),
+        "--steps must be in 1..={MAX_STEPS} (environment steps per run), got {}",
+        args.steps.unwrap_or_default()
+    );
+    anyhow::ensure!(
+        args.keep_best <= MAX_EPISODES,
+        "--keep-best must be at most {MAX_EPISODES} episodes, got {}",
+        args.keep_best
+    );
     let mut rows = Vec::new();
     let mut jobs: Vec<(usize, Job)> = Vec::new();
     for &env in &args.envs {

@@ -150,21 +150,25 @@ pub const AC_SPACE: [Dim; 4] = [
 /// The search's settings.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct TuneOptions {
-    /// Configurations drawn for rung 0. Default 27.
+    /// Configurations drawn for rung 0, 1 to 1 024
+    /// ([`MAX_CANDIDATES`](crate::limits::MAX_CANDIDATES)). Default 27.
     pub candidates: usize,
-    /// Keep the best `1/η` at each rung, and multiply the budget by `η`.
-    /// Default 3.
+    /// Keep the best `1/η` at each rung, and multiply the budget by `η`:
+    /// 2 to 1 024 ([`MAX_ETA`](crate::limits::MAX_ETA)). Default 3.
     pub eta: usize,
-    /// Environment steps of rung 0. Default 10 000.
+    /// Environment steps of rung 0, 1 to `max_steps`. Default 10 000.
     pub min_steps: u64,
     /// The budget of the last rung (at most; the rungs stop before
-    /// exceeding it). Default 90 000.
+    /// exceeding it), at most 10⁹ ([`MAX_STEPS`](crate::limits::MAX_STEPS)).
+    /// Default 90 000.
     pub max_steps: u64,
-    /// Training seeds per candidate (`0..seeds`). Default 3.
+    /// Training seeds per candidate (`0..seeds`), 1 to 1 024
+    /// ([`MAX_SEEDS`](crate::limits::MAX_SEEDS)). Default 3.
     pub seeds: u64,
-    /// Episodes of each deterministic evaluation on the tuning stream. Default 20.
+    /// Episodes of each deterministic evaluation on the tuning stream, 1 to
+    /// 10 000 ([`MAX_EPISODES`](crate::limits::MAX_EPISODES)). Default 20.
     pub tuning_episodes: u32,
-    /// Episodes of the held-out report. Default 100.
+    /// Episodes of the held-out report, 1 to 10 000. Default 100.
     pub report_episodes: u32,
     /// Worker threads (0: every core). Default 0.
     pub threads: usize,
@@ -186,9 +190,14 @@ impl TuneOptions {
         seed: 0,
     };
 
-    /// The rungs' budgets: `min_steps · η^k` up to `max_steps`.
+    /// The rungs' budgets: `min_steps · η^k` up to `max_steps` (just
+    /// `min_steps` for options [`validate`](Self::validate) refuses: an
+    /// `η` below 2 or a zero `min_steps` would never grow).
     pub fn budgets(&self) -> Vec<u64> {
         let mut budgets = vec![self.min_steps];
+        if self.eta < 2 || self.min_steps == 0 {
+            return budgets;
+        }
         while let Some(next) = budgets
             .last()
             .and_then(|b| b.checked_mul(self.eta as u64))
@@ -199,18 +208,64 @@ impl TuneOptions {
         budgets
     }
 
-    fn check(&self) -> anyhow::Result<()> {
-        anyhow::ensure!(self.candidates >= 1, "candidates must be >= 1");
-        anyhow::ensure!(self.eta >= 2, "eta must be >= 2");
-        anyhow::ensure!(self.min_steps >= 1, "min_steps must be >= 1");
-        anyhow::ensure!(
-            self.max_steps >= self.min_steps,
-            "max_steps must be >= min_steps"
-        );
-        anyhow::ensure!(self.seeds >= 1, "seeds must be >= 1");
-        anyhow::ensure!(self.tuning_episodes >= 1, "tuning_episodes must be >= 1");
-        anyhow::ensure!(self.report_episodes >= 1, "report_episodes must be >= 1");
-        Ok(())
+    /// Checks every setting against its range, naming the field and its
+    /// `microrl tune` option: `candidates` in
+    /// `1..=`[`MAX_CANDIDATES`](crate::limits::MAX_CANDIDATES), `eta` in
+    /// `2..=`[`MAX_ETA`](crate::limits::MAX_ETA), `min_steps` in
+    /// `1..=max_steps`, `max_steps` at most
+    /// [`MAX_STEPS`](crate::limits::MAX_STEPS), `seeds` in
+    /// `1..=`[`MAX_SEEDS`](crate::limits::MAX_SEEDS), both evaluations in
+    /// `1..=`[`MAX_EPISODES`](crate::limits::MAX_EPISODES) episodes.
+    /// [`tune`] calls it before drawing anything.
+    ///
+    /// # Errors
+    /// One line naming the first setting out of range, its bound and its value.
+    pub fn validate(&self) -> anyhow::Result<()> {
+        use crate::limits::{MAX_CANDIDATES, MAX_EPISODES, MAX_ETA, MAX_SEEDS, MAX_STEPS};
+        fn range<T: PartialOrd + std::fmt::Display>(
+            field: &str,
+            option: &str,
+            value: T,
+            low: T,
+            high: T,
+        ) -> anyhow::Result<()> {
+            anyhow::ensure!(
+                low <= value && value <= high,
+                "{field} ({option}) must be in {low}..={high}, got {value}"
+            );
+            Ok(())
+        }
+        range(
+            "candidates",
+            "--candidates",
+            self.candidates,
+            1,
+            MAX_CANDIDATES,
+        )?;
+        range("eta", "--eta", self.eta, 2, MAX_ETA)?;
+        range("max_steps", "--max-steps", self.max_steps, 1, MAX_STEPS)?;
+        range(
+            "min_steps",
+            "--min-steps",
+            self.min_steps,
+            1,
+            self.max_steps,
+        )?;
+        range("seeds", "--seeds", self.seeds, 1, MAX_SEEDS)?;
+        range(
+            "tuning_episodes",
+            "tuning episodes",
+            self.tuning_episodes,
+            1,
+            MAX_EPISODES,
+        )?;
+        range(
+            "report_episodes",
+            "report episodes",
+            self.report_episodes,
+            1,
+            MAX_EPISODES,
+        )
     }
 }
 
@@ -517,7 +572,7 @@ fn trial(rung: Option<usize>, candidate: usize, steps: u64, slots: &[Slot]) -> T
 /// bar, a log line).
 ///
 /// # Errors
-/// Invalid options, or a field of `space` the configuration does not have.
+/// Options [`TuneOptions::validate`] refuses, or a field of `space` the configuration does not have.
 /// Refused runs do not fail the search: they score −∞ with their reason.
 pub fn tune<E, L, C, const OBS: usize>(
     space: &[Dim],
@@ -532,7 +587,7 @@ where
     L: Learner<E>,
     C: Clone + Send + Sync + Serialize + DeserializeOwned,
 {
-    options.check()?;
+    options.validate()?;
     let budgets = options.budgets();
     let mut rng = Xoshiro128pp::seed_from_u64(options.seed);
     let drawn: Vec<_> = (0..options.candidates)

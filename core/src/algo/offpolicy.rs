@@ -319,6 +319,19 @@ impl<const ACT: usize, const BATCH: usize> Draws<ACT, BATCH> {
     }
 }
 
+/// The most gradient steps of one training round (`gradient_steps`):
+/// 1 000. SB3's default is 1; a round of 1 000 is already a thousand
+/// minibatch updates per environment step at `train_freq = 1`, and the
+/// bound keeps a typo such as 4294967295 from a run that never ends.
+pub const MAX_GRADIENT_STEPS: u32 = 1_000;
+
+/// The most environment steps (or, for TD3's `policy_delay`, critic
+/// updates) of a count or interval of the off-policy schedule
+/// (`learning_starts`, `train_freq`, SAC's `target_update_interval`, TD3's
+/// `policy_delay`): 10⁹, the longest budget `microrl train` accepts. A
+/// larger value would only mean the event never happens in any run.
+pub const MAX_INTERVAL: u32 = 1_000_000_000;
+
 /// The settings SAC and TD3 share, named as SB3's: the replay ring's size,
 /// the minibatch, the targets' Polyak rate, the discount, the learning
 /// rate, and when the learning loop trains.
@@ -326,7 +339,8 @@ impl<const ACT: usize, const BATCH: usize> Draws<ACT, BATCH> {
 pub struct Schedule {
     /// Transitions the replay ring keeps (`≤ CAP`).
     pub buffer_size: u32,
-    /// Environment steps of uniformly random actions before learning starts.
+    /// Environment steps of uniformly random actions before learning
+    /// starts (`≤` [`MAX_INTERVAL`]).
     pub learning_starts: u32,
     /// Minibatch size (`≤ BATCH`).
     pub batch_size: u32,
@@ -334,9 +348,9 @@ pub struct Schedule {
     pub tau: f32,
     /// Discount `γ`.
     pub gamma: f32,
-    /// Environment steps between training rounds.
+    /// Environment steps between training rounds (`1..=`[`MAX_INTERVAL`]).
     pub train_freq: u32,
-    /// Gradient steps per training round.
+    /// Gradient steps per training round (`1..=`[`MAX_GRADIENT_STEPS`]).
     pub gradient_steps: u32,
     /// Adam learning rate of every network.
     pub learning_rate: f32,
@@ -379,8 +393,21 @@ impl Schedule {
             "must be in (0, 1]",
         )?;
         unit("gamma", self.gamma)?;
-        check("train_freq", self.train_freq > 0, "must be > 0")?;
-        check("gradient_steps", self.gradient_steps > 0, "must be > 0")?;
+        check(
+            "learning_starts",
+            self.learning_starts <= MAX_INTERVAL,
+            "must be <= 1000000000 (MAX_INTERVAL)",
+        )?;
+        check(
+            "train_freq",
+            (1..=MAX_INTERVAL).contains(&self.train_freq),
+            "must be in 1..=1000000000 (MAX_INTERVAL)",
+        )?;
+        check(
+            "gradient_steps",
+            (1..=MAX_GRADIENT_STEPS).contains(&self.gradient_steps),
+            "must be in 1..=1000 (MAX_GRADIENT_STEPS)",
+        )?;
         check_lr(self.learning_rate)
     }
 

@@ -37,7 +37,8 @@ const TRAIN_THREAD_STACK: usize = 64 << 20;
 ///
 /// # Errors
 /// `seeds`, `min_pass` or `jobs` out of range, invalid training options, a
-/// seed's training failing, or a training thread that cannot be started
+/// SAC or TD3 budget that ends before the first update
+/// ([`TrainOptions::no_update`]), a seed's training failing, or a training thread that cannot be started
 /// (those already started stop without training).
 pub fn validate(
     base: &TrainOptions,
@@ -55,6 +56,9 @@ pub fn validate(
     );
     anyhow::ensure!(jobs > 0, "--jobs must be > 0");
     base.check()?;
+    if let Some(why) = base.no_update()? {
+        anyhow::bail!("{why} (validate refuses a gate over untrained policies)");
+    }
     let start = std::time::Instant::now();
     let threshold = base.threshold;
     let jobs = jobs.min(usize::try_from(seeds).unwrap_or(usize::MAX));
@@ -104,7 +108,7 @@ pub fn validate(
     ));
     let json = json!({
         "command": "validate", "env": base.env.name(), "algo": base.algo.name(), "steps": base.steps,
-        "seeds": seeds, "threshold": threshold, "min_pass": min_pass, "passed": passed, "pass": ok,
+        "seeds": seeds, "threshold": crate::train::threshold_json(threshold), "min_pass": min_pass, "passed": passed, "pass": ok,
         "median_wall_s": median_wall, "wall_s": start.elapsed().as_secs_f64(), "results": rows,
     });
     Ok((Report { lines, json }, ok))

@@ -123,21 +123,34 @@ impl TrainOptions {
         }
     }
 
-    /// Checks the options the command line sets, naming the option: a zero
-    /// `--steps` budget or `--eval-episodes`, a non-finite `--threshold`, a
+    /// Checks the options the command line sets, naming the option: a
+    /// `--steps` budget or `--eval-episodes` of zero or above its bound
+    /// ([`MAX_STEPS`](crate::limits::MAX_STEPS),
+    /// [`MAX_EPISODES`](crate::limits::MAX_EPISODES)), a non-finite `--threshold`, a
     /// zero `--checkpoint-every` or one without an output directory, and
     /// whatever else the core's [`RunConfig::validate`] refuses.
     ///
     /// # Errors
     /// One line naming the option and its constraint.
     pub fn check(&self) -> anyhow::Result<()> {
+        use crate::limits::{MAX_EPISODES, MAX_STEPS};
         anyhow::ensure!(
             self.steps > 0,
             "--steps must be > 0 (the environment-step budget)"
         );
         anyhow::ensure!(
+            self.steps <= MAX_STEPS,
+            "--steps must be at most {MAX_STEPS} (the environment-step budget), got {}",
+            self.steps
+        );
+        anyhow::ensure!(
             self.eval_episodes > 0,
             "--eval-episodes must be > 0 (the episodes that decide and report \"solved\")"
+        );
+        anyhow::ensure!(
+            self.eval_episodes <= MAX_EPISODES,
+            "--eval-episodes must be at most {MAX_EPISODES}, got {}",
+            self.eval_episodes
         );
         anyhow::ensure!(
             self.threshold.is_finite(),
@@ -211,6 +224,46 @@ impl TrainOptions {
     /// or 0 (the last policy) when nothing is evaluated during training.
     pub fn keep_best_episodes(&self) -> u32 {
         if self.train_eval { self.keep_best } else { 0 }
+    }
+
+    /// Why a SAC or TD3 run of these options would make no update at all:
+    /// its budget ends before the first environment step past
+    /// `learning_starts` that is a multiple of `train_freq` (the first
+    /// update; SB3's schedule). `None` for every other run. A training run
+    /// ([`train`]) says it on standard error as a `warning:` once its options
+    /// and configuration are accepted; `microrl validate` refuses it (a gate
+    /// over untrained policies says nothing).
+    ///
+    /// # Errors
+    /// A configuration that does not resolve ([`AlgoConfig::resolve`]).
+    pub fn no_update(&self) -> anyhow::Result<Option<String>> {
+        let config = AlgoConfig::resolve(
+            self.env,
+            self.algo,
+            self.steps,
+            self.default_run(),
+            &self.overrides,
+        )?;
+        // A configuration the agent refuses is refused by the run, naming
+        // the field: nothing to warn about.
+        let (cap, batch) = (OFFPOLICY_CAP, OFFPOLICY_BATCH);
+        let (name, schedule) = match config {
+            AlgoConfig::Sac(c) if c.validate(cap, batch).is_ok() => ("SAC", c.schedule()),
+            AlgoConfig::Td3(c) if c.validate(cap, batch).is_ok() => ("TD3", c.schedule()),
+            _ => return Ok(None),
+        };
+        let (starts, freq) = (
+            u64::from(schedule.learning_starts),
+            u64::from(schedule.train_freq.max(1)),
+        );
+        // Updates follow steps s in (learning_starts, steps] with s % train_freq == 0.
+        if self.steps / freq > starts / freq {
+            return Ok(None);
+        }
+        Ok(Some(format!(
+            "--steps {} ends before {name}'s first update (the first step past learning_starts = {starts} that is a multiple of train_freq = {freq}): the run makes no update and its policy is the untrained actor; raise --steps or lower learning_starts",
+            self.steps
+        )))
     }
 
     /// The loop's configuration for these options.

@@ -31,23 +31,6 @@ pub(crate) fn train_from(
         // Refuse an --out that is not a run before training, not after.
         crate::atomic::check_run_dir(dir, &RUN_FILES)?;
     }
-    let mut config = AlgoConfig::resolve(
-        opts.env,
-        opts.algo,
-        opts.steps,
-        opts.default_run(),
-        &opts.overrides,
-    )?;
-    // The lagged schedule's control loop draws independent noise (the core
-    // refuses coloured noise there): a plant's default colour
-    // (`PpoConfig::PLANT`) gives way to white noise, and a `noise_beta` the
-    // user sets is left for the core to refuse, naming it.
-    if let AlgoConfig::Ppo(c) = &mut config
-        && opts.lag == 1
-        && !opts.overrides.0.contains_key("noise_beta")
-    {
-        c.noise_beta = microrl::optim::Schedule::Constant(0.0);
-    }
     if opts.small && opts.env != EnvName::Cartpole {
         bail!(
             "--small is the 4-32-32 CartPole architecture; it does not apply to {}",
@@ -90,6 +73,25 @@ pub(crate) fn train_from(
         }
         microrl::env::channels::check_weights("value_weights", &w)
             .map_err(|e| anyhow::anyhow!("invalid --value-weights: {e}"))?;
+    }
+    // The options are checked (above, naming each) before the
+    // configuration, so that a refused option is named as typed.
+    let mut config = AlgoConfig::resolve(
+        opts.env,
+        opts.algo,
+        opts.steps,
+        opts.default_run(),
+        &opts.overrides,
+    )?;
+    // The lagged schedule's control loop draws independent noise (the core
+    // refuses coloured noise there): a plant's default colour
+    // (`PpoConfig::PLANT`) gives way to white noise, and a `noise_beta` the
+    // user sets is left for the core to refuse, naming it.
+    if let AlgoConfig::Ppo(c) = &mut config
+        && opts.lag == 1
+        && !opts.overrides.0.contains_key("noise_beta")
+    {
+        c.noise_beta = microrl::optim::Schedule::Constant(0.0);
     }
     // One agent type per (environment, algorithm, width); the loop is generic.
     macro_rules! go {
@@ -259,6 +261,30 @@ pub(crate) fn train_from(
 /// RL Zoo's largest setting (LunarLander, Acrobot, MountainCar).
 pub const MAX_ENVS: usize = 16;
 
+/// Refuses, before any training, a configuration that `agent` (built with
+/// it) refuses at the start of a run: what the core's
+/// [`Learner::init`] checks, naming the field, and the environment copies a
+/// run can step ([`MAX_ENVS`]). The suite checks every row with it before
+/// its first run.
+///
+/// # Errors
+/// `invalid configuration: …` naming the field and its constraint.
+pub(crate) fn check_configuration<E: Env, L: Learner<E>>(
+    agent: &mut L,
+    plant: &E,
+) -> anyhow::Result<()> {
+    use rand_core::SeedableRng;
+    agent
+        .init(plant, &mut Xoshiro128pp::seed_from_u64(0))
+        .map_err(anyhow::Error::msg)?;
+    anyhow::ensure!(
+        agent.n_envs() <= MAX_ENVS,
+        "invalid configuration: `n_envs` = {} is above the {MAX_ENVS} environment copies `microrl train` steps side by side",
+        agent.n_envs()
+    );
+    Ok(())
+}
+
 /// Runs the core loop on one concrete agent and writes the outputs.
 ///
 /// The training environment is always a [`VecEnv`] of [`MAX_ENVS`] copies
@@ -286,6 +312,13 @@ where
         "invalid configuration: `n_envs` = {} is above the {MAX_ENVS} environment copies `microrl train` steps side by side",
         agent.n_envs()
     );
+    // Said once every option and the configuration are accepted (a refused
+    // run says only why it is refused).
+    if resumed.is_none()
+        && let Some(why) = opts.no_update()?
+    {
+        eprintln!("warning: {why}");
+    }
     let mut envs: Box<VecEnv<E, MAX_ENVS>> =
         Box::new(VecEnv::new(std::array::from_fn(|_| env.clone())));
     let run_config = opts.run_config();

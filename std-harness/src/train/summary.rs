@@ -44,7 +44,9 @@ pub struct TrainSummary {
     pub eval_std: f32,
     /// Episodes in the reported evaluation.
     pub eval_episodes: u32,
-    /// Threshold the task counts as solved at.
+    /// Threshold the task counts as solved at; `null` in JSON for a plant
+    /// without one ([`threshold_json`]).
+    #[serde(serialize_with = "threshold_as_json")]
     pub threshold: f32,
     /// First step at which the deciding evaluation (selection start states)
     /// reached the threshold.
@@ -75,7 +77,9 @@ pub struct TrainSummary {
     /// `"nan"` (JSON has no infinity).
     #[serde(serialize_with = "config_as_json")]
     pub config: AlgoConfig,
-    /// The training loop's configuration.
+    /// The training loop's configuration (its `threshold` as
+    /// [`threshold_json`] writes it).
+    #[serde(serialize_with = "run_as_json")]
     pub run: RunConfig,
     /// Where the policy was written.
     pub policy: Option<PathBuf>,
@@ -153,6 +157,25 @@ impl AsDiagnostics for AcStats {
     fn diagnostics(&self) -> Option<Diagnostics> {
         None
     }
+}
+
+/// A solved threshold as JSON: `None` (`null`) for a plant that has none —
+/// its `SOLVED_RETURN` is `f32::MAX`, a return no run reaches (the suite's
+/// plants, the procedural family) — else the threshold.
+pub fn threshold_json(threshold: f32) -> Option<f32> {
+    (threshold < f32::MAX).then_some(threshold)
+}
+
+/// A threshold field as [`threshold_json`] writes it.
+pub(crate) fn threshold_as_json<S: serde::Serializer>(t: &f32, s: S) -> Result<S::Ok, S::Error> {
+    threshold_json(*t).serialize(s)
+}
+
+/// [`TrainSummary::run`] with its threshold as [`threshold_json`] writes it.
+fn run_as_json<S: serde::Serializer>(run: &RunConfig, s: S) -> Result<S::Ok, S::Error> {
+    let mut value = serde_json::to_value(run).map_err(serde::ser::Error::custom)?;
+    value["threshold"] = serde_json::json!(threshold_json(run.threshold));
+    value.serialize(s)
 }
 
 /// [`TrainSummary::config`] as [`config_json`] writes it.

@@ -45,6 +45,7 @@ pub struct TuneArgs {
 /// An algorithm the tuner has no search space for, invalid options or
 /// `--plant`, an output directory that is not a run directory, a failed write.
 pub fn run(args: &TuneArgs) -> anyhow::Result<Report> {
+    args.options.validate()?;
     if let Some(dir) = &args.out {
         crate::atomic::check_run_dir(dir, &TUNE_FILES)?;
     }

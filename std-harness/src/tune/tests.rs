@@ -21,6 +21,87 @@ fn budgets_grow_by_eta_up_to_the_maximum() {
     assert_eq!(options.budgets(), vec![1_000, 2_000, 4_000, 8_000]);
 }
 
+/// Out-of-range options are refused by [`TuneOptions::validate`] (which
+/// [`tune`] calls first) naming the field and its option, and `budgets`
+/// ends for them too: an `η` of 0 or 1, or a zero first budget, never
+/// grows, and once pushed budgets until memory ran out.
+#[test]
+fn out_of_range_options_are_refused_naming_them_and_budgets_end() {
+    let cases: [(TuneOptions, &str); 8] = [
+        (
+            TuneOptions {
+                eta: 1,
+                ..TuneOptions::DEFAULT
+            },
+            "--eta",
+        ),
+        (
+            TuneOptions {
+                eta: 0,
+                ..TuneOptions::DEFAULT
+            },
+            "--eta",
+        ),
+        (
+            TuneOptions {
+                eta: 1025,
+                ..TuneOptions::DEFAULT
+            },
+            "--eta",
+        ),
+        (
+            TuneOptions {
+                min_steps: 0,
+                ..TuneOptions::DEFAULT
+            },
+            "--min-steps",
+        ),
+        (
+            TuneOptions {
+                candidates: 1_000_000_000,
+                ..TuneOptions::DEFAULT
+            },
+            "--candidates",
+        ),
+        (
+            TuneOptions {
+                candidates: 0,
+                ..TuneOptions::DEFAULT
+            },
+            "--candidates",
+        ),
+        (
+            TuneOptions {
+                max_steps: u64::MAX,
+                ..TuneOptions::DEFAULT
+            },
+            "--max-steps",
+        ),
+        (
+            TuneOptions {
+                report_episodes: u32::MAX,
+                ..TuneOptions::DEFAULT
+            },
+            "report_episodes",
+        ),
+    ];
+    for (options, name) in cases {
+        let e = options.validate().unwrap_err().to_string();
+        assert!(e.contains(name), "{options:?}: {e}");
+        assert!(options.budgets().len() <= 64, "{options:?}");
+        let refused = tune(
+            ppo_space(false),
+            PpoConfig::CARTPOLE,
+            CartPole::new,
+            |c| Box::new(agent::Ppo::<CartPole, 32, 256>::new(c)),
+            &options,
+            |_| {},
+        );
+        assert!(refused.is_err(), "{options:?}");
+    }
+    assert!(TuneOptions::DEFAULT.validate().is_ok());
+}
+
 #[test]
 fn values_enter_the_configuration_as_its_fields() {
     let base = PpoConfig::CARTPOLE; // learning rate 1e-3 → 0, annealed

@@ -79,7 +79,8 @@ pub struct GrpoConfig {
     pub learning_rate: Schedule,
     /// Clip range `ε` over training progress. Default constant 0.2.
     pub clip_range: Schedule,
-    /// Passes over each rollout. Default 4.
+    /// Passes over each rollout, 1 to 1 000
+    /// ([`MAX_ITERATIONS`](crate::config::MAX_ITERATIONS)). Default 4.
     pub epochs: u16,
     /// Minibatches per pass (the collected steps are split into this many
     /// nearly equal parts). Default 4.
@@ -161,7 +162,7 @@ impl GrpoConfig {
                 ),
             "must be > 0 when a schedule anneals over it",
         )?;
-        check("epochs", self.epochs > 0, "must be > 0")?;
+        crate::config::iterations("epochs", self.epochs)?;
         check("minibatches", self.minibatches > 0, "must be > 0")?;
         non_negative("ent_coef", self.ent_coef)?;
         positive_or_off("max_grad_norm", self.max_grad_norm)?;

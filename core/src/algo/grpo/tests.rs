@@ -301,6 +301,13 @@ fn refuses_a_missing_rollout_and_names_invalid_fields() {
         ),
         (
             GrpoConfig {
+                epochs: u16::MAX,
+                ..CONFIG
+            },
+            "epochs",
+        ),
+        (
+            GrpoConfig {
                 minibatches: 0,
                 ..CONFIG
             },

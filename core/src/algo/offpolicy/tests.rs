@@ -22,7 +22,7 @@ fn schedule_validate_names_the_field() {
         gradient_steps: 1,
         learning_rate: 3e-4,
     };
-    let cases: [Refusal<Schedule>; 13] = [
+    let cases: [Refusal<Schedule>; 17] = [
         ("buffer_size", |s| s.buffer_size = 0),
         ("buffer_size", |s| s.buffer_size = 101),
         ("batch_size", |s| s.batch_size = 0),
@@ -34,6 +34,13 @@ fn schedule_validate_names_the_field() {
         ("gamma", |s| s.gamma = -0.1),
         ("train_freq", |s| s.train_freq = 0),
         ("gradient_steps", |s| s.gradient_steps = 0),
+        // A count is bounded: 4294967295 gradient steps a round never ends.
+        ("gradient_steps", |s| s.gradient_steps = u32::MAX),
+        ("gradient_steps", |s| {
+            s.gradient_steps = MAX_GRADIENT_STEPS + 1
+        }),
+        ("train_freq", |s| s.train_freq = MAX_INTERVAL + 1),
+        ("learning_starts", |s| s.learning_starts = u32::MAX),
         ("learning_rate", |s| s.learning_rate = -1.0),
         ("learning_rate", |s| s.learning_rate = f32::INFINITY),
     ];

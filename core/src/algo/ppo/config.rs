@@ -25,7 +25,8 @@ pub struct PpoConfig {
     pub gamma: f32,
     /// GAE `λ`. Default 0.95.
     pub gae_lambda: f32,
-    /// Passes over each rollout. Default 10.
+    /// Passes over each rollout, 1 to 1 000
+    /// ([`MAX_ITERATIONS`](crate::config::MAX_ITERATIONS)). Default 10.
     pub epochs: u16,
     /// Minibatches per pass (the rollout length must be a multiple). Default 4.
     pub minibatches: u16,
@@ -310,7 +311,7 @@ impl PpoConfig {
             self.total_steps > 0 || !anneals,
             "must be > 0 when a schedule anneals over it",
         )?;
-        check("epochs", self.epochs > 0, "must be > 0")?;
+        crate::config::iterations("epochs", self.epochs)?;
         check("minibatches", self.minibatches > 0, "must be > 0")?;
         check("n_envs", self.n_envs > 0, "must be > 0")?;
         let rollout_len = self.rollout_len(capacity);

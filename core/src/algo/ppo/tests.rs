@@ -144,6 +144,18 @@ fn every_invalid_value_is_refused_naming_its_field() {
             ..
         })
     ));
+    // A count is bounded: 65 535 passes over every rollout never end.
+    c = PpoConfig {
+        epochs: u16::MAX,
+        ..PpoConfig::DEFAULT
+    };
+    assert_eq!(
+        c.validate(64),
+        Err(Error::config(
+            "epochs",
+            "must be in 1..=1000 (MAX_ITERATIONS)"
+        ))
+    );
     c = PpoConfig {
         minibatches: 0,
         ..PpoConfig::DEFAULT

@@ -1,6 +1,6 @@
 //! SAC's hyper-parameters, named as SB3's `SAC` arguments.
 
-use crate::algo::offpolicy::Schedule;
+use crate::algo::offpolicy::{MAX_INTERVAL, Schedule};
 use crate::config::check;
 use crate::error::Error;
 use crate::optim::AdamConfig;
@@ -44,7 +44,8 @@ pub struct SacConfig {
     /// Transitions the replay ring keeps (`≤ CAP`). Default 1 000 000 (SB3),
     /// so an agent with a smaller `CAP` must set it.
     pub buffer_size: u32,
-    /// Environment steps of uniformly random actions before learning starts.
+    /// Environment steps of uniformly random actions before learning starts,
+    /// at most 10⁹ ([`MAX_INTERVAL`](crate::algo::offpolicy::MAX_INTERVAL)).
     /// Default 100.
     pub learning_starts: u32,
     /// Minibatch size (`≤ BATCH`). Default 256.
@@ -53,9 +54,12 @@ pub struct SacConfig {
     pub tau: f32,
     /// Discount `γ`. Default 0.99.
     pub gamma: f32,
-    /// Environment steps between training rounds. Default 1.
+    /// Environment steps between training rounds, 1 to 10⁹
+    /// ([`MAX_INTERVAL`](crate::algo::offpolicy::MAX_INTERVAL)). Default 1.
     pub train_freq: u32,
-    /// Gradient steps per training round. Default 1.
+    /// Gradient steps per training round, 1 to 1 000
+    /// ([`MAX_GRADIENT_STEPS`](crate::algo::offpolicy::MAX_GRADIENT_STEPS)).
+    /// Default 1.
     pub gradient_steps: u32,
     /// Adam learning rate of actor, critics and `log α`. Default `3e-4`.
     pub learning_rate: f32,
@@ -66,7 +70,8 @@ pub struct SacConfig {
     #[cfg_attr(feature = "serde", serde(with = "crate::config::optional"))]
     pub target_entropy: Option<f32>,
     /// Gradient steps between Polyak updates of the target critics
-    /// (counted over the whole run). Default 1.
+    /// (counted over the whole run), 1 to 10⁹
+    /// ([`MAX_INTERVAL`](crate::algo::offpolicy::MAX_INTERVAL)). Default 1.
     pub target_update_interval: u32,
     /// Adam's `β₁, β₂, ε` (every optimiser). Default `0.9, 0.999, 1e-8`.
     pub adam: AdamConfig,
@@ -169,8 +174,8 @@ impl SacConfig {
         )?;
         check(
             "target_update_interval",
-            self.target_update_interval > 0,
-            "must be > 0",
+            (1..=MAX_INTERVAL).contains(&self.target_update_interval),
+            "must be in 1..=1000000000 (MAX_INTERVAL)",
         )?;
         self.adam.validate()
     }
@@ -196,7 +201,11 @@ mod tests {
             batch_size: 32,
             ..SacConfig::DEFAULT
         };
-        let cases: [Refusal<SacConfig>; 5] = [
+        let cases: [Refusal<SacConfig>; 7] = [
+            ("gradient_steps", |c| c.gradient_steps = u32::MAX),
+            ("target_update_interval", |c| {
+                c.target_update_interval = u32::MAX
+            }),
             ("buffer_size", |c| c.buffer_size = 101),
             ("ent_coef", |c| c.ent_coef = EntCoef::Auto(0.0)),
             ("ent_coef", |c| c.ent_coef = EntCoef::Fixed(2e6)),

@@ -1,6 +1,6 @@
 //! TD3's hyper-parameters, named as SB3's `TD3` arguments.
 
-use crate::algo::offpolicy::Schedule;
+use crate::algo::offpolicy::{MAX_INTERVAL, Schedule};
 use crate::algo::sac::ADAM_TORCH;
 use crate::config::{check, non_negative, positive_or_off};
 use crate::error::Error;
@@ -16,7 +16,8 @@ use crate::optim::AdamConfig;
 pub struct Td3Config {
     /// Transitions the replay ring keeps (`≤ CAP`). Default 1 000 000 (SB3).
     pub buffer_size: u32,
-    /// Environment steps of uniformly random actions before learning starts.
+    /// Environment steps of uniformly random actions before learning starts,
+    /// at most 10⁹ ([`MAX_INTERVAL`](crate::algo::offpolicy::MAX_INTERVAL)).
     /// Default 100.
     pub learning_starts: u32,
     /// Minibatch size (`≤ BATCH`). Default 256.
@@ -25,9 +26,12 @@ pub struct Td3Config {
     pub tau: f32,
     /// Discount `γ`. Default 0.99.
     pub gamma: f32,
-    /// Environment steps between training rounds. Default 1.
+    /// Environment steps between training rounds, 1 to 10⁹
+    /// ([`MAX_INTERVAL`](crate::algo::offpolicy::MAX_INTERVAL)). Default 1.
     pub train_freq: u32,
-    /// Gradient steps per training round. Default 1.
+    /// Gradient steps per training round, 1 to 1 000
+    /// ([`MAX_GRADIENT_STEPS`](crate::algo::offpolicy::MAX_GRADIENT_STEPS)).
+    /// Default 1.
     pub gradient_steps: u32,
     /// Adam learning rate of actor and critics. Default `1e-3`.
     pub learning_rate: f32,
@@ -37,7 +41,8 @@ pub struct Td3Config {
     /// default `action_noise = None`). Default `None`.
     #[cfg_attr(feature = "serde", serde(with = "crate::config::optional"))]
     pub action_noise: Option<f32>,
-    /// Critic updates per actor and target update. Default 2.
+    /// Critic updates per actor and target update, 1 to 10⁹
+    /// ([`MAX_INTERVAL`](crate::algo::offpolicy::MAX_INTERVAL)). Default 2.
     pub policy_delay: u32,
     /// Standard deviation `σ̃` of the target policy smoothing noise. Default 0.2.
     pub target_policy_noise: f32,
@@ -120,7 +125,11 @@ impl Td3Config {
     pub fn validate(&self, capacity: usize, batch: usize) -> Result<(), Error> {
         self.schedule().validate(capacity, batch)?;
         positive_or_off("action_noise", self.action_noise)?;
-        check("policy_delay", self.policy_delay > 0, "must be > 0")?;
+        check(
+            "policy_delay",
+            (1..=MAX_INTERVAL).contains(&self.policy_delay),
+            "must be in 1..=1000000000 (MAX_INTERVAL)",
+        )?;
         non_negative("target_policy_noise", self.target_policy_noise)?;
         non_negative("target_noise_clip", self.target_noise_clip)?;
         self.adam.validate()
@@ -147,10 +156,13 @@ mod tests {
             batch_size: 32,
             ..Td3Config::PENDULUM
         };
-        let cases: [Refusal<Td3Config>; 5] = [
+        let cases: [Refusal<Td3Config>; 7] = [
             ("batch_size", |c| c.batch_size = 64),
             ("action_noise", |c| c.action_noise = Some(-0.1)),
             ("policy_delay", |c| c.policy_delay = 0),
+            ("policy_delay", |c| c.policy_delay = MAX_INTERVAL + 1),
+            // A run of 4294967295 gradient steps a round hangs: refused.
+            ("gradient_steps", |c| c.gradient_steps = u32::MAX),
             ("target_policy_noise", |c| c.target_policy_noise = f32::NAN),
             ("target_noise_clip", |c| c.target_noise_clip = -1.0),
         ];

@@ -58,12 +58,13 @@ pub struct TrpoConfig {
     /// Trust-region radius `δ`: the largest mean `KL[π_old ‖ π_new]` a step
     /// may reach. Default 0.01.
     pub max_kl: f32,
-    /// Conjugate-gradient iterations per update. Default 15.
+    /// Conjugate-gradient iterations per update, 1 to 1 000
+    /// ([`MAX_ITERATIONS`](crate::config::MAX_ITERATIONS)). Default 15.
     pub cg_iters: u16,
     /// Damping `c` added to the Fisher matrix (`F + c·I`), for a
     /// well-conditioned solve. Default 0.1.
     pub cg_damping: f32,
-    /// Candidates the backtracking line search tries. Default 10.
+    /// Candidates the backtracking line search tries, 1 to 1 000. Default 10.
     pub line_search_steps: u16,
     /// Factor by which each refused candidate's step shrinks. Default 0.8.
     pub line_search_shrink: f32,
@@ -75,7 +76,7 @@ pub struct TrpoConfig {
     pub normalize_advantages: bool,
     /// The critic's Adam learning rate. Default constant `1e-3`.
     pub critic_learning_rate: Schedule,
-    /// Passes of critic regression over each rollout. Default 10.
+    /// Passes of critic regression over each rollout, 1 to 1 000. Default 10.
     pub critic_epochs: u16,
     /// Critic minibatches per pass (must divide the rollout length).
     /// Default 16 (SB3-contrib's batch of 128 for its 2048-step rollout).
@@ -174,13 +175,9 @@ impl TrpoConfig {
     /// for the shared fields.
     pub fn validate(&self, rollout_len: usize) -> Result<(), Error> {
         positive_or_off("max_kl", Some(self.max_kl))?;
-        check("cg_iters", self.cg_iters > 0, "must be > 0")?;
+        crate::config::iterations("cg_iters", self.cg_iters)?;
         non_negative("cg_damping", self.cg_damping)?;
-        check(
-            "line_search_steps",
-            self.line_search_steps > 0,
-            "must be > 0",
-        )?;
+        crate::config::iterations("line_search_steps", self.line_search_steps)?;
         check(
             "line_search_shrink",
             self.line_search_shrink > 0.0 && self.line_search_shrink < 1.0,
@@ -190,7 +187,7 @@ impl TrpoConfig {
         unit("gae_lambda", self.gae_lambda)?;
         self.critic_learning_rate
             .validate("critic_learning_rate", 1.0)?;
-        check("critic_epochs", self.critic_epochs > 0, "must be > 0")?;
+        crate::config::iterations("critic_epochs", self.critic_epochs)?;
         check(
             "critic_minibatches",
             self.critic_minibatches > 0

@@ -231,6 +231,20 @@ fn refuses_a_missing_rollout_and_names_invalid_fields() {
         ),
         (
             TrpoConfig {
+                cg_iters: u16::MAX,
+                ..CONFIG
+            },
+            "cg_iters",
+        ),
+        (
+            TrpoConfig {
+                critic_epochs: u16::MAX,
+                ..CONFIG
+            },
+            "critic_epochs",
+        ),
+        (
+            TrpoConfig {
                 cg_damping: -1.0,
                 ..CONFIG
             },
