@@ -2,7 +2,9 @@
 //!
 //! Reinforcement learning that trains on microcontrollers.
 //!
-//! `microrl` is `no_std`, needs no allocator and contains no `unsafe`. Every
+//! `microrl` is `no_std`, needs no allocator and contains no `unsafe` (but
+//! for the heap constructors of the `std` feature, e.g. [`algo::Sac::boxed`],
+//! which allocate zeroed memory and never build the agent on the stack). Every
 //! network size is a const generic, every buffer is owned by the caller, and
 //! every random draw comes from a caller-supplied [`rand_core::Rng`], so the
 //! same code trains a policy on the desktop and keeps training it on a
@@ -96,7 +98,8 @@
 //! estimates of the same shape (see [`optim::TrainState`]).
 //!
 //! ## Cargo features
-//! - `std`: allocation helpers for the desktop (`serialize::to_vec`).
+//! - `std`: allocation helpers for the desktop (`serialize::to_vec`) and
+//!   the heap constructors `Sac::boxed` / `Td3::boxed`.
 //! - `defmt`: `defmt::Format` on errors, statistics and results.
 //! - `fast-math`: pure-`f32` approximations of `exp`/`tanh` ([`math::fast`]).
 //! - `micromath`: the coarser `micromath` crate's `exp` and a `tanh` built on
@@ -104,7 +107,8 @@
 //! - `serde`: `Serialize`/`Deserialize` on every configuration (no_std).
 
 #![no_std]
-#![forbid(unsafe_code)]
+// One module allows `unsafe`: `boxed`, the heap constructors under `std`.
+#![deny(unsafe_code)]
 #![deny(missing_docs)]
 
 #[cfg(any(feature = "std", test))]
@@ -113,6 +117,8 @@ extern crate std;
 pub mod agent;
 pub mod algo;
 pub mod baseline;
+#[cfg(any(feature = "std", test))]
+mod boxed;
 pub mod checkpoint;
 pub mod config;
 pub mod env;

@@ -81,7 +81,7 @@ pub use preference::{
     LearnedReward, Preference, RewardConfig, RewardLearner, RewardModel, Segment,
 };
 pub use reinforce::{Reinforce, ReinforceConfig};
-pub use replay::ReplayBuffer;
+pub use replay::{ReplayBuffer, ReplayMark};
 pub use sac::{Sac, SacConfig};
 pub use td3::{Td3, Td3Config};
 pub use trpo::{Trpo, TrpoConfig};

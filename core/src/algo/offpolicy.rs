@@ -37,7 +37,7 @@ use rand_core::Rng;
 
 use super::lagged::Behave;
 use super::lagged::Tick;
-use super::replay::{ReplayBuffer, Transition};
+use super::replay::{ReplayBuffer, ReplayMark, Transition};
 use super::{Controller, Cursor, Episode};
 use crate::checkpoint::{Field, Reader, Writer};
 use crate::config::{check, unit};
@@ -576,6 +576,15 @@ pub trait OffPolicy<const OBS: usize, const ACT: usize>: Sized {
     /// The replay buffer's refusal (nothing changes then).
     fn record(&mut self, transition: &Transition<OBS, ACT>) -> Result<u64, Error>;
 
+    /// What [`record`](Self::record) may change — the replay ring's write
+    /// position, count and the slot it overwrites, and the step count — for
+    /// [`forget`](Self::forget) to take the record back.
+    fn record_mark(&self) -> (ReplayMark<OBS, ACT>, u64);
+
+    /// Takes back the one [`record`](Self::record) made since `mark`: the
+    /// ring and the step count as they were, byte for byte.
+    fn forget(&mut self, mark: &(ReplayMark<OBS, ACT>, u64));
+
     /// One gradient step on a minibatch drawn from `rng`.
     ///
     /// # Errors
@@ -596,8 +605,10 @@ pub trait OffPolicy<const OBS: usize, const ACT: usize>: Sized {
     /// # Errors
     /// [`Error::InvalidConfig`] for an invalid configuration,
     /// [`Error::NonFinite`] for a non-finite observation, reward, network
-    /// output or gradient, and the environment's own errors. Before the
-    /// transition is stored nothing of the agent has changed.
+    /// output or gradient, and the environment's own errors. A refused
+    /// step changes nothing in the agent (the environment, `cursor` and
+    /// the generator have moved on), except as
+    /// [`learn_from`](Self::learn_from) says for `gradient_steps > 1`.
     fn step<E, R>(
         &mut self,
         env: &mut E,
@@ -640,19 +651,32 @@ pub trait OffPolicy<const OBS: usize, const ACT: usize>: Sized {
     ///
     /// # Errors
     /// [`Error::InvalidConfig`] for an invalid configuration, the replay
-    /// buffer's refusal of the transition (nothing changes then) and the
-    /// first update's error (the transition stays stored, the updates
-    /// before it stay made).
+    /// buffer's refusal of the transition and an update's error. Each
+    /// update is transactional (a refused one changes nothing), and when
+    /// the first update after the transition refuses, the transition and
+    /// the step count are taken back too: the call changes nothing in the
+    /// agent. With `gradient_steps > 1` a refusal of a later update leaves
+    /// the transition and the updates before it in place (each a completed
+    /// call of [`update`](Self::train_once) of its own).
     fn learn_from<R: Rng + ?Sized>(
         &mut self,
         transition: &Transition<OBS, ACT>,
         rng: &mut R,
     ) -> Result<Option<Self::Stats>, Error> {
         let schedule = self.schedule()?;
+        let mark = self.record_mark();
         let steps = self.record(transition)?;
         let mut stats = None;
-        for _ in 0..schedule.updates_after(steps) {
-            stats = Some(self.train_once(rng)?);
+        for k in 0..schedule.updates_after(steps) {
+            match self.train_once(rng) {
+                Ok(s) => stats = Some(s),
+                Err(e) => {
+                    if k == 0 {
+                        self.forget(&mark);
+                    }
+                    return Err(e);
+                }
+            }
         }
         Ok(stats)
     }

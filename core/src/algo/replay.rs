@@ -85,6 +85,16 @@ impl<const OBS: usize, const ACT: usize> Transition<OBS, ACT> {
     }
 }
 
+/// A replay ring's write position, count and the slot the next push
+/// overwrites ([`ReplayBuffer::mark`]): what takes one push back
+/// ([`ReplayBuffer::rewind`]), on the stack.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ReplayMark<const OBS: usize, const ACT: usize> {
+    pos: usize,
+    len: usize,
+    slot: Option<Transition<OBS, ACT>>,
+}
+
 /// A ring of at most `CAP` transitions with `OBS` observations and `ACT`
 /// action dimensions (see the [module docs](self)).
 ///
@@ -185,6 +195,58 @@ impl<const OBS: usize, const ACT: usize, const CAP: usize> ReplayBuffer<OBS, ACT
     pub fn clear(&mut self) {
         self.pos = 0;
         self.len = 0;
+    }
+
+    /// What a [`push`](Self::push) may change — the write position, the
+    /// count and the slot at the write position — for
+    /// [`rewind`](Self::rewind) to take the push back.
+    pub fn mark(&self) -> ReplayMark<OBS, ACT> {
+        let i = self.pos;
+        ReplayMark {
+            pos: i,
+            len: self.len,
+            slot: match (
+                self.obs.get(i),
+                self.action.get(i),
+                self.reward.get(i),
+                self.next_obs.get(i),
+                self.terminated.get(i),
+            ) {
+                (Some(&obs), Some(&action), Some(&reward), Some(&next_obs), Some(&terminated)) => {
+                    Some(Transition {
+                        obs,
+                        action,
+                        reward,
+                        next_obs,
+                        terminated,
+                    })
+                }
+                _ => None,
+            },
+        }
+    }
+
+    /// Puts back what [`mark`](Self::mark) saw: the write position, the
+    /// count and the slot's bytes — the ring as it was before the pushes
+    /// since (at most one push may be taken back this way).
+    pub fn rewind(&mut self, mark: &ReplayMark<OBS, ACT>) {
+        let i = mark.pos;
+        if let (Some(t), Some(obs), Some(action), Some(reward), Some(next_obs), Some(terminated)) = (
+            mark.slot,
+            self.obs.get_mut(i),
+            self.action.get_mut(i),
+            self.reward.get_mut(i),
+            self.next_obs.get_mut(i),
+            self.terminated.get_mut(i),
+        ) {
+            *obs = t.obs;
+            *action = t.action;
+            *reward = t.reward;
+            *next_obs = t.next_obs;
+            *terminated = t.terminated;
+        }
+        self.pos = mark.pos;
+        self.len = mark.len;
     }
 
     /// Stores `t`, overwriting the oldest transition once full.

@@ -102,27 +102,86 @@ impl<P: Params> Adam<P> {
     }
 }
 
-impl<P: Params> Optimizer<P> for Adam<P> {
-    fn step(&mut self, params: &mut P, grads: &P, lr: f32) -> Result<(), Error> {
+impl<P: Params> Adam<P> {
+    /// The parameters one [`step`](Optimizer::step) from `grads` with
+    /// learning rate `lr` would leave, written into `out`; `params` and the
+    /// optimiser state are not changed. The arithmetic is `step`'s, element
+    /// for element, so a `step` taken afterwards from the same state and
+    /// gradient writes exactly these bits into `params` — how SAC and TD3
+    /// train their actor through the critics' next parameters before
+    /// committing either step.
+    ///
+    /// # Errors
+    /// As [`step`](Optimizer::step) (`out` is then not written).
+    pub fn staged(&self, params: &P, grads: &P, lr: f32, out: &mut P) -> Result<(), Error> {
+        let step = self.step_constants(grads, lr)?;
+        for i in 0..P::TENSORS {
+            let (g, m, v, p) = (
+                grads.tensor(i),
+                self.m.tensor(i),
+                self.v.tensor(i),
+                params.tensor(i),
+            );
+            let out = out.tensor_mut(i);
+            for ((((out, &p), &g), &m), &v) in out.iter_mut().zip(p).zip(g).zip(m).zip(v) {
+                (*out, _, _) = step.element(p, m, v, g);
+            }
+        }
+        Ok(())
+    }
+
+    /// Checks `lr`, the configuration and `grads` (what makes a step
+    /// refuse), then the constants of step `t + 1`.
+    fn step_constants(&self, grads: &P, lr: f32) -> Result<StepConstants, Error> {
         check_lr(lr)?;
         self.config.validate()?;
         check_gradient(grads)?;
         let AdamConfig { beta1, beta2, eps } = self.config;
+        let t = self.t.saturating_add(1) as f32;
+        Ok(StepConstants {
+            beta1,
+            beta2,
+            eps,
+            step_size: lr / (1.0 - math::powf(beta1, t)),
+            bias_correction2_sqrt: math::sqrt(1.0 - math::powf(beta2, t)),
+        })
+    }
+}
+
+/// What one Adam step applies to every element: the decays, `ε`, the
+/// bias-corrected step size `lr / (1 − β₁ᵗ)` and `√(1 − β₂ᵗ)`.
+struct StepConstants {
+    beta1: f32,
+    beta2: f32,
+    eps: f32,
+    step_size: f32,
+    bias_correction2_sqrt: f32,
+}
+
+impl StepConstants {
+    /// One element's step: `(θ′, m′, v′)` from `(θ, m, v, g)` — the only
+    /// place the update's arithmetic is written, for [`Adam::step`] and
+    /// [`Adam::staged`] alike.
+    #[inline(always)]
+    fn element(&self, p: f32, m: f32, v: f32, g: f32) -> (f32, f32, f32) {
+        let m = self.beta1 * m + (1.0 - self.beta1) * g;
+        let v = self.beta2 * v + (1.0 - self.beta2) * g * g;
+        let denom = math::sqrt(v) / self.bias_correction2_sqrt + self.eps;
+        (p - self.step_size * m / denom, m, v)
+    }
+}
+
+impl<P: Params> Optimizer<P> for Adam<P> {
+    fn step(&mut self, params: &mut P, grads: &P, lr: f32) -> Result<(), Error> {
+        let step = self.step_constants(grads, lr)?;
         self.t = self.t.saturating_add(1);
-        let t = self.t as f32;
-        let bias_correction1 = 1.0 - math::powf(beta1, t);
-        let bias_correction2_sqrt = math::sqrt(1.0 - math::powf(beta2, t));
-        let step_size = lr / bias_correction1;
         for i in 0..P::TENSORS {
             let g = grads.tensor(i);
             let m = self.m.tensor_mut(i);
             let v = self.v.tensor_mut(i);
             let p = params.tensor_mut(i);
             for (((p, &g), m), v) in p.iter_mut().zip(g).zip(m.iter_mut()).zip(v.iter_mut()) {
-                *m = beta1 * *m + (1.0 - beta1) * g;
-                *v = beta2 * *v + (1.0 - beta2) * g * g;
-                let denom = math::sqrt(*v) / bias_correction2_sqrt + eps;
-                *p -= step_size * *m / denom;
+                (*p, *m, *v) = step.element(*p, *m, *v, g);
             }
         }
         Ok(())
@@ -141,6 +200,35 @@ mod tests {
     use nalgebra::SVector;
 
     type P = SVector<f32, 2>;
+
+    /// `staged` writes the bits the next `step` writes into the
+    /// parameters, changes nothing, and refuses what `step` refuses.
+    #[test]
+    fn staged_parameters_are_the_next_steps_bits() {
+        let mut adam = Adam::<SVector<f32, 5>>::new(AdamConfig::DEFAULT);
+        let mut theta = SVector::<f32, 5>::new(0.3, -1.7, 2.5e-3, 11.0, -0.0);
+        for k in 0..20u8 {
+            let g = SVector::<f32, 5>::from_fn(|i, _| {
+                libm::sinf(f32::from(k) * 1.3 + i as f32) * 10f32.powi(i as i32 - 2)
+            });
+            let (before, state) = (theta, adam.clone());
+            let mut staged = SVector::<f32, 5>::zeros();
+            adam.staged(&theta, &g, 3e-4, &mut staged).unwrap();
+            assert_eq!((theta, &adam), (before, &state));
+            adam.step(&mut theta, &g, 3e-4).unwrap();
+            let bits = |x: &SVector<f32, 5>| x.map(f32::to_bits);
+            assert_eq!(bits(&staged), bits(&theta), "step {k}");
+        }
+        let mut out = SVector::<f32, 5>::repeat(7.0);
+        let nan = SVector::<f32, 5>::repeat(f32::NAN);
+        assert_eq!(
+            adam.staged(&theta, &nan, 1e-3, &mut out),
+            Err(Error::NonFinite)
+        );
+        let g = SVector::<f32, 5>::repeat(1.0);
+        assert!(adam.staged(&theta, &g, -1.0, &mut out).is_err());
+        assert_eq!(out, SVector::<f32, 5>::repeat(7.0));
+    }
 
     /// Two steps computed by hand (in f64) from the textbook formulas, with
     /// SB3's tiny `ε` and with an `ε` as large as the gradients (where `+ε`

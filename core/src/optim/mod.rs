@@ -68,6 +68,29 @@ impl<P: Params> TrainState<P, Adam<P>> {
         self.optimizer.config = adam;
         self.zero_grad();
     }
+
+    /// The parameters [`apply`](Self::apply)`(lr, None)` would leave, written
+    /// into `out` ([`Adam::staged`]); nothing of the state changes. An
+    /// `apply(lr, None)` from the same state writes these bits into
+    /// `params`, and cannot refuse once this succeeded.
+    ///
+    /// # Errors
+    /// As [`apply`](Self::apply); `out` is then not written.
+    pub fn staged(&self, lr: f32, out: &mut P) -> Result<(), Error> {
+        self.optimizer.staged(&self.params, &self.grads, lr, out)
+    }
+
+    /// `Ok(())` exactly when [`apply`](Self::apply)`(lr, None)` would
+    /// succeed: a valid `lr` and Adam configuration and a usable gradient.
+    /// Lets an update check all its optimiser steps before it takes any.
+    ///
+    /// # Errors
+    /// The error `apply(lr, None)` would return; nothing changes.
+    pub fn check_step(&self, lr: f32) -> Result<(), Error> {
+        check_lr(lr)?;
+        check_gradient(&self.grads)?;
+        self.optimizer.config.validate()
+    }
 }
 
 impl<P: Params, O: Optimizer<P>> TrainState<P, O> {

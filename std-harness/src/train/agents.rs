@@ -72,6 +72,13 @@ pub fn with_agent<J: WithAgent>(
             }
         };
     }
+    // SAC and TD3 hold a replay ring of megabytes: built on the heap in
+    // place (`boxed`), never on the stack.
+    macro_rules! boxed_offpolicy {
+        ($agent:ty) => {
+            |config| <$agent>::boxed(config)
+        };
+    }
     macro_rules! by_algo {
         ($plant:ty, $n:expr $(, oa = $oa:literal)?) => {{
             let plant = <$plant as Task>::plant(plant)?;
@@ -87,13 +94,13 @@ pub fn with_agent<J: WithAgent>(
                         &SAC_SPACE,
                         c,
                         plant,
-                        boxed!(agent::Sac<$plant, 64, OFFPOLICY_CAP, OFFPOLICY_BATCH, $oa>),
+                        boxed_offpolicy!(agent::Sac<$plant, 64, OFFPOLICY_CAP, OFFPOLICY_BATCH, $oa>),
                     ),
                     AlgoConfig::Td3(c) => job.run(
                         &TD3_SPACE,
                         c,
                         plant,
-                        boxed!(agent::Td3<$plant, 64, OFFPOLICY_CAP, OFFPOLICY_BATCH, $oa>),
+                        boxed_offpolicy!(agent::Td3<$plant, 64, OFFPOLICY_CAP, OFFPOLICY_BATCH, $oa>),
                     ),
                 )?
                 _ => bail!(

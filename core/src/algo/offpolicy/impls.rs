@@ -61,6 +61,15 @@ macro_rules! offpolicy_impls {
                 Ok(self.steps)
             }
 
+            fn record_mark(&self) -> ($crate::algo::replay::ReplayMark<OBS, ACT>, u64) {
+                (self.replay.mark(), self.steps)
+            }
+
+            fn forget(&mut self, mark: &($crate::algo::replay::ReplayMark<OBS, ACT>, u64)) {
+                self.replay.rewind(&mark.0);
+                self.steps = mark.1;
+            }
+
             fn train_once<R: rand_core::Rng + ?Sized>(
                 &mut self,
                 rng: &mut R,

@@ -119,3 +119,192 @@ fn tanh_policy_acts_in_bounds_and_refuses_nan() {
         Err(Error::NonFinite)
     );
 }
+
+/// FNV-1a over the whole training state of an off-policy agent: every
+/// `f32`'s bits and every counter, in a fixed order.
+struct Fnv(u64);
+
+impl Fnv {
+    fn u64(&mut self, x: u64) {
+        for b in x.to_le_bytes() {
+            self.0 = (self.0 ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+    fn params<P: Params>(&mut self, p: &P) {
+        for i in 0..P::TENSORS {
+            for x in p.tensor(i) {
+                self.u64(u64::from(x.to_bits()));
+            }
+        }
+    }
+    fn train<P: Params>(&mut self, t: &TrainState<P>) {
+        self.params(&t.params);
+        self.params(&t.optimizer.m);
+        self.params(&t.optimizer.v);
+        self.u64(u64::from(t.optimizer.t));
+    }
+    fn replay<const OBS: usize, const ACT: usize, const CAP: usize>(
+        &mut self,
+        r: &ReplayBuffer<OBS, ACT, CAP>,
+    ) {
+        self.u64(r.len() as u64);
+        for i in 0..r.len() {
+            let t = r.get(i).unwrap();
+            self.params(&t.obs);
+            self.params(&t.action);
+            self.params(&t.next_obs);
+            self.u64(u64::from(t.reward.to_bits()) * 2 + u64::from(t.terminated));
+        }
+    }
+}
+
+type SmallSac = crate::agent::Sac<crate::env::Pendulum, 16, 256, 32, 4>;
+type SmallTd3 = crate::agent::Td3<crate::env::Pendulum, 16, 256, 32, 4>;
+
+/// The whole state of a SAC agent hashed: weights, Adam moments and steps,
+/// targets, `log α`, the ring and the counters (gradients and activation
+/// caches are scratch).
+fn sac_hash(sac: &SmallSac) -> u64 {
+    let mut h = Fnv(0xcbf2_9ce4_8422_2325);
+    h.train(&sac.actor);
+    h.train(&sac.critic);
+    h.params(&sac.critic_target);
+    h.train(&sac.log_alpha);
+    h.replay(&sac.replay);
+    h.u64(sac.steps);
+    h.u64(sac.n_updates);
+    h.0
+}
+
+/// [`sac_hash`] for TD3 (its target actor instead of `log α`).
+fn td3_hash(td3: &SmallTd3) -> u64 {
+    let mut h = Fnv(0xcbf2_9ce4_8422_2325);
+    h.train(&td3.actor);
+    h.params(&td3.actor_target);
+    h.train(&td3.critic);
+    h.params(&td3.critic_target);
+    h.replay(&td3.replay);
+    h.u64(td3.steps);
+    h.u64(td3.n_updates);
+    h.0
+}
+
+/// `steps` Pendulum steps of `agent` from a cursor started with `seed`.
+fn run_steps<L: OffPolicy<3, 1>>(
+    agent: &mut L,
+    env: &mut crate::env::Pendulum,
+    seed: u64,
+    steps: usize,
+) {
+    use rand_core::SeedableRng;
+    let mut rng = rand_xoshiro::Xoshiro128PlusPlus::seed_from_u64(seed);
+    let mut cursor = crate::algo::Cursor::start(env, &mut rng);
+    for _ in 0..steps {
+        agent.step(env, &mut cursor, &mut rng, |_| {}).unwrap();
+    }
+}
+
+/// SAC and TD3 (16-16 networks, a 256-transition ring, minibatches of 32,
+/// a 100-step warm-up, TD3's actor every second update), initialised from
+/// seed 7.
+fn small_agents() -> (std::boxed::Box<SmallSac>, std::boxed::Box<SmallTd3>) {
+    use crate::algo::{SacConfig, Td3Config};
+    use rand_core::SeedableRng;
+    let mut rng = rand_xoshiro::Xoshiro128PlusPlus::seed_from_u64(7);
+    let env = crate::env::Pendulum::new();
+    let mut sac = SmallSac::boxed(SacConfig {
+        buffer_size: 256,
+        learning_starts: 100,
+        batch_size: 32,
+        ..SacConfig::PENDULUM
+    });
+    sac.init(&env, &mut rng).unwrap();
+    let mut td3 = SmallTd3::boxed(Td3Config {
+        buffer_size: 256,
+        learning_starts: 100,
+        batch_size: 32,
+        action_noise: Some(0.1),
+        ..Td3Config::PENDULUM
+    });
+    td3.init(&env, &mut rng).unwrap();
+    (sac, td3)
+}
+
+/// Trains the [`small_agents`] for 700 Pendulum steps and hashes their
+/// whole state: the bits recorded before the updates became transactional
+/// (the critics' step staged, every step checked before any is taken),
+/// which must not move them.
+#[test]
+fn sac_and_td3_updates_keep_their_recorded_bits() {
+    let mut env = crate::env::Pendulum::new();
+    let (mut sac, mut td3) = small_agents();
+    run_steps(&mut *sac, &mut env, 1, 700);
+    run_steps(&mut *td3, &mut env, 2, 700);
+    assert_eq!(
+        (sac_hash(&sac), td3_hash(&td3)),
+        (0x659e_479e_76bb_83bc, 0x35ff_bb1d_2410_90bb)
+    );
+}
+
+/// An update whose actor (or `log α`) step refuses after the critics'
+/// step was computed changes nothing in the agent, through `update` and
+/// through the learning loop's `step` (the transition and the step count
+/// are taken back too); with the actor's Adam configuration restored,
+/// training goes on.
+#[test]
+fn a_refused_update_changes_nothing_in_sac_or_td3() {
+    use rand_core::SeedableRng;
+    let mut env = crate::env::Pendulum::new();
+    let (mut sac, mut td3) = small_agents();
+    run_steps(&mut *sac, &mut env, 1, 300);
+    run_steps(&mut *td3, &mut env, 2, 300);
+    let mut rng = rand_xoshiro::Xoshiro128PlusPlus::seed_from_u64(3);
+    let mut cursor = crate::algo::Cursor::start(&mut env, &mut rng);
+
+    // SAC: the actor's step refuses (ε = 0), then `log α`'s (β₁ = 1).
+    for (actor_eps, alpha_beta1, field) in [(0.0, 0.9, "adam.eps"), (1e-5, 1.0, "adam.beta1")] {
+        sac.actor.optimizer.config.eps = actor_eps;
+        sac.log_alpha.optimizer.config.beta1 = alpha_beta1;
+        let before = sac_hash(&sac);
+        let refused = |r: Result<(), Error>| matches!(r, Err(Error::InvalidConfig { field: f, .. }) if f == field);
+        assert!(refused(sac.update(&mut rng).map(|_| ())), "{field}");
+        assert_eq!(sac_hash(&sac), before, "update, {field}");
+        let step = sac.step(&mut env, &mut cursor, &mut rng, |_| {});
+        assert!(refused(step.map(|_| ())), "{field}");
+        assert_eq!(sac_hash(&sac), before, "step, {field}");
+    }
+    sac.log_alpha.optimizer.config.beta1 = 0.9;
+    let before = sac_hash(&sac);
+    sac.update(&mut rng).unwrap();
+    assert_ne!(sac_hash(&sac), before);
+
+    // TD3: the actor's step refuses on every delayed update; the critic
+    // steps in between are taken.
+    td3.actor.optimizer.config.eps = 0.0;
+    let mut refused = 0;
+    for _ in 0..6 {
+        let before = td3_hash(&td3);
+        match td3.step(&mut env, &mut cursor, &mut rng, |_| {}) {
+            Ok(_) => assert_ne!(td3_hash(&td3), before),
+            Err(e) => {
+                assert!(
+                    matches!(
+                        e,
+                        Error::InvalidConfig {
+                            field: "adam.eps",
+                            ..
+                        }
+                    ),
+                    "{e:?}"
+                );
+                assert_eq!(td3_hash(&td3), before);
+                refused += 1;
+            }
+        }
+    }
+    assert!(refused >= 2, "{refused}");
+    td3.actor.optimizer.config.eps = 1e-5;
+    let before = td3_hash(&td3);
+    td3.update(&mut rng).unwrap();
+    assert_ne!(td3_hash(&td3), before);
+}

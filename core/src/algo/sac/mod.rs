@@ -51,16 +51,22 @@
 //!
 //! **Memory.** Everything is in the struct, sized by const generics: actor
 //! and critics with Adam ([`TrainState`]), the target critics, `log α` with
-//! Adam, the replay ring of `CAP` transitions and one activation cache per
-//! network. A minibatch's draws (`BATCH` indices and `2·BATCH` noise vectors)
-//! live on the stack during [`Sac::update`]. Nothing allocates.
+//! Adam, the replay ring of `CAP` transitions, one activation cache per
+//! network, and the scratch of a transactional update: the critics'
+//! parameters after the step being checked and a critic-sized gradient
+//! buffer (one and a half critic pairs). A minibatch's draws (`BATCH`
+//! indices and `2·BATCH` noise vectors) live on the stack during
+//! [`Sac::update`]. Nothing allocates.
 //!
 //! **Errors.** A non-finite observation or reward refuses the step before
 //! anything is stored or trained: buffer, weights and counters are
 //! unchanged (the environment has stepped and the generator has advanced).
-//! Inside an update every optimiser step checks its gradient and refuses a
-//! non-finite one without writing; an error from the actor's or `log α`'s
-//! step leaves the critic step of the same update applied.
+//! An update is transactional: the critics' Adam step is computed into
+//! scratch without being taken, the actor's loss and gradient are computed
+//! through those next critics, and the critics', the actor's and `log α`'s
+//! gradients and learning rates are all checked before the first step is
+//! taken — a refused update changes nothing in the agent, and a successful
+//! one computes the same bits as taking each step in turn.
 //!
 //! **Training loop and checkpoints.** [`Sac`] is a
 //! [`Learner`](crate::train::Learner) whose iteration is one
@@ -161,6 +167,13 @@ pub struct Sac<
     pub n_updates: u64,
     actor_cache: SquashedCache<T::Cache, H, ACT>,
     critic_cache: (Q::Cache, Q::Cache),
+    /// The critics after this update's step, before it is taken (scratch
+    /// of [`update_with`](Self::update_with), which trains the actor
+    /// through them).
+    critic_next: Twin<Q>,
+    /// Where the actor's pass puts the critic parameter gradients it
+    /// discards (scratch).
+    critic_scratch: Q,
 }
 
 impl<
@@ -204,6 +217,8 @@ where
             n_updates: 0,
             actor_cache: SquashedGaussianActor::<T, H, ACT>::ZERO_CACHE,
             critic_cache: (Q::ZERO_CACHE, Q::ZERO_CACHE),
+            critic_next: Twin::ZERO,
+            critic_scratch: Q::ZERO,
         }
     }
 
@@ -303,6 +318,52 @@ where
         out.net.first.copy_from(&actor.trunk);
         out.net.second = Dense::from_parts(actor.mu.weight, actor.mu.bias);
         out.space = self.space;
+    }
+}
+
+/// The heap constructor of SB3's architecture (every layer type the
+/// crate's own, so the agent is valid all-zero but for its configuration).
+#[cfg(any(feature = "std", test))]
+impl<
+    const OBS: usize,
+    const ACT: usize,
+    const OA: usize,
+    const H: usize,
+    const CAP: usize,
+    const BATCH: usize,
+> SacMlp<OBS, ACT, OA, H, CAP, BATCH>
+{
+    /// [`new`](Self::new)`(config)` on the heap, built in place: zeroed
+    /// memory from the allocator with the configuration written into it —
+    /// never a value on the stack, whatever the replay ring's size or the
+    /// build's optimisation (`Box::new(Self::new(config))` may build the
+    /// agent on the stack first and overflow a thread's stack).
+    /// [`init`](Self::init) before use.
+    #[allow(unsafe_code)]
+    pub fn boxed(config: SacConfig) -> std::boxed::Box<Self> {
+        let () = Self::SIZES;
+        // SAFETY: every field but the configuration ones written below is
+        // `f32`s, integers, `bool`s, zero-sized markers or arrays and
+        // structs of them (weights, Adam moments and step, the replay ring
+        // and its counters, the bounds, caches and scratch) — valid all-zero,
+        // and all-zero is exactly their value in `new` (`Self::ZERO` is all
+        // zero bytes so a `static` agent sits in `.bss`). The layer types
+        // are the crate's own (`Dense`, `Chain`, `Mlp`, the actor) — this
+        // impl is for SB3's architecture only, not for any `Layer` —; `boxed_is_new` checks the result equals `new`.
+        let init = |p: *mut Self| {
+            // SAFETY: `p` points at zeroed memory for a `Self` (see
+            // `zeroed_box`); the four fields holding configuration are
+            // written through it, before anything reads them.
+            unsafe {
+                core::ptr::addr_of_mut!((*p).config).write(config);
+                core::ptr::addr_of_mut!((*p).actor.optimizer.config).write(config.adam);
+                core::ptr::addr_of_mut!((*p).critic.optimizer.config).write(config.adam);
+                core::ptr::addr_of_mut!((*p).log_alpha.optimizer.config).write(config.adam);
+            }
+        };
+        // SAFETY: as above; `init` writes the configuration fields only,
+        // through the raw pointer.
+        unsafe { crate::boxed::zeroed_box(init) }
     }
 }
 

@@ -557,3 +557,54 @@ fn sac_trainer_solves_pendulum() {
         .unwrap();
     assert!(outcome.solved(-200.0), "{outcome:?}");
 }
+
+/// `boxed(config)` is `new(config)` field by field (the all-zero validity
+/// the heap constructor rests on); TD3's: `td3::tests::boxed_is_new`.
+#[test]
+fn boxed_is_new() {
+    let config = small_config();
+    let (boxed, new) = (Small::boxed(config), Box::new(Small::new(config)));
+    assert_eq!(boxed.config, new.config);
+    assert_eq!(boxed.actor, new.actor);
+    assert_eq!(boxed.critic, new.critic);
+    assert_eq!(boxed.critic_target, new.critic_target);
+    assert_eq!(boxed.log_alpha, new.log_alpha);
+    assert_eq!(boxed.replay, new.replay);
+    assert_eq!(boxed.space, new.space);
+    assert_eq!((boxed.steps, boxed.n_updates), (new.steps, new.n_updates));
+    assert_eq!(boxed.actor_cache, new.actor_cache);
+    assert_eq!(boxed.critic_cache, new.critic_cache);
+    assert_eq!(boxed.critic_next, new.critic_next);
+    assert_eq!(boxed.critic_scratch, new.critic_scratch);
+}
+
+/// A SAC agent with a 1 000 000-transition ring (28 MB) and 64-64 networks
+/// is built, initialised and trained for a few steps in a thread with a
+/// 64 KB stack: `boxed` never puts the agent on the stack.
+#[test]
+fn boxed_builds_a_huge_agent_in_a_64_kb_stack() {
+    type Huge = crate::agent::Sac<Pendulum, 64, 1_000_000, 256, 4>;
+    let steps = std::thread::Builder::new()
+        .stack_size(64 * 1024)
+        .spawn(|| {
+            let mut agent = Huge::boxed(SacConfig {
+                buffer_size: 1_000_000,
+                learning_starts: 10,
+                batch_size: 8,
+                ..SacConfig::PENDULUM
+            });
+            let mut rng = <Xoshiro128PlusPlus as rand_core::SeedableRng>::seed_from_u64(0);
+            let mut env = Pendulum::new();
+            agent.init(&env, &mut rng).unwrap();
+            assert_eq!(agent.replay.size(), 1_000_000);
+            let mut cursor = crate::algo::Cursor::start(&mut env, &mut rng);
+            for _ in 0..20 {
+                agent.step(&mut env, &mut cursor, &mut rng, |_| {}).unwrap();
+            }
+            agent.steps
+        })
+        .unwrap()
+        .join()
+        .unwrap();
+    assert_eq!(steps, 20);
+}

@@ -56,8 +56,12 @@ where
     /// then); [`Error::NonFinite`] for a non-finite network output, loss or
     /// gradient, [`Error::GradientOverflow`] for an unusable gradient, and
     /// [`Error::InvalidConfig`] for an invalid learning rate or Adam
-    /// configuration — each optimiser step refuses without writing, and
-    /// the steps before it in this update stay applied.
+    /// configuration. Transactional: the critics' step is staged
+    /// ([`TrainState::staged`](crate::optim::TrainState::staged)), the
+    /// actor's loss and gradient are computed through the staged critics and
+    /// every step's gradient and learning rate is checked before any is
+    /// taken, so a refused update changes nothing in the agent (the
+    /// gradient buffers and activation caches are scratch).
     pub fn update_with(&mut self, draws: &Draws<ACT, BATCH>) -> Result<SacStats, Error> {
         draws.check(&self.replay)?;
         let n = draws.len;
@@ -98,14 +102,17 @@ where
         stats.critic_loss *= inv_n;
         stats.q1 *= inv_n;
         check_finite(stats.critic_loss)?;
-        self.critic.apply(lr, None)?;
+        // The critics' step is staged, not taken: `critic_next` holds the
+        // parameters it will write (bit for bit), and nothing of the agent
+        // changes until every step of this update has been checked.
+        self.critic.staged(lr, &mut self.critic_next)?;
 
         // Actor: J_π = mean(α log π(ã|s) − min Qᵢ(s, ã)) with the updated
-        // critics: ∂J_π/∂log π = α/B, ∂J_π/∂ã = −∂Q_min/∂ã / B through the
-        // critic's input. The critics' parameter gradients this leaves in
-        // `critic.grads` are discarded (zeroed by the next critic step).
+        // critics (`critic_next`): ∂J_π/∂log π = α/B, ∂J_π/∂ã = −∂Q_min/∂ã / B
+        // through the critic's input. The critics' parameter gradients this
+        // makes are discarded (`critic_scratch`).
         self.actor.zero_grad();
-        self.critic.zero_grad();
+        self.critic_scratch.set_zero();
         for k in 0..n {
             let t = draws.sample(&self.replay, k)?;
             let (action, log_prob) = self.actor.params.sample_train(
@@ -115,7 +122,7 @@ where
             )?;
             let x = critic_input::<OBS, ACT, OA>(&t.obs, &action);
             let (cache1, cache2) = &mut self.critic_cache;
-            let critic = &self.critic.params;
+            let critic = &self.critic_next;
             let q1 = critic.q1.forward_train(&x, cache1)[0];
             let q2 = critic.q2.forward_train(&x, cache2)[0];
             let d_q = SVector::<f32, 1>::new(-inv_n);
@@ -124,12 +131,12 @@ where
             let (min_q, d_x) = if q1 <= q2 {
                 (
                     q1,
-                    critic.q1.backward(cache1, &d_q, &mut self.critic.grads.q1),
+                    critic.q1.backward(cache1, &d_q, &mut self.critic_scratch),
                 )
             } else {
                 (
                     q2,
-                    critic.q2.backward(cache2, &d_q, &mut self.critic.grads.q2),
+                    critic.q2.backward(cache2, &d_q, &mut self.critic_scratch),
                 )
             };
             stats.actor_loss += alpha * log_prob - min_q;
@@ -145,14 +152,24 @@ where
         stats.actor_loss *= inv_n;
         stats.log_prob *= inv_n;
         check_finite(stats.actor_loss)?;
-        self.actor.apply(lr, None)?;
+        self.actor.check_step(lr)?;
 
         // α: J_α = −log α · mean(log π(ã|s) + H̄), ∂J_α/∂log α = −mean(log π + H̄).
-        if c.ent_coef.is_auto() {
+        let auto_alpha = c.ent_coef.is_auto();
+        if auto_alpha {
             let target_entropy = c.target_entropy_for(ACT);
             let d_log_alpha = -(stats.log_prob + target_entropy);
             stats.ent_coef_loss = self.log_alpha.params[0] * d_log_alpha;
             self.log_alpha.grads[0] = d_log_alpha;
+            self.log_alpha.check_step(lr)?;
+        }
+
+        // Every step checked: take them. Each `apply` makes the checks just
+        // passed again on unchanged inputs, so none refuses, and the critics'
+        // step writes the bits `critic_next` holds.
+        self.critic.apply(lr, None)?;
+        self.actor.apply(lr, None)?;
+        if auto_alpha {
             self.log_alpha.apply(lr, None)?;
         }
 

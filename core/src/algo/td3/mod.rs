@@ -33,10 +33,13 @@
 //! actions for `learning_starts` steps, then explored ones, store, and
 //! every `train_freq` steps `gradient_steps` updates.
 //!
-//! **Memory and errors** as [`sac`](super::sac): everything in the struct,
-//! a minibatch's draws on the stack during [`Td3::update`]; a non-finite
-//! observation or reward refuses the step with the agent unchanged; each
-//! optimiser step refuses a bad gradient without writing.
+//! **Memory and errors** as [`sac`](super::sac): everything in the struct
+//! (the scratch of a transactional update included: the critics' staged
+//! parameters and a critic-sized gradient buffer), a minibatch's draws on
+//! the stack during [`Td3::update`]; a non-finite observation or reward
+//! refuses the step with the agent unchanged; an update checks the
+//! critics' and the actor's steps before taking either, so a refused one
+//! changes nothing.
 //!
 //! **Training loop and checkpoints.** [`Td3`] is a
 //! [`Learner`](crate::train::Learner) whose iteration is one
@@ -130,6 +133,13 @@ pub struct Td3<
     pub n_updates: u64,
     actor_cache: N::Cache,
     critic_cache: (Q::Cache, Q::Cache),
+    /// The critics after this update's step, before it is taken (scratch
+    /// of [`update_with`](Self::update_with), which trains the actor
+    /// through them on a delayed actor update).
+    critic_next: Twin<Q>,
+    /// Where the actor's pass puts the critic parameter gradients it
+    /// discards (scratch).
+    critic_scratch: Q,
 }
 
 impl<
@@ -172,6 +182,8 @@ where
             n_updates: 0,
             actor_cache: N::ZERO_CACHE,
             critic_cache: (Q::ZERO_CACHE, Q::ZERO_CACHE),
+            critic_next: Twin::ZERO,
+            critic_scratch: Q::ZERO,
         }
     }
 
@@ -255,6 +267,51 @@ where
     pub fn export(&self, out: &mut TanhPolicy<N, ACT>) {
         out.net.copy_from(&self.actor.params);
         out.space = self.space;
+    }
+}
+
+/// The heap constructor of SB3's architecture (every layer type the
+/// crate's own, so the agent is valid all-zero but for its configuration).
+#[cfg(any(feature = "std", test))]
+impl<
+    const OBS: usize,
+    const ACT: usize,
+    const OA: usize,
+    const H: usize,
+    const CAP: usize,
+    const BATCH: usize,
+> Td3Mlp<OBS, ACT, OA, H, CAP, BATCH>
+{
+    /// [`new`](Self::new)`(config)` on the heap, built in place: zeroed
+    /// memory from the allocator with the configuration written into it —
+    /// never a value on the stack, whatever the replay ring's size or the
+    /// build's optimisation (`Box::new(Self::new(config))` may build the
+    /// agent on the stack first and overflow a thread's stack).
+    /// [`init`](Self::init) before use.
+    #[allow(unsafe_code)]
+    pub fn boxed(config: Td3Config) -> std::boxed::Box<Self> {
+        let () = Self::SIZES;
+        // SAFETY: every field but the configuration ones written below is
+        // `f32`s, integers, `bool`s, zero-sized markers or arrays and
+        // structs of them (weights, Adam moments and step, the replay ring
+        // and its counters, the bounds, caches and scratch) — valid all-zero,
+        // and all-zero is exactly their value in `new` (`Self::ZERO` is all
+        // zero bytes so a `static` agent sits in `.bss`). The layer types
+        // are the crate's own (`Dense`, `Chain`, `Mlp`, the actor) — this
+        // impl is for SB3's architecture only, not for any `Layer` —; `boxed_is_new` checks the result equals `new`.
+        let init = |p: *mut Self| {
+            // SAFETY: `p` points at zeroed memory for a `Self` (see
+            // `zeroed_box`); the three fields holding configuration are
+            // written through it, before anything reads them.
+            unsafe {
+                core::ptr::addr_of_mut!((*p).config).write(config);
+                core::ptr::addr_of_mut!((*p).actor.optimizer.config).write(config.adam);
+                core::ptr::addr_of_mut!((*p).critic.optimizer.config).write(config.adam);
+            }
+        };
+        // SAFETY: as above; `init` writes the configuration fields only,
+        // through the raw pointer.
+        unsafe { crate::boxed::zeroed_box(init) }
     }
 }
 

@@ -249,3 +249,27 @@ fn stats_report_the_minibatch_mean_q1() {
     );
     assert_ne!(agent.critic.params.q1, q1, "the critic step moved Q₁");
 }
+
+/// `boxed(config)` is `new(config)` field by field (the all-zero validity
+/// the heap constructor rests on).
+#[test]
+fn boxed_is_new() {
+    type SmallTd3 = crate::agent::Td3<crate::env::Pendulum, 16, 256, 32, 4>;
+    let config = crate::algo::Td3Config {
+        action_noise: Some(0.1),
+        ..crate::algo::Td3Config::PENDULUM
+    };
+    let (boxed, new) = (SmallTd3::boxed(config), Box::new(SmallTd3::new(config)));
+    assert_eq!(boxed.config, new.config);
+    assert_eq!(boxed.actor, new.actor);
+    assert_eq!(boxed.actor_target, new.actor_target);
+    assert_eq!(boxed.critic, new.critic);
+    assert_eq!(boxed.critic_target, new.critic_target);
+    assert_eq!(boxed.replay, new.replay);
+    assert_eq!(boxed.space, new.space);
+    assert_eq!((boxed.steps, boxed.n_updates), (new.steps, new.n_updates));
+    assert_eq!(boxed.actor_cache, new.actor_cache);
+    assert_eq!(boxed.critic_cache, new.critic_cache);
+    assert_eq!(boxed.critic_next, new.critic_next);
+    assert_eq!(boxed.critic_scratch, new.critic_scratch);
+}

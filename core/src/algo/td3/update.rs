@@ -48,9 +48,13 @@ where
     /// `BATCH` or an index past the stored transitions (nothing changes
     /// then); [`Error::NonFinite`] for a non-finite network output, loss or
     /// gradient, [`Error::GradientOverflow`], [`Error::InvalidConfig`] for
-    /// an invalid learning rate or Adam configuration — each optimiser step
-    /// refuses without writing, the critic step of this update stays applied
-    /// when the actor's is refused.
+    /// an invalid learning rate or Adam configuration. Transactional: on a
+    /// delayed actor update the critics' step is staged
+    /// ([`TrainState::staged`](crate::optim::TrainState::staged)), the
+    /// actor's loss and gradient are computed through the staged critics and
+    /// both steps are checked before either is taken, so a refused update
+    /// changes nothing in the agent (the gradient buffers and activation
+    /// caches are scratch).
     pub fn update_with(&mut self, draws: &Draws<ACT, BATCH>) -> Result<Td3Stats, Error> {
         draws.check(&self.replay)?;
         let n = draws.len;
@@ -94,15 +98,18 @@ where
         stats.critic_loss *= inv_n;
         stats.q1 *= inv_n;
         check_finite(stats.critic_loss)?;
-        self.critic.apply(c.learning_rate, None)?;
-        self.n_updates = update;
+        let lr = c.learning_rate;
 
         if update.is_multiple_of(u64::from(c.policy_delay)) {
-            // Actor: J_μ = −mean(Q₁(s, μ(s))), ∂J_μ/∂a = −∂Q₁/∂a / B through
-            // Q₁'s input; Q₁'s parameter gradients are discarded (zeroed by
-            // the next critic step).
+            // The critics' step is staged, not taken: `critic_next` holds
+            // the parameters it will write (bit for bit), and nothing of the
+            // agent changes until the actor's step has been checked too.
+            self.critic.staged(lr, &mut self.critic_next)?;
+            // Actor: J_μ = −mean(Q₁(s, μ(s))) with the updated critics
+            // (`critic_next`), ∂J_μ/∂a = −∂Q₁/∂a / B through Q₁'s input;
+            // Q₁'s parameter gradients are discarded (`critic_scratch`).
             self.actor.zero_grad();
-            self.critic.zero_grad();
+            self.critic_scratch.set_zero();
             let mut actor_loss = 0.0f32;
             for k in 0..n {
                 let t = draws.sample(&self.replay, k)?;
@@ -113,12 +120,12 @@ where
                 check_all_finite(action.as_slice())?;
                 let x = critic_input::<OBS, ACT, OA>(&t.obs, &action);
                 let cache1 = &mut self.critic_cache.0;
-                let q1 = self.critic.params.q1.forward_train(&x, cache1)[0];
+                let q1 = self.critic_next.q1.forward_train(&x, cache1)[0];
                 actor_loss -= q1;
-                let d_x = self.critic.params.q1.backward(
+                let d_x = self.critic_next.q1.backward(
                     cache1,
                     &SVector::<f32, 1>::new(-inv_n),
-                    &mut self.critic.grads.q1,
+                    &mut self.critic_scratch,
                 );
                 let d_action = action_part::<OBS, ACT, OA>(&d_x);
                 self.actor
@@ -127,11 +134,18 @@ where
             }
             actor_loss *= inv_n;
             check_finite(actor_loss)?;
+            self.actor.check_step(lr)?;
             stats.actor_loss = Some(actor_loss);
-            self.actor.apply(c.learning_rate, None)?;
+            // Both steps checked: take them (each `apply` passes the checks
+            // just made again, and the critics' writes `critic_next`'s bits).
+            self.critic.apply(lr, None)?;
+            self.actor.apply(lr, None)?;
             polyak(&mut self.critic_target, &self.critic.params, c.tau);
             polyak(&mut self.actor_target, &self.actor.params, c.tau);
+        } else {
+            self.critic.apply(lr, None)?;
         }
+        self.n_updates = update;
         Ok(stats)
     }
 }
