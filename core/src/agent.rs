@@ -325,6 +325,39 @@ pub type Sac<E, const H: usize, const CAP: usize, const BATCH: usize, const OA: 
 pub type Td3<E, const H: usize, const CAP: usize, const BATCH: usize, const OA: usize> =
     <<E as Env>::Obs as AgentTypes>::Td3<<E as Env>::Space, H, CAP, BATCH, OA>;
 
+/// Replay ring of the sized aliases ([`SacSized`], [`Td3Sized`]): 50 000
+/// transitions, the whole of `microrl bench`'s SAC/TD3 budget (SB3's
+/// ring of 10⁶ never wraps in such a run either), ~1.4 MB for one input and
+/// four observations — box the agent.
+pub const SIZED_CAP: usize = 50_000;
+/// Minibatch of the sized aliases: SB3's `batch_size` 256.
+pub const SIZED_BATCH: usize = 256;
+
+/// SAC on `E` sized for a desktop or a Linux-class board: SB3's 256-wide
+/// networks are not needed for a plant of a few states, so 64-64 (as
+/// `microrl train`); [`SIZED_CAP`] transitions; minibatches of
+/// [`SIZED_BATCH`]. `OA = OBS + ACT` (stated because stable Rust cannot
+/// add two const parameters; another value is a compile error saying so).
+/// Configure it with the defaults fitted to the ring:
+///
+/// ```
+/// use microrl::agent::{self, SIZED_CAP};
+/// use microrl::algo::SacConfig;
+/// use microrl::env::Pendulum;
+///
+/// type Agent = agent::SacSized<Pendulum, 4>; // 3 observations + 1 action
+/// let config = SacConfig::DEFAULT.fitted(SIZED_CAP); // buffer_size 50 000, the rest SB3's
+/// assert_eq!(config.buffer_size, 50_000);
+/// # let _ = core::mem::size_of::<Agent>();
+/// ```
+///
+/// On a microcontroller, name [`Sac`] with a smaller ring and width (the
+/// firmware's Pendulum SAC: `Sac<Pendulum, 24, 2_000, 64, 4>`, 118 KB).
+pub type SacSized<E, const OA: usize> = Sac<E, 64, SIZED_CAP, SIZED_BATCH, OA>;
+
+/// TD3 on `E` sized as [`SacSized`] (`Td3Config::DEFAULT.fitted(SIZED_CAP)`).
+pub type Td3Sized<E, const OA: usize> = Td3<E, 64, SIZED_CAP, SIZED_BATCH, OA>;
+
 /// [`Sac`] run on the lagged schedule of a device that learns while it
 /// controls (see [`algo::lagged`] and [`algo::offpolicy`]): the same networks and ring;
 /// the control loop acts blocks of `BLOCK` ticks with the published actor

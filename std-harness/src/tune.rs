@@ -444,8 +444,11 @@ where
 
 /// The seed of the tuning stream of training seed `seed`: neither the
 /// trainer's selection nor its report stream.
+///
+/// The keep-best stream ([`microrl::train::keep_best_seed`]): a candidate
+/// is tuned on the start states its runs keep their best policy on.
 pub const fn tuning_seed(seed: u64) -> u64 {
-    seed ^ 0x7a4e_5eed_0000_0000
+    microrl::train::keep_best_seed(seed)
 }
 
 /// Trains one seed for `steps` and returns (tuning mean, held-out mean).

@@ -50,6 +50,16 @@ use crate::optim::{AdamConfig, Optimizer, TrainState, check_lr};
 use crate::params::{Params, tag};
 use crate::rng;
 
+/// `buffer_size` lowered to a ring of `capacity` transitions where it is
+/// larger (`SacConfig::fitted`, `Td3Config::fitted`).
+pub(crate) const fn fit_buffer(buffer_size: u32, capacity: usize) -> u32 {
+    if capacity < buffer_size as usize {
+        capacity as u32
+    } else {
+        buffer_size
+    }
+}
+
 /// Two critics of the same type, trained side by side (one Adam over both,
 /// as SB3's single critic optimiser), the target is built from the smaller
 /// of the two (clipped double-Q, Fujimoto et al. 2018).

@@ -54,7 +54,8 @@ pub const fn keep_best_seed(seed: u64) -> u64 {
     seed ^ 0x7a4e_5eed_0000_0000
 }
 
-/// The best policy of a run so far (see the [module docs](self)).
+/// The best policy of a run so far: the first of the strictly best scores
+/// on fixed keep-best start states (see the [`train`](crate::train) module docs).
 #[derive(Clone, Debug, PartialEq)]
 pub struct KeepBest<P> {
     /// The kept policy (the storage as given until one is kept).

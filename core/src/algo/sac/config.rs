@@ -45,7 +45,7 @@ pub struct SacConfig {
     /// so an agent with a smaller `CAP` must set it.
     pub buffer_size: u32,
     /// Environment steps of uniformly random actions before learning starts,
-    /// at most 10⁹ ([`MAX_INTERVAL`](crate::algo::offpolicy::MAX_INTERVAL)).
+    /// at most 10⁹ ([`MAX_INTERVAL`]).
     /// Default 100.
     pub learning_starts: u32,
     /// Minibatch size (`≤ BATCH`). Default 256.
@@ -55,7 +55,7 @@ pub struct SacConfig {
     /// Discount `γ`. Default 0.99.
     pub gamma: f32,
     /// Environment steps between training rounds, 1 to 10⁹
-    /// ([`MAX_INTERVAL`](crate::algo::offpolicy::MAX_INTERVAL)). Default 1.
+    /// ([`MAX_INTERVAL`]). Default 1.
     pub train_freq: u32,
     /// Gradient steps per training round, 1 to 1 000
     /// ([`MAX_GRADIENT_STEPS`](crate::algo::offpolicy::MAX_GRADIENT_STEPS)).
@@ -71,7 +71,7 @@ pub struct SacConfig {
     pub target_entropy: Option<f32>,
     /// Gradient steps between Polyak updates of the target critics
     /// (counted over the whole run), 1 to 10⁹
-    /// ([`MAX_INTERVAL`](crate::algo::offpolicy::MAX_INTERVAL)). Default 1.
+    /// ([`MAX_INTERVAL`]). Default 1.
     pub target_update_interval: u32,
     /// Adam's `β₁, β₂, ε` (every optimiser). Default `0.9, 0.999, 1e-8`.
     pub adam: AdamConfig,
@@ -85,6 +85,18 @@ pub const ADAM_TORCH: AdamConfig = AdamConfig {
 };
 
 impl SacConfig {
+    /// This configuration with its `buffer_size` lowered to `capacity` (the
+    /// agent's replay ring `CAP`) where it is larger: SB3's 10⁶ default on a
+    /// sized agent ([`agent::SacSized`](crate::agent::SacSized) and
+    /// [`agent::Td3Sized`](crate::agent::Td3Sized) state their `CAP`). A
+    /// run whose budget fits the ring never wraps it, as SB3's never does.
+    pub const fn fitted(self, capacity: usize) -> Self {
+        Self {
+            buffer_size: crate::algo::offpolicy::fit_buffer(self.buffer_size, capacity),
+            ..self
+        }
+    }
+
     /// The defaults listed on each field (SB3's).
     pub const DEFAULT: Self = Self {
         buffer_size: 1_000_000,
@@ -191,6 +203,34 @@ impl Default for SacConfig {
 mod tests {
     use super::*;
     use crate::config::{Refusal, assert_refused_by_name};
+
+    /// `fitted` lowers a buffer larger than the ring to it and leaves a
+    /// smaller one and every other field alone (SAC's and TD3's).
+    #[test]
+    fn fitted_lowers_the_buffer_to_the_ring_only() {
+        let sac = SacConfig::DEFAULT.fitted(50_000);
+        assert_eq!(
+            sac,
+            SacConfig {
+                buffer_size: 50_000,
+                ..SacConfig::DEFAULT
+            }
+        );
+        assert_eq!(SacConfig::PENDULUM.fitted(50_000), SacConfig::PENDULUM);
+        assert_eq!(SacConfig::DEFAULT.fitted(usize::MAX), SacConfig::DEFAULT);
+        let td3 = crate::algo::Td3Config::DEFAULT.fitted(2_000);
+        assert_eq!(
+            td3,
+            crate::algo::Td3Config {
+                buffer_size: 2_000,
+                ..crate::algo::Td3Config::DEFAULT
+            }
+        );
+        assert_eq!(
+            crate::algo::Td3Config::PENDULUM.fitted(50_000),
+            crate::algo::Td3Config::PENDULUM
+        );
+    }
 
     /// SAC's own fields, each refused by name; the shared ones are
     /// `Schedule::validate`'s (tested in `offpolicy`), reached through it.

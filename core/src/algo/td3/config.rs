@@ -17,7 +17,7 @@ pub struct Td3Config {
     /// Transitions the replay ring keeps (`≤ CAP`). Default 1 000 000 (SB3).
     pub buffer_size: u32,
     /// Environment steps of uniformly random actions before learning starts,
-    /// at most 10⁹ ([`MAX_INTERVAL`](crate::algo::offpolicy::MAX_INTERVAL)).
+    /// at most 10⁹ ([`MAX_INTERVAL`]).
     /// Default 100.
     pub learning_starts: u32,
     /// Minibatch size (`≤ BATCH`). Default 256.
@@ -27,7 +27,7 @@ pub struct Td3Config {
     /// Discount `γ`. Default 0.99.
     pub gamma: f32,
     /// Environment steps between training rounds, 1 to 10⁹
-    /// ([`MAX_INTERVAL`](crate::algo::offpolicy::MAX_INTERVAL)). Default 1.
+    /// ([`MAX_INTERVAL`]). Default 1.
     pub train_freq: u32,
     /// Gradient steps per training round, 1 to 1 000
     /// ([`MAX_GRADIENT_STEPS`](crate::algo::offpolicy::MAX_GRADIENT_STEPS)).
@@ -42,7 +42,7 @@ pub struct Td3Config {
     #[cfg_attr(feature = "serde", serde(with = "crate::config::optional"))]
     pub action_noise: Option<f32>,
     /// Critic updates per actor and target update, 1 to 10⁹
-    /// ([`MAX_INTERVAL`](crate::algo::offpolicy::MAX_INTERVAL)). Default 2.
+    /// ([`MAX_INTERVAL`]). Default 2.
     pub policy_delay: u32,
     /// Standard deviation `σ̃` of the target policy smoothing noise. Default 0.2.
     pub target_policy_noise: f32,
@@ -53,6 +53,18 @@ pub struct Td3Config {
 }
 
 impl Td3Config {
+    /// This configuration with its `buffer_size` lowered to `capacity` (the
+    /// agent's replay ring `CAP`) where it is larger: SB3's 10⁶ default on a
+    /// sized agent ([`agent::SacSized`](crate::agent::SacSized) and
+    /// [`agent::Td3Sized`](crate::agent::Td3Sized) state their `CAP`). A
+    /// run whose budget fits the ring never wraps it, as SB3's never does.
+    pub const fn fitted(self, capacity: usize) -> Self {
+        Self {
+            buffer_size: crate::algo::offpolicy::fit_buffer(self.buffer_size, capacity),
+            ..self
+        }
+    }
+
     /// The defaults listed on each field (SB3's).
     pub const DEFAULT: Self = Self {
         buffer_size: 1_000_000,
