@@ -800,6 +800,7 @@ fn online_actor_critic_steps_match_the_reference() {
             normalize_obs: false,
             normalize_reward: false,
             critic_warmup: 0,
+            rest_init: false,
             adam: AdamConfig {
                 eps: f(&cfg["adam_eps"]),
                 ..AdamConfig::DEFAULT

@@ -107,6 +107,14 @@ where
         self.head = Gaussian::with_log_std(0.0);
     }
 
+    fn rest_init(&mut self) {
+        // The network's tensors run layer by layer, weight then bias: the
+        // last two are the mean's output layer.
+        for i in N::TENSORS.saturating_sub(2)..N::TENSORS {
+            self.net.tensor_mut(i).fill(0.0);
+        }
+    }
+
     /// The mean `μ(input)` (unclipped; [`Policy`](super::Policy) clips it to the bounds).
     fn mode(&self, input: &SVector<f32, OBS>) -> Result<Self::Action, Error> {
         self.mean(input)

@@ -80,6 +80,17 @@ pub trait Actor<const OBS: usize>: Params {
     /// and, for Gaussian heads, `log σ = 0`.
     fn init<R: Rng + ?Sized>(&mut self, rng: &mut R);
 
+    /// Zeroes the output layer of a Gaussian actor's mean (its last
+    /// weight matrix and bias), after [`init`](Actor::init): `μ(s) = 0` for
+    /// every `s`, so the untrained policy commands exactly 0 — the
+    /// actuator's rest, or its lower bound for a one-sided one once clipped
+    /// — and "the policy it started from" is "doing nothing" (see
+    /// [`AcConfig::rest_init`](crate::algo::AcConfig::rest_init)). The
+    /// hidden layers learn from the first actor step on, once that layer is
+    /// no longer zero. A categorical actor (whose zero logits are not
+    /// "nothing") keeps its initialisation: the default does nothing.
+    fn rest_init(&mut self) {}
+
     /// The deterministic action (the distribution's mode) for the network
     /// input `input`, before the action space's [`command`](ActionSpace::command).
     ///

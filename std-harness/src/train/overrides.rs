@@ -293,9 +293,18 @@ pub fn config_json<T: serde::Serialize>(config: &T) -> anyhow::Result<serde_json
 /// Keys added to an algorithm's configuration after runs were saved
 /// without them, each with the value that reproduces those runs:
 /// `(algorithms, key, value)`.
-const ADDED_KEYS: [(&[&str], &str, f64); 2] = [
-    (&["ppo", "ppo-penalty"], "bound_coef", 0.0),
-    (&["ppo", "ppo-penalty"], "noise_beta", 0.0),
+const ADDED_KEYS: [(&[&str], &str, toml::Value); 3] = [
+    (
+        &["ppo", "ppo-penalty"],
+        "bound_coef",
+        toml::Value::Float(0.0),
+    ),
+    (
+        &["ppo", "ppo-penalty"],
+        "noise_beta",
+        toml::Value::Float(0.0),
+    ),
+    (&["ac"], "rest_init", toml::Value::Boolean(false)),
 ];
 
 /// Completes a saved run's configuration table (a `summary.json`'s or a
@@ -306,7 +315,7 @@ const ADDED_KEYS: [(&[&str], &str, f64); 2] = [
 pub fn fill_added_keys(table: &mut toml::Table, algo: &str) {
     for (algos, key, value) in ADDED_KEYS {
         if algos.contains(&algo) && !table.contains_key(key) {
-            table.insert(key.to_owned(), toml::Value::Float(value));
+            table.insert(key.to_owned(), value);
         }
     }
 }

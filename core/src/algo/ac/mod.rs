@@ -67,6 +67,15 @@ pub struct AcConfig {
     /// TD error from a critic that has seen the plant rather than from its
     /// random initialisation. Default 0 ([`PLANT`](Self::PLANT): 10 000).
     pub critic_warmup: u64,
+    /// Start from the policy that does nothing: the actor's mean head
+    /// zeroed after initialisation ([`Actor::rest_init`](crate::policy::Actor::rest_init)),
+    /// so the step-0 policy commands the actuator's rest exactly. With the
+    /// trainer keeping its best evaluated policy
+    /// ([`KeepBest`](crate::train::KeepBest), whose candidates include the
+    /// step-0 policy) a run whose learning only made things worse returns
+    /// "doing nothing", not a policy that drives the plant away. Default
+    /// false ([`PLANT`](Self::PLANT): true).
+    pub rest_init: bool,
     /// Adam's `β₁, β₂, ε` (both networks). Default `0.9, 0.999, 1e-5`.
     pub adam: AdamConfig,
 }
@@ -83,6 +92,7 @@ impl AcConfig {
         normalize_obs: false,
         normalize_reward: false,
         critic_warmup: 0,
+        rest_init: false,
         adam: AdamConfig::ZERO,
     };
 
@@ -97,13 +107,15 @@ impl AcConfig {
         normalize_obs: true,
         normalize_reward: false,
         critic_warmup: 0,
+        rest_init: false,
         adam: AdamConfig::DEFAULT,
     };
 
     /// The defaults for a plant of your own: [`DEFAULT`](Self::DEFAULT) with
-    /// its two safeguards on — rewards scaled by the running spread of the
-    /// return (`normalize_reward`) and a 10 000-step critic warm-up
-    /// (`critic_warmup`). `microrl train --algo ac` uses it on every plant
+    /// its three safeguards on — rewards scaled by the running spread of the
+    /// return (`normalize_reward`), a 10 000-step critic warm-up
+    /// (`critic_warmup`) and a start from doing nothing (`rest_init`, which
+    /// with the trainer's keep-best makes "doing nothing" the floor). `microrl train --algo ac` uses it on every plant
     /// but CartPole and Pendulum, whose `DEFAULT` runs (the firmware's) are
     /// pinned bit for bit. On the suite's plants it turns the divergence of
     /// `DEFAULT` (the servo's worst seed −155 against a PID's −9.4) into a
@@ -111,6 +123,7 @@ impl AcConfig {
     pub const PLANT: Self = Self {
         normalize_reward: true,
         critic_warmup: 10_000,
+        rest_init: true,
         ..Self::DEFAULT
     };
 
@@ -233,6 +246,9 @@ impl<A: Actor<OBS>, C: Network<OBS, 1>, const OBS: usize> ActorCritic<A, C, OBS>
         self.config.validate()?;
         self.space = env.action_space();
         self.actor.params.init(rng);
+        if self.config.rest_init {
+            self.actor.params.rest_init();
+        }
         self.critic
             .params
             .init_orthogonal(rng, gain::HIDDEN, gain::VALUE);

@@ -133,21 +133,52 @@ fn a_refused_step_leaves_the_reward_statistics_alone() {
     assert_eq!(agent.steps, steps);
 }
 
-/// `PLANT` is `DEFAULT` with exactly its two safeguards on.
+/// `PLANT` is `DEFAULT` with exactly its three safeguards on.
 #[test]
-fn the_plant_defaults_are_the_defaults_with_both_safeguards() {
+fn the_plant_defaults_are_the_defaults_with_their_safeguards() {
     let (plant, default) = (AcConfig::PLANT, AcConfig::DEFAULT);
-    assert!(plant.normalize_reward);
+    assert!(plant.normalize_reward && plant.rest_init);
     assert_eq!(plant.critic_warmup, 10_000);
-    assert!(!default.normalize_reward);
+    assert!(!default.normalize_reward && !default.rest_init);
     assert_eq!(default.critic_warmup, 0);
     assert_eq!(
         AcConfig {
             normalize_reward: false,
             critic_warmup: 0,
+            rest_init: false,
             ..plant
         },
         default
     );
     assert!(plant.validate().is_ok());
+}
+
+/// `rest_init`: the step-0 policy commands exactly 0 (Pendulum's rest
+/// torque) from every observation, the hidden layers keep their
+/// initialisation, and the actor leaves rest at its first step.
+#[test]
+fn rest_init_starts_from_doing_nothing_and_still_learns() {
+    let config = AcConfig {
+        rest_init: true,
+        ..AcConfig::DEFAULT
+    };
+    let start = trained(config, 1.0, 0);
+    let usual = trained(AcConfig::DEFAULT, 1.0, 0);
+    let mut rng = crate::nn::fd::rng(3);
+    let mut policy = crate::policy::Policy::ZERO;
+    start.export(&mut policy);
+    for _ in 0..100 {
+        let obs = SVector::<f32, 3>::from_fn(|_, _| crate::rng::uniform_range(&mut rng, -8.0, 8.0));
+        assert_eq!(
+            crate::policy::Controller::act(&policy, &obs).unwrap()[0],
+            0.0
+        );
+    }
+    let hidden = <Mlp<3, 8, 1> as Params>::TENSORS - 2;
+    for i in 0..hidden {
+        assert_eq!(start.actor.params.tensor(i), usual.actor.params.tensor(i));
+    }
+    assert_ne!(flat(&start.actor.params), flat(&usual.actor.params));
+    let after = trained(config, 1.0, 1);
+    assert!(max_diff(&after.actor.params, &start.actor.params) > 0.0);
 }
