@@ -27,7 +27,8 @@
 //! capacity `CAP`, a minibatch capacity `BATCH` and their critics' input
 //! size `OA = OBS + ACT`, the one size stable Rust cannot add up from the
 //! environment's (a wrong `OA` does not compile):
-//! `agent::Sac<Pendulum, 64, 10_000, 256, 4>`.
+//! `agent::Sac<Pendulum, 64, 10_000, 256, 4>`, built on the heap in place by
+//! `boxed(config)` (`std`; `agent::LaggedSac`/`LaggedTd3` too).
 //!
 //! How (stable Rust, no `generic_const_exprs`): the observation type
 //! `SVector<f32, OBS>` and the action space carry their sizes as const
@@ -328,7 +329,7 @@ pub type Td3<E, const H: usize, const CAP: usize, const BATCH: usize, const OA: 
 /// Replay ring of the sized aliases ([`SacSized`], [`Td3Sized`]): 50 000
 /// transitions, the whole of `microrl bench`'s SAC/TD3 budget (SB3's
 /// ring of 10⁶ never wraps in such a run either), ~1.4 MB for one input and
-/// four observations — box the agent.
+/// four observations — build the agent on the heap with `boxed(config)`.
 pub const SIZED_CAP: usize = 50_000;
 /// Minibatch of the sized aliases: SB3's `batch_size` 256.
 pub const SIZED_BATCH: usize = 256;
@@ -348,7 +349,10 @@ pub const SIZED_BATCH: usize = 256;
 /// type Agent = agent::SacSized<Pendulum, 4>; // 3 observations + 1 action
 /// let config = SacConfig::DEFAULT.fitted(SIZED_CAP); // buffer_size 50 000, the rest SB3's
 /// assert_eq!(config.buffer_size, 50_000);
-/// # let _ = core::mem::size_of::<Agent>();
+/// # #[cfg(feature = "std")] {
+/// let agent = Agent::boxed(config); // on the heap, never on the stack (`std`)
+/// assert_eq!(agent.config, config);
+/// # }
 /// ```
 ///
 /// On a microcontroller, name [`Sac`] with a smaller ring and width (the
@@ -369,6 +373,10 @@ pub type Td3Sized<E, const OA: usize> = Td3<E, 64, SIZED_CAP, SIZED_BATCH, OA>;
 ///
 /// type Agent = agent::LaggedSac<Pendulum, 24, 2_000, 64, 4, 50>;
 /// # let _ = core::mem::size_of::<Agent>();
+/// # #[cfg(feature = "std")] {
+/// // `Lagged::new(Sac::new(config))` built in place on the heap (`std`):
+/// let agent = Agent::boxed(microrl::algo::SacConfig::PENDULUM);
+/// # }
 /// ```
 pub type LaggedSac<
     E,

@@ -99,7 +99,8 @@
 //!
 //! ## Cargo features
 //! - `std`: allocation helpers for the desktop (`serialize::to_vec`) and
-//!   the heap constructors `Sac::boxed` / `Td3::boxed`.
+//!   the heap constructors `Sac::boxed` / `Td3::boxed` (and `boxed` of
+//!   their lagged schedules, `agent::LaggedSac` / `LaggedTd3`).
 //! - `defmt`: `defmt::Format` on errors, statistics and results.
 //! - `fast-math`: pure-`f32` approximations of `exp`/`tanh` ([`math::fast`]).
 //! - `micromath`: the coarser `micromath` crate's `exp` and a `tanh` built on

@@ -815,11 +815,11 @@ const SAC_MIN_GAIN: f32 = 250.0;
 /// the checksum of the learned weights (actor, then both critics).
 fn desktop_sac(steps: u64) -> (f32, Outcome, u32) {
     let run_config = RunConfig::new(steps, Pendulum::SOLVED_RETURN);
-    let mut agent = Box::new(SacAgent::new(SacConfig {
+    let mut agent = SacAgent::boxed(SacConfig {
         buffer_size: 2_000,
         batch_size: 64,
         ..SacConfig::PENDULUM
-    }));
+    });
     let (mut env, mut eval_env) = (Pendulum::new(), Pendulum::new());
     let mut trainer =
         Trainer::<_, Xoshiro128PlusPlus>::start(&mut *agent, &mut env, run_config, 0).unwrap();
@@ -1148,9 +1148,7 @@ fn desktop_lagged_sac(steps: u64) -> (Outcome, u32) {
         batch_size: 64,
         ..SacConfig::PENDULUM
     };
-    let mut agent = Box::new(RtSac::new(agent::Sac::<Pendulum, 24, 1_500, 64, 4>::new(
-        config,
-    )));
+    let mut agent = RtSac::boxed(config);
     let (mut env, mut eval_env) = (Pendulum::new(), Pendulum::new());
     let run = RunConfig {
         eval_interval: 1_000,

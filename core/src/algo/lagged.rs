@@ -384,7 +384,8 @@ pub struct Lagged<L: LaggedLearner<OBS>, const OBS: usize, const BLOCK: usize> {
 }
 
 impl<L: LaggedLearner<OBS>, const OBS: usize, const BLOCK: usize> Lagged<L, OBS, BLOCK> {
-    const BLOCK_POSITIVE: () = assert!(BLOCK > 0, "Lagged: BLOCK must be at least 1 tick");
+    pub(crate) const BLOCK_POSITIVE: () =
+        assert!(BLOCK > 0, "Lagged: BLOCK must be at least 1 tick");
 
     /// The schedule around `learner` (`init` before training).
     pub const fn new(learner: L) -> Self {

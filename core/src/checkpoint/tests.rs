@@ -606,7 +606,7 @@ const SAC_CONFIG: SacConfig = SacConfig {
 #[test]
 fn sac_resumes_bit_identically() {
     resume_is_bit_identical::<_, Pendulum, 3>(
-        || Box::new(SacAgent::new(SAC_CONFIG)),
+        || SacAgent::boxed(SAC_CONFIG),
         run_config(1_500, 500, -2_000.0),
         &[1, 150, 777, 1_101],
     );
@@ -623,7 +623,7 @@ fn td3_resumes_bit_identically() {
         ..Td3Config::PENDULUM
     };
     resume_is_bit_identical::<_, Pendulum, 3>(
-        || Box::new(Td3Agent::new(config)),
+        || Td3Agent::boxed(config),
         run_config(1_500, 500, -2_000.0),
         &[1, 150, 777, 1_101],
     );
@@ -636,11 +636,7 @@ fn td3_resumes_bit_identically() {
 #[test]
 fn lagged_sac_and_td3_resume_bit_identically() {
     resume_is_bit_identical::<_, Pendulum, 3>(
-        || {
-            Box::new(agent::LaggedSac::<Pendulum, 16, 2048, 32, 4, 50>::new(
-                SacAgent::new(SAC_CONFIG),
-            ))
-        },
+        || agent::LaggedSac::<Pendulum, 16, 2048, 32, 4, 50>::boxed(SAC_CONFIG),
         run_config(1_500, 500, -2_000.0),
         &[1, 3, 16, 23],
     );
@@ -651,11 +647,7 @@ fn lagged_sac_and_td3_resume_bit_identically() {
         ..Td3Config::PENDULUM
     };
     resume_is_bit_identical::<_, Pendulum, 3>(
-        || {
-            Box::new(agent::LaggedTd3::<Pendulum, 16, 2048, 32, 4, 50>::new(
-                Td3Agent::new(config),
-            ))
-        },
+        || agent::LaggedTd3::<Pendulum, 16, 2048, 32, 4, 50>::boxed(config),
         run_config(1_500, 500, -2_000.0),
         &[1, 3, 16, 23],
     );
@@ -722,7 +714,7 @@ fn lagged_sac_and_td3_checkpoints_keep_their_layout() {
 /// per step (`train_freq = 1`).
 #[test]
 fn the_trainer_counts_sac_updates() {
-    let mut agent = Box::new(SacAgent::new(SAC_CONFIG));
+    let mut agent = SacAgent::boxed(SAC_CONFIG);
     let (mut env, mut eval_env) = (Pendulum::default(), Pendulum::default());
     let mut trainer = Trainer::<SVector<f32, 3>, Xoshiro128pp>::start(
         &mut *agent,
@@ -753,7 +745,7 @@ fn the_trainer_counts_sac_updates() {
 fn a_bad_replay_ring_is_refused_without_change() {
     type Run = Trainer<SVector<f32, 3>, Xoshiro128pp>;
     let start = |seed| {
-        let mut agent = Box::new(SacAgent::new(SAC_CONFIG));
+        let mut agent = SacAgent::boxed(SAC_CONFIG);
         let (mut env, mut eval_env) = (Pendulum::default(), Pendulum::default());
         let mut trainer = Run::start(
             &mut *agent,
@@ -828,7 +820,7 @@ fn a_bad_replay_ring_is_refused_without_change() {
     assert!(Run::resume(&mut *dest, &mut dest_env, &buf).is_ok());
     assert_eq!(dest.digest(), agent.digest());
     // Checkpoints of SAC and TD3 of the same shapes are not each other's.
-    let mut td3 = Box::new(Td3Agent::new(Td3Config::PENDULUM));
+    let mut td3 = Td3Agent::boxed(Td3Config::PENDULUM);
     assert_eq!(
         Run::resume(&mut *td3, &mut Pendulum::default(), &buf).err(),
         Some(Error::ShapeMismatch)

@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use anyhow::{Context, bail};
 use heapless::HistoryBuf;
-use microrl::algo::LearnedReward;
+use microrl::algo::{LearnedReward, SacConfig, Td3Config};
 use microrl::checkpoint::AgentState;
 use microrl::env::ActionOf;
 use microrl::env::EnvState;
@@ -100,6 +100,16 @@ pub(crate) fn train_from(
             run(opts, config, &mut *agent, $env, $eval, resumed)
         }};
     }
+    // SAC and TD3 (their replay ring is megabytes) are built on the heap in
+    // place (`boxed`), never on the stack. The configuration given here is a
+    // placeholder: `run` configures the agent, and `init` (or a resumed
+    // checkpoint) sets every Adam state from that configuration.
+    macro_rules! go_boxed {
+        ($agent:ty, $config:expr, $env:expr, $eval:expr) => {{
+            let mut agent: Box<$agent> = <$agent>::boxed($config);
+            run(opts, config, &mut *agent, $env, $eval, resumed)
+        }};
+    }
     macro_rules! go_critics {
         ($agent:ty, $env:expr, $eval:expr, $weights:expr) => {{
             let mut agent: Box<$agent> = Box::new(<$agent>::ZERO);
@@ -131,23 +141,27 @@ pub(crate) fn train_from(
     macro_rules! offpolicy {
         ($env_ty:ty, $h:literal, $env:expr, $eval:expr, oa = $oa:literal) => {
             match opts.algo {
-                Algo::Sac if opts.lag == 1 => go!(
+                Algo::Sac if opts.lag == 1 => go_boxed!(
                     agent::LaggedSac<$env_ty, $h, OFFPOLICY_CAP, OFFPOLICY_BATCH, $oa, OFFPOLICY_LAG_BLOCK>,
+                    SacConfig::DEFAULT,
                     $env,
                     $eval
                 ),
-                Algo::Td3 if opts.lag == 1 => go!(
+                Algo::Td3 if opts.lag == 1 => go_boxed!(
                     agent::LaggedTd3<$env_ty, $h, OFFPOLICY_CAP, OFFPOLICY_BATCH, $oa, OFFPOLICY_LAG_BLOCK>,
+                    Td3Config::DEFAULT,
                     $env,
                     $eval
                 ),
-                Algo::Sac => go!(
+                Algo::Sac => go_boxed!(
                     agent::Sac<$env_ty, $h, OFFPOLICY_CAP, OFFPOLICY_BATCH, $oa>,
+                    SacConfig::DEFAULT,
                     $env,
                     $eval
                 ),
-                _ => go!(
+                _ => go_boxed!(
                     agent::Td3<$env_ty, $h, OFFPOLICY_CAP, OFFPOLICY_BATCH, $oa>,
+                    Td3Config::DEFAULT,
                     $env,
                     $eval
                 ),

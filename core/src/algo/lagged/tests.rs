@@ -110,8 +110,7 @@ fn block_j_is_acted_by_the_actor_published_after_block_j_minus_2() {
         action_noise: None,
         ..TD3
     };
-    let (mut agent, mut env, mut cursor, mut rng) =
-        started(Box::new(LaggedTd3::new(Td3::new(config))), 1);
+    let (mut agent, mut env, mut cursor, mut rng) = started(LaggedTd3::boxed(config), 1);
     let mut published = std::vec![agent.published.clone()];
     let mut random = 0;
     for i in 0..5u64 {
@@ -157,8 +156,7 @@ fn block_j_is_acted_by_the_actor_published_after_block_j_minus_2() {
 /// discarded, nothing is published; the next iteration acts a new block.
 #[test]
 fn a_refused_block_publishes_nothing() {
-    let (mut agent, mut env, mut cursor, mut rng) =
-        started(Box::new(LaggedSac::new(Sac::new(SAC))), 3);
+    let (mut agent, mut env, mut cursor, mut rng) = started(LaggedSac::boxed(SAC), 3);
     for _ in 0..4 {
         agent
             .iterate(&mut env, &mut cursor, &mut rng, &mut |_| {})
@@ -189,8 +187,7 @@ fn a_refused_block_publishes_nothing() {
 /// new block with it.
 #[test]
 fn an_acting_error_after_learning_still_publishes() {
-    let (mut agent, mut env, mut cursor, mut rng) =
-        started(Box::new(LaggedSac::new(Sac::new(SAC))), 4);
+    let (mut agent, mut env, mut cursor, mut rng) = started(LaggedSac::boxed(SAC), 4);
     for _ in 0..4 {
         agent
             .iterate(&mut env, &mut cursor, &mut rng, &mut |_| {})
@@ -233,7 +230,7 @@ fn a_split_control_loop_and_learner_equal_the_one_thread_schedule() {
         quick_episodes: 2,
         ..RunConfig::new(1_600, -1_000.0)
     };
-    let mut reference = Box::new(LaggedSac::new(Sac::new(SAC)));
+    let mut reference = LaggedSac::boxed(SAC);
     let (mut env, mut eval_env) = (Pendulum::new(), Pendulum::new());
     let mut trainer =
         Trainer::<_, Xoshiro128pp>::start(&mut *reference, &mut env, run, seed).unwrap();
@@ -242,7 +239,7 @@ fn a_split_control_loop_and_learner_equal_the_one_thread_schedule() {
         .unwrap();
     assert!(expected.updates > 1_000, "{expected:?}");
 
-    let mut learner = Box::new(Sac::new(SAC));
+    let mut learner = Sac::boxed(SAC);
     let (mut env, mut eval_env) = (Pendulum::new(), Pendulum::new());
     let mut rng = Xoshiro128pp::seed_from_u64(seed);
     let mut acting_rng = init_lagged(&mut *learner, &env, &mut rng).unwrap();
@@ -317,8 +314,7 @@ fn a_split_control_loop_and_learner_equal_the_one_thread_schedule() {
 /// an action outside `[−1, 1]`) changes nothing in the learner.
 #[test]
 fn a_refused_tick_changes_nothing() {
-    let (mut agent, mut env, mut cursor, mut rng) =
-        started(Box::new(LaggedSac::new(Sac::new(SAC))), 2);
+    let (mut agent, mut env, mut cursor, mut rng) = started(LaggedSac::boxed(SAC), 2);
     for _ in 0..5 {
         agent
             .iterate(&mut env, &mut cursor, &mut rng, &mut |_| {})
@@ -345,4 +341,55 @@ fn a_refused_tick_changes_nothing() {
     agent.learner.ingest(&tick, &mut rng).unwrap();
     assert_eq!(agent.learner.env_steps(), steps + 1);
     assert!(state_bytes(&agent.learner) != before);
+}
+
+/// `LaggedSac::boxed(config)` / `LaggedTd3::boxed(config)` are
+/// `Lagged::new(…::new(config))` (the heap constructors of the lagged
+/// schedule, built in place): every field of the schedule and the
+/// learner's state equal, and a short run from each ends with the same
+/// learner state, published actor and block.
+#[test]
+fn boxed_is_new() {
+    // The schedule's fields and the learner's saved state, equal.
+    macro_rules! same {
+        ($boxed:expr, $new:expr) => {{
+            let (boxed, new) = (&$boxed, &$new);
+            assert_eq!(boxed.learner.config, new.learner.config);
+            assert_eq!(boxed.learner.actor, new.learner.actor);
+            assert_eq!(boxed.learner.critic, new.learner.critic);
+            assert!(state_bytes(&boxed.learner) == state_bytes(&new.learner));
+            assert_eq!(boxed.published, new.published);
+            assert_eq!(boxed.pending, new.pending);
+            assert_eq!(boxed.acting_rng, new.acting_rng);
+            assert_eq!(
+                (boxed.published_count, boxed.updates),
+                (new.published_count, new.updates)
+            );
+        }};
+    }
+    let sac = LaggedSac::boxed(SAC);
+    same!(sac, Box::new(LaggedSac::new(Sac::new(SAC))));
+    assert_eq!(sac.learner.log_alpha, Sac::new(SAC).log_alpha);
+    same!(
+        LaggedTd3::boxed(TD3),
+        Box::new(LaggedTd3::new(Td3::new(TD3)))
+    );
+
+    // Trained alike: the same learner state, published actor and block.
+    fn trained<L: Learner<Pendulum>>(agent: Box<L>) -> Box<L> {
+        let (mut agent, mut env, mut cursor, mut rng) = started(agent, 5);
+        for _ in 0..8 {
+            agent
+                .iterate(&mut env, &mut cursor, &mut rng, &mut |_| {})
+                .unwrap();
+        }
+        agent
+    }
+    let sac = trained(LaggedSac::boxed(SAC));
+    assert!(sac.learner.n_updates > 100);
+    same!(sac, trained(Box::new(LaggedSac::new(Sac::new(SAC)))));
+    same!(
+        trained(LaggedTd3::boxed(TD3)),
+        trained(Box::new(LaggedTd3::new(Td3::new(TD3))))
+    );
 }

@@ -104,7 +104,7 @@ fn snapshot(agent: &Small) -> Snapshot {
 #[test]
 fn warm_up_actions_are_uniform_draws_then_the_actor_explores() {
     let mut rng = fd::rng(5);
-    let mut agent = Box::new(Small::new(small_config()));
+    let mut agent = Small::boxed(small_config());
     let mut env = Pendulum::new();
     agent.init(&env, &mut rng).unwrap();
     let mut cursor = Cursor::start(&mut env, &mut rng);
@@ -131,7 +131,7 @@ fn warm_up_actions_are_uniform_draws_then_the_actor_explores() {
 fn a_nan_reward_or_observation_changes_nothing() {
     for nan_obs in [false, true] {
         let mut rng = fd::rng(1);
-        let mut agent = Box::new(Small::new(small_config()));
+        let mut agent = Small::boxed(small_config());
         let mut env = Faulty {
             nan_obs,
             ..Faulty::new(30)
@@ -165,7 +165,7 @@ fn a_nan_reward_or_observation_changes_nothing() {
 fn same_seed_same_weights_bit_for_bit() {
     let run = |seed| {
         let mut rng = fd::rng(seed);
-        let mut agent = Box::new(Small::new(small_config()));
+        let mut agent = Small::boxed(small_config());
         let mut env = Faulty::new(u32::MAX);
         agent.init(&env, &mut rng).unwrap();
         let mut cursor = Cursor::start(&mut env, &mut rng);
@@ -190,7 +190,7 @@ fn fixed_alpha_is_not_learned_and_targets_follow_the_interval() {
         tau: 1.0,
         ..small_config()
     };
-    let mut agent = Box::new(Small::new(config));
+    let mut agent = Small::boxed(config);
     let mut env = Faulty::new(u32::MAX);
     agent.init(&env, &mut rng).unwrap();
     let mut cursor = Cursor::start(&mut env, &mut rng);
@@ -216,7 +216,7 @@ fn fixed_alpha_is_not_learned_and_targets_follow_the_interval() {
 #[test]
 fn refused_minibatches_and_configs_change_nothing() {
     let mut rng = fd::rng(3);
-    let mut agent = Box::new(Small::new(small_config()));
+    let mut agent = Small::boxed(small_config());
     let mut env = Faulty::new(u32::MAX);
     agent.init(&env, &mut rng).unwrap();
     assert!(matches!(
@@ -255,11 +255,11 @@ fn actor_gradient_through_the_critics_matches_finite_differences() {
     type Trunk = Chain<Dense<3, 8, Relu>, Dense<8, 8, Relu>>;
     type Q = Mlp<4, 8, 1, Relu>;
     let mut rng = fd::rng(7);
-    let mut agent = Box::new(Small::new(SacConfig {
+    let mut agent = Small::boxed(SacConfig {
         ent_coef: EntCoef::Fixed(0.3),
         learning_rate: 0.0,
         ..small_config()
-    }));
+    });
     let mut env = Faulty::new(u32::MAX);
     agent.init(&env, &mut rng).unwrap();
     fd::randomise_biases(&mut agent.actor.params, &mut rng);
@@ -349,7 +349,7 @@ fn actor_gradient_through_the_critics_matches_finite_differences() {
 #[test]
 fn deployed_policy_acts_as_the_agent() {
     let mut rng = fd::rng(4);
-    let mut agent = Box::new(Small::new(small_config()));
+    let mut agent = Small::boxed(small_config());
     let mut env = Faulty::new(u32::MAX);
     agent.init(&env, &mut rng).unwrap();
     let mut cursor = Cursor::start(&mut env, &mut rng);
@@ -432,10 +432,10 @@ const SAC_PENDULUM_STEPS: u64 = 20_000;
 fn sac_learns_pendulum() {
     type Agent = SacMlp<3, 1, 4, 64, 20_000, 256>;
     let (steps, mean) = train_until_solved("SAC", SAC_PENDULUM_STEPS, || {
-        Box::new(Agent::new(SacConfig {
+        Agent::boxed(SacConfig {
             learning_starts: 1000,
             ..SacConfig::PENDULUM
-        }))
+        })
     });
     assert!(mean >= -200.0, "held-out mean {mean} after {steps} steps");
 }
@@ -480,12 +480,12 @@ where
 #[test]
 fn exported_policy_acts_as_the_trained_agent() {
     type Agent = crate::agent::Sac<Pendulum, 16, 256, 32, 4>;
-    let agent = Box::new(Agent::new(SacConfig {
+    let agent = Agent::boxed(SacConfig {
         buffer_size: 256,
         learning_starts: 50,
         batch_size: 32,
         ..SacConfig::PENDULUM
-    }));
+    });
     exported_policy_acts_as(agent, Agent::policy);
 }
 
@@ -532,10 +532,10 @@ fn sac_trainer_solves_pendulum() {
         .stack_size(256 << 20)
         .spawn(|| {
             let start = std::time::Instant::now();
-            let mut agent = Box::new(Agent::new(SacConfig {
+            let mut agent = Agent::boxed(SacConfig {
                 learning_starts: 1000,
                 ..SacConfig::PENDULUM
-            }));
+            });
             let (mut env, mut eval_env) = (Pendulum::new(), Pendulum::new());
             let run = RunConfig::new(SAC_PENDULUM_STEPS, -200.0);
             let mut trainer =

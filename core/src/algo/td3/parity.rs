@@ -14,7 +14,6 @@
 //! the first actor step (`m/(1 − β₁)`) against the reference's central
 //! finite differences of its float64 losses.
 
-use std::boxed::Box;
 use std::format;
 use std::println;
 
@@ -57,7 +56,7 @@ fn td3_updates_match_pytorch() {
             },
             ..Td3Config::DEFAULT
         };
-        let mut agent = Box::new(Agent::new(config));
+        let mut agent = Agent::boxed(config);
         agent.config.validate(8, 8).unwrap();
         let init = &case["init"];
         set(&mut agent.actor.params, &init["actor"]);

@@ -166,10 +166,10 @@ fn td3_learns_pendulum() {
     type Agent = Td3Mlp<3, 1, 4, 64, 20_000, 256>;
     let (steps, mean) =
         crate::algo::sac::tests::train_until_solved("TD3", TD3_PENDULUM_STEPS, || {
-            Box::new(Agent::new(Td3Config {
+            Agent::boxed(Td3Config {
                 learning_starts: 1000,
                 ..Td3Config::PENDULUM
-            }))
+            })
         });
     assert!(mean >= -200.0, "held-out mean {mean} after {steps} steps");
 }
@@ -179,12 +179,12 @@ fn td3_learns_pendulum() {
 #[test]
 fn exported_policy_acts_as_the_trained_agent() {
     type Agent = crate::agent::Td3<crate::env::Pendulum, 16, 256, 32, 4>;
-    let agent = Box::new(Agent::new(Td3Config {
+    let agent = Agent::boxed(Td3Config {
         buffer_size: 256,
         learning_starts: 50,
         batch_size: 32,
         ..Td3Config::PENDULUM
-    }));
+    });
     crate::algo::sac::tests::exported_policy_acts_as(agent, Agent::policy);
 }
 
