@@ -68,7 +68,7 @@ pub struct AcConfig {
     /// random initialisation. Default 0 ([`PLANT`](Self::PLANT): 10 000).
     pub critic_warmup: u64,
     /// Start from the policy that does nothing: the actor's mean head
-    /// zeroed after initialisation ([`Actor::rest_init`](crate::policy::Actor::rest_init)),
+    /// zeroed after initialisation ([`Actor::rest_init`]),
     /// so the step-0 policy commands the actuator's rest exactly. With the
     /// trainer keeping its best evaluated policy
     /// ([`KeepBest`](crate::train::KeepBest), whose candidates include the
