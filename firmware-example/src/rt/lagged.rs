@@ -398,7 +398,7 @@ where
         if trainer.ends_run(&progress, &mut log) || snapshot.steps >= run.total_steps {
             break;
         }
-        judged.dequeue().map(drop);
+        let _ = judged.dequeue();
     }
     STOP.store(true, Ordering::Relaxed);
     LEARNER.mask();
