@@ -356,7 +356,7 @@ pub const SIZED_BATCH: usize = 256;
 /// ```
 ///
 /// On a microcontroller, name [`Sac`] with a smaller ring and width (the
-/// firmware's Pendulum SAC: `Sac<Pendulum, 24, 2_000, 64, 4>`, 118 KB).
+/// firmware's Pendulum SAC: `Sac<Pendulum, 24, 2_000, 64, 4>`, 115 KB).
 pub type SacSized<E, const OA: usize> = Sac<E, 64, SIZED_CAP, SIZED_BATCH, OA>;
 
 /// TD3 on `E` sized as [`SacSized`] (`Td3Config::DEFAULT.fitted(SIZED_CAP)`).

@@ -2,20 +2,26 @@
 //!
 //! [`Faulty`] wraps an environment and, at chosen steps, replaces the reward
 //! or an observation with NaN, ±∞ or a huge finite value (a broken sensor, a
-//! reward bug, a cosmic ray). For every algorithm the training loop runs
-//! through those faults; after every refused iteration the *entire* agent
-//! state — weights, Adam moments and step count, observation and reward
-//! normalisers, step counters, the rollout (whether it can be trained on and,
-//! if so, its transitions) — must hash identically to before, and
-//! training must continue and still solve CartPole on held-out start states.
-//! Gradient buffers and activation caches are scratch (overwritten before
-//! every use) and are not part of the state.
+//! reward bug, a cosmic ray), or fails the step (a plant error). For every
+//! algorithm the training loop runs through those faults; after every
+//! refused iteration the *entire* agent state — weights, Adam moments and
+//! step count, observation and reward normalisers, step counters, the
+//! rollout (whether it can be trained on and, if so, its transitions); for
+//! SAC and TD3 the target networks, `log α` and the replay ring (its
+//! transitions, write position and count) — must hash identically to
+//! before, and training must continue and still solve CartPole (SAC and
+//! TD3: Pendulum) on held-out start states. Gradient buffers, activation
+//! caches and the off-policy update's staged critics are scratch
+//! (overwritten before every use) and are not part of the state.
 
+use microrl::algo::replay::ReplayBuffer;
+use microrl::algo::sac::SacMlp;
+use microrl::algo::td3::Td3Mlp;
 use microrl::algo::{
     A2cConfig, AcConfig, ActorCritic, Grpo, GrpoConfig, Ppo, PpoConfig, Reinforce, ReinforceConfig,
-    Trpo, TrpoConfig,
+    SacConfig, Td3Config, Trpo, TrpoConfig,
 };
-use microrl::env::{ActionOf, CartPole, Env, Step};
+use microrl::env::{ActionOf, CartPole, Env, Pendulum, Step};
 use microrl::nn::Network;
 use microrl::optim::TrainState;
 use microrl::policy::Actor;
@@ -28,6 +34,8 @@ use rand_xoshiro::Xoshiro128PlusPlus;
 enum Fault {
     Reward(f32),
     Obs(f32),
+    /// The plant reports a fault instead of stepping.
+    Plant,
 }
 
 /// An environment that injects `faults[k]` at global step `at[k]`.
@@ -38,7 +46,7 @@ struct Faulty<E> {
     schedule: Vec<(u64, Fault)>,
 }
 
-impl<E: Env<Obs = SVector<f32, 4>>> Env for Faulty<E> {
+impl<E: Env<Obs = SVector<f32, N>>, const N: usize> Env for Faulty<E> {
     type Obs = E::Obs;
     type Space = E::Space;
     const SOLVED_RETURN: f32 = E::SOLVED_RETURN;
@@ -56,6 +64,11 @@ impl<E: Env<Obs = SVector<f32, 4>>> Env for Faulty<E> {
                 match fault {
                     Fault::Reward(r) => step.reward = r,
                     Fault::Obs(x) => step.obs[1] = x,
+                    Fault::Plant => {
+                        return Err(Error::Plant {
+                            what: "injected fault",
+                        });
+                    }
                 }
             }
         }
@@ -89,6 +102,23 @@ impl Hash {
         self.params(&train.optimizer.m);
         self.params(&train.optimizer.v);
         self.u64(u64::from(train.optimizer.t));
+    }
+    /// A replay ring: where it wraps, its write position and count, and
+    /// every stored transition in storage order.
+    fn replay<const OBS: usize, const ACT: usize, const CAP: usize>(
+        &mut self,
+        replay: &ReplayBuffer<OBS, ACT, CAP>,
+    ) {
+        self.u64(replay.size() as u64);
+        self.u64(replay.pos() as u64);
+        self.u64(replay.len() as u64);
+        for t in (0..replay.len()).map_while(|i| replay.get(i)) {
+            self.floats(t.obs.as_slice());
+            self.floats(t.action.as_slice());
+            self.floats(&[t.reward]);
+            self.floats(t.next_obs.as_slice());
+            self.u64(u64::from(t.terminated));
+        }
     }
 }
 
@@ -160,18 +190,52 @@ impl<A: Actor<4>, C: Network<4, 1>> StateHash for ActorCritic<A, C, 4> {
     }
 }
 
-/// A fault every `every` steps, cycling through every kind.
+/// The whole state of an off-policy agent with SB3's architecture: the
+/// trained networks (SAC: actor, critics, `log α`; TD3: actor, critics)
+/// with their Adam states, the target networks, the replay ring, the
+/// counters.
+macro_rules! offpolicy_state_hash {
+    ($agent:ident, trained: [$($trained:ident),+], targets: [$($target:ident),+]) => {
+        impl<const OBS: usize, const ACT: usize, const OA: usize,
+             const H: usize, const CAP: usize, const BATCH: usize>
+            StateHash for $agent<OBS, ACT, OA, H, CAP, BATCH>
+        {
+            fn state_hash(&self) -> u64 {
+                let mut h = Hash(0xcbf2_9ce4_8422_2325);
+                $(h.train(&self.$trained);)+
+                $(h.params(&self.$target);)+
+                h.replay(&self.replay);
+                h.u64(self.steps);
+                h.u64(self.n_updates);
+                h.0
+            }
+        }
+    };
+}
+
+offpolicy_state_hash!(SacMlp, trained: [actor, critic, log_alpha], targets: [critic_target]);
+offpolicy_state_hash!(Td3Mlp, trained: [actor, critic], targets: [actor_target, critic_target]);
+
+/// Every kind of fault but the plant's error, in the order [`schedule`]
+/// cycles through them.
+const KINDS: [Fault; 8] = [
+    Fault::Reward(f32::NAN),
+    Fault::Obs(f32::INFINITY),
+    Fault::Reward(f32::INFINITY),
+    Fault::Obs(f32::NAN),
+    Fault::Reward(f32::NEG_INFINITY),
+    Fault::Reward(3e38),
+    Fault::Obs(f32::NEG_INFINITY),
+    Fault::Reward(-1e30),
+];
+
+/// A fault every `every` steps, cycling through [`KINDS`].
 fn schedule(every: u64, until: u64) -> Vec<(u64, Fault)> {
-    let kinds = [
-        Fault::Reward(f32::NAN),
-        Fault::Obs(f32::INFINITY),
-        Fault::Reward(f32::INFINITY),
-        Fault::Obs(f32::NAN),
-        Fault::Reward(f32::NEG_INFINITY),
-        Fault::Reward(3e38),
-        Fault::Obs(f32::NEG_INFINITY),
-        Fault::Reward(-1e30),
-    ];
+    schedule_of(&KINDS, every, until)
+}
+
+/// A fault every `every` steps, cycling through `kinds`.
+fn schedule_of(kinds: &[Fault], every: u64, until: u64) -> Vec<(u64, Fault)> {
     (1..)
         .map(|k| k * every)
         .take_while(|&s| s <= until)
@@ -192,14 +256,39 @@ where
         eval_interval,
         ..RunConfig::new(total_steps, 475.0)
     };
-    let faults = schedule(every, run.total_steps);
+    survive_on(
+        name,
+        agent,
+        CartPole::new(),
+        run,
+        schedule(every, total_steps),
+    )
+    .0
+}
+
+/// [`survive`] on any plant: trains `agent` on `plant` with `faults` for
+/// `run`'s budget, checks every refusal left the agent unchanged and that
+/// training still reaches `run.threshold` on held-out start states.
+/// Returns the number of refusals and the errors they were refused with
+/// (`update: …` for those away from an injected fault).
+fn survive_on<L, E, const OBS: usize>(
+    name: &str,
+    agent: &mut L,
+    plant: E,
+    run: RunConfig,
+    faults: Vec<(u64, Fault)>,
+) -> (usize, std::collections::BTreeSet<String>)
+where
+    E: Env<Obs = SVector<f32, OBS>> + Clone,
+    L: Learner<Faulty<E>> + StateHash,
+{
     let mut env = Faulty {
-        inner: CartPole::new(),
+        inner: plant.clone(),
         step: 0,
-        schedule: faults.clone(),
+        schedule: faults,
     };
     let mut eval_env = Faulty {
-        inner: CartPole::new(),
+        inner: plant,
         step: 0,
         schedule: Vec::new(),
     };
@@ -216,7 +305,14 @@ where
             }
             Err(e) => {
                 refused += 1;
-                kinds.insert(format!("{e:?}"));
+                // A refusal away from an injected fault is an update's: a
+                // huge finite reward or observation stored earlier.
+                let at_fault = env.schedule.iter().any(|&(at, _)| at == env.step);
+                kinds.insert(if at_fault {
+                    format!("{e:?}")
+                } else {
+                    format!("update: {e:?}")
+                });
                 assert_eq!(
                     agent.state_hash(),
                     before,
@@ -234,11 +330,11 @@ where
     );
     assert!(refused >= 4, "{name}: only {refused} faults hit");
     assert!(
-        trainer.solved_at_step.is_some() && report.mean >= 475.0,
+        trainer.solved_at_step.is_some() && report.mean >= run.threshold,
         "{name}: not solved through the faults (held-out {})",
         report.mean
     );
-    refused
+    (refused, kinds)
 }
 
 #[test]
@@ -292,6 +388,56 @@ fn online_actor_critic_survives_faults() {
         ..AcConfig::DEFAULT
     }));
     survive("ac", &mut *agent, 500_000, 1_000, 997);
+}
+
+/// Trains the off-policy `agent` on faulty Pendulum for `run` (a fault
+/// every `every` steps, cycling through every kind and a plant error):
+/// [`survive_on`], and every kind of refusal was met — a non-finite
+/// observation or reward, a plant error, and updates refused by the huge
+/// finite rewards stored in the ring (the minibatches that draw them).
+fn survive_pendulum<L>(name: &str, agent: &mut L, run: RunConfig, every: u64)
+where
+    L: Learner<Faulty<Pendulum>> + StateHash,
+{
+    let mut kinds = KINDS.to_vec();
+    kinds.push(Fault::Plant);
+    let faults = schedule_of(&kinds, every, run.total_steps);
+    let (_, refusals) = survive_on(name, agent, Pendulum::new(), run, faults);
+    for kind in ["NonFinite", "Plant", "update: "] {
+        assert!(
+            refusals.iter().any(|e| e.starts_with(kind)),
+            "{name}: no {kind} refusal in {refusals:?}"
+        );
+    }
+}
+
+/// Pendulum judged every 1 000 steps, solved at −200, within `total_steps`.
+fn pendulum_run(total_steps: u64) -> RunConfig {
+    RunConfig {
+        eval_interval: 1_000,
+        ..RunConfig::new(total_steps, Pendulum::SOLVED_RETURN)
+    }
+}
+
+#[test]
+fn sac_survives_faults() {
+    let mut agent = agent::Sac::<Faulty<Pendulum>, 24, 1_000, 64, 4>::boxed(SacConfig {
+        buffer_size: 1_000,
+        batch_size: 64,
+        ..SacConfig::PENDULUM
+    });
+    survive_pendulum("sac", &mut *agent, pendulum_run(20_000), 499);
+}
+
+#[test]
+fn td3_survives_faults() {
+    let mut agent = agent::Td3::<Faulty<Pendulum>, 32, 1_000, 64, 4>::boxed(Td3Config {
+        buffer_size: 1_000,
+        batch_size: 64,
+        learning_starts: 1_000,
+        ..Td3Config::PENDULUM
+    });
+    survive_pendulum("td3", &mut *agent, pendulum_run(20_000), 499);
 }
 
 /// An update needs a complete rollout it has not trained on: after a refused

@@ -72,6 +72,11 @@ where
         self.first.backward(&cache.0, &d_hidden, &mut grad.first)
     }
 
+    fn backward_input(&self, cache: &Self::Cache, d_output: &Self::Output) -> Self::Input {
+        let d_hidden = self.second.backward_input(&cache.1, d_output);
+        self.first.backward_input(&cache.0, &d_hidden)
+    }
+
     type Batch<const BATCH: usize> = (A::Batch<BATCH>, B::Batch<BATCH>);
 
     #[inline]

@@ -222,6 +222,22 @@ impl<const I: usize, const O: usize, A: Activation> Layer for Dense<I, O, A> {
         d_input
     }
 
+    /// `backward_into`'s `δ` and `∂L/∂x`, the same operations in the same
+    /// order, without `∂L/∂θ`.
+    #[inline(never)]
+    fn backward_input(&self, cache: &Self::Cache, d_output: &Self::Output) -> Self::Input {
+        let mut delta = *d_output;
+        for (d, &yi) in delta.as_mut_slice().iter_mut().zip(cache.output.as_slice()) {
+            *d *= A::derivative_from_output(yi);
+        }
+        let mut d_input = SVector::<f32, I>::zeros();
+        let columns = self.weight.as_slice().chunks_exact(O);
+        for (column, dxj) in columns.zip(d_input.as_mut_slice()) {
+            *dxj = dot(column, delta.as_slice());
+        }
+        d_input
+    }
+
     type Batch<const BATCH: usize> = DenseBatch<I, O, BATCH>;
 
     #[inline]
@@ -598,6 +614,34 @@ mod tests {
         layer.backward(&cache, &d_out, &mut twice);
         once.scale(2.0);
         assert_eq!(once, twice);
+    }
+
+    /// `backward_input` is `backward`'s `∂L/∂x` bit for bit (through a
+    /// chain of ReLU or tanh layers and the identity output), without
+    /// touching a parameter gradient.
+    fn check_backward_input<A: crate::nn::Activation>(seed: u64) {
+        type Net<A> = crate::nn::Mlp<5, 24, 1, A>;
+        let mut rng = fd::rng(seed);
+        let mut net = Net::<A>::ZERO;
+        fd::randomise(&mut net, &mut rng, 1.0);
+        let mut cache = Net::<A>::ZERO_CACHE;
+        for k in 0..20 {
+            let x = SVector::<f32, 5>::from_fn(|i, _| 0.31 * (i as f32) - 0.7 + 0.13 * k as f32);
+            net.forward_train(&x, &mut cache);
+            let d_out = SVector::<f32, 1>::new(-1.0 / (k as f32 + 3.0));
+            let mut grad = Net::<A>::ZERO;
+            let expected = net.backward(&cache, &d_out, &mut grad);
+            let d_x = net.backward_input(&cache, &d_out);
+            for i in 0..5 {
+                assert_eq!(d_x[i].to_bits(), expected[i].to_bits(), "sample {k}, x{i}");
+            }
+        }
+    }
+
+    #[test]
+    fn backward_input_is_backwards_input_gradient_bit_for_bit() {
+        check_backward_input::<crate::nn::Relu>(11);
+        check_backward_input::<Tanh>(12);
     }
 
     #[test]

@@ -69,6 +69,16 @@ pub trait Layer: Params {
         grad: &mut Self,
     ) -> Self::Input;
 
+    /// [`backward`](Layer::backward)'s `∂L/∂x` alone, bit for bit, without
+    /// the parameter gradient: for a loss that flows through a network it
+    /// does not train (SAC's and TD3's actor loss through the critics). The
+    /// default runs `backward` into a zeroed gradient on the stack;
+    /// [`Dense`] and [`Chain`] compute no parameter gradient at all.
+    fn backward_input(&self, cache: &Self::Cache, d_output: &Self::Output) -> Self::Input {
+        let mut grad = Self::ZERO;
+        self.backward(cache, d_output, &mut grad)
+    }
+
     /// Activations of up to `BATCH` samples for the batched passes
     /// ([`forward_batch`](Layer::forward_batch),
     /// [`backward_batch`](Layer::backward_batch); see [`batch`]).

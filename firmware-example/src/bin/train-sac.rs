@@ -4,8 +4,9 @@
 //! `agent::Sac<Pendulum, 24, 2_000, 64, 4>`: a 3-24-24 ReLU actor trunk
 //! with a mean and a `log_std` head (tanh-squashed Gaussian), twin 4-24-24-1
 //! ReLU critics and their Polyak targets, `log α`, every gradient and Adam
-//! moment, a replay ring of 2 000 transitions and the activation caches —
-//! 109 232 B, one value in a `static` (`ConstStaticCell`, no allocator, no
+//! moment, a replay ring of 2 000 transitions, the activation caches and
+//! the critics' staged parameters (a transactional update) —
+//! 115 184 B, one value in a `static` (`ConstStaticCell`, no allocator, no
 //! `unsafe`). The Pendulum simulation runs on the MCU too.
 //!
 //! **Why these sizes.** What a SAC agent holds is dominated by the
@@ -17,10 +18,10 @@
 //!
 //! | width, ring, batch | agent | solved at (held-out mean) |
 //! |---|---:|---|
-//! | 32-32, 2 000, 64 | 137 872 B | 6 000 (−158.5): over 128 KB |
-//! | 32-32, 1 500, 64 | 121 376 B | 15 000 (−170.9): no room for the stack |
-//! | **24-24, 2 000, 64** | **109 232 B** | **8 000 (−152.0)** |
-//! | 16-16, 2 000, 64 | 87 760 B | not within 20 000 (−681.0) |
+//! | 32-32, 2 000, 64 | 147 864 B | 6 000 (−158.5): over 128 KB |
+//! | 32-32, 1 500, 64 | 131 368 B | 15 000 (−170.9): over 128 KB |
+//! | **24-24, 2 000, 64** | **115 192 B** | **8 000 (−152.0)** |
+//! | 16-16, 2 000, 64 | 90 712 B | not within 20 000 (−681.0) |
 //!
 //! 24-24 with a ring of ten 200-step episodes is the widest network that
 //! leaves room for the stack; minibatches of 64 rather than SB3's 256 cost
@@ -28,7 +29,7 @@
 //! on the stack for the indices and noise) but a quarter of the
 //! instructions, and solved as early as 128 did with 32-32 (6 000 both).
 //!
-//! **Budget.** One gradient step takes 3.26 M instructions (`bench-sac`;
+//! **Budget.** One gradient step takes 3.19 M instructions (`bench-sac`;
 //! an estimated 38 ms at 168 MHz, `docs/firmware.md`), so the run that
 //! solves (8 000 steps, 7 900 gradient steps) is minutes of emulation. The
 //! default build runs 4 000 steps — enough to show learning: the reported

@@ -374,9 +374,13 @@ where
 
     // Thread mode: judge each snapshot in order, as `Trainer::run` judges
     // after each of the desktop's iterations.
-    let last = loop {
+    // Each snapshot is judged in place (`peek`), not moved onto thread
+    // mode's stack: a snapshot holds a policy (2.9 KB for `learn-rt-sac`),
+    // and thread mode's stack lies under the learner's and the control
+    // loop's interrupts. The last stays queued for the report.
+    loop {
         sleep_until(clock, &mut shares.idle, || judged.ready());
-        let Some(snapshot) = judged.dequeue() else {
+        let Some(snapshot) = judged.peek() else {
             exit(false)
         };
         trainer.episodes = snapshot.episodes;
@@ -392,9 +396,10 @@ where
             ok_or_exit(gate, "evaluation")
         });
         if trainer.ends_run(&progress, &mut log) || snapshot.steps >= run.total_steps {
-            break snapshot;
+            break;
         }
-    };
+        let _ = judged.dequeue();
+    }
     STOP.store(true, Ordering::Relaxed);
     LEARNER.mask();
     super::stop_control();
@@ -412,6 +417,9 @@ where
     }) / block as u64;
     shares.learning = Net(i64::from(TASK_COUNTS.load(Ordering::Relaxed)));
     let report_start = clock.now();
+    let Some(last) = judged.peek() else {
+        exit(false)
+    };
     let outcome = trainer.finish_with(&last.policy, last.steps, &mut eval_env, &mut log);
     let outcome = ok_or_exit(outcome, "report");
     let report_counts = clock.now().wrapping_sub(report_start);

@@ -53,8 +53,9 @@
 //! and critics with Adam ([`TrainState`]), the target critics, `log α` with
 //! Adam, the replay ring of `CAP` transitions, one activation cache per
 //! network, and the scratch of a transactional update: the critics'
-//! parameters after the step being checked and a critic-sized gradient
-//! buffer (one and a half critic pairs). A minibatch's draws (`BATCH`
+//! parameters after the step being checked (one critic pair; the actor's
+//! loss flows through them by [`Layer::backward_input`], which computes
+//! no parameter gradient). A minibatch's draws (`BATCH`
 //! indices and `2·BATCH` noise vectors) live on the stack during
 //! [`Sac::update`]. Nothing allocates.
 //!
@@ -171,9 +172,6 @@ pub struct Sac<
     /// of [`update_with`](Self::update_with), which trains the actor
     /// through them).
     critic_next: Twin<Q>,
-    /// Where the actor's pass puts the critic parameter gradients it
-    /// discards (scratch).
-    critic_scratch: Q,
 }
 
 impl<
@@ -218,7 +216,6 @@ where
             actor_cache: SquashedGaussianActor::<T, H, ACT>::ZERO_CACHE,
             critic_cache: (Q::ZERO_CACHE, Q::ZERO_CACHE),
             critic_next: Twin::ZERO,
-            critic_scratch: Q::ZERO,
         }
     }
 

@@ -109,10 +109,10 @@ where
 
         // Actor: J_π = mean(α log π(ã|s) − min Qᵢ(s, ã)) with the updated
         // critics (`critic_next`): ∂J_π/∂log π = α/B, ∂J_π/∂ã = −∂Q_min/∂ã / B
-        // through the critic's input. The critics' parameter gradients this
-        // makes are discarded (`critic_scratch`).
+        // through the critic's input (`backward_input`: the critics'
+        // parameters are not trained by this loss, so no gradient of theirs
+        // is computed).
         self.actor.zero_grad();
-        self.critic_scratch.set_zero();
         for k in 0..n {
             let t = draws.sample(&self.replay, k)?;
             let (action, log_prob) = self.actor.params.sample_train(
@@ -129,15 +129,9 @@ where
             // The smaller critic carries the gradient (the first on a tie,
             // as `torch.min`).
             let (min_q, d_x) = if q1 <= q2 {
-                (
-                    q1,
-                    critic.q1.backward(cache1, &d_q, &mut self.critic_scratch),
-                )
+                (q1, critic.q1.backward_input(cache1, &d_q))
             } else {
-                (
-                    q2,
-                    critic.q2.backward(cache2, &d_q, &mut self.critic_scratch),
-                )
+                (q2, critic.q2.backward_input(cache2, &d_q))
             };
             stats.actor_loss += alpha * log_prob - min_q;
             stats.log_prob += log_prob;

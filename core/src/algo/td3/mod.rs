@@ -35,7 +35,7 @@
 //!
 //! **Memory and errors** as [`sac`](super::sac): everything in the struct
 //! (the scratch of a transactional update included: the critics' staged
-//! parameters and a critic-sized gradient buffer), a minibatch's draws on
+//! parameters, one critic pair), a minibatch's draws on
 //! the stack during [`Td3::update`]; a non-finite observation or reward
 //! refuses the step with the agent unchanged; an update checks the
 //! critics' and the actor's steps before taking either, so a refused one
@@ -137,9 +137,6 @@ pub struct Td3<
     /// of [`update_with`](Self::update_with), which trains the actor
     /// through them on a delayed actor update).
     critic_next: Twin<Q>,
-    /// Where the actor's pass puts the critic parameter gradients it
-    /// discards (scratch).
-    critic_scratch: Q,
 }
 
 impl<
@@ -183,7 +180,6 @@ where
             actor_cache: N::ZERO_CACHE,
             critic_cache: (Q::ZERO_CACHE, Q::ZERO_CACHE),
             critic_next: Twin::ZERO,
-            critic_scratch: Q::ZERO,
         }
     }
 

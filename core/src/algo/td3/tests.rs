@@ -271,5 +271,4 @@ fn boxed_is_new() {
     assert_eq!(boxed.actor_cache, new.actor_cache);
     assert_eq!(boxed.critic_cache, new.critic_cache);
     assert_eq!(boxed.critic_next, new.critic_next);
-    assert_eq!(boxed.critic_scratch, new.critic_scratch);
 }

@@ -106,10 +106,9 @@ where
             // agent changes until the actor's step has been checked too.
             self.critic.staged(lr, &mut self.critic_next)?;
             // Actor: J_μ = −mean(Q₁(s, μ(s))) with the updated critics
-            // (`critic_next`), ∂J_μ/∂a = −∂Q₁/∂a / B through Q₁'s input;
-            // Q₁'s parameter gradients are discarded (`critic_scratch`).
+            // (`critic_next`), ∂J_μ/∂a = −∂Q₁/∂a / B through Q₁'s input
+            // (`backward_input`: no gradient of Q₁'s parameters is computed).
             self.actor.zero_grad();
-            self.critic_scratch.set_zero();
             let mut actor_loss = 0.0f32;
             for k in 0..n {
                 let t = draws.sample(&self.replay, k)?;
@@ -122,11 +121,10 @@ where
                 let cache1 = &mut self.critic_cache.0;
                 let q1 = self.critic_next.q1.forward_train(&x, cache1)[0];
                 actor_loss -= q1;
-                let d_x = self.critic_next.q1.backward(
-                    cache1,
-                    &SVector::<f32, 1>::new(-inv_n),
-                    &mut self.critic_scratch,
-                );
+                let d_x = self
+                    .critic_next
+                    .q1
+                    .backward_input(cache1, &SVector::<f32, 1>::new(-inv_n));
                 let d_action = action_part::<OBS, ACT, OA>(&d_x);
                 self.actor
                     .params
