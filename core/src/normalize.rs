@@ -34,6 +34,10 @@ use crate::params::{Params, TensorData, TensorShape, out_of_domain, tag};
 pub const EPSILON: f32 = 1e-8;
 /// Normalised observations are clipped to `[−CLIP, CLIP]`.
 pub const CLIP: f32 = 10.0;
+/// The least return standard deviation the scale-free [`scale_reward`]
+/// divides by: keeps `0 / 0` out (a run whose rewards have all been 0)
+/// without stating a scale.
+pub const RETURN_STD_FLOOR: f32 = 1e-30;
 /// Initial pseudo-count (Gymnasium's `RunningMeanStd(epsilon=1e-4)`).
 const INITIAL_COUNT: f32 = 1e-4;
 
@@ -43,6 +47,18 @@ const INITIAL_COUNT: f32 = 1e-4;
 /// truncated). Gymnasium's `NormalizeReward` differs: it resets `G` only on
 /// termination and does not clip. Shared by PPO and the online actor-critic.
 ///
+/// `scale_free` removes the two places where SB3's statistics assume the
+/// reward is of order one: the prior (`σ² = 1` at a pseudo-count of 1e-4,
+/// which adds `1e-4/n` to the return variance after `n` steps) becomes the
+/// first return's own square ([`RunningNorm::update_scale_free`]), and the
+/// divisor `√(Var[G] + ε)` becomes `max(√Var[G], RETURN_STD_FLOOR)`. A plant
+/// whose per-step cost is 1e-9 has `Var[G]` near 1e-14, far below both, and
+/// its "scaled" rewards stayed ~1e-5; with `scale_free` the scaled rewards
+/// do not depend on the reward's units at all — bit for bit when the
+/// rewards are multiplied by a power of two (tested), and the held-out cost
+/// of a family plant at reward × 1e-4 moved by 36 % without it
+/// (docs/plants.md, "Invariance").
+///
 /// # Errors
 /// [`Error::NonFinite`] for a non-finite `G` (from a non-finite reward).
 pub fn scale_reward(
@@ -51,14 +67,18 @@ pub fn scale_reward(
     discounted_return: &mut f32,
     reward: f32,
     done: bool,
+    scale_free: bool,
 ) -> Result<f32, Error> {
-    *discounted_return = *discounted_return * gamma + reward;
-    return_norm.update(&SVector::<f32, 1>::new(*discounted_return))?;
-    if done {
-        *discounted_return = 0.0;
-    }
-    let scaled = reward / math::sqrt(return_norm.var[0] + EPSILON);
-    Ok(scaled.clamp(-CLIP, CLIP))
+    let g = SVector::<f32, 1>::new(*discounted_return * gamma + reward);
+    let return_std = if scale_free {
+        return_norm.update_scale_free(&g)?;
+        math::sqrt(return_norm.var[0]).max(RETURN_STD_FLOOR)
+    } else {
+        return_norm.update(&g)?;
+        math::sqrt(return_norm.var[0] + EPSILON)
+    };
+    *discounted_return = if done { 0.0 } else { g[0] };
+    Ok((reward / return_std).clamp(-CLIP, CLIP))
 }
 
 /// Per-dimension running mean and variance of `N`-dimensional observations.
@@ -92,14 +112,36 @@ impl<const N: usize> RunningNorm<N> {
     /// updated statistics would not be finite (an observation so large that
     /// `(x − μ)²` overflows `f32`); the statistics are unchanged.
     pub fn update(&mut self, x: &SVector<f32, N>) -> Result<(), Error> {
+        // Gymnasium's prior: a pseudo-count of 1e-4 at μ = 0, σ² = 1.
+        self.update_from_prior(x, SVector::repeat(1.0))
+    }
+
+    /// [`update`](Self::update) whose prior has no units: the first
+    /// observation's own square `x²` as the prior variance instead of 1, so
+    /// that statistics of `k·x` are `k` (mean) and `k²` (variance) times
+    /// those of `x` — exactly when `k` is a power of two. After the first
+    /// observation the two are the same update.
+    ///
+    /// # Errors
+    /// As [`update`](Self::update).
+    pub fn update_scale_free(&mut self, x: &SVector<f32, N>) -> Result<(), Error> {
+        self.update_from_prior(x, x.component_mul(x))
+    }
+
+    /// Chan et al.'s update, from the prior `(μ = 0, σ² = prior_var)` at a
+    /// pseudo-count of 1e-4 while the statistics are empty.
+    fn update_from_prior(
+        &mut self,
+        x: &SVector<f32, N>,
+        prior_var: SVector<f32, N>,
+    ) -> Result<(), Error> {
         check_all_finite(x.as_slice())?;
         // Compute into temporaries and commit only finite results, so a
         // refused update changes nothing.
         let (mut mean, mut var, count) = if self.has_statistics() {
             (self.mean, self.var, self.count[0])
         } else {
-            // Gymnasium's prior: a pseudo-count of 1e-4 at μ = 0, σ² = 1.
-            (SVector::zeros(), SVector::repeat(1.0), INITIAL_COUNT)
+            (SVector::zeros(), prior_var, INITIAL_COUNT)
         };
         let total = count + 1.0;
         for i in 0..N {
@@ -259,6 +301,86 @@ mod tests {
         }
         let z = norm.normalize(&SVector::<f32, 2>::new(1.0, 100.0)).unwrap();
         assert!(z[0].abs() < 0.05 && z[1].abs() < 0.05, "{z:?}");
+    }
+
+    /// The scaled rewards of a cost-like reward sequence (with episode
+    /// ends) and of the same sequence multiplied by `k`.
+    fn scaled_rewards(k: f32, scale_free: bool) -> std::vec::Vec<f32> {
+        let mut rng = Xoshiro128PlusPlus::seed_from_u64(9);
+        let (mut norm, mut g) = (RunningNorm::<1>::ZERO, 0.0);
+        (0..600)
+            .map(|t| {
+                let cost = 1e-3 * (1.0 + rng::normal_pair(&mut rng).0.abs());
+                scale_reward(
+                    0.99,
+                    &mut norm,
+                    &mut g,
+                    -k * cost,
+                    t % 200 == 199,
+                    scale_free,
+                )
+                .unwrap()
+            })
+            .collect()
+    }
+
+    /// Scale-free reward scaling does not see the reward's units: rewards
+    /// multiplied by a power of two scale to the same bits (a cost of 1e-3
+    /// per step times 2⁻³⁰ or 2²⁰), and its scaled rewards keep their size
+    /// (`r/σ(G)` ≈ 0.05 here: a step's share of a 200-step return). SB3's (`scale_free = false`) are not: its unit prior and `ε`
+    /// leave small rewards small.
+    #[test]
+    fn scale_free_reward_scaling_has_no_units() {
+        let unit = scaled_rewards(1.0, true);
+        for k in [1.0 / (1u64 << 30) as f32, (1u64 << 20) as f32] {
+            assert_eq!(scaled_rewards(k, true), unit, "k = {k}");
+        }
+        let mean_abs = |r: &[f32]| r[10..].iter().map(|x| x.abs()).sum::<f32>() / r.len() as f32;
+        assert!(
+            (0.01..5.0).contains(&mean_abs(&unit)),
+            "{}",
+            mean_abs(&unit)
+        );
+        let sb3 = scaled_rewards(1.0 / (1u64 << 30) as f32, false);
+        assert!(
+            mean_abs(&sb3) < 1e-3 * mean_abs(&unit),
+            "{}",
+            mean_abs(&sb3)
+        );
+    }
+
+    /// The scale-free prior is the first observation's square; after it the
+    /// update is Gymnasium's, and a refused first update changes nothing.
+    #[test]
+    fn the_scale_free_prior_is_the_first_square() {
+        let x = SVector::<f32, 2>::new(3.0, -0.5);
+        let (mut free, mut gym) = (RunningNorm::<2>::ZERO, RunningNorm::<2>::ZERO);
+        free.update_scale_free(&x).unwrap();
+        gym.update(&x).unwrap();
+        assert_eq!(free.mean, gym.mean);
+        assert_eq!(free.count, gym.count);
+        let total = INITIAL_COUNT + 1.0;
+        for i in 0..2 {
+            let m2 = x[i] * x[i] * INITIAL_COUNT + x[i] * x[i] * INITIAL_COUNT / total;
+            assert_eq!(free.var[i], m2 / total);
+        }
+        let y = SVector::<f32, 2>::new(1.0, 2.0);
+        let (mut a, mut b) = (free.clone(), free.clone());
+        a.update(&y).unwrap();
+        b.update_scale_free(&y).unwrap();
+        assert_eq!(a, b);
+        let mut empty = RunningNorm::<2>::ZERO;
+        assert!(
+            empty
+                .update_scale_free(&SVector::<f32, 2>::new(f32::NAN, 0.0))
+                .is_err()
+        );
+        assert!(
+            empty
+                .update_scale_free(&SVector::<f32, 2>::new(1e30, 0.0))
+                .is_err()
+        );
+        assert_eq!(empty, RunningNorm::ZERO);
     }
 
     /// `ε` matters where the variance is zero: a constant input normalises

@@ -238,6 +238,7 @@ fn config(case: &Value) -> PpoConfig {
         kl_target: opt(&c["kl_target"]),
         normalize_obs: false,
         normalize_reward: false,
+        scale_free_returns: false,
         adam: AdamConfig {
             eps: f(&c["adam_eps"]),
             ..AdamConfig::DEFAULT
@@ -799,6 +800,7 @@ fn online_actor_critic_steps_match_the_reference() {
             max_grad_norm: Some(f(&cfg["max_grad_norm"])),
             normalize_obs: false,
             normalize_reward: false,
+            scale_free_returns: false,
             critic_warmup: 0,
             rest_init: false,
             adam: AdamConfig {

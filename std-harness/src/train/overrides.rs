@@ -293,7 +293,7 @@ pub fn config_json<T: serde::Serialize>(config: &T) -> anyhow::Result<serde_json
 /// Keys added to an algorithm's configuration after runs were saved
 /// without them, each with the value that reproduces those runs:
 /// `(algorithms, key, value)`.
-const ADDED_KEYS: [(&[&str], &str, toml::Value); 3] = [
+const ADDED_KEYS: [(&[&str], &str, toml::Value); 4] = [
     (
         &["ppo", "ppo-penalty"],
         "bound_coef",
@@ -305,6 +305,11 @@ const ADDED_KEYS: [(&[&str], &str, toml::Value); 3] = [
         toml::Value::Float(0.0),
     ),
     (&["ac"], "rest_init", toml::Value::Boolean(false)),
+    (
+        &["ppo", "ppo-penalty", "ac"],
+        "scale_free_returns",
+        toml::Value::Boolean(false),
+    ),
 ];
 
 /// Completes a saved run's configuration table (a `summary.json`'s or a

@@ -122,6 +122,7 @@ impl<A: Actor<OBS>, C: Network<OBS, 1>, const OBS: usize> ActorCritic<A, C, OBS>
                 &mut self.discounted_return,
                 step.reward,
                 step.done(),
+                c.scale_free_returns,
             )?
         } else {
             step.reward

@@ -62,6 +62,11 @@ pub struct AcConfig {
     /// drives the actor has the same scale on every plant, whatever its
     /// reward's units. Default false ([`PLANT`](Self::PLANT): true).
     pub normalize_reward: bool,
+    /// With `normalize_reward`: the return's statistics without SB3's
+    /// assumption that rewards are of order one (see
+    /// [`PpoConfig::scale_free_returns`](crate::algo::PpoConfig::scale_free_returns)).
+    /// Default false.
+    pub scale_free_returns: bool,
     /// Critic warm-up: for the first `critic_warmup` steps only the critic
     /// learns (the actor acts, unchanged), so the first actor steps follow a
     /// TD error from a critic that has seen the plant rather than from its
@@ -91,6 +96,7 @@ impl AcConfig {
         max_grad_norm: None,
         normalize_obs: false,
         normalize_reward: false,
+        scale_free_returns: false,
         critic_warmup: 0,
         rest_init: false,
         adam: AdamConfig::ZERO,
@@ -106,6 +112,7 @@ impl AcConfig {
         max_grad_norm: Some(1.0),
         normalize_obs: true,
         normalize_reward: false,
+        scale_free_returns: false,
         critic_warmup: 0,
         rest_init: false,
         adam: AdamConfig::DEFAULT,

@@ -35,7 +35,14 @@ impl<A: Actor<OBS>, C: Critic<OBS>, const OBS: usize, const N: usize, const CHUN
         if !config.normalize_reward {
             return Ok(reward);
         }
-        crate::normalize::scale_reward(config.gamma, return_norm, discounted_return, reward, done)
+        crate::normalize::scale_reward(
+            config.gamma,
+            return_norm,
+            discounted_return,
+            reward,
+            done,
+            config.scale_free_returns,
+        )
     }
 
     /// Collects a rollout of [`PpoConfig::rollout_len`]`(N)` steps (all `N`

@@ -102,6 +102,14 @@ pub struct PpoConfig {
     /// of all but the last copy's rewards of the step can differ slightly).
     /// Default false.
     pub normalize_reward: bool,
+    /// With `normalize_reward`: statistics of the return without SB3's
+    /// assumption that rewards are of order one (no `σ² = 1` prior, no
+    /// absolute `ε`; [`scale_reward`](crate::normalize::scale_reward)), so
+    /// the scaled rewards do not depend on the reward's units. SB3's
+    /// `VecNormalize` when false. Default false; not yet in
+    /// [`PLANT`](Self::PLANT), whose presets change only on the `dev` and
+    /// `validation` benches (docs/plants.md, "Invariance").
+    pub scale_free_returns: bool,
     /// Adam's `β₁, β₂, ε`. Default `0.9, 0.999, 1e-5`.
     pub adam: AdamConfig,
     /// Environment copies stepped side by side per rollout (SB3's
@@ -136,6 +144,7 @@ impl PpoConfig {
         kl_target: None,
         normalize_obs: true,
         normalize_reward: false,
+        scale_free_returns: false,
         adam: AdamConfig::DEFAULT,
         n_envs: 1,
         n_steps: 0,
@@ -163,6 +172,7 @@ impl PpoConfig {
         kl_target: None,
         normalize_obs: false,
         normalize_reward: false,
+        scale_free_returns: false,
         adam: AdamConfig::ZERO,
         n_envs: 0,
         n_steps: 0,
@@ -460,6 +470,7 @@ impl A2cConfig {
             kl_target: None,
             normalize_obs: c.normalize_obs,
             normalize_reward: c.normalize_reward,
+            scale_free_returns: false,
             adam: c.adam,
             n_envs: 1,
             n_steps: 0,

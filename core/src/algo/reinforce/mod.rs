@@ -167,6 +167,7 @@ const fn config_to_ppo(c: ReinforceConfig) -> PpoConfig {
         kl_target: None,
         normalize_obs: c.normalize_obs,
         normalize_reward: false,
+        scale_free_returns: false,
         adam: c.adam,
         n_envs: 1,
         n_steps: 0,

@@ -158,6 +158,7 @@ impl TrpoConfig {
             kl_target: None,
             normalize_obs: c.normalize_obs,
             normalize_reward: c.normalize_reward,
+            scale_free_returns: false,
             adam: c.adam,
             n_envs: 1,
             n_steps: 0,
