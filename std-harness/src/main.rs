@@ -5,7 +5,7 @@ mod cli;
 use std::path::PathBuf;
 
 use clap::Parser;
-use cli::{Cli, Command, ExportFormat};
+use cli::{Cli, Command, ExportFormat, TrainCommand};
 use microrl_harness::commands;
 use microrl_harness::interop::{self, Layout};
 use microrl_harness::paths::{self, Role};
@@ -190,12 +190,13 @@ fn run(cli: Cli) -> anyhow::Result<bool> {
         Command::Train {
             args, seed, out, ..
         } => {
-            let (mut opts, note) = args.options(seed, None, true)?;
+            let (mut opts, note) = args.options(TrainCommand::Train { seed }, None, true)?;
             opts.out = Some(out.unwrap_or_else(|| {
                 PathBuf::from(format!(
-                    "runs/{}-{}-seed{seed}",
+                    "runs/{}-{}-seed{}",
                     opts.env.name(),
-                    opts.algo.name()
+                    opts.algo.name(),
+                    opts.seed
                 ))
             }));
             opts.check_paths(args.config.as_deref())?;
@@ -225,8 +226,7 @@ fn run(cli: Cli) -> anyhow::Result<bool> {
             let jobs = jobs.unwrap_or_else(|| {
                 std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get)
             });
-            let (mut opts, note) = args.options(0, out, false)?;
-            opts.threshold = threshold.unwrap_or(opts.threshold);
+            let (opts, note) = args.options(TrainCommand::Validate { threshold }, out, false)?;
             // Each seed's run directory is replaced whole, not --out itself.
             if let Some(dir) = &opts.out {
                 for seed in 0..seeds {
