@@ -376,7 +376,9 @@ pub(crate) enum Command {
     Eval {
         #[command(flatten)]
         policy: PolicyFile,
-        /// Task (default: the one the policy's architecture acts in).
+        /// Task (default: the one the policy file records, else the one its
+        /// architecture acts in); a policy recorded for another task is
+        /// refused unless --any-env.
         #[arg(long, value_enum)]
         env: Option<EnvName>,
         /// Episodes (1 to 10000).
@@ -387,6 +389,10 @@ pub(crate) enum Command {
         seed: u64,
         #[command(flatten)]
         plant: PlantArgs,
+        /// Run a policy whose file records another task than --env all the
+        /// same (its observation and action sizes must still fit).
+        #[arg(long)]
+        any_env: bool,
     },
     /// Train several seeds in parallel and fail unless enough reach the threshold.
     Validate {
@@ -415,7 +421,9 @@ pub(crate) enum Command {
     Export {
         #[command(flatten)]
         policy: PolicyFile,
-        /// Task (default: the one the policy's architecture acts in).
+        /// Task (default: the one the policy file records, else the one its
+        /// architecture acts in); a policy recorded for another task is
+        /// refused unless --any-env.
         #[arg(long, value_enum)]
         env: Option<EnvName>,
         /// Output file.
@@ -432,6 +440,10 @@ pub(crate) enum Command {
         /// (VecNormalize's fields as JSON); required if the policy has any.
         #[arg(long, value_name = "STATS.json")]
         vecnormalize: Option<PathBuf>,
+        /// Export a policy whose file records another task than --env all
+        /// the same.
+        #[arg(long)]
+        any_env: bool,
     },
     /// Import the actor of a Stable-Baselines3 or CleanRL PPO policy (a safetensors
     /// state_dict, tanh or ReLU MLP) and its VecNormalize statistics as a microrl policy file.

@@ -74,10 +74,21 @@ fn say(note: Option<String>) {
     }
 }
 
+/// Prints a line a command returned for standard error (its own
+/// `warning:` or `note:` prefix included).
+fn tell(line: Option<String>) {
+    if let Some(line) = line {
+        eprintln!("{line}");
+    }
+}
+
 /// Runs the command; `Ok(false)`: it ran but its verdict is a failure
 /// (`validate` below `--min-pass`).
 fn run(cli: Cli) -> anyhow::Result<bool> {
     let mut ok = true;
+    // A line for standard error once the report is out (a policy file's
+    // task check): a failed command prints only its one `error:` line.
+    let mut said = None;
     let report = match cli.command.unwrap_or(Command::Info) {
         Command::Info => commands::info(),
         Command::Bench {
@@ -210,10 +221,13 @@ fn run(cli: Cli) -> anyhow::Result<bool> {
             episodes,
             seed,
             plant,
+            any_env,
         } => {
             let (policy, plant) = (policy.path(), plant.table()?);
             say(commands::backend_note(&policy));
-            commands::eval(env, &policy, episodes, seed, &plant)?
+            let report;
+            (report, said) = commands::eval(env, &policy, episodes, seed, &plant, any_env)?;
+            report
         }
         Command::Validate {
             args,
@@ -250,6 +264,7 @@ fn run(cli: Cli) -> anyhow::Result<bool> {
             format,
             to,
             vecnormalize,
+            any_env,
         } => {
             let policy = policy.path();
             let mut outputs = vec![("--out", out.as_path(), Role::File)];
@@ -263,11 +278,22 @@ fn run(cli: Cli) -> anyhow::Result<bool> {
                         anyhow::bail!("--to and --vecnormalize need --format safetensors");
                     }
                     say(commands::backend_note(&policy));
-                    commands::export(env, &policy, &out)?
+                    let report;
+                    (report, said) = commands::export(env, &policy, &out, any_env)?;
+                    report
                 }
                 ExportFormat::Safetensors => {
                     let to = to.unwrap_or(Layout::Sb3);
-                    interop::export_command(to, env, &policy, &out, vecnormalize.as_deref())?
+                    let report;
+                    (report, said) = interop::export_command(
+                        to,
+                        env,
+                        &policy,
+                        &out,
+                        vecnormalize.as_deref(),
+                        any_env,
+                    )?;
+                    report
                 }
             }
         }
@@ -335,6 +361,7 @@ fn run(cli: Cli) -> anyhow::Result<bool> {
         }
     };
     print(&report, cli.json)?;
+    tell(said);
     Ok(ok)
 }
 

@@ -93,7 +93,7 @@ pub struct TrainSummary {
     pub run: RunConfig,
     /// Where the policy was written.
     pub policy: Option<PathBuf>,
-    /// The CRC-32 the policy file ends with (8 hex digits, as `inspect` and
+    /// The CRC-32 the policy's parameter blob ends with (8 hex digits, as `inspect` and
     /// `init` print it): which policy this summary describes.
     pub policy_crc32: Option<String>,
     /// Where the learning curve (CSV) was written.
