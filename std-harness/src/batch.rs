@@ -228,7 +228,7 @@ pub fn act_file(
     obs_file: &Path,
     out: Option<&Path>,
 ) -> anyhow::Result<Report> {
-    let blob = std::fs::read(policy).with_context(|| format!("reading {}", policy.display()))?;
+    let blob = crate::policy_file::read(policy)?.blob;
     let arch = match arch {
         Some(a) => a,
         None => crate::eval::detect(&blob).with_context(|| policy.display().to_string())?,

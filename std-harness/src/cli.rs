@@ -11,7 +11,7 @@ use clap::{Args, Parser, Subcommand};
 use microrl_harness::Arch;
 use microrl_harness::interop::Layout;
 use microrl_harness::train::{
-    Algo, AnchorOptions, EnvName, FusionWeights, Overrides, SummaryRun, TrainOptions, default_steps,
+    Algo, AnchorOptions, EnvName, FusionWeights, Overrides, RunOptions, TrainOptions, default_steps,
 };
 
 #[derive(Parser, Debug)]
@@ -55,15 +55,15 @@ pub(crate) struct TrainArgs {
     pub(crate) config: Option<PathBuf>,
     /// Episodes of the deterministic evaluations that decide "solved"
     /// (selection start states) and that are reported (held-out start
-    /// states): 1 to 10000.
-    #[arg(long, default_value_t = 100)]
-    eval_episodes: u32,
+    /// states): 1 to 10000 (default 100, or the --config summary.json's).
+    #[arg(long)]
+    eval_episodes: Option<u32>,
     /// Standard errors by which the deciding evaluation's mean must clear
     /// the threshold before the run counts as solved and stops (a lower
     /// confidence bound against stopping on lucky start states; 0: the mean
-    /// alone).
-    #[arg(long, value_name = "Z", default_value_t = microrl::train::DEFAULT_SELECT_MARGIN)]
-    select_margin: f32,
+    /// alone; default 3, or the --config summary.json's).
+    #[arg(long, value_name = "Z")]
+    select_margin: Option<f32>,
     /// Keep training for the whole budget after the task is solved.
     #[arg(long)]
     no_early_stop: bool,
@@ -79,9 +79,10 @@ pub(crate) struct TrainArgs {
     /// evaluation nor the report uses), played after every evaluation and
     /// at step 0; the held-out report and policy.mrlp are that policy's. A
     /// run stopped early by its deciding evaluation keeps the policy that
-    /// passed it. At most 10000.
-    #[arg(long, value_name = "N", default_value_t = microrl::train::KEEP_BEST_EPISODES)]
-    keep_best: u32,
+    /// passed it. At most 10000 (default 20, or the --config
+    /// summary.json's).
+    #[arg(long, value_name = "N")]
+    keep_best: Option<u32>,
     /// The run's result is its last policy (same as --keep-best 0).
     #[arg(long, conflicts_with = "keep_best")]
     last: bool,
@@ -94,9 +95,9 @@ pub(crate) struct TrainArgs {
     /// controls — PPO's rollout j (the actor-critic's block j of 250 ticks,
     /// SAC's and TD3's of 5) is acted by the policy published after update
     /// (block) j−2 — the desktop reference of the firmware's learned
-    /// weights, bit for bit.
-    #[arg(long, value_name = "N", default_value_t = 0)]
-    lag: u8,
+    /// weights, bit for bit. Default 0, or the --config summary.json's.
+    #[arg(long, value_name = "N")]
+    lag: Option<u8>,
     /// Write a checkpoint to <out>.checkpoint/ every N iterations (rollouts
     /// and updates; online steps for `ac`, environment steps for SAC and
     /// TD3; blocks with `--lag 1`), so that `--resume` can continue
@@ -111,9 +112,9 @@ pub(crate) struct TrainArgs {
     /// penalised by β·(log π(a|s) − log π_ref(a|s)), the KL to the reference.
     #[arg(long, value_name = "POLICY")]
     kl_ref: Option<PathBuf>,
-    /// β of --kl-ref (0: plain PPO started from the reference).
-    #[arg(long, default_value_t = 0.1, requires = "kl_ref")]
-    kl_beta: f32,
+    /// β of --kl-ref (0: plain PPO started from the reference; default 0.1).
+    #[arg(long, requires = "kl_ref")]
+    kl_beta: Option<f32>,
     /// With --kl-ref: adapt β after every rollout towards this mean per-step
     /// KL (halved below target/1.5, doubled above 1.5·target).
     #[arg(long, requires = "kl_ref")]
@@ -187,10 +188,23 @@ impl PlantArgs {
     }
 }
 
+/// Which command's options [`TrainArgs::options`] makes.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum TrainCommand {
+    /// `train --seed` (`None`: not given).
+    Train { seed: Option<u64> },
+    /// `validate --threshold`: its seeds are 0..N, never a summary's.
+    Validate { threshold: Option<f32> },
+}
+
 impl TrainArgs {
+    /// The run these options ask for: each option the command line's
+    /// where given, else the `--config` summary.json's
+    /// ([`RunOptions::replay`]), else its default; and the `note:` saying
+    /// what came from the summary.
     pub(crate) fn options(
         &self,
-        seed: u64,
+        command: TrainCommand,
         out: Option<PathBuf>,
         progress: bool,
     ) -> anyhow::Result<(TrainOptions, Option<String>)> {
@@ -198,59 +212,86 @@ impl TrainArgs {
             Some(path) => Overrides::from_file(path)?,
             None => Overrides::default(),
         };
-        // A summary.json names its run's task, algorithm and plant too.
-        let summary = match &self.config {
-            Some(path) => SummaryRun::from_file(path)?.map(|run| (path, run)),
+        // A summary.json records every option of its run too.
+        let mut saved = match &self.config {
+            Some(path) => RunOptions::from_summary(path)?,
             None => None,
         };
-        let plant = self.plant.table()?;
-        let chosen = match &summary {
-            Some((path, run)) => run.choose(path, self.env, self.algo, plant),
-            None => SummaryRun::default().choose(Path::new(""), self.env, self.algo, plant),
+        let (seed, threshold) = match command {
+            TrainCommand::Train { seed } => (seed, None),
+            TrainCommand::Validate { threshold } => {
+                if let Some(saved) = &mut saved {
+                    saved.seed = None;
+                }
+                (Some(0), threshold)
+            }
         };
-        let (env, algo) = (chosen.env, chosen.algo);
-        let anchor = self.kl_ref.as_ref().map(|reference| AnchorOptions {
-            reference: reference.clone(),
-            kl_coef: self.kl_beta,
-            kl_target: self.kl_target,
-        });
+        let given = RunOptions {
+            env: self.env,
+            algo: self.algo,
+            plant: Some(self.plant.table()?),
+            seed,
+            steps: self.steps,
+            small: self.small.then_some(true),
+            lag: self.lag,
+            eval_episodes: self.eval_episodes,
+            select_margin: self.select_margin,
+            early_stop: self.no_early_stop.then_some(false),
+            final_eval_only: self.final_eval_only.then_some(true),
+            keep_best: if self.last { Some(0) } else { self.keep_best },
+            threshold,
+            anchor: self.kl_ref.as_ref().map(|reference| {
+                Some(AnchorOptions {
+                    reference: reference.clone(),
+                    kl_coef: self.kl_beta.unwrap_or(0.1),
+                    kl_target: self.kl_target,
+                })
+            }),
+            reward_weights: pair("--reward-weights", &self.reward_weights)?.map(Some),
+            value_weights: pair("--value-weights", &self.value_weights)?.map(Some),
+            reward_model: self.reward_model.clone().map(Some),
+        };
+        let file = self.config.as_deref().unwrap_or(Path::new(""));
+        let run = given.replay(saved.as_ref(), file);
+        let (env, algo) = (run.env, run.algo);
         // (Only PPO has it; another algorithm is refused naming --kl-ref.)
-        if anchor.is_some() && algo == Algo::Ppo && !overrides.0.contains_key("normalize_obs") {
+        if run.anchor.is_some() && algo == Algo::Ppo && !overrides.0.contains_key("normalize_obs") {
             // A fine-tune keeps the reference's observation statistics.
             overrides
                 .0
                 .insert("normalize_obs".into(), toml::Value::Boolean(false));
         }
-        // The budget: `--steps`, else the configuration's `total_steps` (a
-        // saved run's, so that `--config runs/X/summary.json` replays the
-        // budget its schedules annealed over), else the registry's.
-        let file = self.config.as_deref().unwrap_or(Path::new(""));
+        // The budget: `--steps`, else a summary's `steps`, else the
+        // configuration's `total_steps` (so that the schedules anneal over
+        // the steps the loop runs), else the registry's. A summary's note
+        // already says where its budget came from.
         let (steps, budget_note) =
-            overrides.budget(self.steps, || default_steps(env, algo), file)?;
-        let note = match (chosen.note, budget_note) {
+            overrides.budget(run.steps, || default_steps(env, algo), file)?;
+        let note = match (run.note, budget_note.filter(|_| saved.is_none())) {
             (Some(a), Some(b)) => Some(format!("{a}; {b}")),
             (a, b) => a.or(b),
         };
         let opts = TrainOptions {
             overrides,
-            eval_episodes: self.eval_episodes,
-            select_margin: self.select_margin,
-            early_stop: !self.no_early_stop,
-            train_eval: !self.final_eval_only,
-            keep_best: if self.last { 0 } else { self.keep_best },
+            threshold: run.threshold.unwrap_or(env.threshold()),
+            eval_episodes: run.eval_episodes,
+            select_margin: run.select_margin,
+            early_stop: run.early_stop,
+            train_eval: !run.final_eval_only,
+            keep_best: run.keep_best,
             out,
             progress,
-            small: self.small,
-            lag: self.lag,
+            small: run.small,
+            lag: run.lag,
             checkpoint_every: self.checkpoint_every,
-            plant: chosen.plant,
-            anchor,
+            plant: run.plant,
+            anchor: run.anchor,
             weights: FusionWeights {
-                reward: pair("--reward-weights", &self.reward_weights)?,
-                value: pair("--value-weights", &self.value_weights)?,
+                reward: run.reward_weights,
+                value: run.value_weights,
             },
-            reward_model: self.reward_model.clone(),
-            ..TrainOptions::new(env, algo, seed, steps)
+            reward_model: run.reward_model,
+            ..TrainOptions::new(env, algo, run.seed, steps)
         };
         Ok((opts, note))
     }
@@ -294,9 +335,9 @@ pub(crate) enum Command {
     Train {
         #[command(flatten)]
         args: TrainArgs,
-        /// RNG seed.
-        #[arg(long, default_value_t = 0)]
-        seed: u64,
+        /// RNG seed (default 0, or the --config summary.json's).
+        #[arg(long)]
+        seed: Option<u64>,
         /// Output directory (default: runs/<env>-<algo>-seed<N>).
         #[arg(long)]
         out: Option<PathBuf>,
@@ -335,7 +376,9 @@ pub(crate) enum Command {
     Eval {
         #[command(flatten)]
         policy: PolicyFile,
-        /// Task (default: the one the policy's architecture acts in).
+        /// Task (default: the one the policy file records, else the one its
+        /// architecture acts in); a policy recorded for another task is
+        /// refused unless --any-env.
         #[arg(long, value_enum)]
         env: Option<EnvName>,
         /// Episodes (1 to 10000).
@@ -346,6 +389,10 @@ pub(crate) enum Command {
         seed: u64,
         #[command(flatten)]
         plant: PlantArgs,
+        /// Run a policy whose file records another task than --env all the
+        /// same (its observation and action sizes must still fit).
+        #[arg(long)]
+        any_env: bool,
     },
     /// Train several seeds in parallel and fail unless enough reach the threshold.
     Validate {
@@ -374,7 +421,9 @@ pub(crate) enum Command {
     Export {
         #[command(flatten)]
         policy: PolicyFile,
-        /// Task (default: the one the policy's architecture acts in).
+        /// Task (default: the one the policy file records, else the one its
+        /// architecture acts in); a policy recorded for another task is
+        /// refused unless --any-env.
         #[arg(long, value_enum)]
         env: Option<EnvName>,
         /// Output file.
@@ -391,6 +440,10 @@ pub(crate) enum Command {
         /// (VecNormalize's fields as JSON); required if the policy has any.
         #[arg(long, value_name = "STATS.json")]
         vecnormalize: Option<PathBuf>,
+        /// Export a policy whose file records another task than --env all
+        /// the same.
+        #[arg(long)]
+        any_env: bool,
     },
     /// Import the actor of a Stable-Baselines3 or CleanRL PPO policy (a safetensors
     /// state_dict, tanh or ReLU MLP) and its VecNormalize statistics as a microrl policy file.

@@ -15,6 +15,7 @@ use serde_json::{Value, json};
 use crate::arch::{self, Arch};
 use crate::atomic;
 use crate::eval;
+use crate::policy_file::{self, PolicyFile};
 use crate::train::{self, EnvName, TrainOptions};
 use crate::{overlay, plot};
 
@@ -170,10 +171,13 @@ pub fn init(arch: Arch, seed: u64, out: &Path) -> anyhow::Result<Report> {
 
 /// `microrl inspect`: verifies a blob's checksum and lists its tensors.
 pub fn inspect(path: &Path) -> anyhow::Result<Report> {
-    let blob = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
-    if blob.starts_with(&microrl::checkpoint::MAGIC) {
-        return inspect_checkpoint(path, &blob);
+    let file = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
+    if file.starts_with(&microrl::checkpoint::MAGIC) {
+        return inspect_checkpoint(path, &file);
     }
+    let file_len = file.len();
+    let PolicyFile { blob, task } =
+        policy_file::from_bytes(file).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
     let header =
         serialize::verify(&blob).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
     let mut lines = vec![format!(
@@ -182,8 +186,12 @@ pub fn inspect(path: &Path) -> anyhow::Result<Report> {
         header.version,
         header.tensors,
         header.scalars,
-        blob.len()
+        file_len
     )];
+    lines.push(match &task {
+        Some(task) => format!("  trained on: {}", task.describe()),
+        None => "  trained on: not recorded (a file without a task record)".to_string(),
+    });
     lines.push(format!(
         "  maths backend: {}{}",
         header.backend,
@@ -233,7 +241,8 @@ pub fn inspect(path: &Path) -> anyhow::Result<Report> {
     Ok(Report {
         lines,
         json: json!({
-            "command": "inspect", "path": path, "bytes": blob.len(), "version": header.version,
+            "command": "inspect", "path": path, "bytes": file_len, "version": header.version,
+            "task": task.as_ref().map(|t| json!({ "env": t.env, "plant": t.plant })),
             "backend": header.backend.name(),
             "crc32": format!("{:08x}", serialize::crc32(&blob[..blob.len().saturating_sub(4)])),
             "tensors": tensors, "params": header.scalars, "arch": arch,
@@ -296,7 +305,7 @@ pub fn backend_note(path: &Path) -> Option<String> {
 /// `microrl act`: the deployed policy's command at one observation (the
 /// architecture is recognised from the file unless `arch` is given).
 pub fn act(arch: Option<Arch>, policy: &Path, obs: &[f32]) -> anyhow::Result<Report> {
-    let blob = std::fs::read(policy).with_context(|| format!("reading {}", policy.display()))?;
+    let blob = policy_file::read(policy)?.blob;
     let arch = match arch {
         Some(a) => a,
         None => eval::detect(&blob).with_context(|| policy.display().to_string())?,
@@ -426,14 +435,18 @@ pub fn plot(dirs: &[PathBuf], out: &Path) -> anyhow::Result<Report> {
 }
 
 /// `microrl eval`: deterministic evaluation of a policy file (on the task
-/// its architecture acts in, unless `env` is given).
+/// it records, else the one its architecture acts in, unless `env` is
+/// given; a policy recorded for another task is refused unless `any_env`).
+/// Returns the report and the line to print on standard error
+/// ([`PolicyFile::check_task`]).
 pub fn eval(
     env: Option<EnvName>,
     policy: &Path,
     episodes: u32,
     seed: u64,
     plant: &toml::Table,
-) -> anyhow::Result<Report> {
+    any_env: bool,
+) -> anyhow::Result<(Report, Option<String>)> {
     anyhow::ensure!(
         episodes > 0,
         "--episodes must be > 0: an evaluation of no episodes says nothing"
@@ -443,8 +456,8 @@ pub fn eval(
         "--episodes must be at most {}, got {episodes}",
         crate::limits::MAX_EPISODES
     );
-    let blob = std::fs::read(policy).with_context(|| format!("reading {}", policy.display()))?;
-    let s = eval::eval(env, &blob, episodes, seed, plant)?;
+    let (file, env, said) = policy_for_task(policy, env, Some(plant), any_env)?;
+    let s = eval::eval(Some(env), &file.blob, episodes, seed, plant)?;
     let verdict = match train::threshold_json(s.threshold) {
         Some(t) if s.solved => format!("meets threshold {t}"),
         Some(t) => format!("below threshold {t}"),
@@ -466,17 +479,50 @@ pub fn eval(
     let mut json = serde_json::to_value(&s)?;
     json["command"] = json!("eval");
     json["policy"] = json!(policy);
-    Ok(Report { lines, json })
+    Ok((Report { lines, json }, said))
+}
+
+/// The policy file at `path` and the task to run it on: `env`, else the
+/// task the file records, else its architecture's; checked against the
+/// record ([`PolicyFile::check_task`], which returns the line to print).
+///
+/// # Errors
+/// Unreadable, not a policy, or recorded for another task (without
+/// `any_env`).
+pub fn policy_for_task(
+    path: &Path,
+    env: Option<EnvName>,
+    plant: Option<&toml::Table>,
+    any_env: bool,
+) -> anyhow::Result<(PolicyFile, EnvName, Option<String>)> {
+    let file = policy_file::read(path)?;
+    let env = match env.or(file.env()) {
+        Some(env) => env,
+        None => eval::detect(&file.blob)
+            .with_context(|| path.display().to_string())?
+            .env(),
+    };
+    let said = file.check_task(path, env, plant, any_env)?;
+    Ok((file, env, said))
 }
 
 /// `microrl export`: checks that a trained policy file loads as `env`'s
 /// policy type and writes it for the firmware, as raw bytes (`.mrlp`/`.bin`)
-/// or as a Rust source file with a `static` byte array (`.rs`).
-pub fn export(env: Option<EnvName>, policy: &Path, out: &Path) -> anyhow::Result<Report> {
-    let blob = std::fs::read(policy).with_context(|| format!("reading {}", policy.display()))?;
+/// or as a Rust source file with a `static` byte array (`.rs`): the
+/// parameter blob the firmware's `serialize::load` reads, without the
+/// file's task record. A policy recorded for another task is refused
+/// unless `any_env`; returns the report and the line to print on standard
+/// error ([`PolicyFile::check_task`]).
+pub fn export(
+    env: Option<EnvName>,
+    policy: &Path,
+    out: &Path,
+    any_env: bool,
+) -> anyhow::Result<(Report, Option<String>)> {
+    let (file, env, said) = policy_for_task(policy, env, None, any_env)?;
+    let blob = file.blob;
     // Loading validates checksum, shapes, tensor kinds and finiteness.
     let arch = eval::detect(&blob).with_context(|| policy.display().to_string())?;
-    let env = env.unwrap_or(arch.env());
     eval::eval(Some(env), &blob, 1, 0, &toml::Table::new())?;
     let is_rust = out.extension().is_some_and(|e| e == "rs");
     if is_rust {
@@ -501,18 +547,21 @@ pub fn export(env: Option<EnvName>, policy: &Path, out: &Path) -> anyhow::Result
     } else {
         atomic::write_file(out, &blob)?;
     }
-    Ok(Report {
-        lines: vec![format!(
-            "exported {} ({} bytes, {} policy for {}) to {}",
-            policy.display(),
-            blob.len(),
-            arch.name(),
-            env.name(),
-            out.display()
-        )],
-        json: json!({ "command": "export", "env": env.name(), "arch": arch, "policy": policy, "out": out,
+    Ok((
+        Report {
+            lines: vec![format!(
+                "exported {} ({} bytes, {} policy for {}) to {}",
+                policy.display(),
+                blob.len(),
+                arch.name(),
+                env.name(),
+                out.display()
+            )],
+            json: json!({ "command": "export", "env": env.name(), "arch": arch, "policy": policy, "out": out,
                       "bytes": blob.len(), "format": if is_rust { "rust" } else { "binary" } }),
-    })
+        },
+        said,
+    ))
 }
 
 /// What the actor's and critic's batched-pass storage of the 4-32-32

@@ -45,6 +45,7 @@ pub mod limits;
 pub mod overlay;
 pub mod paths;
 pub mod plot;
+pub mod policy_file;
 pub mod pool;
 pub mod preference;
 pub mod suite;

@@ -5,7 +5,7 @@ mod cli;
 use std::path::PathBuf;
 
 use clap::Parser;
-use cli::{Cli, Command, ExportFormat};
+use cli::{Cli, Command, ExportFormat, TrainCommand};
 use microrl_harness::commands;
 use microrl_harness::interop::{self, Layout};
 use microrl_harness::paths::{self, Role};
@@ -74,10 +74,21 @@ fn say(note: Option<String>) {
     }
 }
 
+/// Prints a line a command returned for standard error (its own
+/// `warning:` or `note:` prefix included).
+fn tell(line: Option<String>) {
+    if let Some(line) = line {
+        eprintln!("{line}");
+    }
+}
+
 /// Runs the command; `Ok(false)`: it ran but its verdict is a failure
 /// (`validate` below `--min-pass`).
 fn run(cli: Cli) -> anyhow::Result<bool> {
     let mut ok = true;
+    // A line for standard error once the report is out (a policy file's
+    // task check): a failed command prints only its one `error:` line.
+    let mut said = None;
     let report = match cli.command.unwrap_or(Command::Info) {
         Command::Info => commands::info(),
         Command::Bench {
@@ -190,12 +201,13 @@ fn run(cli: Cli) -> anyhow::Result<bool> {
         Command::Train {
             args, seed, out, ..
         } => {
-            let (mut opts, note) = args.options(seed, None, true)?;
+            let (mut opts, note) = args.options(TrainCommand::Train { seed }, None, true)?;
             opts.out = Some(out.unwrap_or_else(|| {
                 PathBuf::from(format!(
-                    "runs/{}-{}-seed{seed}",
+                    "runs/{}-{}-seed{}",
                     opts.env.name(),
-                    opts.algo.name()
+                    opts.algo.name(),
+                    opts.seed
                 ))
             }));
             opts.check_paths(args.config.as_deref())?;
@@ -209,10 +221,13 @@ fn run(cli: Cli) -> anyhow::Result<bool> {
             episodes,
             seed,
             plant,
+            any_env,
         } => {
             let (policy, plant) = (policy.path(), plant.table()?);
             say(commands::backend_note(&policy));
-            commands::eval(env, &policy, episodes, seed, &plant)?
+            let report;
+            (report, said) = commands::eval(env, &policy, episodes, seed, &plant, any_env)?;
+            report
         }
         Command::Validate {
             args,
@@ -225,8 +240,7 @@ fn run(cli: Cli) -> anyhow::Result<bool> {
             let jobs = jobs.unwrap_or_else(|| {
                 std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get)
             });
-            let (mut opts, note) = args.options(0, out, false)?;
-            opts.threshold = threshold.unwrap_or(opts.threshold);
+            let (opts, note) = args.options(TrainCommand::Validate { threshold }, out, false)?;
             // Each seed's run directory is replaced whole, not --out itself.
             if let Some(dir) = &opts.out {
                 for seed in 0..seeds {
@@ -250,6 +264,7 @@ fn run(cli: Cli) -> anyhow::Result<bool> {
             format,
             to,
             vecnormalize,
+            any_env,
         } => {
             let policy = policy.path();
             let mut outputs = vec![("--out", out.as_path(), Role::File)];
@@ -263,11 +278,22 @@ fn run(cli: Cli) -> anyhow::Result<bool> {
                         anyhow::bail!("--to and --vecnormalize need --format safetensors");
                     }
                     say(commands::backend_note(&policy));
-                    commands::export(env, &policy, &out)?
+                    let report;
+                    (report, said) = commands::export(env, &policy, &out, any_env)?;
+                    report
                 }
                 ExportFormat::Safetensors => {
                     let to = to.unwrap_or(Layout::Sb3);
-                    interop::export_command(to, env, &policy, &out, vecnormalize.as_deref())?
+                    let report;
+                    (report, said) = interop::export_command(
+                        to,
+                        env,
+                        &policy,
+                        &out,
+                        vecnormalize.as_deref(),
+                        any_env,
+                    )?;
+                    report
                 }
             }
         }
@@ -335,6 +361,7 @@ fn run(cli: Cli) -> anyhow::Result<bool> {
         }
     };
     print(&report, cli.json)?;
+    tell(said);
     Ok(ok)
 }
 

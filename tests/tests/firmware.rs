@@ -203,7 +203,11 @@ fn harness_run(algo: Algo, steps: u64, name: &str) -> (TrainSummary, Vec<u8>) {
     };
     let summary = train(&opts).expect("harness training runs");
     let path = summary.policy.clone().expect("policy written");
-    let blob = std::fs::read(path).expect("read the policy");
+    // The parameter blob, without the file's task record (what `export`
+    // writes for the firmware).
+    let blob = microrl_harness::policy_file::read(&path)
+        .expect("read the policy")
+        .blob;
     (summary, blob)
 }
 
@@ -524,7 +528,9 @@ fn finetune_recovers_like_the_desktop() {
             last.kl_reference.to_bits(),
             "{line}"
         );
-        let blob = std::fs::read(summary.policy.as_ref().unwrap()).unwrap();
+        let blob = microrl_harness::policy_file::read(summary.policy.as_ref().unwrap())
+            .unwrap()
+            .blob;
         assert_eq!(
             hex(after(line, "policy_fnv")),
             params_fnv(&load_small(&blob)),

@@ -50,7 +50,9 @@ pub fn import_command(
             file.display()
         );
     }
-    atomic::write_file(out, &imported.blob)?;
+    // The file records the task it was imported for after the blob.
+    let task = crate::policy_file::TaskRecord::new(env, &toml::Table::new());
+    atomic::write_file(out, &crate::policy_file::with_task(&imported.blob, &task)?)?;
     let crc = serialize::crc32(&imported.blob[..imported.blob.len() - 4]);
     Ok(Report {
         lines: vec![format!(
@@ -78,7 +80,8 @@ pub fn import_command(
 }
 
 /// `microrl export --format safetensors`: checks `policy` acts in `env`
-/// (default: its architecture's task), writes its actor under
+/// (default: the task it records, else its architecture's; another task
+/// than the recorded one is refused unless `any_env`), writes its actor under
 /// `layout`'s names to `out`, and its observation statistics to
 /// `vecnormalize` (required when the policy has any).
 pub fn export_command(
@@ -87,11 +90,13 @@ pub fn export_command(
     policy: &Path,
     out: &Path,
     vecnormalize: Option<&Path>,
-) -> anyhow::Result<Report> {
-    let blob = std::fs::read(policy).with_context(|| format!("reading {}", policy.display()))?;
+    any_env: bool,
+) -> anyhow::Result<(Report, Option<String>)> {
+    let (file, env, said) = crate::commands::policy_for_task(policy, env, None, any_env)?;
+    let blob = file.blob;
     let exported = export(layout, &blob).with_context(|| policy.display().to_string())?;
     // As for the firmware export: the policy must load and act in the task.
-    crate::eval::eval(env, &blob, 1, 0, &toml::Table::new())?;
+    crate::eval::eval(Some(env), &blob, 1, 0, &toml::Table::new())?;
     let stats = match (&exported.stats, vecnormalize) {
         (Some(stats), Some(path)) => Some((stats, path)),
         (Some(_), None) => bail!(
@@ -110,24 +115,27 @@ pub fn export_command(
         let text = serde_json::to_string_pretty(stats)? + "\n";
         atomic::write_file(path, text.as_bytes())?;
     }
-    Ok(Report {
-        lines: vec![format!(
-            "exported {} ({} policy, {}) to {} as {} tensors: {}{}",
-            policy.display(),
-            exported.arch.name(),
-            exported.arch.layers(),
-            out.display(),
-            layout.name(),
-            exported.tensors.join(", "),
-            match stats {
-                Some((_, path)) => format!("; VecNormalize statistics to {}", path.display()),
-                None => String::new(),
-            }
-        )],
-        json: json!({
-            "command": "export", "format": "safetensors", "to": layout, "arch": exported.arch,
-            "policy": policy, "out": out, "tensors": exported.tensors,
-            "vecnormalize": stats.map(|(_, path)| path), "bytes": exported.safetensors.len(),
-        }),
-    })
+    Ok((
+        Report {
+            lines: vec![format!(
+                "exported {} ({} policy, {}) to {} as {} tensors: {}{}",
+                policy.display(),
+                exported.arch.name(),
+                exported.arch.layers(),
+                out.display(),
+                layout.name(),
+                exported.tensors.join(", "),
+                match stats {
+                    Some((_, path)) => format!("; VecNormalize statistics to {}", path.display()),
+                    None => String::new(),
+                }
+            )],
+            json: json!({
+                "command": "export", "format": "safetensors", "to": layout, "arch": exported.arch,
+                "policy": policy, "out": out, "tensors": exported.tensors,
+                "vecnormalize": stats.map(|(_, path)| path), "bytes": exported.safetensors.len(),
+            }),
+        },
+        said,
+    ))
 }

@@ -98,7 +98,9 @@ fn a_row_is_the_train_command_scored_like_eval_on_the_held_out_stream() {
         ..row_options(env, algo, 0, steps)
     })
     .unwrap();
-    let blob = std::fs::read(dir.join(crate::train::POLICY_FILE)).unwrap();
+    let blob = crate::policy_file::read(&dir.join(crate::train::POLICY_FILE))
+        .unwrap()
+        .blob;
     let _ = std::fs::remove_dir_all(&dir);
     let eval = crate::eval::eval(
         Some(env),

@@ -121,8 +121,19 @@ pub(crate) fn train_from(
         ($agent:ty, $env:expr, $anchor:expr) => {{
             let anchor: &AnchorOptions = $anchor;
             let mut agent: Box<$agent> = Box::new(<$agent>::ZERO);
-            let blob = std::fs::read(&anchor.reference)
-                .with_context(|| format!("reading {}", anchor.reference.display()))?;
+            let file = crate::policy_file::read(&anchor.reference)?;
+            // A reference of another task is refused (another plant of the
+            // same task is what a fine-tune is for).
+            if let Some(task) = file.task.as_ref().filter(|t| t.env != opts.env.name()) {
+                anyhow::bail!(
+                    "--kl-ref {} was trained on {}, not {}: a policy for one task does not \
+                     anchor another",
+                    anchor.reference.display(),
+                    task.describe(),
+                    opts.env.name()
+                );
+            }
+            let blob = file.blob;
             microrl::serialize::load(&mut agent.reference, &blob).map_err(|e| {
                 anyhow::anyhow!(
                     "--kl-ref {}: not a policy of this task and width ({e})",
@@ -474,6 +485,9 @@ where
         eval_mean: outcome.report.mean,
         eval_std: outcome.report.std,
         eval_episodes: outcome.report.episodes,
+        select_margin: opts.select_margin,
+        early_stop: opts.early_stop,
+        final_eval_only: !opts.train_eval,
         threshold: opts.threshold,
         solved_at_step: outcome.solved_at_step,
         select_mean: outcome.selection.map(|e| e.mean),
@@ -493,6 +507,12 @@ where
     };
     if let Some(dir) = &opts.out {
         let blob = serialize::to_vec(&best.policy).map_err(anyhow::Error::msg)?;
+        // The file records the task it was trained on after the blob; the
+        // blob's CRC-32 is the policy's.
+        let file = crate::policy_file::with_task(
+            &blob,
+            &crate::policy_file::TaskRecord::new(opts.env, &opts.plant),
+        )?;
         let csv = observer.curve.to_csv();
         let title = format!(
             "{} {} seed {}",
@@ -518,7 +538,7 @@ where
         crate::atomic::write_run_dir(
             dir,
             &[
-                (POLICY_FILE, &blob),
+                (POLICY_FILE, &file),
                 (CURVE_CSV_FILE, csv.as_bytes()),
                 (CURVE_PNG_FILE, &png),
                 (SUMMARY_FILE, json.as_bytes()),

@@ -42,8 +42,18 @@ pub struct TrainSummary {
     pub eval_mean: f32,
     /// Standard deviation of those returns.
     pub eval_std: f32,
-    /// Episodes in the reported evaluation.
+    /// Episodes in the reported evaluation (and the deciding one:
+    /// `--eval-episodes`).
     pub eval_episodes: u32,
+    /// Standard errors by which the deciding evaluation had to clear the
+    /// threshold (`--select-margin`).
+    pub select_margin: f32,
+    /// Stop at the first deciding evaluation that passes (not
+    /// `--no-early-stop`).
+    pub early_stop: bool,
+    /// No evaluation during training, only the reported one after the
+    /// whole budget (`--final-eval-only`).
+    pub final_eval_only: bool,
     /// Threshold the task counts as solved at; `null` in JSON for a plant
     /// without one ([`threshold_json`]).
     #[serde(serialize_with = "threshold_as_json")]
@@ -83,7 +93,7 @@ pub struct TrainSummary {
     pub run: RunConfig,
     /// Where the policy was written.
     pub policy: Option<PathBuf>,
-    /// The CRC-32 the policy file ends with (8 hex digits, as `inspect` and
+    /// The CRC-32 the policy's parameter blob ends with (8 hex digits, as `inspect` and
     /// `init` print it): which policy this summary describes.
     pub policy_crc32: Option<String>,
     /// Where the learning curve (CSV) was written.
