@@ -58,6 +58,16 @@ const EFFORT_COST: f64 = 0.01;
 /// Half-width of the reset perturbation of each state variable.
 const RESET_HIGH: f64 = 0.05;
 
+/// The largest `α_max·τ²` a plant may have, `α_max` its pole's largest
+/// angular acceleration ([`CartPoleSwingUpParams::max_angular_acceleration`])
+/// and `τ` its control period: twice the angle, rad, the pole turns in one
+/// period from rest. Gymnasium's plant has 0.012; explicit RK4 is stable on
+/// the linearised pendulum up to ≈ 8 (`ωτ ≤ 2.83`), and the centrifugal
+/// term makes the nonlinear plant overflow below that (measured: 146 of
+/// 3 000 sampled parameter sets gave NaN under bang-bang forces, none with
+/// this bound; 6 with a bound of 8, 1 with 4).
+pub const MAX_SWING_PER_PERIOD: f64 = 1.0;
+
 /// The plant's physical parameters (named as [`CartPoleParams`](super::CartPoleParams)'s),
 /// settable so a changed plant can be simulated. Each field has a documented
 /// range, checked by [`validate`](Self::validate).
@@ -112,7 +122,40 @@ impl CartPoleSwingUpParams {
             ("force_mag", self.force_mag, 1e-3, 1e4, "N"),
             ("tau", self.tau, 1e-4, 0.1, "s"),
             ("x_threshold", self.x_threshold, 1e-2, 1e2, "m"),
-        ])
+        ])?;
+        let max_tau = self.max_tau();
+        if self.tau > max_tau {
+            return Err(super::PlantRangeError {
+                field: "tau",
+                value: self.tau,
+                min: 1e-4,
+                max: max_tau,
+                unit: "s: the longest period RK4 resolves the pole's fastest swing in \
+                       for this gravity, masscart, masspole, length and force_mag",
+            });
+        }
+        Ok(())
+    }
+
+    /// The largest angular acceleration of the pole from rest, rad/s²:
+    /// gravity and the full force acting together on the smallest
+    /// effective inertia (`cos² θ = 1` in the denominator),
+    /// `(g + F/(M + m)) / (l·(4/3 − m/(M + m)))`. The denominator is at
+    /// least `l/3`, never zero.
+    pub fn max_angular_acceleration(&self) -> f64 {
+        let total = self.masscart + self.masspole;
+        (self.gravity + self.force_mag / total)
+            / (self.length * (4.0 / 3.0 - self.masspole / total))
+    }
+
+    /// The longest control period the RK4 step integrates,
+    /// `√(MAX_SWING_PER_PERIOD / max_angular_acceleration)`: the pole turns
+    /// at most ½·[`MAX_SWING_PER_PERIOD`] rad in one period from rest. A
+    /// longer one lets the stages extrapolate the pole through several
+    /// turns, and the centrifugal term `m·l·θ̇²` then overflows within a few
+    /// steps (NaN at the first step for a 1 mm pole pushed with 10 kN).
+    pub fn max_tau(&self) -> f64 {
+        libm::sqrt(MAX_SWING_PER_PERIOD / self.max_angular_acceleration())
     }
 
     /// The total mechanical energy of the state `[x, ẋ, θ, θ̇]`, J (zero

@@ -187,3 +187,100 @@ fn the_budget_comes_from_steps_then_the_file_then_the_default() {
         assert_eq!(o, before, "a refused budget changes nothing");
     }
 }
+
+/// SAC's `ent_coef` as SB3 spells it in a `--config` file: a number is a
+/// fixed `α`, `"auto"` a learned one from 1, `"auto_0.1"` one from 0.1
+/// (and the tagged table older summaries saved still reads); a spelling
+/// SB3 does not have is refused naming what it expects. A run with a fixed
+/// `α` saves it in `summary.json` as SB3's number, and `--config
+/// summary.json` resolves the same configuration and trains the same
+/// policy bits.
+#[test]
+fn sac_ent_coef_takes_every_sb3_spelling_and_replays_from_the_summary() {
+    use microrl::algo::SacConfig;
+    use microrl::algo::sac::EntCoef;
+    let sac = |text: &str| {
+        let overrides = Overrides::parse(text).unwrap();
+        AlgoConfig::resolve(EnvName::Pendulum, Algo::Sac, 2_000, false, &overrides).map(|c| {
+            let AlgoConfig::Sac(c) = c else {
+                panic!("a SAC configuration")
+            };
+            c
+        })
+    };
+    for (text, coef) in [
+        ("ent_coef = 0.1", EntCoef::Fixed(0.1)),
+        ("ent_coef = 0", EntCoef::Fixed(0.0)),
+        ("ent_coef = '0.1'", EntCoef::Fixed(0.1)),
+        ("ent_coef = 'auto'", EntCoef::Auto(1.0)),
+        ("ent_coef = 'auto_0.1'", EntCoef::Auto(0.1)),
+        ("ent_coef = { auto = 0.5 }", EntCoef::Auto(0.5)),
+        ("ent_coef = { fixed = 0.2 }", EntCoef::Fixed(0.2)),
+    ] {
+        let c = sac(text).unwrap();
+        assert_eq!(c.ent_coef, coef, "{text}");
+        assert_eq!(
+            c,
+            SacConfig {
+                ent_coef: coef,
+                ..sac("").unwrap()
+            },
+            "{text}: only ent_coef changes"
+        );
+    }
+    assert_eq!(sac("").unwrap().ent_coef, EntCoef::Auto(1.0));
+    for bad in [
+        "ent_coef = 'automatic'",
+        "ent_coef = true",
+        "ent_coef = 'auto_'",
+    ] {
+        let e = sac(bad).unwrap_err().to_string();
+        assert!(e.contains("a number (a fixed α)"), "{bad}: {e}");
+    }
+
+    let dir = std::env::temp_dir().join(format!("microrl-ent-coef-{}", std::process::id()));
+    let mut opts = TrainOptions::new(EnvName::Pendulum, Algo::Sac, 0, 300);
+    opts.overrides =
+        Overrides::parse("ent_coef = 0.1\nlearning_starts = 200\nbatch_size = 16").unwrap();
+    opts.eval_episodes = 1;
+    opts.out = Some(dir.join("first"));
+    let first = train(&opts).unwrap();
+    let AlgoConfig::Sac(c) = first.config else {
+        panic!("a SAC run")
+    };
+    assert_eq!(c.ent_coef, EntCoef::Fixed(0.1));
+    let summary = dir.join("first").join(SUMMARY_FILE);
+    let saved: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&summary).unwrap()).unwrap();
+    assert_eq!(saved["config"]["ent_coef"], serde_json::json!(0.1f32));
+    opts.overrides = Overrides::from_file(&summary).unwrap();
+    opts.out = Some(dir.join("replay"));
+    let replay = train(&opts).unwrap();
+    assert_eq!(replay.config, first.config);
+    assert!(first.policy_crc32.is_some());
+    assert_eq!(replay.policy_crc32, first.policy_crc32);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// TD3's exploration noise as `docs/plants.md` states it: SB3's default
+/// (`action_noise = None`, the bare deterministic actor after the warm-up)
+/// on every plant but Pendulum, where RL Zoo's Gaussian `σ = 0.1` is used.
+#[test]
+fn td3_explores_with_noise_on_pendulum_only() {
+    use microrl::algo::Td3Config;
+    let td3 = |env| match AlgoConfig::resolve(env, Algo::Td3, 50_000, false, &Overrides::default())
+    {
+        Ok(AlgoConfig::Td3(c)) => c,
+        other => panic!("not a TD3 configuration: {other:?}"),
+    };
+    assert_eq!(Td3Config::DEFAULT.action_noise, None);
+    assert_eq!(td3(EnvName::Pendulum).action_noise, Some(0.1));
+    for env in [
+        EnvName::CartpoleSwingup,
+        EnvName::Servo,
+        EnvName::Quadrotor2d,
+        EnvName::MountaincarContinuous,
+    ] {
+        assert_eq!(td3(env).action_noise, None, "{env:?}");
+    }
+}

@@ -6,10 +6,15 @@ use crate::error::Error;
 use crate::optim::AdamConfig;
 
 /// The entropy coefficient `α` (SB3's `ent_coef`).
+///
+/// With the `serde` feature it is written as SB3 spells it: a number is a
+/// fixed `α` (`ent_coef = 0.1`), `"auto"` a learned one starting at 1 and
+/// `"auto_0.1"` a learned one starting at 0.1; a number in a string
+/// (`"0.1"`, which SB3's `float(ent_coef)` also reads) is fixed. The
+/// tagged tables `{ auto = 1.0 }` and `{ fixed = 0.1 }`, what runs saved
+/// before these spellings recorded, are read too.
 #[derive(Clone, Copy, Debug, PartialEq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
-#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
-#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
 pub enum EntCoef {
     /// Learned: `log α` starts at `ln(initial)` and follows the α loss
     /// `−mean(log α · (log π + target_entropy))` (SB3's `"auto"`, whose
@@ -30,6 +35,105 @@ impl EntCoef {
     /// `true` when `α` is learned.
     pub const fn is_auto(self) -> bool {
         matches!(self, EntCoef::Auto(_))
+    }
+}
+
+#[cfg(feature = "serde")]
+mod sb3_spelling {
+    use core::fmt;
+
+    use serde::de::{self, MapAccess, Visitor};
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    use super::EntCoef;
+
+    /// SB3's prefix of a learned `α`: `"auto"` or `"auto_<initial α>"`.
+    const AUTO: &str = "auto";
+
+    impl Serialize for EntCoef {
+        /// `Fixed(α)` as the number `α`, `Auto(1.0)` as `"auto"`, `Auto(α)`
+        /// as `"auto_α"` (`f32`'s shortest form, which reads back to the
+        /// same bits).
+        fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+            match *self {
+                EntCoef::Fixed(alpha) => s.serialize_f32(alpha),
+                EntCoef::Auto(alpha) if alpha.to_bits() == 1f32.to_bits() => s.serialize_str(AUTO),
+                EntCoef::Auto(alpha) => s.collect_str(&format_args!("{AUTO}_{alpha}")),
+            }
+        }
+    }
+
+    struct Sb3Visitor;
+
+    impl Sb3Visitor {
+        /// A number read as SB3's `float(…)` (a Python float, then `f32`).
+        fn number<E: de::Error>(&self, text: &str) -> Result<f32, E> {
+            text.trim()
+                .parse::<f64>()
+                .map(|x| x as f32)
+                .map_err(|_| E::invalid_value(de::Unexpected::Str(text), self))
+        }
+    }
+
+    impl<'de> Visitor<'de> for Sb3Visitor {
+        type Value = EntCoef;
+
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str(
+                "SB3's ent_coef: a number (a fixed α), \"auto\" or \"auto_<initial α>\" (a learned α)",
+            )
+        }
+
+        fn visit_f64<E: de::Error>(self, v: f64) -> Result<EntCoef, E> {
+            Ok(EntCoef::Fixed(v as f32))
+        }
+
+        fn visit_i64<E: de::Error>(self, v: i64) -> Result<EntCoef, E> {
+            Ok(EntCoef::Fixed(v as f32))
+        }
+
+        fn visit_u64<E: de::Error>(self, v: u64) -> Result<EntCoef, E> {
+            Ok(EntCoef::Fixed(v as f32))
+        }
+
+        fn visit_str<E: de::Error>(self, v: &str) -> Result<EntCoef, E> {
+            if v == AUTO {
+                return Ok(EntCoef::Auto(1.0));
+            }
+            match v.strip_prefix(AUTO) {
+                Some(rest) => match rest.strip_prefix('_') {
+                    Some(initial) => self.number(initial).map(EntCoef::Auto),
+                    None => Err(E::invalid_value(de::Unexpected::Str(v), &self)),
+                },
+                None => self.number(v).map(EntCoef::Fixed),
+            }
+        }
+
+        fn visit_map<M: MapAccess<'de>>(self, mut map: M) -> Result<EntCoef, M::Error> {
+            let coef = match map.next_key::<Tag>()? {
+                Some(Tag::Auto) => EntCoef::Auto(map.next_value()?),
+                Some(Tag::Fixed) => EntCoef::Fixed(map.next_value()?),
+                None => return Err(de::Error::invalid_length(0, &self)),
+            };
+            match map.next_key::<Tag>()? {
+                None => Ok(coef),
+                Some(_) => Err(de::Error::invalid_length(2, &self)),
+            }
+        }
+    }
+
+    /// The tag of the form saved before SB3's spellings.
+    #[derive(Deserialize)]
+    #[serde(field_identifier, rename_all = "lowercase")]
+    enum Tag {
+        Auto,
+        Fixed,
+    }
+
+    impl<'de> Deserialize<'de> for EntCoef {
+        fn deserialize<D: Deserializer<'de>>(d: D) -> Result<EntCoef, D::Error> {
+            d.deserialize_any(Sb3Visitor)
+        }
     }
 }
 
@@ -230,6 +334,73 @@ mod tests {
             crate::algo::Td3Config::PENDULUM.fitted(50_000),
             crate::algo::Td3Config::PENDULUM
         );
+    }
+
+    /// Every SB3 spelling of `ent_coef` reads as SB3 means it, the saved
+    /// tagged form still reads, anything else is refused with what is
+    /// expected, and every value writes back to the same bits.
+    #[cfg(feature = "serde")]
+    #[test]
+    fn ent_coef_reads_and_writes_sb3_spellings() {
+        use std::string::ToString;
+        let read = |json: &str| serde_json::from_str::<EntCoef>(json);
+        let cases = [
+            ("0.1", EntCoef::Fixed(0.1)),
+            ("0", EntCoef::Fixed(0.0)),
+            ("2", EntCoef::Fixed(2.0)),
+            (r#""0.1""#, EntCoef::Fixed(0.1)),
+            (r#""auto""#, EntCoef::Auto(1.0)),
+            (r#""auto_0.1""#, EntCoef::Auto(0.1)),
+            (r#""auto_1e-3""#, EntCoef::Auto(1e-3)),
+            (r#"{"auto":0.5}"#, EntCoef::Auto(0.5)),
+            (r#"{"fixed":0.2}"#, EntCoef::Fixed(0.2)),
+        ];
+        for (json, coef) in cases {
+            assert_eq!(read(json).unwrap(), coef, "{json}");
+        }
+        for bad in [
+            r#""automatic""#,
+            r#""auto_""#,
+            r#""auto_x""#,
+            r#""fast""#,
+            "true",
+            "{}",
+            r#"{"auto":1.0,"fixed":0.1}"#,
+        ] {
+            let e = read(bad).unwrap_err().to_string();
+            assert!(
+                e.contains("a number (a fixed α)") || e.contains("auto` or `fixed"),
+                "{bad}: {e}"
+            );
+        }
+        for coef in [
+            EntCoef::Auto(1.0),
+            EntCoef::Auto(0.1),
+            EntCoef::Auto(3.3e-7),
+            EntCoef::Fixed(0.1),
+            EntCoef::Fixed(0.0),
+            EntCoef::Fixed(1e6),
+        ] {
+            let json = serde_json::to_string(&coef).unwrap();
+            let back = read(&json).unwrap();
+            assert_eq!(back.is_auto(), coef.is_auto(), "{json}");
+            assert_eq!(back.initial().to_bits(), coef.initial().to_bits(), "{json}");
+        }
+        assert_eq!(
+            serde_json::to_string(&EntCoef::Auto(1.0)).unwrap(),
+            r#""auto""#
+        );
+        assert_eq!(
+            serde_json::to_string(&EntCoef::Auto(0.1)).unwrap(),
+            r#""auto_0.1""#
+        );
+        assert_eq!(serde_json::to_string(&EntCoef::Fixed(0.1)).unwrap(), "0.1");
+        let config = SacConfig {
+            ent_coef: EntCoef::Fixed(0.1),
+            ..SacConfig::DEFAULT
+        };
+        let json = serde_json::to_string(&config).unwrap();
+        assert_eq!(serde_json::from_str::<SacConfig>(&json).unwrap(), config);
     }
 
     /// SAC's own fields, each refused by name; the shared ones are

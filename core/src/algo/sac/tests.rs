@@ -213,6 +213,60 @@ fn fixed_alpha_is_not_learned_and_targets_follow_the_interval() {
     assert_eq!(agent.log_alpha.optimizer.t, 0);
 }
 
+/// A fixed `α` (SB3's `ent_coef = 0.05`) holds over a whole run of
+/// updates — `log α` and its Adam state keep their initial bits, every
+/// update reports that `α` — and it is the `α` the actor's gradient uses:
+/// `∂J_π/∂θ = g_Q + α g_H` on one minibatch is affine in the configured
+/// `α` (zero learning rate, so the three agents see the same weights).
+#[test]
+fn a_fixed_alpha_never_moves_and_weights_the_actor_entropy_gradient() {
+    let fixed = |alpha| SacConfig {
+        ent_coef: EntCoef::Fixed(alpha),
+        ..small_config()
+    };
+    let mut rng = fd::rng(11);
+    let mut agent = Small::boxed(fixed(0.05));
+    let mut env = Faulty::new(u32::MAX);
+    agent.init(&env, &mut rng).unwrap();
+    let log_alpha = agent.log_alpha.clone();
+    let mut cursor = Cursor::start(&mut env, &mut rng);
+    for _ in 0..60 {
+        agent.step(&mut env, &mut cursor, &mut rng, |_| {}).unwrap();
+        let stats = agent.update(&mut rng).unwrap();
+        assert_eq!(stats.ent_coef.to_bits(), 0.05f32.to_bits());
+        assert_eq!(stats.ent_coef_loss, 0.0);
+    }
+    assert!(agent.n_updates > 60);
+    assert_eq!(agent.log_alpha, log_alpha);
+    assert_eq!(agent.alpha().to_bits(), 0.05f32.to_bits());
+
+    let mut draws = Draws::<1, 8>::ZERO;
+    draws.draw(&mut rng, 8, agent.replay.len(), true).unwrap();
+    let gradient = |alpha: f32| {
+        let mut a = Small::boxed(SacConfig {
+            learning_rate: 0.0,
+            ..fixed(alpha)
+        });
+        a.actor = agent.actor.clone();
+        a.critic = agent.critic.clone();
+        a.critic_target = agent.critic_target.clone();
+        a.replay = agent.replay.clone();
+        a.space = agent.space;
+        a.update_with(&draws).unwrap();
+        fd::flatten(&a.actor.grads)
+    };
+    let (g0, g1, g2) = (gradient(0.0), gradient(0.5), gradient(1.0));
+    let entropy_part: f64 = g0.iter().zip(&g1).map(|(a, b)| (b - a).abs()).sum();
+    assert!(entropy_part > 1e-6, "α does not reach the actor's gradient");
+    for ((a, b), c) in g0.iter().zip(&g1).zip(&g2) {
+        // g(1) − g(½) = g(½) − g(0): the entropy term is α times one vector.
+        assert!(
+            ((c - b) - (b - a)).abs() <= 1e-5 * (1.0 + c.abs()),
+            "{a} {b} {c}"
+        );
+    }
+}
+
 #[test]
 fn refused_minibatches_and_configs_change_nothing() {
     let mut rng = fd::rng(3);

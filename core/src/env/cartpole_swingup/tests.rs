@@ -191,3 +191,83 @@ fn bad_parameters_are_refused_naming_the_field() {
         CartPoleSwingUp::with_params,
     );
 }
+
+/// Parameter sets drawn across the documented ranges (each field at its
+/// lower end, its upper end or log-uniform between, seed 13): either
+/// `check` refuses the set naming `tau` with the longest period that
+/// integrates it, or the plant stays finite through an episode (until it
+/// leaves the track or is truncated) under each bang-bang force pattern —
+/// full force one way, the other, alternating every step, every 10 steps.
+/// Without the bound on `α_max·τ²`, ~5 % of the sets give NaN, some at the
+/// first step.
+#[test]
+fn every_accepted_parameter_set_integrates_under_extreme_forces() {
+    let ranges: [(f64, f64); 7] = [
+        (0.0, 100.0),
+        (1e-3, 1e3),
+        (1e-3, 1e3),
+        (1e-3, 1e2),
+        (1e-3, 1e4),
+        (1e-4, 0.1),
+        (1e-2, 1e2),
+    ];
+    let mut rng = Xoshiro128PlusPlus::seed_from_u64(13);
+    let mut refused = 0;
+    for _ in 0..1_000 {
+        let p: [f64; 7] = core::array::from_fn(|k| {
+            let (lo, hi) = ranges[k];
+            let pick = rng::uniform(&mut rng);
+            let t = f64::from(rng::uniform(&mut rng));
+            let floor = if lo > 0.0 { lo } else { hi * 1e-4 };
+            match pick {
+                x if x < 0.3 => lo,
+                x if x < 0.6 => hi,
+                _ => libm::exp(libm::log(floor) + t * (libm::log(hi) - libm::log(floor))),
+            }
+        });
+        let params = CartPoleSwingUpParams {
+            gravity: p[0],
+            masscart: p[1],
+            masspole: p[2],
+            length: p[3],
+            force_mag: p[4],
+            tau: p[5],
+            x_threshold: p[6],
+        };
+        if let Err(e) = params.check() {
+            assert_eq!(e.field, "tau", "{params:?}: {e}");
+            assert_eq!(e.max, params.max_tau(), "{params:?}");
+            assert!(
+                std::format!("{e}").contains("masscart, masspole, length"),
+                "{e}"
+            );
+            assert!(CartPoleSwingUp::with_params(params).is_err());
+            refused += 1;
+            continue;
+        }
+        let mut env = CartPoleSwingUp::with_params(params).unwrap();
+        for pattern in 0..4 {
+            env.reset(&mut rng);
+            for t in 0..CartPoleSwingUp::MAX_EPISODE_STEPS {
+                let high = match pattern {
+                    0 => true,
+                    1 => false,
+                    2 => t % 2 == 0,
+                    _ => (t / 10) % 2 == 0,
+                };
+                let step = env.step(act(if high { 1.0 } else { -1.0 })).unwrap();
+                assert!(
+                    step.obs.iter().all(|x| x.is_finite()) && step.reward.is_finite(),
+                    "{params:?}: pattern {pattern}, step {t}: {step:?}"
+                );
+                if step.done() {
+                    break;
+                }
+            }
+        }
+    }
+    // The bound refuses the sets it must and keeps most.
+    assert!((100..500).contains(&refused), "{refused} refused");
+    assert_eq!(CartPoleSwingUpParams::DEFAULT.check(), Ok(()));
+    assert!(CartPoleSwingUpParams::DEFAULT.tau < CartPoleSwingUpParams::DEFAULT.max_tau() / 5.0);
+}
