@@ -106,9 +106,11 @@ pub struct PpoConfig {
     /// assumption that rewards are of order one (no `σ² = 1` prior, no
     /// absolute `ε`; [`scale_reward`](crate::normalize::scale_reward)), so
     /// the scaled rewards do not depend on the reward's units. SB3's
-    /// `VecNormalize` when false. Default false; not yet in
-    /// [`PLANT`](Self::PLANT), whose presets change only on the `dev` and
-    /// `validation` benches (docs/plants.md, "Invariance").
+    /// `VecNormalize` when false. Default false ([`PLANT`](Self::PLANT):
+    /// true since 2026-11-29, chosen for invariance on `dev` — median cost
+    /// ratio 1.102 → 1.113, within its seeds' noise — and confirmed on
+    /// `validation`, 1.218 → 1.208, every count better; docs/plants.md,
+    /// "Invariance").
     pub scale_free_returns: bool,
     /// Adam's `β₁, β₂, ε`. Default `0.9, 0.999, 1e-5`.
     pub adam: AdamConfig,
@@ -218,8 +220,8 @@ impl PpoConfig {
     /// that a plant integrating the command is explored by pushes that last,
     /// then the precision of independent draws), and rewards scaled by the
     /// running spread of the return (`normalize_reward`, SB3's
-    /// `VecNormalize`), so the critic learns values of order one whatever the
-    /// reward's units. Chosen on the procedural family's `dev` split and
+    /// `VecNormalize` without its unit prior: `scale_free_returns`), so the
+    /// critic learns values of order one whatever the reward's units. Chosen on the procedural family's `dev` split and
     /// confirmed on `validation` (`microrl bench`, docs/plants.md, "The
     /// procedural family": the median cost ratio to the plants' baselines
     /// 1.50 → 1.23 on dev, 2.81 → 1.42 on validation; SB3's defaults 1.65
@@ -236,6 +238,7 @@ impl PpoConfig {
         bound_coef: 1e-4,
         noise_beta: Schedule::linear_to_zero(0.5),
         normalize_reward: true,
+        scale_free_returns: true,
         ..Self::DEFAULT
     };
 

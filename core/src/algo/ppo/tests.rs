@@ -380,6 +380,7 @@ fn plant_settings_are_the_documented_ones() {
     let (c, d) = (PpoConfig::PLANT, PpoConfig::DEFAULT);
     assert_eq!((c.minibatches, c.bound_coef), (32, 1e-4));
     assert!(c.normalize_reward && !d.normalize_reward);
+    assert!(c.scale_free_returns && !d.scale_free_returns);
     assert_eq!((c.total_steps, d.total_steps), (1_000_000, 100_000));
     assert_eq!(
         PpoConfig {
@@ -410,6 +411,7 @@ fn plant_settings_are_the_documented_ones() {
             bound_coef: d.bound_coef,
             noise_beta: d.noise_beta,
             normalize_reward: d.normalize_reward,
+            scale_free_returns: d.scale_free_returns,
             ..c
         },
         d
