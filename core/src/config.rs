@@ -79,6 +79,55 @@ pub fn positive_or_off(field: &'static str, x: Option<f32>) -> Result<(), Error>
     )
 }
 
+/// Numbers read through `deserialize_any` (settings that are a number *or*
+/// something else). `serde_json` with its `arbitrary_precision` feature —
+/// switched on for the whole build by any crate that asks for it — hands a
+/// bare number to such a visitor as a one-key map from
+/// `"$serde_json::private::Number"` to the number's decimal text; visitors
+/// name that key in their field enum and read the rest with [`json_number::rest`].
+#[cfg(feature = "serde")]
+pub(crate) mod json_number {
+    use core::fmt;
+
+    use serde::de::{self, MapAccess, Visitor};
+    use serde::{Deserialize, Deserializer};
+
+    /// A number given as its decimal text, rounded once from `f64` as the
+    /// plain-number path does.
+    struct NumberText(f32);
+
+    impl<'de> Deserialize<'de> for NumberText {
+        fn deserialize<D: Deserializer<'de>>(d: D) -> Result<NumberText, D::Error> {
+            struct Text;
+            impl Visitor<'_> for Text {
+                type Value = NumberText;
+                fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                    f.write_str("a number's decimal text")
+                }
+                fn visit_str<E: de::Error>(self, v: &str) -> Result<NumberText, E> {
+                    v.trim()
+                        .parse::<f64>()
+                        .map(|x| NumberText(x as f32))
+                        .map_err(|_| E::invalid_value(de::Unexpected::Str(v), &self))
+                }
+            }
+            d.deserialize_str(Text)
+        }
+    }
+
+    /// Reads the rest of a map whose first key was `serde_json`'s number key.
+    ///
+    /// # Errors
+    /// A value that is not a number's text, or a second key.
+    pub(crate) fn rest<'de, M: MapAccess<'de>>(mut map: M) -> Result<f32, M::Error> {
+        let x = map.next_value::<NumberText>()?.0;
+        match map.next_key::<de::IgnoredAny>()? {
+            None => Ok(x),
+            Some(_) => Err(de::Error::custom("a number's map has one key")),
+        }
+    }
+}
+
 /// `serde(with = "crate::config::optional")` for `Option<f32>` switches: a
 /// number is `Some`, `false` (or a unit/none) is `None`; `None` serialises
 /// as `false`.
@@ -86,7 +135,7 @@ pub fn positive_or_off(field: &'static str, x: Option<f32>) -> Result<(), Error>
 pub mod optional {
     use core::fmt;
 
-    use serde::de::{self, Visitor};
+    use serde::de::{self, MapAccess, Visitor};
     use serde::{Deserializer, Serializer};
 
     /// Writes `Some(x)` as `x` and `None` as `false`.
@@ -140,6 +189,21 @@ pub mod optional {
         fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
             d.deserialize_any(OptionalF32)
         }
+
+        fn visit_map<M: MapAccess<'de>>(self, mut map: M) -> Result<Self::Value, M::Error> {
+            match map.next_key::<NumberKey>()? {
+                Some(NumberKey::Number) => super::json_number::rest(map).map(Some),
+                None => Err(de::Error::invalid_length(0, &self)),
+            }
+        }
+    }
+
+    /// The only map [`OptionalF32`] reads: `arbitrary_precision`'s number.
+    #[derive(serde::Deserialize)]
+    #[serde(field_identifier)]
+    enum NumberKey {
+        #[serde(rename = "$serde_json::private::Number")]
+        Number,
     }
 
     /// Reads a number as `Some`, `false`/null as `None`.
@@ -172,5 +236,44 @@ pub(crate) fn assert_refused_by_name<C: Copy>(
             matches!(result, Err(Error::InvalidConfig { field: f, .. }) if f == field),
             "{field}: {result:?}"
         );
+    }
+}
+
+#[cfg(all(test, feature = "serde"))]
+mod tests {
+    use crate::algo::sac::EntCoef;
+    use crate::optim::Schedule;
+
+    /// An `Option<f32>` switch read through [`optional`](super::optional).
+    #[derive(Debug, PartialEq, serde::Deserialize)]
+    struct Switch(#[serde(with = "super::optional")] Option<f32>);
+
+    /// Every setting read through `deserialize_any` takes a number both as a
+    /// bare number and as `serde_json`'s `arbitrary_precision` map (the form
+    /// it takes in a build where any crate switches that feature on), and
+    /// refuses a second key in that map.
+    #[test]
+    fn numbers_read_in_arbitrary_precision_form() {
+        let plain = "0.25";
+        let map = r#"{"$serde_json::private::Number":"0.25"}"#;
+        let two = r#"{"$serde_json::private::Number":"0.25","start":1}"#;
+        for json in [plain, map] {
+            assert_eq!(
+                serde_json::from_str::<Switch>(json).unwrap(),
+                Switch(Some(0.25))
+            );
+            assert_eq!(
+                serde_json::from_str::<Schedule>(json).unwrap(),
+                Schedule::Constant(0.25)
+            );
+            assert_eq!(
+                serde_json::from_str::<EntCoef>(json).unwrap(),
+                EntCoef::Fixed(0.25)
+            );
+        }
+        assert!(serde_json::from_str::<Switch>(two).is_err());
+        assert!(serde_json::from_str::<Schedule>(two).is_err());
+        assert!(serde_json::from_str::<EntCoef>(two).is_err());
+        assert!(serde_json::from_str::<Switch>(r#"{"$serde_json::private::Number":"x"}"#).is_err());
     }
 }

@@ -136,6 +136,10 @@ mod serde_impl {
                 match key {
                     Key::Start => start = Some(map.next_value::<f32>()?),
                     Key::End => end = Some(map.next_value::<f32>()?),
+                    Key::Number if start.is_none() && end.is_none() => {
+                        return crate::config::json_number::rest(map).map(Schedule::Constant);
+                    }
+                    Key::Number => return Err(de::Error::custom("a number inside { start, end }")),
                 }
             }
             Ok(Schedule::Linear {
@@ -150,6 +154,9 @@ mod serde_impl {
     enum Key {
         Start,
         End,
+        /// `serde_json`'s `arbitrary_precision` number (see `config::json_number`).
+        #[serde(rename = "$serde_json::private::Number")]
+        Number,
     }
 
     impl<'de> Deserialize<'de> for Schedule {

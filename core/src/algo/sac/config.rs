@@ -113,6 +113,9 @@ mod sb3_spelling {
             let coef = match map.next_key::<Tag>()? {
                 Some(Tag::Auto) => EntCoef::Auto(map.next_value()?),
                 Some(Tag::Fixed) => EntCoef::Fixed(map.next_value()?),
+                Some(Tag::Number) => {
+                    return crate::config::json_number::rest(map).map(EntCoef::Fixed);
+                }
                 None => return Err(de::Error::invalid_length(0, &self)),
             };
             match map.next_key::<Tag>()? {
@@ -122,12 +125,17 @@ mod sb3_spelling {
         }
     }
 
-    /// The tag of the form saved before SB3's spellings.
+    /// The tag of the form saved before SB3's spellings, or the key under
+    /// which `serde_json` with its `arbitrary_precision` feature (switched on
+    /// by any crate in the build) hands a bare number to `deserialize_any`:
+    /// a map of that one key to the number's text.
     #[derive(Deserialize)]
     #[serde(field_identifier, rename_all = "lowercase")]
     enum Tag {
         Auto,
         Fixed,
+        #[serde(rename = "$serde_json::private::Number")]
+        Number,
     }
 
     impl<'de> Deserialize<'de> for EntCoef {
