@@ -571,7 +571,8 @@ pub struct Action {
     pub discrete: Option<usize>,
     /// Action probabilities (categorical policies).
     pub probs: Option<Vec<f32>>,
-    /// Continuous command: the Gaussian mean clipped to the actuator bounds.
+    /// Continuous command: a Gaussian policy's mean clipped to the actuator
+    /// bounds, or a SAC/TD3 actor's `tanh(μ(s))` scaled to them.
     pub continuous: Option<Vec<f32>>,
     /// The actuator bounds `[low, high]` per dimension (continuous policies).
     pub bounds: Option<Vec<[f32; 2]>>,

@@ -318,6 +318,9 @@ pub fn act(arch: Option<Arch>, policy: &Path, obs: &[f32]) -> anyhow::Result<Rep
         &action.bounds,
     ) {
         (Some(a), Some(p), _, _) => format!("action {a} (probabilities {p:?})"),
+        (_, _, Some(c), Some(b)) if arch.kind() == arch::PolicyKind::Squashed => {
+            format!("action {c:?} (tanh of the actor's mean, scaled to the actuator bounds {b:?})")
+        }
         (_, _, Some(c), Some(b)) => {
             format!("action {c:?} (the Gaussian mean clipped to the actuator bounds {b:?})")
         }

@@ -20,6 +20,23 @@ fn info_json() {
     assert_eq!(json["architectures"][0]["inference_bytes"], 18476);
 }
 
+/// `act`'s text names the rule that made the command: a Gaussian policy's
+/// clipped mean, a SAC/TD3 actor's scaled `tanh` (issue 50, item 15).
+#[test]
+fn act_names_the_rule_of_each_continuous_policy() {
+    let dir = temp_dir("act-rule");
+    for (arch, rule) in [
+        ("pendulum", "the Gaussian mean clipped"),
+        ("pendulum-squashed", "tanh of the actor's mean, scaled"),
+    ] {
+        let path = dir.join(format!("{arch}.mrlp"));
+        let path = path.to_str().unwrap();
+        succeeds(&["init", "--arch", arch, "--out", path]);
+        let stdout = succeeds(&["act", path, "--obs", "1,0,0"]);
+        assert!(stdout.contains(rule), "{arch}: {stdout}");
+    }
+}
+
 #[test]
 fn init_inspect_act() {
     let dir = std::env::temp_dir().join(format!("microrl-cli-{}", std::process::id()));
