@@ -135,7 +135,7 @@ struct Fixture {
 /// Python's shortest round-tripping `repr`, read back exactly by Rust's
 /// correctly rounded `str::parse` (serde_json's default float parser is
 /// off by an ulp for some 17-digit values, which would perturb the replays).
-#[derive(Deserialize)]
+#[derive(Clone, Deserialize)]
 struct Episode {
     env: String,
     policy: String,
@@ -561,4 +561,77 @@ fn fixture_covers_the_edge_cases() {
             .iter()
             .any(|s| s[0] == f64::from(-1.2f32) && s[1] == 0.0)
     }));
+}
+
+/// A longer Acrobot measurement than the committed fixture (see
+/// `tests/fixtures/gen_gymnasium.py --acrobot-long`): reads the fixture
+/// named by `MICRORL_GYM_FIXTURE` and prints, per policy and for the whole
+/// recording or only up to the episode's end (its first termination or
+/// truncation), how many `f64` states are bit-identical one step at a time
+/// and along the free run, and how many free runs see an observation, a
+/// reward or a flag differ (the double pendulum is chaotic: a last-bit
+/// difference can grow until an episode terminates at another step).
+/// docs/plants.md quotes its figures.
+#[test]
+#[ignore = "needs MICRORL_GYM_FIXTURE from gen_gymnasium.py --acrobot-long"]
+fn long_acrobot_replay_agreement() {
+    let path = std::env::var("MICRORL_GYM_FIXTURE").expect("MICRORL_GYM_FIXTURE names a fixture");
+    let text = std::fs::read_to_string(&path).expect("fixture reads");
+    let fixture: Fixture = serde_json::from_str(&text).expect("fixture parses");
+    println!(
+        "Gymnasium {} / NumPy {}",
+        fixture.gymnasium_version, fixture.numpy_version
+    );
+    let acrobot: Vec<&Episode> = fixture
+        .episodes
+        .iter()
+        .filter(|ep| ep.env == "Acrobot-v1")
+        .collect();
+    let mut labels: Vec<&str> = acrobot.iter().map(|ep| ep.policy.as_str()).collect();
+    labels.sort_unstable();
+    labels.dedup();
+    for label in labels {
+        for to_end in [true, false] {
+            let (mut episodes, mut steps, mut one_same, mut free_same) = (0, 0, 0, 0);
+            let (mut obs_eps, mut reward_eps, mut flag_eps) = (0, 0, 0);
+            for &ep in acrobot.iter().filter(|ep| ep.policy == label) {
+                let mut ep = ep.clone();
+                if to_end {
+                    let end = (0..ep.actions.len())
+                        .find(|&t| ep.terminated[t] || ep.truncated[t])
+                        .map_or(ep.actions.len(), |t| t + 1);
+                    ep.actions.truncate(end);
+                    ep.obs.truncate(end);
+                    ep.states.truncate(end);
+                    ep.rewards.truncate(end);
+                    ep.terminated.truncate(end);
+                    ep.truncated.truncate(end);
+                }
+                let (free, one, _) = check(&ep);
+                let n = ep.actions.len();
+                episodes += 1;
+                steps += n;
+                one_same += n - one.state_diffs;
+                free_same += n - free.state_diffs;
+                assert!(one.first_obs_over.is_none() && one.first_flag_mismatch.is_none());
+                obs_eps += usize::from(free.first_obs_over.is_some());
+                reward_eps += usize::from(free.reward_diffs > 0);
+                flag_eps += usize::from(free.first_flag_mismatch.is_some());
+            }
+            let pct = |k: usize| 100.0 * k as f64 / steps as f64;
+            println!(
+                "{label}, {}: {episodes} episodes, {steps} steps; f64 state bit-identical one \
+                 step from Gymnasium's state at {one_same} ({:.1} %), along the free run at \
+                 {free_same} ({:.1} %); free runs with an observation differing: {obs_eps}, a \
+                 reward: {reward_eps}, a flag: {flag_eps}",
+                if to_end {
+                    "to the episode's end"
+                } else {
+                    "the whole recording"
+                },
+                pct(one_same),
+                pct(free_same),
+            );
+        }
+    }
 }
