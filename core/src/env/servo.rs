@@ -95,7 +95,9 @@ pub struct ServoParams {
     pub supply_voltage: f64,
     /// Dead-zone of the drive, a fraction of full scale, in [0, 0.5]. Default 0.04.
     pub dead_zone: f64,
-    /// Control period, s, in [1e-5, 0.1]. Default 0.001.
+    /// Control period, s, in [1e-5, 0.1], and at most
+    /// [`max_dt`](Self::max_dt) for the motor (a stiff motor needs a short
+    /// period to integrate stably). Default 0.001.
     pub dt: f64,
 }
 
@@ -136,7 +138,80 @@ impl ServoParams {
             ("supply_voltage", self.supply_voltage, 0.1, 1e3, "V"),
             ("dead_zone", self.dead_zone, 0.0, 0.5, "of full scale"),
             ("dt", self.dt, 1e-5, 0.1, "s"),
-        ])
+        ])?;
+        if !self.substeps_resolve(self.dt / f64::from(SUBSTEPS)) {
+            return Err(super::PlantRangeError {
+                field: "dt",
+                value: self.dt,
+                min: 1e-5,
+                max: self.max_dt(),
+                unit: "s: the longest period whose sub-steps resolve the motor \
+                       for this inertia, viscous_friction, motor_constant, resistance \
+                       and inductance",
+            });
+        }
+        Ok(())
+    }
+
+    /// Whether integration sub-steps of `h` seconds resolve the motor.
+    ///
+    /// Two conditions, both on the linear part of the model (Coulomb
+    /// friction aside), `d(ω, i)/dt = A·(ω, i) + …` with
+    /// `A = [[−b/J, K/J], [−K/L, −R/L]]`:
+    /// - **The sub-step map is stable with a factor two to spare.** With
+    ///   `d = e^(−h·R/L)` and `a = 1 − h·b/J` the scheme's step is
+    ///   `i' = d·i − (1 − d)·K/R·ω + …`, `ω' = a·ω + h·K/J·i'`, a matrix of
+    ///   determinant `D = d·a` and trace `T = a + d − h·K²·(1 − d)/(R·J)`;
+    ///   by Jury's criterion (Åström & Wittenmark, *Computer-Controlled
+    ///   Systems*, §3.3) its eigenvalues lie inside the unit circle iff
+    ///   `|D| < 1` and `|T| < 1 + D`. It is asked of a sub-step of `2h`: at
+    ///   the edge itself the mode neither grows nor decays, and the
+    ///   stick–slip clamp pumps it up all the same. A stiff motor (small
+    ///   `J`, large `K`) fails it.
+    /// - **An electromechanical oscillation is resolved.** When `A`'s
+    ///   eigenvalues are complex (a large inductance against a small
+    ///   inertia), their modulus `√det A` is the ringing frequency, and
+    ///   `h·√det A ≤ 0.5` (at least 12 sub-steps per period) is required:
+    ///   coarser, the stick–slip clamp, applied at every zero crossing of
+    ///   the speed, feeds the ringing until it overflows to NaN.
+    pub fn substeps_resolve(&self, h: f64) -> bool {
+        let (j, b, k, r, l) = (
+            self.inertia,
+            self.viscous_friction,
+            self.motor_constant,
+            self.resistance,
+            self.inductance,
+        );
+        let h2 = 2.0 * h;
+        let d = libm::exp(-h2 * r / l);
+        let a = 1.0 - h2 * b / j;
+        let det = d * a;
+        let trace = a + d - h2 * k * k * (1.0 - d) / (r * j);
+        let stable = det.abs() < 1.0 && trace.abs() < 1.0 + det;
+        let (tr_a, det_a) = (-(b / j + r / l), (b * r + k * k) / (j * l));
+        let resolved = tr_a * tr_a >= 4.0 * det_a || h * libm::sqrt(det_a) <= 0.5;
+        stable && resolved
+    }
+
+    /// The longest control period (at most `dt`'s range's 0.1 s) whose
+    /// sub-steps resolve the motor ([`substeps_resolve`](Self::substeps_resolve)),
+    /// found by bisection to a relative 1e-9: what [`check`](Self::check)
+    /// names as `dt`'s bound for these motor parameters.
+    pub fn max_dt(&self) -> f64 {
+        let n = f64::from(SUBSTEPS);
+        let (mut lo, mut hi) = (0.0, 0.1);
+        if self.substeps_resolve(hi / n) {
+            return hi;
+        }
+        while hi - lo > 1e-9 * hi {
+            let mid = 0.5 * (lo + hi);
+            if self.substeps_resolve(mid / n) {
+                lo = mid;
+            } else {
+                hi = mid;
+            }
+        }
+        lo
     }
 
     /// The voltage the drive applies for the duty cycle `u` (clipped to

@@ -245,3 +245,80 @@ fn bad_parameters_are_refused_naming_the_field() {
     .unwrap_err();
     assert_eq!((err.field, err.max), ("dead_zone", 0.5));
 }
+
+/// Every parameter set `check` accepts integrates: bang-bang and chattering
+/// commands for whole episodes keep the state finite. Parameters are drawn
+/// at their bounds and log-uniformly between (a stiff motor — small
+/// inertia, large motor constant, long period — rang up to NaN before the
+/// sub-step stability check); a refused set names `dt`, with
+/// [`ServoParams::max_dt`] as its bound, and is accepted at that period.
+#[test]
+fn every_accepted_parameter_set_integrates() {
+    let ranges: [(f64, f64); 9] = [
+        (1e-8, 1.0),
+        (0.0, 1.0),
+        (0.0, 10.0),
+        (1e-4, 10.0),
+        (1e-3, 1e3),
+        (1e-7, 1.0),
+        (0.1, 1e3),
+        (0.0, 0.5),
+        (1e-5, 0.1),
+    ];
+    let mut rng = Xoshiro128PlusPlus::seed_from_u64(29);
+    let mut refused = 0;
+    for _ in 0..1_000 {
+        let p: [f64; 9] = core::array::from_fn(|k| {
+            let (lo, hi) = ranges[k];
+            let pick = rng::uniform(&mut rng);
+            let t = f64::from(rng::uniform(&mut rng));
+            let floor = if lo > 0.0 { lo } else { hi * 1e-6 };
+            match pick {
+                x if x < 0.2 => lo,
+                x if x < 0.4 => hi,
+                _ => libm::exp(libm::log(floor) + t * (libm::log(hi) - libm::log(floor))),
+            }
+        });
+        let mut params = ServoParams {
+            inertia: p[0],
+            viscous_friction: p[1],
+            coulomb_friction: p[2],
+            motor_constant: p[3],
+            resistance: p[4],
+            inductance: p[5],
+            supply_voltage: p[6],
+            dead_zone: p[7],
+            dt: p[8],
+        };
+        if let Err(e) = params.check() {
+            assert_eq!((e.field, e.max), ("dt", params.max_dt()), "{params:?}: {e}");
+            assert!(std::format!("{e}").contains("inertia"), "{e}");
+            assert!(Servo::with_params(params).is_err());
+            refused += 1;
+            params.dt = params.max_dt();
+            if params.dt < 1e-5 {
+                continue;
+            }
+            params
+                .check()
+                .unwrap_or_else(|e| panic!("{params:?} at max_dt: {e}"));
+        }
+        let mut env = Servo::with_params(params).unwrap();
+        for pattern in 0..3 {
+            env.reset(&mut rng);
+            for t in 0..Servo::MAX_EPISODE_STEPS {
+                let high = match pattern {
+                    0 => true,
+                    1 => t % 2 == 0,
+                    _ => (t / 7) % 2 == 0,
+                };
+                let step = env.step(act(if high { 1.0 } else { -1.0 })).unwrap();
+                assert!(
+                    step.obs.iter().all(|x| x.is_finite()) && step.reward.is_finite(),
+                    "{params:?}: pattern {pattern}, step {t}: {step:?}"
+                );
+            }
+        }
+    }
+    assert!((50..900).contains(&refused), "refused {refused} of 1 000");
+}
