@@ -27,11 +27,17 @@
 //! whose configuration the core refuses (e.g. minibatches that do not
 //! divide the rollout) scores −∞ and is reported with the reason.
 //!
+//! This crate asks nothing of `microrl` but `std` and `serde`: depending on
+//! it leaves the maths backend (`fast-math`, `micromath`) the user's
+//! choice, so their policies keep their bits (`tests/backend.rs`). The
+//! `microrl tune` command (in `microrl-harness`) runs this search with the
+//! command line's `fast-math` backend.
+//!
 //! From a user's crate, on a plant of their own:
 //!
 //! ```no_run
 //! use microrl::{agent, algo::PpoConfig, env::CartPole};
-//! use microrl_harness::tune::{TuneOptions, ppo_space, tune};
+//! use microrl_tune::{TuneOptions, ppo_space, tune};
 //!
 //! let options = TuneOptions { min_steps: 5_000, max_steps: 45_000, ..TuneOptions::DEFAULT };
 //! // CartPole's commands are discrete: no noise colour to search.
@@ -41,6 +47,9 @@
 //! std::fs::write("tuned.toml", report.overrides_toml())?;
 //! # Ok::<(), anyhow::Error>(())
 //! ```
+
+pub mod limits;
+pub mod pool;
 
 use std::marker::PhantomData;
 use std::sync::Mutex;
@@ -507,7 +516,7 @@ where
     let seeds = options.seeds as usize;
     let total = jobs.len() * seeds;
     let results: Mutex<Vec<Slot>> = Mutex::new(vec![None; total]);
-    crate::pool::for_each_index(total, options.threads, |k| {
+    pool::for_each_index(total, options.threads, |k| {
         let (job, seed) = (k / seeds, (k % seeds) as u64);
         let started = std::time::Instant::now();
         let result = run_one(
@@ -667,6 +676,5 @@ where
     })
 }
 
-pub mod command;
 #[cfg(test)]
 mod tests;

@@ -1,6 +1,6 @@
 //! Upper bounds of the command-line options that size work or memory and
 //! are not bounded where they are used (`reward-model`'s are in
-//! [`crate::preference`]). Each is refused above its bound with one `error:`
+//! `microrl_harness::preference`). Each is refused above its bound with one `error:`
 //! line naming the option and the bound, before anything is allocated or
 //! any training starts.
 
