@@ -140,14 +140,21 @@ impl ServoParams {
             ("dt", self.dt, 1e-5, 0.1, "s"),
         ])?;
         if !self.substeps_resolve(self.dt / f64::from(SUBSTEPS)) {
+            let max = self.max_dt();
             return Err(super::PlantRangeError {
                 field: "dt",
                 value: self.dt,
                 min: 1e-5,
-                max: self.max_dt(),
-                unit: "s: the longest period whose sub-steps resolve the motor \
-                       for this inertia, viscous_friction, motor_constant, resistance \
-                       and inductance",
+                max,
+                unit: if max < 1e-5 {
+                    "s: the longest period whose sub-steps resolve this motor is below dt's \
+                     1e-5 s floor, so no dt does: raise inertia, resistance or inductance, \
+                     or lower motor_constant"
+                } else {
+                    "s: the longest period whose sub-steps resolve the motor \
+                     for this inertia, viscous_friction, motor_constant, resistance \
+                     and inductance"
+                },
             });
         }
         Ok(())
