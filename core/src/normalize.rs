@@ -70,12 +70,19 @@ pub fn scale_reward(
     scale_free: bool,
 ) -> Result<f32, Error> {
     let g = SVector::<f32, 1>::new(*discounted_return * gamma + reward);
-    let return_std = if scale_free {
-        return_norm.update_scale_free(&g)?;
-        math::sqrt(return_norm.var[0]).max(RETURN_STD_FLOOR)
+    // One update call for both priors (`update` / `update_scale_free`): the
+    // firmware's flash holds its code once.
+    let prior_var = if scale_free {
+        g.component_mul(&g)
     } else {
-        return_norm.update(&g)?;
-        math::sqrt(return_norm.var[0] + EPSILON)
+        SVector::repeat(1.0)
+    };
+    return_norm.update_from_prior(&g, prior_var)?;
+    let var = return_norm.var[0];
+    let return_std = if scale_free {
+        math::sqrt(var).max(RETURN_STD_FLOOR)
+    } else {
+        math::sqrt(var + EPSILON)
     };
     *discounted_return = if done { 0.0 } else { g[0] };
     Ok((reward / return_std).clamp(-CLIP, CLIP))
