@@ -511,3 +511,119 @@ fn huge_finite_rewards_never_freeze_the_weights() {
         "{moved}"
     );
 }
+
+// ------------------------------------------------- the safety net's drills
+//
+// `microrl::safety::drill::cartpole` with the firmware's 4-32-32-1 policy,
+// each fault in both scenarios where it is drilled, each arm: every line
+// equals the recorded one (`tests/fixtures/fault-drill.txt`, which the MCU's
+// `fault-drill` matches too, `tests/firmware.rs`) and the drill's claims
+// hold (`microrl_tests::drill::claims`). A failure names the drills.
+
+use microrl::safety::drill::cartpole::Scenario;
+use microrl::safety::drill::{Arm, Fault as DrillFault};
+use microrl_tests::drill::{self as drills, Figures};
+
+/// Runs `fault`'s drills (every scenario that drills it, every arm) and the
+/// nominal ones beside them; compares each line with the record and checks
+/// the claims; panics naming every difference.
+fn drill_checks(fault: DrillFault) {
+    let trained = drills::policy();
+    let record = drills::record();
+    let mut problems = Vec::new();
+    for scenario in Scenario::ALL {
+        if !scenario.faults().contains(&fault) {
+            continue;
+        }
+        let figures = |fault: DrillFault, arm: Arm| {
+            let d = drills::drill(&trained, scenario, fault, arm);
+            Figures::parse(&drills::line(scenario, fault, arm, &d))
+        };
+        let arms: Vec<Figures> = drills::ARMS
+            .iter()
+            .map(|&arm| figures(fault, arm))
+            .collect();
+        for (arm, f) in drills::ARMS.iter().zip(&arms) {
+            let head = drills::head(scenario, fault, *arm);
+            match record.get(&head) {
+                Some(recorded) if *recorded == f.line => {}
+                Some(recorded) => problems.push(format!(
+                    "MISMATCH {head}\n  recorded: {recorded}\n  now:      {}",
+                    f.line
+                )),
+                None => problems.push(format!("MISSING {head} (MICRORL_BLESS=1 records it)")),
+            }
+        }
+        let nominal = figures(DrillFault::Nominal, Arm::Guarded);
+        for failed in drills::claims(scenario, fault, &arms[0], &arms[1], &arms[2], &nominal) {
+            problems.push(format!("CLAIM {failed}\n  guarded: {}", arms[0].line));
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+/// The record holds exactly the drills `fault-drill` runs;
+/// `MICRORL_BLESS=1` rewrites it from the desktop's drills.
+#[test]
+fn drill_record_names_every_drill() {
+    let all = drills::all();
+    if drills::blessing() {
+        let trained = drills::policy();
+        let lines: Vec<String> = all
+            .iter()
+            .map(|&(s, f, a)| drills::line(s, f, a, &drills::drill(&trained, s, f, a)))
+            .collect();
+        drills::bless(&lines);
+    }
+    let record = drills::record();
+    let heads: Vec<String> = all.iter().map(|&(s, f, a)| drills::head(s, f, a)).collect();
+    let recorded: Vec<&String> = record.keys().collect();
+    let mut expected = heads.clone();
+    expected.sort();
+    assert_eq!(recorded, expected.iter().collect::<Vec<_>>());
+}
+
+#[test]
+fn drill_nominal() {
+    drill_checks(DrillFault::Nominal);
+}
+
+#[test]
+fn drill_poisoned_update_is_refused_by_the_watchdog() {
+    drill_checks(DrillFault::PoisonedUpdate);
+}
+
+#[test]
+fn drill_overrun_update_is_refused_by_the_watchdog() {
+    drill_checks(DrillFault::OverrunUpdate);
+}
+
+#[test]
+fn drill_nan_sensors_switch_to_the_fallback() {
+    drill_checks(DrillFault::NanSensors);
+}
+
+#[test]
+fn drill_stuck_sensor_switches_to_the_fallback() {
+    drill_checks(DrillFault::StuckSensor);
+}
+
+#[test]
+fn drill_diverging_update_is_rejected_on_leaving_the_envelope() {
+    drill_checks(DrillFault::DivergingUpdate);
+}
+
+#[test]
+fn drill_corrupt_store_is_never_loaded() {
+    drill_checks(DrillFault::DivergingCorruptStore);
+}
+
+#[test]
+fn drill_regressed_update_is_rolled_back_by_the_trial() {
+    drill_checks(DrillFault::RegressedUpdate);
+}
+
+#[test]
+fn drill_underperforming_update_is_caught_by_the_performance_check() {
+    drill_checks(DrillFault::UnderperformingUpdate);
+}
