@@ -63,7 +63,8 @@ pub fn policy() -> Box<Policy> {
 /// One drill on the desktop, as `fault-drill` runs it.
 ///
 /// # Panics
-/// When the drill fails (the plant refused a command).
+/// When the drill stops (the plant refused a command), with
+/// `STOPPED drill …: <error>`.
 pub fn drill(trained: &Policy, scenario: Scenario, fault: Fault, arm: Arm) -> Drill<EPISODES> {
     let mut candidate = Box::new(trained.clone());
     let mut store = vec![0u8; serialize::encoded_len::<Policy>()];
@@ -76,7 +77,7 @@ pub fn drill(trained: &Policy, scenario: Scenario, fault: Fault, arm: Arm) -> Dr
         &mut store,
         WEIGHT_TENSORS,
     )
-    .unwrap_or_else(|e| panic!("drill {scenario:?} {fault:?} {arm:?}: {e}"))
+    .unwrap_or_else(|e| panic!("STOPPED {}: {e}", head(scenario, fault, arm)))
 }
 
 /// Every drill `fault-drill` runs, in its order.

@@ -73,7 +73,13 @@ fn main() -> ! {
                     store,
                     WEIGHT_TENSORS,
                 );
-                let d = ok_or_exit(drill, "drill");
+                let d = match drill {
+                    Ok(d) => d,
+                    Err(e) => {
+                        defmt::error!("STOPPED drill {=?} {=?} {=?}: {}", scenario, fault, arm, e);
+                        exit(false)
+                    }
+                };
                 let mut returns = Fnv1a::default();
                 returns.write_f32s(&d.returns);
                 let (sv, sh, rb, wd) = (d.supervisor, d.shield, d.rollback, d.watchdog);
