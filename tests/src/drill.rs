@@ -116,7 +116,7 @@ pub fn line(scenario: Scenario, fault: Fault, arm: Arm, d: &Drill<EPISODES>) -> 
         "{}: returns {} returns_fnv {returns:#010x} score {:#010x} score_milli {} held {} intact {} \
          refusals {} to_fallback {} non_finite {} stuck {} envelope {} performance {} policy_error {} \
          refused {} to_learned {} fallback_ticks {} nan_readings {} stuck_readings {} shield {} \
-         shield_nan {} published {} wd_non_finite {} overrun {} trials {} promoted {} rolled_back {} \
+         shield_nan {} shield_safe_set {} published {} wd_non_finite {} overrun {} trials {} promoted {} rolled_back {} \
          writes {} corrupt {} switch_at {} restored_at {} events {:#010x}",
         head(scenario, fault, arm),
         list(&d.returns.map(|r| r as u32)),
@@ -138,6 +138,7 @@ pub fn line(scenario: Scenario, fault: Fault, arm: Arm, d: &Drill<EPISODES>) -> 
         sv.stuck_obs,
         sh.interventions,
         sh.non_finite,
+        sh.safe_set,
         wd.published,
         wd.non_finite,
         wd.overrun,

@@ -627,3 +627,71 @@ fn drill_regressed_update_is_rolled_back_by_the_trial() {
 fn drill_underperforming_update_is_caught_by_the_performance_check() {
     drill_checks(DrillFault::UnderperformingUpdate);
 }
+
+/// `true` when `fallback`, behind the drills' shield, keeps CartPoleContinuous
+/// from `state` (`[x, ẋ, θ, θ̇]`) alive for 300 ticks.
+fn fallback_recovers(
+    fallback: &impl microrl::Controller<4, Action = SVector<f32, 1>>,
+    state: [f64; 4],
+) -> bool {
+    use microrl::env::CartPoleContinuous;
+    use microrl::safety::Shield;
+    use microrl::safety::drill::cartpole;
+    let mut env = CartPoleContinuous::new();
+    env.reset(&mut microrl_tests::rng(0));
+    env.set_state(state);
+    let mut obs = SVector::from(state.map(|x| x as f32));
+    let mut shield = Shield::new(cartpole::shield_config(), cartpole::end_stops).unwrap();
+    for _ in 0..300 {
+        let a = fallback.act(&obs).unwrap();
+        let step = env.step(shield.apply(&obs, a).action).unwrap();
+        if step.terminated {
+            return false;
+        }
+        obs = step.obs;
+    }
+    true
+}
+
+/// The `Relay` scenario's envelope bounds `|ẋ|` at 0.75 m/s because that is
+/// about what its fallback recovers from (docs/safety.md): from the
+/// envelope's edge (`x = 1.6`, the pole upright and still) the relay and the
+/// tuned PD stop a cart moving outwards at 0.5 m/s and lose one at 1 m/s;
+/// from the centre they stop 1.25 m/s and lose 1.5 m/s — so the `Tuned`
+/// envelope's `|ẋ| ≤ 2` holds states its fallback cannot recover from. Nor
+/// is either envelope the fallback's recoverable set: of the 81 points of
+/// the 3⁴ grid over each (every dimension at its low bound, 0, its high
+/// bound) the fallback loses the pole from 46 (`Tuned`) and 22 (`Relay`).
+#[test]
+fn drill_fallbacks_recover_below_the_relay_envelope_speed_only() {
+    for (scenario, lost_on_grid) in [(Scenario::Tuned, 46), (Scenario::Relay, 22)] {
+        let fallback = scenario.fallback();
+        for (state, recovers) in [
+            ([1.6, 0.5, 0.0, 0.0], true),
+            ([1.6, 1.0, 0.0, 0.0], false),
+            ([0.0, 1.25, 0.0, 0.0], true),
+            ([0.0, 1.5, 0.0, 0.0], false),
+        ] {
+            assert_eq!(
+                fallback_recovers(&fallback, state),
+                recovers,
+                "{scenario:?} from {state:?}"
+            );
+        }
+        let bounds = scenario.envelope();
+        let lost = (0..81)
+            .filter(|&k| {
+                let mut state = [0.0f64; 4];
+                for (i, x) in state.iter_mut().enumerate() {
+                    *x = match (k / 3usize.pow(i as u32)) % 3 {
+                        0 => f64::from(bounds.low[i]),
+                        1 => 0.0,
+                        _ => f64::from(bounds.high[i]),
+                    };
+                }
+                !fallback_recovers(&fallback, state)
+            })
+            .count();
+        assert_eq!(lost, lost_on_grid, "{scenario:?}: lost from {lost} of 81");
+    }
+}

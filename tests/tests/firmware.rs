@@ -1303,13 +1303,19 @@ fn drill_policy_is_what_ppo_trains() {
     );
 }
 
+/// `fault-drill`'s flash budget: text + data.
+const FAULT_DRILL_FLASH_BUDGET: u64 = 64 * 1024;
+/// `fault-drill`'s RAM budget: static RAM + peak stack.
+const FAULT_DRILL_RAM_BUDGET: u64 = 64 * 1024;
+
 /// `fault-drill` runs `microrl::safety::drill::cartpole::drill` for every
 /// scenario, fault and arm on the MCU: each line — every counter and switch
 /// of the pieces, the returns, the score's bits, the ticks of the switches
 /// and restores, a hash of every event with its tick — equals the recorded
 /// one (`tests/fixtures/fault-drill.txt`) and the desktop's drill, and the
 /// drills' claims (`microrl_tests::drill::claims`) hold on the MCU's own
-/// figures. Prints the table of docs/safety.md as measured on the MCU;
+/// figures; flash and static RAM + peak stack stay within 64 KB each.
+/// Prints the table of docs/safety.md as measured on the MCU;
 /// a failure lists every drill that differs (`MISMATCH`, `DESKTOP`) or
 /// whose claim fails (`CLAIM`).
 #[test]
@@ -1319,6 +1325,12 @@ fn fault_drill_matches_the_record_and_the_desktop() {
     use microrl_tests::drill::{self as drills, Figures};
     let Some(elfs) = firmware() else { return };
     let run = run_ok(elfs, "fault-drill", false);
+    let (flash, _) = footprint(&elfs["fault-drill"]);
+    assert!(
+        flash <= FAULT_DRILL_FLASH_BUDGET,
+        "fault-drill flash {flash} B > {FAULT_DRILL_FLASH_BUDGET} B"
+    );
+    assert_ram_within(elfs, "fault-drill", &run, FAULT_DRILL_RAM_BUDGET);
     let trained = drills::policy();
     let record = drills::record();
     let mut problems = Vec::new();

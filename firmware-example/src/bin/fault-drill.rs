@@ -84,7 +84,7 @@ fn main() -> ! {
                 returns.write_f32s(&d.returns);
                 let (sv, sh, rb, wd) = (d.supervisor, d.shield, d.rollback, d.watchdog);
                 defmt::info!(
-                    "drill {=?} {=?} {=?}: returns {=[?]} returns_fnv {=u32:#010x} score {=u32:#010x} score_milli {=i32} held {=bool} intact {=bool} refusals {=u32} to_fallback {=u64} non_finite {=u64} stuck {=u64} envelope {=u64} performance {=u64} policy_error {=u64} refused {=u64} to_learned {=u64} fallback_ticks {=u64} nan_readings {=u64} stuck_readings {=u64} shield {=u64} shield_nan {=u64} published {=u64} wd_non_finite {=u64} overrun {=u64} trials {=u64} promoted {=u64} rolled_back {=u64} writes {=u64} corrupt {=u64} switch_at {=[?]} restored_at {=[?]} events {=u32:#010x}",
+                    "drill {=?} {=?} {=?}: returns {=[?]} returns_fnv {=u32:#010x} score {=u32:#010x} score_milli {=i32} held {=bool} intact {=bool} refusals {=u32} to_fallback {=u64} non_finite {=u64} stuck {=u64} envelope {=u64} performance {=u64} policy_error {=u64} refused {=u64} to_learned {=u64} fallback_ticks {=u64} nan_readings {=u64} stuck_readings {=u64} shield {=u64} shield_nan {=u64} shield_safe_set {=u64} published {=u64} wd_non_finite {=u64} overrun {=u64} trials {=u64} promoted {=u64} rolled_back {=u64} writes {=u64} corrupt {=u64} switch_at {=[?]} restored_at {=[?]} events {=u32:#010x}",
                     scenario,
                     fault,
                     arm,
@@ -108,6 +108,7 @@ fn main() -> ! {
                     sv.stuck_obs,
                     sh.interventions,
                     sh.non_finite,
+                    sh.safe_set,
                     wd.published,
                     wd.non_finite,
                     wd.overrun,
