@@ -62,10 +62,14 @@ pub fn policy() -> Box<Policy> {
 
 /// One drill on the desktop, as `fault-drill` runs it.
 ///
-/// # Panics
-/// When the drill stops (the plant refused a command), with
-/// `STOPPED drill …: <error>`.
-pub fn drill(trained: &Policy, scenario: Scenario, fault: Fault, arm: Arm) -> Drill<EPISODES> {
+/// # Errors
+/// The drill stopped: the plant refused a command.
+pub fn try_drill(
+    trained: &Policy,
+    scenario: Scenario,
+    fault: Fault,
+    arm: Arm,
+) -> Result<Drill<EPISODES>, microrl::Error> {
     let mut candidate = Box::new(trained.clone());
     let mut store = vec![0u8; serialize::encoded_len::<Policy>()];
     cartpole::drill(
@@ -77,7 +81,15 @@ pub fn drill(trained: &Policy, scenario: Scenario, fault: Fault, arm: Arm) -> Dr
         &mut store,
         WEIGHT_TENSORS,
     )
-    .unwrap_or_else(|e| panic!("STOPPED {}: {e}", head(scenario, fault, arm)))
+}
+
+/// [`try_drill`], which must not stop.
+///
+/// # Panics
+/// When the drill stops, with `STOPPED drill …: <error>`.
+pub fn drill(trained: &Policy, scenario: Scenario, fault: Fault, arm: Arm) -> Drill<EPISODES> {
+    try_drill(trained, scenario, fault, arm)
+        .unwrap_or_else(|e| panic!("STOPPED {}: {e}", head(scenario, fault, arm)))
 }
 
 /// Every drill `fault-drill` runs, in its order.
