@@ -526,7 +526,8 @@ use microrl_tests::drill::{self as drills, Figures};
 
 /// Runs `fault`'s drills (every scenario that drills it, every arm) and the
 /// nominal ones beside them; compares each line with the record and checks
-/// the claims; panics naming every difference.
+/// the claims; panics naming every difference (`MISMATCH`, `MISSING`), every
+/// failed claim (`CLAIM`) and every drill that stopped (`STOPPED`).
 fn drill_checks(fault: DrillFault) {
     let trained = drills::policy();
     let record = drills::record();
@@ -536,27 +537,38 @@ fn drill_checks(fault: DrillFault) {
             continue;
         }
         let figures = |fault: DrillFault, arm: Arm| {
-            let d = drills::drill(&trained, scenario, fault, arm);
-            Figures::parse(&drills::line(scenario, fault, arm, &d))
+            drills::try_drill(&trained, scenario, fault, arm)
+                .map(|d| Figures::parse(&drills::line(scenario, fault, arm, &d)))
+                .map_err(|e| format!("STOPPED {}: {e}", drills::head(scenario, fault, arm)))
         };
-        let arms: Vec<Figures> = drills::ARMS
-            .iter()
-            .map(|&arm| figures(fault, arm))
-            .collect();
-        for (arm, f) in drills::ARMS.iter().zip(&arms) {
-            let head = drills::head(scenario, fault, *arm);
-            match record.get(&head) {
-                Some(recorded) if *recorded == f.line => {}
-                Some(recorded) => problems.push(format!(
-                    "MISMATCH {head}\n  recorded: {recorded}\n  now:      {}",
-                    f.line
-                )),
-                None => problems.push(format!("MISSING {head} (MICRORL_BLESS=1 records it)")),
+        let mut arms = Vec::new();
+        for arm in drills::ARMS {
+            let head = drills::head(scenario, fault, arm);
+            match figures(fault, arm) {
+                Ok(f) => {
+                    match record.get(&head) {
+                        Some(recorded) if *recorded == f.line => {}
+                        Some(recorded) => problems.push(format!(
+                            "MISMATCH {head}\n  recorded: {recorded}\n  now:      {}",
+                            f.line
+                        )),
+                        None => {
+                            problems.push(format!("MISSING {head} (MICRORL_BLESS=1 records it)"));
+                        }
+                    }
+                    arms.push(f);
+                }
+                Err(stopped) => problems.push(stopped),
             }
         }
-        let nominal = figures(DrillFault::Nominal, Arm::Guarded);
-        for failed in drills::claims(scenario, fault, &arms[0], &arms[1], &arms[2], &nominal) {
-            problems.push(format!("CLAIM {failed}\n  guarded: {}", arms[0].line));
+        match (arms.as_slice(), figures(DrillFault::Nominal, Arm::Guarded)) {
+            ([g, f, u], Ok(nominal)) => {
+                for failed in drills::claims(scenario, fault, g, f, u, &nominal) {
+                    problems.push(format!("CLAIM {failed}\n  guarded: {}", g.line));
+                }
+            }
+            (_, Err(stopped)) => problems.push(stopped),
+            _ => {}
         }
     }
     assert!(problems.is_empty(), "{}", problems.join("\n"));
