@@ -5,6 +5,8 @@
 //! assembled from the core's building blocks exactly as a user would.
 
 use rand_core::SeedableRng;
+
+pub mod drill;
 use rand_xoshiro::Xoshiro128PlusPlus;
 
 /// The generator the tests use, seeded.

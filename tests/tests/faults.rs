@@ -511,3 +511,199 @@ fn huge_finite_rewards_never_freeze_the_weights() {
         "{moved}"
     );
 }
+
+// ------------------------------------------------- the safety net's drills
+//
+// `microrl::safety::drill::cartpole` with the firmware's 4-32-32-1 policy,
+// each fault in both scenarios where it is drilled, each arm: every line
+// equals the recorded one (`tests/fixtures/fault-drill.txt`, which the MCU's
+// `fault-drill` matches too, `tests/firmware.rs`) and the drill's claims
+// hold (`microrl_tests::drill::claims`). A failure names the drills.
+
+use microrl::safety::drill::cartpole::Scenario;
+use microrl::safety::drill::{Arm, Fault as DrillFault};
+use microrl_tests::drill::{self as drills, Figures};
+
+/// Runs `fault`'s drills (every scenario that drills it, every arm) and the
+/// nominal ones beside them; compares each line with the record and checks
+/// the claims; panics naming every difference (`MISMATCH`, `MISSING`), every
+/// failed claim (`CLAIM`) and every drill that stopped (`STOPPED`).
+fn drill_checks(fault: DrillFault) {
+    let trained = drills::policy();
+    let record = drills::record();
+    let mut problems = Vec::new();
+    for scenario in Scenario::ALL {
+        if !scenario.faults().contains(&fault) {
+            continue;
+        }
+        let figures = |fault: DrillFault, arm: Arm| {
+            drills::try_drill(&trained, scenario, fault, arm)
+                .map(|d| Figures::parse(&drills::line(scenario, fault, arm, &d)))
+                .map_err(|e| format!("STOPPED {}: {e}", drills::head(scenario, fault, arm)))
+        };
+        let mut arms = Vec::new();
+        for arm in drills::ARMS {
+            let head = drills::head(scenario, fault, arm);
+            match figures(fault, arm) {
+                Ok(f) => {
+                    match record.get(&head) {
+                        Some(recorded) if *recorded == f.line => {}
+                        Some(recorded) => problems.push(format!(
+                            "MISMATCH {head}\n  recorded: {recorded}\n  now:      {}",
+                            f.line
+                        )),
+                        None => {
+                            problems.push(format!("MISSING {head} (MICRORL_BLESS=1 records it)"));
+                        }
+                    }
+                    arms.push(f);
+                }
+                Err(stopped) => problems.push(stopped),
+            }
+        }
+        match (arms.as_slice(), figures(DrillFault::Nominal, Arm::Guarded)) {
+            ([g, f, u], Ok(nominal)) => {
+                for failed in drills::claims(scenario, fault, g, f, u, &nominal) {
+                    problems.push(format!("CLAIM {failed}\n  guarded: {}", g.line));
+                }
+            }
+            (_, Err(stopped)) => problems.push(stopped),
+            _ => {}
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+/// The record holds exactly the drills `fault-drill` runs;
+/// `MICRORL_BLESS=1` rewrites it from the desktop's drills.
+#[test]
+fn drill_record_names_every_drill() {
+    let all = drills::all();
+    if drills::blessing() {
+        let trained = drills::policy();
+        let lines: Vec<String> = all
+            .iter()
+            .map(|&(s, f, a)| drills::line(s, f, a, &drills::drill(&trained, s, f, a)))
+            .collect();
+        drills::bless(&lines);
+    }
+    let record = drills::record();
+    let heads: Vec<String> = all.iter().map(|&(s, f, a)| drills::head(s, f, a)).collect();
+    let recorded: Vec<&String> = record.keys().collect();
+    let mut expected = heads.clone();
+    expected.sort();
+    assert_eq!(recorded, expected.iter().collect::<Vec<_>>());
+}
+
+#[test]
+fn drill_nominal() {
+    drill_checks(DrillFault::Nominal);
+}
+
+#[test]
+fn drill_poisoned_update_is_refused_by_the_watchdog() {
+    drill_checks(DrillFault::PoisonedUpdate);
+}
+
+#[test]
+fn drill_overrun_update_is_refused_by_the_watchdog() {
+    drill_checks(DrillFault::OverrunUpdate);
+}
+
+#[test]
+fn drill_nan_sensors_switch_to_the_fallback() {
+    drill_checks(DrillFault::NanSensors);
+}
+
+#[test]
+fn drill_stuck_sensor_switches_to_the_fallback() {
+    drill_checks(DrillFault::StuckSensor);
+}
+
+#[test]
+fn drill_diverging_update_is_rejected_on_leaving_the_envelope() {
+    drill_checks(DrillFault::DivergingUpdate);
+}
+
+#[test]
+fn drill_corrupt_store_is_never_loaded() {
+    drill_checks(DrillFault::DivergingCorruptStore);
+}
+
+#[test]
+fn drill_regressed_update_is_rolled_back_by_the_trial() {
+    drill_checks(DrillFault::RegressedUpdate);
+}
+
+#[test]
+fn drill_underperforming_update_is_caught_by_the_performance_check() {
+    drill_checks(DrillFault::UnderperformingUpdate);
+}
+
+/// `true` when `fallback`, behind the drills' shield, keeps CartPoleContinuous
+/// from `state` (`[x, ẋ, θ, θ̇]`) alive for 300 ticks.
+fn fallback_recovers(
+    fallback: &impl microrl::Controller<4, Action = SVector<f32, 1>>,
+    state: [f64; 4],
+) -> bool {
+    use microrl::env::CartPoleContinuous;
+    use microrl::safety::Shield;
+    use microrl::safety::drill::cartpole;
+    let mut env = CartPoleContinuous::new();
+    env.reset(&mut microrl_tests::rng(0));
+    env.set_state(state);
+    let mut obs = SVector::from(state.map(|x| x as f32));
+    let mut shield = Shield::new(cartpole::shield_config(), cartpole::end_stops).unwrap();
+    for _ in 0..300 {
+        let a = fallback.act(&obs).unwrap();
+        let step = env.step(shield.apply(&obs, a).action).unwrap();
+        if step.terminated {
+            return false;
+        }
+        obs = step.obs;
+    }
+    true
+}
+
+/// The `Relay` scenario's envelope bounds `|ẋ|` at 0.75 m/s because that is
+/// about what its fallback recovers from (docs/safety.md): from the
+/// envelope's edge (`x = 1.6`, the pole upright and still) the relay and the
+/// tuned PD stop a cart moving outwards at 0.5 m/s and lose one at 1 m/s;
+/// from the centre they stop 1.25 m/s and lose 1.5 m/s — so the `Tuned`
+/// envelope's `|ẋ| ≤ 2` holds states its fallback cannot recover from. Nor
+/// is either envelope the fallback's recoverable set: of the 81 points of
+/// the 3⁴ grid over each (every dimension at its low bound, 0, its high
+/// bound) the fallback loses the pole from 46 (`Tuned`) and 22 (`Relay`).
+#[test]
+fn drill_fallbacks_recover_below_the_relay_envelope_speed_only() {
+    for (scenario, lost_on_grid) in [(Scenario::Tuned, 46), (Scenario::Relay, 22)] {
+        let fallback = scenario.fallback();
+        for (state, recovers) in [
+            ([1.6, 0.5, 0.0, 0.0], true),
+            ([1.6, 1.0, 0.0, 0.0], false),
+            ([0.0, 1.25, 0.0, 0.0], true),
+            ([0.0, 1.5, 0.0, 0.0], false),
+        ] {
+            assert_eq!(
+                fallback_recovers(&fallback, state),
+                recovers,
+                "{scenario:?} from {state:?}"
+            );
+        }
+        let bounds = scenario.envelope();
+        let lost = (0..81)
+            .filter(|&k| {
+                let mut state = [0.0f64; 4];
+                for (i, x) in state.iter_mut().enumerate() {
+                    *x = match (k / 3usize.pow(i as u32)) % 3 {
+                        0 => f64::from(bounds.low[i]),
+                        1 => 0.0,
+                        _ => f64::from(bounds.high[i]),
+                    };
+                }
+                !fallback_recovers(&fallback, state)
+            })
+            .count();
+        assert_eq!(lost, lost_on_grid, "{scenario:?}: lost from {lost} of 81");
+    }
+}

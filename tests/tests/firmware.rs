@@ -73,9 +73,9 @@
 //!
 //! - `fault-drill`: the safety net's fault drills
 //!   (`microrl::safety::drill::cartpole`) with the committed 4-32-32-1
-//!   CartPoleContinuous policy: every fault × arm's figures equal the
-//!   desktop's drill bit for bit, and on the MCU too the guarded run holds
-//!   the envelope and never returns less than the fallback alone.
+//!   CartPoleContinuous policy: every scenario × fault × arm's line (every
+//!   counter and switch) equals the recorded one and the desktop's drill
+//!   bit for bit, and each drill's claims hold on the MCU's own figures.
 //!
 //! QEMU's exit status is the firmware's (`microrl_firmware::exit`, or 1 from
 //! the panic and HardFault handlers). Without `qemu-system-arm` or the
@@ -130,11 +130,21 @@ const BINS: &[&str] = &[
 ];
 
 /// The built firmware ELFs by binary name, built once per test run, or
-/// `None` when skipped ([`qemu::tools`]).
+/// `None` when skipped ([`qemu::tools`]). `MICRORL_FIRMWARE_BINS=a,b`
+/// builds only those binaries (e.g. `tests/removals/run`: `fault-drill`),
+/// for running one test.
 fn firmware() -> Option<&'static HashMap<String, PathBuf>> {
     static BUILT: OnceLock<Option<HashMap<String, PathBuf>>> = OnceLock::new();
     BUILT
-        .get_or_init(|| qemu::tools(CORTEX_M4F).then(|| qemu::build(CORTEX_M4F, BINS)))
+        .get_or_init(|| {
+            qemu::tools(CORTEX_M4F).then(|| match std::env::var("MICRORL_FIRMWARE_BINS") {
+                Ok(only) if !only.is_empty() => {
+                    let bins: Vec<&str> = only.split(',').map(str::trim).collect();
+                    qemu::build(CORTEX_M4F, &bins)
+                }
+                _ => qemu::build(CORTEX_M4F, BINS),
+            })
+        })
         .as_ref()
 }
 
@@ -1296,80 +1306,129 @@ fn drill_policy_is_what_ppo_trains() {
     );
 }
 
+/// `fault-drill`'s flash budget: text + data.
+const FAULT_DRILL_FLASH_BUDGET: u64 = 64 * 1024;
+/// `fault-drill`'s RAM budget: static RAM + peak stack.
+const FAULT_DRILL_RAM_BUDGET: u64 = 64 * 1024;
+
 /// `fault-drill` runs `microrl::safety::drill::cartpole::drill` for every
-/// fault and arm on the MCU: each line's figures (returns, held, policy
-/// intact, refusals, switches, fallback ticks, publishes, rollbacks,
-/// corrupt loads, mean score) equal the desktop's drill bit for bit, and
-/// the guarded run holds the envelope and never returns less than the
-/// fallback alone in any episode. Prints the fault table as measured on
-/// the MCU.
+/// scenario, fault and arm on the MCU: each line — every counter and switch
+/// of the pieces, the returns, the score's bits, the ticks of the switches
+/// and restores, a hash of every event with its tick — equals the recorded
+/// one (`tests/fixtures/fault-drill.txt`) and the desktop's drill, and the
+/// drills' claims (`microrl_tests::drill::claims`) hold on the MCU's own
+/// figures; flash and static RAM + peak stack stay within 64 KB each.
+/// Prints the table of docs/safety.md as measured on the MCU;
+/// a failure lists every drill that differs (`MISMATCH`, `DESKTOP`) or
+/// whose claim fails (`CLAIM`).
 #[test]
-fn fault_drill_matches_the_desktop() {
-    use microrl::safety::drill::{Arm, Fault, cartpole};
+fn fault_drill_matches_the_record_and_the_desktop() {
+    use microrl::safety::drill::Arm;
+    use microrl::safety::drill::cartpole::Scenario;
+    use microrl_tests::drill::{self as drills, Figures};
     let Some(elfs) = firmware() else { return };
-    let run = run_ok(elfs, "fault-drill", false);
-    let blob = std::fs::read(firmware_dir().join(DRILL_POLICY)).unwrap();
-    let mut trained = Box::new(DrillPolicy::ZERO);
-    serialize::load(&mut *trained, &blob).unwrap();
-    let tensors = <microrl::nn::Mlp<4, 32, 1> as Params>::TENSORS;
-    println!(
-        "| fault | envelope held guarded / fallback / unguarded | return guarded / fallback / unguarded | switches to fallback | rollbacks (corrupt) | refused |"
+    // Not `run_ok`: a drill that stops is reported with the others below.
+    let run = qemu::boot(CORTEX_M4F, &elfs["fault-drill"], false);
+    let (flash, _) = footprint(&elfs["fault-drill"]);
+    assert!(
+        flash <= FAULT_DRILL_FLASH_BUDGET,
+        "fault-drill flash {flash} B > {FAULT_DRILL_FLASH_BUDGET} B"
     );
-    println!("|---|---|---|---|---|---|");
-    for fault in Fault::ALL {
-        let mut row = Vec::new();
-        for arm in [Arm::Guarded, Arm::Fallback, Arm::Unguarded] {
-            let mut candidate = trained.clone();
-            let mut store = vec![0u8; serialize::encoded_len::<DrillPolicy>()];
-            let d = cartpole::drill(fault, arm, &*trained, &mut candidate, &mut store, tensors)
-                .unwrap();
-            let line = run.line(&format!("INFO drill {fault:?} {arm:?}:"));
-            let mut returns = Fnv1a::new();
-            for r in d.returns {
-                returns.write_u32(r.to_bits());
+    assert_ram_within(elfs, "fault-drill", &run, FAULT_DRILL_RAM_BUDGET);
+    let trained = drills::policy();
+    let record = drills::record();
+    let mut problems = Vec::new();
+    println!(
+        "| scenario | fault | envelope held guarded / fallback / unguarded | return guarded / fallback / unguarded | mean score ×1000 guarded / fallback / unguarded | switches to fallback (first at, per episode) | restored (at) | refused |"
+    );
+    println!("|---|---|---|---|---|---|---|---|");
+    for scenario in Scenario::ALL {
+        // The MCU's figures of a drill, or what became of it.
+        let mcu = |fault, arm| {
+            let head = drills::head(scenario, fault, arm);
+            let found = |prefix: &str| run.lines.iter().find(|l| l.starts_with(prefix));
+            match (
+                found(&format!("INFO {head}:")),
+                found(&format!("ERROR STOPPED {head}:")),
+            ) {
+                (Some(line), _) => Ok(Figures::parse(line.strip_prefix("INFO ").unwrap_or(line))),
+                (None, Some(stopped)) => Err(stopped.trim_start_matches("ERROR ").to_owned()),
+                (None, None) => Err(format!("MISSING {head} on the MCU")),
             }
-            let number = |key: &str| after(line, key).parse::<u64>().unwrap();
-            assert_eq!(bits_after(line, "total"), d.total().to_bits(), "{line}");
-            assert_eq!(after(line, "held"), d.held.to_string(), "{line}");
-            assert_eq!(after(line, "intact"), d.policy_intact.to_string(), "{line}");
-            assert_eq!(number("refusals"), u64::from(d.refusals), "{line}");
-            assert_eq!(number("to_fallback"), d.supervisor.to_fallback, "{line}");
-            assert_eq!(
-                number("fallback_ticks"),
-                d.supervisor.ticks_fallback,
-                "{line}"
+        };
+        let nominal = mcu(microrl::safety::drill::Fault::Nominal, Arm::Guarded);
+        for &fault in scenario.faults() {
+            let mut arms = Vec::new();
+            for arm in drills::ARMS {
+                let head = drills::head(scenario, fault, arm);
+                let figures = match mcu(fault, arm) {
+                    Ok(figures) => figures,
+                    Err(problem) => {
+                        problems.push(problem);
+                        continue;
+                    }
+                };
+                if record.get(&head) != Some(&figures.line) {
+                    problems.push(format!(
+                        "MISMATCH {head}\n  recorded: {}\n  MCU:      {}",
+                        record.get(&head).map_or("(none)", String::as_str),
+                        figures.line
+                    ));
+                }
+                let desktop = drills::try_drill(&trained, scenario, fault, arm).map_or_else(
+                    |e| format!("STOPPED {head}: {e}"),
+                    |d| drills::line(scenario, fault, arm, &d),
+                );
+                if desktop != figures.line {
+                    problems.push(format!(
+                        "DESKTOP {head}\n  desktop: {desktop}\n  MCU:     {}",
+                        figures.line
+                    ));
+                }
+                arms.push(figures);
+            }
+            let ([g, f, u], Ok(nominal)) = (arms.as_slice(), &nominal) else {
+                continue;
+            };
+            for failed in drills::claims(scenario, fault, g, f, u, nominal) {
+                problems.push(format!("CLAIM {failed}\n  MCU: {}", g.line));
+            }
+            let yes = |b: bool| if b { "yes" } else { "**no**" };
+            let sum = |x: &Figures| x.list("returns").iter().sum::<u32>();
+            let ticks = |xs: Vec<u32>| {
+                let t: Vec<String> = xs
+                    .iter()
+                    .map(|&t| {
+                        if t == u32::MAX {
+                            "–".into()
+                        } else {
+                            t.to_string()
+                        }
+                    })
+                    .collect();
+                t.join(" ")
+            };
+            println!(
+                "| {scenario:?} | {fault:?} | {} / {} / {} | {} / {} / {} | {} / {} / {} | {} ({}) | {} ({}) | {} |",
+                yes(g.flag("held")),
+                yes(f.flag("held")),
+                yes(u.flag("held")),
+                sum(g),
+                sum(f),
+                sum(u),
+                g.n("score_milli"),
+                f.n("score_milli"),
+                u.n("score_milli"),
+                g.n("to_fallback"),
+                ticks(g.list("switch_at")),
+                g.n("rolled_back"),
+                ticks(g.list("restored_at")),
+                g.n("refusals"),
             );
-            assert_eq!(number("published"), d.watchdog.published, "{line}");
-            assert_eq!(number("rolled_back"), d.rollback.rolled_back, "{line}");
-            assert_eq!(number("corrupt"), d.rollback.corrupt, "{line}");
-            assert_eq!(hex(after(line, "score")), d.mean_score.to_bits(), "{line}");
-            assert_eq!(hex(after(line, "returns_fnv")), returns.0, "{line}");
-            row.push(d);
         }
-        let (g, f, u) = (&row[0], &row[1], &row[2]);
-        assert!(
-            g.held,
-            "{fault:?}: the guarded run left the envelope: {g:?}"
-        );
-        for (k, (rg, rf)) in g.returns.iter().zip(&f.returns).enumerate() {
-            assert!(
-                rg >= rf,
-                "{fault:?}: episode {k}: guarded {rg} < fallback {rf}"
-            );
-        }
-        let yes = |b: bool| if b { "yes" } else { "**no**" };
-        println!(
-            "| {fault:?} | {} / {} / {} | {} / {} / {} | {} | {} ({}) | {} |",
-            yes(g.held),
-            yes(f.held),
-            yes(u.held),
-            g.total(),
-            f.total(),
-            u.total(),
-            g.supervisor.to_fallback,
-            g.rollback.rolled_back,
-            g.rollback.corrupt,
-            g.refusals
-        );
     }
+    if run.status != Some(0) {
+        problems.push(format!("fault-drill exit status {:?}", run.status));
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
 }

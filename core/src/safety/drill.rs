@@ -20,7 +20,8 @@ use nalgebra::SVector;
 use rand_core::SeedableRng;
 
 use super::{
-    Envelope, Guarded, RollbackStats, SafeSet, ShieldStats, SupervisorStats, WatchdogStats,
+    Cause, Envelope, Guarded, RollbackStats, SafeSet, ShieldStats, SupervisorStats, Verdict,
+    WatchdogStats,
 };
 use crate::env::{ActionSpace, Env, Step};
 use crate::error::Error;
@@ -55,11 +56,23 @@ pub enum Fault {
     /// As `DivergingUpdate`, with a bit flipped in the stored last-good
     /// policy first.
     DivergingCorruptStore,
+    /// At `fault_at` the learner publishes a policy that regresses without
+    /// leaving the envelope: the trained one with its output layer (the
+    /// last two corrupted tensors: weights and biases) scaled by
+    /// [`DrillConfig::regress_gain`]. Nothing but its score tells it from
+    /// the trained one: the trial's window rolls it back.
+    RegressedUpdate,
+    /// As `RegressedUpdate` with [`DrillConfig::underperform_gain`]: a
+    /// policy that stays inside the envelope but does worse than the
+    /// fallback itself, which the supervisor's performance check hands
+    /// control back to (and the published policy is rolled back) before
+    /// the trial's window is full.
+    UnderperformingUpdate,
 }
 
 impl Fault {
     /// Every fault, `Nominal` first.
-    pub const ALL: [Fault; 7] = [
+    pub const ALL: [Fault; 9] = [
         Fault::Nominal,
         Fault::PoisonedUpdate,
         Fault::NanSensors,
@@ -67,6 +80,8 @@ impl Fault {
         Fault::DivergingUpdate,
         Fault::OverrunUpdate,
         Fault::DivergingCorruptStore,
+        Fault::RegressedUpdate,
+        Fault::UnderperformingUpdate,
     ];
 }
 
@@ -104,6 +119,11 @@ pub struct DrillConfig {
     /// tensors (its network's weights and biases, in
     /// [`Params`] order).
     pub weight_tensors: usize,
+    /// The factor on the output layer of a [`Fault::RegressedUpdate`].
+    pub regress_gain: f32,
+    /// The factor on the output layer of a
+    /// [`Fault::UnderperformingUpdate`].
+    pub underperform_gain: f32,
     /// The seed of the plant's resets (and of a diverging update's noise).
     pub seed: u64,
 }
@@ -129,6 +149,68 @@ pub struct Drill<const EPISODES: usize> {
     pub rollback: RollbackStats,
     /// See [`supervisor`](Self::supervisor).
     pub watchdog: WatchdogStats,
+    /// The tick of each episode's first switch to the fallback
+    /// ([`NEVER`]: none).
+    pub switch_at: [u32; EPISODES],
+    /// The tick of each episode's first restore of the last good policy
+    /// (a rejection or a trial's verdict; [`NEVER`]: none).
+    pub restored_at: [u32; EPISODES],
+    /// FNV-1a of every event with its episode and tick: each switch (with
+    /// its cause) and hand-back, each publish and refusal, each rollback,
+    /// promotion and failed restore — two drills with the same `events`
+    /// switched, published and rolled back at the same ticks.
+    pub events: u32,
+}
+
+/// No such tick: in [`Drill::switch_at`] and [`Drill::restored_at`].
+pub const NEVER: u32 = u32::MAX;
+
+/// What [`Drill::events`] hashes.
+#[derive(Clone, Copy)]
+enum Event {
+    ToFallback(Cause),
+    HandedBack,
+    Rejected,
+    RejectFailed,
+    Promoted,
+    RolledBack,
+    RestoreFailed,
+    Published,
+    Refused,
+}
+
+impl Event {
+    const fn code(self) -> u32 {
+        match self {
+            Event::ToFallback(cause) => match cause {
+                Cause::NonFinite => 1,
+                Cause::Stuck => 2,
+                Cause::Envelope => 3,
+                Cause::Performance => 4,
+                Cause::PolicyError => 5,
+                Cause::Refused => 6,
+            },
+            Event::HandedBack => 7,
+            Event::Rejected => 8,
+            Event::RejectFailed => 9,
+            Event::Promoted => 10,
+            Event::RolledBack => 11,
+            Event::RestoreFailed => 12,
+            Event::Published => 13,
+            Event::Refused => 14,
+        }
+    }
+}
+
+/// FNV-1a over little-endian `u32` words.
+struct Fnv1a(u32);
+
+impl Fnv1a {
+    fn word(&mut self, x: u32) {
+        for b in x.to_le_bytes() {
+            self.0 = (self.0 ^ u32::from(b)).wrapping_mul(0x0100_0193);
+        }
+    }
 }
 
 impl<const EPISODES: usize> Drill<EPISODES> {
@@ -171,6 +253,20 @@ fn faulty_update<P: Params + Clone>(
             }
             true
         }
+        Fault::RegressedUpdate | Fault::UnderperformingUpdate => {
+            let gain = if fault == Fault::RegressedUpdate {
+                config.regress_gain
+            } else {
+                config.underperform_gain
+            };
+            candidate.clone_from(trained);
+            for t in tensors.saturating_sub(2)..tensors {
+                for x in candidate.tensor_mut(t) {
+                    *x *= gain;
+                }
+            }
+            true
+        }
         Fault::Nominal | Fault::NanSensors | Fault::StuckSensor => false,
     }
 }
@@ -180,8 +276,8 @@ fn faulty_update<P: Params + Clone>(
 /// acting and last-good policy when called (its envelope excluding the
 /// learned policy for [`Arm::Fallback`]); `candidate` is the learner's
 /// publish buffer (and the unguarded arm's acting policy once it has
-/// published); `score` rates each reading (the supervisor's and the
-/// rollback's per-tick score).
+/// published); `score` rates each tick by the reading it led to and the
+/// command applied (the supervisor's and the rollback's per-tick score).
 ///
 /// # Errors
 /// The plant's errors.
@@ -194,7 +290,7 @@ pub fn run<P, F, M, S, B, E, const OBS: usize, const A: usize, const EPISODES: u
     config: &DrillConfig,
     trained: &P,
     candidate: &mut P,
-    score: impl Fn(&SVector<f32, OBS>) -> f32,
+    score: impl Fn(&SVector<f32, OBS>, &SVector<f32, A>) -> f32,
 ) -> Result<Drill<EPISODES>, Error>
 where
     P: Controller<OBS, Action = SVector<f32, A>> + Params + Clone + PartialEq,
@@ -223,19 +319,35 @@ where
         shield: ShieldStats::default(),
         rollback: RollbackStats::default(),
         watchdog: WatchdogStats::default(),
+        switch_at: [NEVER; EPISODES],
+        restored_at: [NEVER; EPISODES],
+        events: 0,
     };
+    let mut events = Fnv1a(0x811c_9dc5);
     // The unguarded arm acts with `trained` until the learner publishes.
     let mut unguarded_published = false;
     let (mut score_sum, mut ticks) = (0.0f64, 0u64);
     let mut now = 0u32; // the control loop's clock
     let episodes = (config.episodes as usize).min(EPISODES);
-    for ret_slot in out.returns.iter_mut().take(episodes) {
+    for episode in 0..episodes {
         let mut obs = env.reset(&mut rng);
         guarded.reset();
         let mut frozen = obs;
+        let mut action = SVector::<f32, A>::zeros();
         let mut ret = 0.0f32;
         let mut t = 0u32;
+        let (mut switch_at, mut restored_at) = (NEVER, NEVER);
         loop {
+            let mut event = |e: Event| {
+                events.word(episode as u32);
+                events.word(t);
+                events.word(e.code());
+                match e {
+                    Event::ToFallback(_) if switch_at == NEVER => switch_at = t,
+                    Event::Rejected | Event::RolledBack if restored_at == NEVER => restored_at = t,
+                    _ => {}
+                }
+            };
             // The reading the controller sees.
             let within = |len: u32| t >= config.fault_at && t - config.fault_at < len;
             let stuck = fault == Fault::StuckSensor && within(config.stuck_ticks);
@@ -249,9 +361,14 @@ where
             if !stuck {
                 frozen = obs;
             }
-            if t > 0 {
+            if t > 0 && arm != Arm::Unguarded {
                 // The score of the state the last command led to.
-                let _ = guarded.record(score(&reading));
+                match guarded.record(score(&reading, &action)) {
+                    Ok(Verdict::Promoted { .. }) => event(Event::Promoted),
+                    Ok(Verdict::RolledBack { .. }) => event(Event::RolledBack),
+                    Ok(Verdict::Pending) => {}
+                    Err(_) => event(Event::RestoreFailed),
+                }
             }
             // The learner's publishes.
             let due = match fault {
@@ -269,10 +386,30 @@ where
                     guarded.publish(Ok(()), candidate, 1)
                 };
                 out.refusals += u32::from(published.is_err());
+                event(if published.is_ok() {
+                    Event::Published
+                } else {
+                    Event::Refused
+                });
                 unguarded_published = true;
             }
-            let action = match arm {
-                Arm::Guarded | Arm::Fallback => guarded.act(&reading).action,
+            action = match arm {
+                Arm::Guarded | Arm::Fallback => {
+                    let tick = guarded.act(&reading);
+                    if let Some(cause) = tick.switched_to_fallback {
+                        event(Event::ToFallback(cause));
+                    }
+                    if tick.handed_back {
+                        event(Event::HandedBack);
+                    }
+                    if tick.rolled_back {
+                        event(Event::Rejected);
+                    }
+                    if tick.rollback_error.is_some() {
+                        event(Event::RejectFailed);
+                    }
+                    tick.action
+                }
                 Arm::Unguarded => {
                     let acting = if unguarded_published {
                         &*candidate
@@ -285,7 +422,7 @@ where
             let step: Step<SVector<f32, OBS>> = env.step(action)?;
             obs = step.obs;
             ret += step.reward;
-            score_sum += f64::from(score(&obs));
+            score_sum += f64::from(score(&obs, &action));
             ticks += 1;
             t += 1;
             now = now.wrapping_add(1);
@@ -296,8 +433,17 @@ where
                 break;
             }
         }
-        *ret_slot = ret;
+        if let Some(slot) = out.returns.get_mut(episode) {
+            *slot = ret;
+        }
+        if let Some(slot) = out.switch_at.get_mut(episode) {
+            *slot = switch_at;
+        }
+        if let Some(slot) = out.restored_at.get_mut(episode) {
+            *slot = restored_at;
+        }
     }
+    out.events = events.0;
     out.mean_score = (score_sum / ticks.max(1) as f64) as f32;
     out.policy_intact = match arm {
         Arm::Guarded | Arm::Fallback => guarded.policy == *trained,

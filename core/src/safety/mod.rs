@@ -70,6 +70,11 @@
 //! after about 800 ticks in the runs without a publish and keeps it there
 //! (latched until a new policy is published): the sensor faults of episodes
 //! 0 and 1 hit the learned policy, those of episodes 2–4 the fallback.
+//! The drills of [`drill::cartpole::Scenario::Relay`] give the net a
+//! fallback that costs (a relay at full force, the score charging the
+//! effort) and add a regressed and an underperforming update; their
+//! figures are recorded and checked on the desktop and on the MCU, and each
+//! mechanism removed in turn fails one (docs/safety.md).
 
 pub mod drill;
 pub mod guarded;

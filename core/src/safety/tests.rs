@@ -550,6 +550,7 @@ fn run(fault: Fault, arm: Arm) -> Run {
     let mut store = [0u8; serialize::encoded_len::<Learned>()];
     let mut candidate = trained.clone();
     let d: Drill<EPISODES> = drill::cartpole::drill(
+        drill::cartpole::Scenario::Tuned,
         fault,
         arm,
         trained,
@@ -642,6 +643,10 @@ fn fault_poisoned_update_is_refused_and_the_previous_policy_keeps_acting() {
 #[test]
 fn fault_nan_sensors_hand_control_to_the_fallback_which_coasts() {
     let (g, _) = assert_safe(Fault::NanSensors);
+    // The switch itself, in the two episodes the learned policy still acts
+    // in (the performance check latches the PD in after about 800 ticks)…
+    assert!(g.what.contains("(NaN 2, performance 1)"), "{}", g.what);
+    // …and every NaN reading seen.
     assert!(g.what.contains("readings NaN 50,"), "{}", g.what);
     assert!(g.policy_intact);
 }
@@ -649,7 +654,10 @@ fn fault_nan_sensors_hand_control_to_the_fallback_which_coasts() {
 #[test]
 fn fault_stuck_sensor_is_detected_after_k_readings() {
     let (g, _) = assert_safe(Fault::StuckSensor);
-    // The reading of tick 99 repeats for 20 more ticks: 21 identical
+    // The switch itself, in the two episodes the learned policy still acts
+    // in (the performance check latches the PD in after about 800 ticks)…
+    assert!(g.what.contains("(stuck 2, performance 1)"), "{}", g.what);
+    // …and the reading of tick 99 repeats for 20 more ticks: 21 identical
     // readings per episode, judged stuck from the 5th on: 17.
     assert!(g.what.contains("stuck 85;"), "{}", g.what);
 }
@@ -709,7 +717,7 @@ fn fault_table() {
     );
     println!("|---|---|---|---|---|");
     let yes = |b: bool| if b { "yes" } else { "**no**" };
-    for fault in Fault::ALL {
+    for &fault in drill::cartpole::Scenario::Tuned.faults() {
         let (g, f) = assert_safe(fault);
         let u = run(fault, Arm::Unguarded);
         println!(
