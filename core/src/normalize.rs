@@ -356,6 +356,39 @@ mod tests {
         );
     }
 
+    /// SB3's `VecNormalize` reward scaling, computed independently in `f64`:
+    /// `G ← γ·G + r` (reset after `done`), `RunningMeanStd(1e-4)` of `G`
+    /// with Chan et al.'s merge, `r / √(Var[G] + 1e-8)` clipped to ±10. The
+    /// rewards are of mixed sign, so `γ·G − r` or a dropped `ε` show.
+    #[test]
+    fn reward_scaling_is_sb3s_vecnormalize() {
+        let (gamma, eps) = (0.9_f64, 1e-8_f64);
+        let (mut mean, mut var, mut count) = (0.0_f64, 1.0_f64, 1e-4_f64);
+        let mut g_ref = 0.0_f64;
+        let mut norm = RunningNorm::<1>::ZERO;
+        let mut g = 0.0_f32;
+        for t in 0..60_u32 {
+            let r = [1.0_f32, -0.25, 3.0, -2.0, 0.5][(t % 5) as usize] * 1e-3;
+            let done = t % 17 == 16;
+            g_ref = g_ref * gamma + f64::from(r);
+            let delta = g_ref - mean;
+            let total = count + 1.0;
+            mean += delta / total;
+            var = (var * count + delta * delta * count / total) / total;
+            count = total;
+            let expected = (f64::from(r) / (var + eps).sqrt()).clamp(-10.0, 10.0);
+            if done {
+                g_ref = 0.0;
+            }
+            let got = scale_reward(gamma as f32, &mut norm, &mut g, r, done, false).unwrap();
+            let err = (f64::from(got) - expected).abs();
+            assert!(
+                err <= 1e-4 * expected.abs().max(1e-3),
+                "t {t}: {got} vs {expected}"
+            );
+        }
+    }
+
     /// The scale-free prior is the first observation's square; after it the
     /// update is Gymnasium's, and a refused first update changes nothing.
     #[test]

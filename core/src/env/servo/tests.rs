@@ -293,7 +293,11 @@ fn every_accepted_parameter_set_integrates() {
         if let Err(e) = params.check() {
             assert_eq!((e.field, e.max), ("dt", params.max_dt()), "{params:?}: {e}");
             assert!(std::format!("{e}").contains("inertia"), "{e}");
-            assert_eq!(std::format!("{e}").contains("no dt does"), e.max < 1e-5, "{e}");
+            assert_eq!(
+                std::format!("{e}").contains("no dt does"),
+                e.max < 1e-5,
+                "{e}"
+            );
             assert!(Servo::with_params(params).is_err());
             refused += 1;
             params.dt = params.max_dt();
