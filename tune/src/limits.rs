@@ -20,7 +20,7 @@ pub const MAX_STEPS: u64 = 1_000_000_000;
 
 /// Episodes of one evaluation: `eval --episodes`, `train`/`validate
 /// --eval-episodes`, `suite --keep-best` (and the tuner's
-/// [`TuneOptions`](crate::tune::TuneOptions) evaluations): at most 10 000.
+/// [`TuneOptions`](crate::TuneOptions) evaluations): at most 10 000.
 /// The standard error of a mean return falls as `1/√episodes`; 10 000
 /// episodes already pin it to 1 % of the returns' spread (the defaults are
 /// 20 to 200), and the bound keeps a typo such as 4294967295 from running
