@@ -131,6 +131,10 @@ architectures! {
     MountaincarContinuousRelu = "mountaincar-continuous-relu", "2-64-64-1 gaussian relu", MountainCarContinuous, Policy<GaussianActor<Mlp<2, 64, 1, Relu>, 1>, 2>;
     /// Deterministic 2-64-64-1 ReLU, tanh-squashed output (SAC, TD3; continuous MountainCar).
     MountaincarContinuousSquashed = "mountaincar-continuous-squashed", "2-64-64-1 relu, tanh-squashed (SAC/TD3)", MountainCarContinuous, Deployed<agent::Sac<MountainCarContinuous, 64, 1, 1, 3>>;
+    /// Deterministic 2-256-256-1 ReLU, tanh-squashed output (imported; SB3's SAC and CleanRL's SAC/TD3 default size; continuous MountainCar).
+    MountaincarContinuousSquashed256 = "mountaincar-continuous-squashed-256", "2-256-256-1 relu, tanh-squashed (SAC/TD3)", MountainCarContinuous, Squashed<2, 256, 256, 1>;
+    /// Deterministic 2-400-300-1 ReLU, tanh-squashed output (imported; SB3's TD3 default size; continuous MountainCar).
+    MountaincarContinuousSquashed400 = "mountaincar-continuous-squashed-400-300", "2-400-300-1 relu, tanh-squashed (SAC/TD3)", MountainCarContinuous, Squashed<2, 400, 300, 1>;
     /// Gaussian 5-64-64-1 with learnable log_std (cart-pole swing-up).
     CartpoleSwingup = "cartpole-swingup", "5-64-64-1 gaussian", CartPoleSwingUp, agent::Policy<CartPoleSwingUp, 64>;
     /// Gaussian 5-64-64-1 with ReLU hidden layers (imported; cart-pole swing-up).

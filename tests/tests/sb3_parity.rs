@@ -29,11 +29,19 @@
 //! VecNormalize normalises in `float64`, and the workspace builds the core
 //! with `fast-math` (tanh within 6e-7). The largest differences are printed.
 //!
+//! SAC and TD3 actors (SB3's at 64-64 and at their default sizes, SAC
+//! 256-256 and TD3 400-300; CleanRL's, 256-256) are deployed as `tanh(μ(s))`
+//! scaled to the bounds: that output within [`MEAN_TOL`] of the actor's and
+//! the command within [`SQUASHED_TOL`] of the library's deterministic
+//! action, each times the observation's [`input_scale`].
+//!
 //! Then the reverse: exporting each imported policy gives back the source
 //! tensors bit for bit, and the committed `sb3-cartpole.microrl.safetensors`
 //! (the file `tests/fixtures/check_sb3_export.py` loaded into an SB3 policy
 //! and checked action for action against SB3) is what `microrl export`
-//! writes today.
+//! writes today; for SAC and TD3, `tests/fixtures/check_offpolicy_export.py`
+//! recorded the actions SB3's and CleanRL's actors take with microrl's
+//! exported policies loaded, which microrl's policies take too.
 
 use std::path::{Path, PathBuf};
 
