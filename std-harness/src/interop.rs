@@ -223,13 +223,18 @@ pub struct Imported {
 /// observation statistics `stats` (none: raw observations).
 ///
 /// CartPole's 4-32-32-2 (`--small`) architecture is chosen when the first
-/// hidden layer has 32 units; every other task has 64.
+/// hidden layer has 32 units; every other PPO actor has 64. A SAC or TD3
+/// actor (recognised by its names, [`Family`]) maps onto the `*-squashed`
+/// architecture of its hidden sizes (64-64, 256-256 or 400-300).
 ///
 /// # Errors
 /// A file that is not safetensors, a metadata `activation_fn` other than
-/// tanh, a missing tensor, a tensor of the wrong shape or dtype (naming it,
-/// with the expected and found shapes), statistics that do not fit, and
-/// values microrl's format refuses (non-finite, `log_std` outside ±20).
+/// tanh or ReLU, a missing tensor, a tensor of the wrong shape or dtype
+/// (naming it, with the expected and found shapes), statistics that do not
+/// fit, and values microrl's format refuses (non-finite, `log_std` outside
+/// ±20); an SB3 SAC/TD3 actor without `activation_fn` metadata (see
+/// [`import_with`]), a tanh one, one of another size, CleanRL buffers that
+/// are not the task's bounds.
 pub fn import(
     layout: Layout,
     file: &[u8],
@@ -240,11 +245,13 @@ pub fn import(
 }
 
 /// [`import`] of an MLP whose hidden layers use `activation` (`None`: what
-/// the file's `activation_fn` metadata states, else tanh, assumed).
+/// the file's `activation_fn` metadata states, else for a PPO actor tanh,
+/// assumed; an SB3 SAC/TD3 actor's is never assumed, CleanRL's is ReLU).
 ///
 /// # Errors
 /// As [`import`]; also a file whose `activation_fn` is neither tanh nor
-/// ReLU, or differs from `activation`.
+/// ReLU, or differs from `activation`; an SB3 SAC/TD3 actor with neither
+/// metadata nor `activation`, or a tanh one.
 pub fn import_with(
     layout: Layout,
     file: &[u8],
