@@ -224,7 +224,7 @@ pub struct Imported {
 ///
 /// CartPole's 4-32-32-2 (`--small`) architecture is chosen when the first
 /// hidden layer has 32 units; every other PPO actor has 64. A SAC or TD3
-/// actor (recognised by its names, [`Family`]) maps onto the `*-squashed`
+/// actor (recognised by its tensor names) maps onto the `*-squashed`
 /// architecture of its hidden sizes (64-64, 256-256 or 400-300).
 ///
 /// # Errors

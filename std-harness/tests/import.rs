@@ -392,7 +392,7 @@ fn sac_and_td3_actors_at_default_sizes_export_and_import_back() {
     let back = SafeTensors::deserialize(&bytes).unwrap();
     assert_eq!(back.len(), 6);
     for (name, tensor) in back.iter() {
-        let (_, shape, data) = source.iter().find(|(n, ..)| n == &name).unwrap();
+        let (_, shape, data) = source.iter().find(|(n, ..)| n == name).unwrap();
         assert_eq!(tensor.shape(), &shape[..], "{name}");
         assert!(tensor.data() == &data[..], "{name}");
     }

@@ -268,8 +268,9 @@ where
 /// The deployed SAC/TD3 policy (`tanh(μ(s))` of the actor, scaled to the
 /// bounds) of fixture `name`, an `algo` actor in `layout` with hidden
 /// layers `H1`-`H2`, equals the library's deterministic action (SB3's
-/// `predict(obs, deterministic=True)`, CleanRL's `tanh(mean) · action_scale
-/// + action_bias`) within [`SQUASHED_TOL`], and its network output the
+/// `predict(obs, deterministic=True)`, CleanRL's
+/// `tanh(mean) · action_scale + action_bias`) within [`SQUASHED_TOL`], and
+/// its network output the
 /// actor's output in `[−1, 1]` within [`MEAN_TOL`] — each bound times
 /// [`input_scale`] of the observation (1 for every observation within
 /// ±100).
