@@ -32,7 +32,7 @@ use microrl::env::{
     Acrobot, ActionOf, ActionSpace, CartPole, CartPoleContinuous, CartPoleSwingUp, Continuous, Env,
     MountainCarContinuous, Pendulum, Quadrotor2d, Servo, obs_dim,
 };
-use microrl::nn::{Layer, Mlp, Relu};
+use microrl::nn::{Chain, Dense, Layer, Mlp, Relu, Tanh};
 use microrl::optim::{Adam, TrainState};
 use microrl::policy::{Actor, CategoricalActor, Controller, GaussianActor, Policy};
 use microrl::{Params, SVector, agent, serialize};
@@ -49,6 +49,15 @@ pub type CartPoleSmallPolicy = agent::Policy<CartPole, 32>;
 /// Pendulum policy ([`Arch::Pendulum`]): 3-64-64-1 mean, Gaussian over the
 /// torque, bounds ±2.
 pub type PendulumPolicy = agent::Policy<Pendulum, 64>;
+
+/// A deployed SAC/TD3 policy with hidden layers of `H1` and `H2` ReLU units
+/// and a tanh output scaled to the bounds: the `*-squashed-256` and
+/// `*-squashed-400-300` architectures, SB3's default sizes (SAC 256-256,
+/// TD3 400-300; CleanRL's SAC and TD3 are 256-256), for `import` and
+/// `export --format safetensors`. Its file is the same as a SAC agent's
+/// deployed policy of those sizes (the layers in order, then the bounds).
+pub type Squashed<const OBS: usize, const H1: usize, const H2: usize, const ACT: usize> =
+    TanhPolicy<Chain<Dense<OBS, H1, Relu>, Chain<Dense<H1, H2, Relu>, Dense<H2, ACT, Tanh>>>, ACT>;
 
 /// Generates [`Arch`] and its per-row facts from the table below (one row
 /// per architecture: `Variant = "name", "layers", Plant, PolicyType;`).
@@ -108,6 +117,10 @@ architectures! {
     CartpoleContinuousSquashed = "cartpole-continuous-squashed", "4-64-64-1 relu, tanh-squashed (SAC/TD3)", CartPoleContinuous, Deployed<agent::Sac<CartPoleContinuous, 64, 1, 1, 5>>;
     /// Deterministic 3-64-64-1 ReLU, tanh-squashed output (SAC, TD3; Pendulum).
     PendulumSquashed = "pendulum-squashed", "3-64-64-1 relu, tanh-squashed (SAC/TD3)", Pendulum, Deployed<agent::Sac<Pendulum, 64, 1, 1, 4>>;
+    /// Deterministic 3-256-256-1 ReLU, tanh-squashed output (imported; SB3's SAC and CleanRL's SAC/TD3 default size; Pendulum).
+    PendulumSquashed256 = "pendulum-squashed-256", "3-256-256-1 relu, tanh-squashed (SAC/TD3)", Pendulum, Squashed<3, 256, 256, 1>;
+    /// Deterministic 3-400-300-1 ReLU, tanh-squashed output (imported; SB3's TD3 default size; Pendulum).
+    PendulumSquashed400 = "pendulum-squashed-400-300", "3-400-300-1 relu, tanh-squashed (SAC/TD3)", Pendulum, Squashed<3, 400, 300, 1>;
     /// Categorical 6-64-64-3 (Acrobot).
     Acrobot = "acrobot", "6-64-64-3 categorical", Acrobot, agent::Policy<Acrobot, 64>;
     /// Categorical 6-64-64-3 with ReLU hidden layers (imported; Acrobot).
@@ -118,6 +131,10 @@ architectures! {
     MountaincarContinuousRelu = "mountaincar-continuous-relu", "2-64-64-1 gaussian relu", MountainCarContinuous, Policy<GaussianActor<Mlp<2, 64, 1, Relu>, 1>, 2>;
     /// Deterministic 2-64-64-1 ReLU, tanh-squashed output (SAC, TD3; continuous MountainCar).
     MountaincarContinuousSquashed = "mountaincar-continuous-squashed", "2-64-64-1 relu, tanh-squashed (SAC/TD3)", MountainCarContinuous, Deployed<agent::Sac<MountainCarContinuous, 64, 1, 1, 3>>;
+    /// Deterministic 2-256-256-1 ReLU, tanh-squashed output (imported; SB3's SAC and CleanRL's SAC/TD3 default size; continuous MountainCar).
+    MountaincarContinuousSquashed256 = "mountaincar-continuous-squashed-256", "2-256-256-1 relu, tanh-squashed (SAC/TD3)", MountainCarContinuous, Squashed<2, 256, 256, 1>;
+    /// Deterministic 2-400-300-1 ReLU, tanh-squashed output (imported; SB3's TD3 default size; continuous MountainCar).
+    MountaincarContinuousSquashed400 = "mountaincar-continuous-squashed-400-300", "2-400-300-1 relu, tanh-squashed (SAC/TD3)", MountainCarContinuous, Squashed<2, 400, 300, 1>;
     /// Gaussian 5-64-64-1 with learnable log_std (cart-pole swing-up).
     CartpoleSwingup = "cartpole-swingup", "5-64-64-1 gaussian", CartPoleSwingUp, agent::Policy<CartPoleSwingUp, 64>;
     /// Gaussian 5-64-64-1 with ReLU hidden layers (imported; cart-pole swing-up).
@@ -358,6 +375,31 @@ impl Arch {
     /// `rows` hidden units by `cols` observations).
     pub fn first_layer(self) -> microrl::params::TensorShape {
         self.with_policy(Facts).1
+    }
+
+    /// The hidden layers' widths, `64-64` (the rows of every weight but
+    /// the output layer's).
+    pub fn hidden_sizes(self) -> String {
+        struct Hidden;
+        impl PolicyVisitor for Hidden {
+            type Out = Vec<u32>;
+            fn visit<P: PolicyFor<E, OBS>, E: TaskOf<OBS>, const OBS: usize>(
+                self,
+                _: Arch,
+            ) -> Self::Out {
+                (0..P::TENSORS)
+                    .map(P::shape)
+                    .filter(|s| s.tag & !0xff == microrl::params::tag::WEIGHT)
+                    .map(|s| s.rows)
+                    .collect()
+            }
+        }
+        let rows = self.with_policy(Hidden);
+        rows[..rows.len().saturating_sub(1)]
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join("-")
     }
 
     /// A deterministic SAC/TD3 policy (`tanh(μ(s))` scaled to the bounds)

@@ -436,6 +436,13 @@ pub(crate) enum Command {
         /// Tensor names of the safetensors file (default: sb3).
         #[arg(long, value_enum)]
         to: Option<Layout>,
+        /// With `--format safetensors`, for a SAC/TD3 policy (`*-squashed`):
+        /// write the tensor names of this algorithm's actor (SB3's
+        /// `actor.latent_pi`/`actor.mu` or `actor.mu.N`; CleanRL's
+        /// `fc_mean` or `fc_mu`). Required for those policies: the file does
+        /// not say which algorithm trained it.
+        #[arg(long, value_enum)]
+        algo: Option<microrl_harness::interop::OffPolicyAlgo>,
         /// With `--format safetensors`: write the observation statistics here
         /// (VecNormalize's fields as JSON); required if the policy has any.
         #[arg(long, value_name = "STATS.json")]
@@ -446,7 +453,8 @@ pub(crate) enum Command {
         any_env: bool,
     },
     /// Import the actor of a Stable-Baselines3 or CleanRL PPO policy (a safetensors
-    /// state_dict, tanh or ReLU MLP) and its VecNormalize statistics as a microrl policy file.
+    /// state_dict, tanh or ReLU MLP) and its VecNormalize statistics, or of a SAC/TD3 agent
+    /// (ReLU; 64-64, 256-256 or 400-300), as a microrl policy file.
     Import {
         /// The policy's `state_dict`, saved with `safetensors.torch.save_file`.
         file: PathBuf,
@@ -461,8 +469,10 @@ pub(crate) enum Command {
         #[arg(long, value_enum)]
         env: EnvName,
         /// The hidden layers' activation (SB3's `activation_fn`). Default:
-        /// the file's `activation_fn` metadata, else tanh (said on standard
-        /// error); a file that states another is refused.
+        /// the file's `activation_fn` metadata, else for PPO tanh (said on
+        /// standard error); an SB3 SAC/TD3 file without metadata needs
+        /// `--activation relu` (CleanRL's are ReLU); a file that states
+        /// another activation is refused.
         #[arg(long, value_enum)]
         activation: Option<microrl_harness::arch::Activation>,
         /// Output policy file.

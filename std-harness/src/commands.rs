@@ -157,10 +157,15 @@ pub fn init(arch: Arch, seed: u64, out: &Path) -> anyhow::Result<Report> {
     atomic::write_file(out, &blob)?;
     Ok(Report {
         lines: vec![format!(
-            "wrote {} ({} bytes): {} policy, orthogonal init, seed {seed}",
+            "wrote {} ({} bytes): {} policy, {} init, seed {seed}",
             out.display(),
             blob.len(),
-            arch.layers()
+            arch.layers(),
+            if arch.squashed() {
+                "PyTorch's default"
+            } else {
+                "orthogonal"
+            }
         )],
         json: json!({
             "command": "init", "arch": arch, "seed": seed,

@@ -10,10 +10,15 @@
 //!   `mlp_extractor.policy_net.{0,2}` (the tanh hidden layers), `action_net`
 //!   (logits or Gaussian mean) and `log_std` (`[ACT]`); CleanRL's `ppo.py`
 //!   has `actor.{0,2,4}`, `ppo_continuous_action.py` has `actor_mean.{0,2,4}`
-//!   and `actor_logstd` (`[1, ACT]`). SB3's SAC and TD3 actors are
-//!   recognised by their names (SAC: `actor.latent_pi.{0,2}` and the mean
-//!   head `actor.mu`; TD3: `actor.mu.{0,2,4}`, see [`Family`]) and map onto
-//!   the `*-squashed` architectures (`tanh(μ(s))` scaled to the bounds).
+//!   and `actor_logstd` (`[1, ACT]`). SAC and TD3 actors are recognised by
+//!   their names (SB3's SAC: `actor.latent_pi.{0,2}` and the mean head
+//!   `actor.mu`; SB3's TD3: `actor.mu.{0,2,4}`; CleanRL's: `fc1`, `fc2` and
+//!   `fc_mean` or `fc_mu`, with the `action_scale`/`action_bias` buffers;
+//!   see [`Family`]) and map onto the `*-squashed` architectures
+//!   (`tanh(μ(s))` scaled to the bounds) of their hidden sizes: 64-64,
+//!   256-256 (SB3's SAC default, CleanRL's) or 400-300 (SB3's TD3 default).
+//!   Their file does not say which algorithm trained them, so exporting one
+//!   takes it ([`OffPolicyAlgo`], `--algo`).
 //! - **Mapped tensor by tensor onto microrl's format.** The destination is
 //!   the [`Policy`](microrl::Policy) type of an [`Arch`] — the same types the
 //!   firmware links — and is walked through [`Params`]: every tensor's
@@ -31,9 +36,13 @@
 //!   the activation; it is taken from the file's `activation_fn` metadata
 //!   when there is one (this module's export and `tests/fixtures/gen_sb3.py`
 //!   write one; any other activation is refused), else from
-//!   `--activation`, else tanh is assumed — and `microrl import` says so on
-//!   standard error, since SB3's documented `save_file(policy.state_dict())`
-//!   writes no metadata and a ReLU policy read as tanh acts differently.
+//!   `--activation`, else for PPO tanh is assumed — and `microrl import`
+//!   says so on standard error, since SB3's documented
+//!   `save_file(policy.state_dict())` writes no metadata and a ReLU policy
+//!   read as tanh acts differently. An SB3 SAC/TD3 actor is never assumed
+//!   ReLU: without metadata it needs `--activation relu` (a tanh SAC actor
+//!   read as ReLU acted 1.9 off on Pendulum's ±2); CleanRL's SAC/TD3 actors
+//!   are ReLU in code. Only ReLU SAC/TD3 actors are imported.
 //! - **VecNormalize.** SB3 feeds the network
 //!   `clip((obs − mean) / √(var + epsilon), −clip_obs, clip_obs)`; microrl's
 //!   frozen [`RunningNorm`] computes `clip((obs − μ) / √(σ² + 1e-8), −10, 10)`
@@ -52,7 +61,7 @@ mod vecnormalize;
 pub use command::*;
 pub use vecnormalize::*;
 
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 
 use anyhow::{Context, bail, ensure};
 use microrl::normalize::RunningNorm;
@@ -106,11 +115,13 @@ impl Layout {
     }
 }
 
-/// Which SB3 actor a `state_dict` holds: PPO/A2C's `MlpPolicy`, or an
-/// off-policy agent's deterministic-at-test-time actor (SAC's squashed
-/// Gaussian: `actor.latent_pi.{0,2}` and the mean head `actor.mu`; TD3's
-/// `actor.mu.{0,2,4}`). SAC's `actor.log_std` head and every critic are
-/// not read: the deployed policy is `tanh(μ(s))` scaled to the bounds.
+/// Which actor a `state_dict` holds: PPO/A2C's (SB3's `MlpPolicy`,
+/// CleanRL's `ppo*.py`), or an off-policy agent's deterministic-at-test-time
+/// actor — SAC's squashed Gaussian (SB3: `actor.latent_pi.{0,2}` and the
+/// mean head `actor.mu`; CleanRL: `fc1`, `fc2`, `fc_mean`) or TD3's (SB3:
+/// `actor.mu.{0,2,4}`; CleanRL: `fc1`, `fc2`, `fc_mu`). SAC's `log_std`
+/// head (`actor.log_std`, `fc_logstd`) and every critic are not read: the
+/// deployed policy is `tanh(μ(s))` scaled to the bounds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Family {
     OnPolicy,
@@ -121,24 +132,68 @@ enum Family {
 impl Family {
     /// The family of `tensors` in `layout`.
     fn of(layout: Layout, tensors: &SafeTensors<'_>) -> Family {
-        if layout != Layout::Sb3 {
-            Family::OnPolicy
-        } else if tensors.tensor("actor.latent_pi.0.weight").is_ok() {
-            Family::Sac
-        } else if tensors.tensor("actor.mu.0.weight").is_ok() {
-            Family::Td3
-        } else {
-            Family::OnPolicy
+        let has = |name: &str| tensors.tensor(name).is_ok();
+        match layout {
+            Layout::Sb3 if has("actor.latent_pi.0.weight") => Family::Sac,
+            Layout::Sb3 if has("actor.mu.0.weight") => Family::Td3,
+            Layout::Cleanrl if has("fc_mean.weight") => Family::Sac,
+            Layout::Cleanrl if has("fc_mu.weight") => Family::Td3,
+            _ => Family::OnPolicy,
+        }
+    }
+
+    /// The off-policy family of `algo`.
+    fn from_algo(algo: OffPolicyAlgo) -> Family {
+        match algo {
+            OffPolicyAlgo::Sac => Family::Sac,
+            OffPolicyAlgo::Td3 => Family::Td3,
+        }
+    }
+
+    /// The algorithm as [`Imported`] reports it (none for PPO's).
+    fn algo(self) -> Option<OffPolicyAlgo> {
+        match self {
+            Family::OnPolicy => None,
+            Family::Sac => Some(OffPolicyAlgo::Sac),
+            Family::Td3 => Some(OffPolicyAlgo::Td3),
         }
     }
 
     /// The module path of dense layer `k` of `layers` (without `.weight`).
     fn layer(self, layout: Layout, gaussian: bool, k: usize, layers: usize) -> String {
+        let last = k + 1 == layers;
+        match (self, layout) {
+            (Family::OnPolicy, _) => layout.layer(gaussian, k, layers),
+            (Family::Sac, Layout::Sb3) if last => "actor.mu".to_owned(),
+            (Family::Sac, Layout::Sb3) => format!("actor.latent_pi.{}", 2 * k),
+            (Family::Td3, Layout::Sb3) => format!("actor.mu.{}", 2 * k),
+            (Family::Sac, Layout::Cleanrl) if last => "fc_mean".to_owned(),
+            (Family::Td3, Layout::Cleanrl) if last => "fc_mu".to_owned(),
+            (_, Layout::Cleanrl) => format!("fc{}", k + 1),
+        }
+    }
+}
+
+/// An off-policy algorithm whose actor is deployed as `tanh(μ(s))` scaled
+/// to the bounds (`microrl export --algo`): which library actor's tensor
+/// names a `*-squashed` policy is written under, since its file does not
+/// say which algorithm trained it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum OffPolicyAlgo {
+    /// SAC: SB3's `actor.latent_pi.{0,2}`, `actor.mu`; CleanRL's `fc1`,
+    /// `fc2`, `fc_mean` (SAC's `log_std` head is not written).
+    Sac,
+    /// TD3: SB3's `actor.mu.{0,2,4}`; CleanRL's `fc1`, `fc2`, `fc_mu`.
+    Td3,
+}
+
+impl OffPolicyAlgo {
+    /// The name as the libraries write it.
+    pub fn name(self) -> &'static str {
         match self {
-            Family::OnPolicy => layout.layer(gaussian, k, layers),
-            Family::Sac if k + 1 == layers => "actor.mu".to_owned(),
-            Family::Sac => format!("actor.latent_pi.{}", 2 * k),
-            Family::Td3 => format!("actor.mu.{}", 2 * k),
+            OffPolicyAlgo::Sac => "SAC",
+            OffPolicyAlgo::Td3 => "TD3",
         }
     }
 }
@@ -156,8 +211,11 @@ pub struct Imported {
     pub normalised: bool,
     /// The hidden layers' activation.
     pub activation: Activation,
-    /// Whether the file stated it, `--activation` gave it, or it was assumed.
+    /// Whether the file stated it, `--activation` gave it, the layout fixes
+    /// it, or it was assumed.
     pub activation_source: ActivationSource,
+    /// The off-policy algorithm whose actor the file holds (none: PPO's).
+    pub algo: Option<OffPolicyAlgo>,
 }
 
 /// Maps the actor of a safetensors `state_dict` (`file`'s bytes) trained
@@ -165,13 +223,18 @@ pub struct Imported {
 /// observation statistics `stats` (none: raw observations).
 ///
 /// CartPole's 4-32-32-2 (`--small`) architecture is chosen when the first
-/// hidden layer has 32 units; every other task has 64.
+/// hidden layer has 32 units; every other PPO actor has 64. A SAC or TD3
+/// actor (recognised by its tensor names) maps onto the `*-squashed`
+/// architecture of its hidden sizes (64-64, 256-256 or 400-300).
 ///
 /// # Errors
 /// A file that is not safetensors, a metadata `activation_fn` other than
-/// tanh, a missing tensor, a tensor of the wrong shape or dtype (naming it,
-/// with the expected and found shapes), statistics that do not fit, and
-/// values microrl's format refuses (non-finite, `log_std` outside ±20).
+/// tanh or ReLU, a missing tensor, a tensor of the wrong shape or dtype
+/// (naming it, with the expected and found shapes), statistics that do not
+/// fit, and values microrl's format refuses (non-finite, `log_std` outside
+/// ±20); an SB3 SAC/TD3 actor without `activation_fn` metadata (see
+/// [`import_with`]), a tanh one, one of another size, CleanRL buffers that
+/// are not the task's bounds.
 pub fn import(
     layout: Layout,
     file: &[u8],
@@ -182,11 +245,13 @@ pub fn import(
 }
 
 /// [`import`] of an MLP whose hidden layers use `activation` (`None`: what
-/// the file's `activation_fn` metadata states, else tanh, assumed).
+/// the file's `activation_fn` metadata states, else for a PPO actor tanh,
+/// assumed; an SB3 SAC/TD3 actor's is never assumed, CleanRL's is ReLU).
 ///
 /// # Errors
 /// As [`import`]; also a file whose `activation_fn` is neither tanh nor
-/// ReLU, or differs from `activation`.
+/// ReLU, or differs from `activation`; an SB3 SAC/TD3 actor with neither
+/// metadata nor `activation`, or a tanh one.
 pub fn import_with(
     layout: Layout,
     file: &[u8],
@@ -265,13 +330,21 @@ pub fn import_with(
         normalised: stats.is_some_and(|s| s.norm_obs),
         activation,
         activation_source: how,
+        algo: None,
     })
 }
 
-/// [`import`] of an SB3 SAC or TD3 actor: ReLU hidden layers (SB3's
-/// default for both; a file stating another activation is refused), onto
-/// the task's `*-squashed` architecture. VecNormalize statistics do not
-/// apply (SB3's off-policy agents and microrl's train on raw observations).
+/// [`import`] of a SAC or TD3 actor (SB3's or CleanRL's): ReLU hidden
+/// layers, onto the task's `*-squashed` architecture whose hidden sizes are
+/// the file's (64-64, SB3's SAC default 256-256 — also CleanRL's SAC and
+/// TD3 — or SB3's TD3 default 400-300). A `state_dict` does not record the
+/// activation and SB3 takes it from `policy_kwargs`, so an SB3 file must
+/// state ReLU (`activation_fn` metadata) or be given `--activation relu`:
+/// a tanh actor read as ReLU acts far from its own actions, and none is
+/// assumed. CleanRL's actors are ReLU in code. CleanRL's `action_scale` and
+/// `action_bias` buffers must be the task's bounds. VecNormalize statistics
+/// do not apply (SB3's and CleanRL's off-policy agents and microrl's train
+/// on raw observations).
 fn import_offpolicy(
     layout: Layout,
     family: Family,
@@ -281,32 +354,77 @@ fn import_offpolicy(
     stated: Option<&String>,
     given: Option<Activation>,
 ) -> anyhow::Result<Imported> {
-    let algo = if family == Family::Sac { "SAC" } else { "TD3" };
+    let algo = family.algo().map_or("PPO", OffPolicyAlgo::name);
+    let library = match layout {
+        Layout::Sb3 => "SB3",
+        Layout::Cleanrl => "CleanRL",
+    };
     ensure!(
         stats.is_none(),
-        "--vecnormalize: an SB3 {algo} actor reads raw observations; microrl's SAC/TD3 policies hold no normaliser"
+        "--vecnormalize: a {library} {algo} actor reads raw observations; microrl's SAC/TD3 policies hold no normaliser"
     );
-    let how = match (stated.map(|t| parse_activation(t)), given) {
-        (Some(Some(Activation::Relu)), _) => ActivationSource::Stated,
-        (Some(_), _) => bail!(
-            "the file's activation_fn is {}: microrl imports SB3 {algo} actors with ReLU hidden layers (SB3's default)",
-            stated.map_or("", |t| t.as_str())
-        ),
-        (None, Some(Activation::Relu)) => ActivationSource::Given,
-        (None, Some(Activation::Tanh)) => {
-            bail!("--activation tanh: microrl imports SB3 {algo} actors with ReLU hidden layers")
+    let how = match (stated, stated.map(|t| parse_activation(t)), given) {
+        (Some(text), Some(Some(Activation::Relu)), Some(Activation::Tanh)) => {
+            bail!("the file's activation_fn is {text} but --activation tanh was given")
         }
-        (None, None) => ActivationSource::Assumed,
+        (_, Some(Some(Activation::Relu)), _) => ActivationSource::Stated,
+        (Some(text), _, _) => bail!(
+            "the file's activation_fn is {text}: microrl imports {algo} actors with ReLU hidden layers \
+             (SB3's and CleanRL's default)"
+        ),
+        (None, _, Some(Activation::Tanh)) => bail!(
+            "--activation tanh: microrl imports {algo} actors with ReLU hidden layers (SB3's and \
+             CleanRL's default), not tanh ones"
+        ),
+        (None, _, Some(Activation::Relu)) => ActivationSource::Given,
+        (None, _, None) if layout == Layout::Cleanrl => ActivationSource::Layout,
+        (None, _, None) => bail!(
+            "the file does not state its activation (no activation_fn metadata), and an SB3 {algo} \
+             actor may have been trained with any (policy_kwargs activation_fn): pass \
+             --activation relu if it kept SB3's default ReLU (a tanh actor read as ReLU acts far \
+             from its own actions; microrl imports ReLU {algo} actors only)"
+        ),
     };
-    let arch = Arch::ALL
+    let candidates: Vec<Arch> = Arch::ALL
         .into_iter()
-        .find(|a| a.env() == env && a.squashed())
-        .with_context(|| {
-            format!(
-                "an SB3 {algo} actor acts in a continuous space: use --env {}",
-                EnvName::continuous_names()
-            )
-        })?;
+        .filter(|a| a.env() == env && a.squashed())
+        .collect();
+    ensure!(
+        !candidates.is_empty(),
+        "a {library} {algo} actor acts in a continuous space: use --env {}",
+        EnvName::continuous_names()
+    );
+    // The architecture whose first layer has the file's shape; else the
+    // one with the file's hidden width (the shape's error names the
+    // observations); else, for a missing tensor, the first (the error
+    // lists the file's tensors); else the sizes microrl has are named.
+    let first = format!("{}.weight", family.layer(layout, false, 0, 3));
+    let found = tensors.tensor(&first).ok().map(|t| t.shape().to_vec());
+    let arch = match &found {
+        None => candidates[0],
+        Some(shape) => {
+            let rows = |a: &Arch| a.first_layer().rows as usize;
+            let cols = |a: &Arch| a.first_layer().cols as usize;
+            match candidates
+                .iter()
+                .find(|a| shape[..] == [rows(a), cols(a)])
+                .or_else(|| candidates.iter().find(|a| shape.first() == Some(&rows(a))))
+            {
+                Some(&arch) => arch,
+                None => bail!(
+                    "tensor `{first}` has shape {}: microrl imports {algo} actors for {} with hidden \
+                     layers of {}",
+                    shape_text(shape),
+                    env.name(),
+                    candidates
+                        .iter()
+                        .map(|a| a.hidden_sizes())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            }
+        }
+    };
     let source = Source {
         layout,
         family,
@@ -325,6 +443,7 @@ fn import_offpolicy(
         normalised: false,
         activation: Activation::Relu,
         activation_source: how,
+        algo: family.algo(),
     })
 }
 
@@ -336,6 +455,8 @@ pub enum ActivationSource {
     Stated,
     /// `--activation`.
     Given,
+    /// Fixed by the layout: CleanRL's SAC and TD3 actors are ReLU in code.
+    Layout,
     /// Neither: tanh, SB3's and CleanRL's default for PPO, assumed.
     Assumed,
 }
@@ -369,9 +490,11 @@ impl PolicyVisitor for Mapped<'_> {
     }
 }
 
-/// [`unmap`] of a policy file as its architecture's policy type.
+/// [`unmap`] of a policy file as its architecture's policy type, under
+/// the names of `family`'s actor.
 struct Unmap<'a> {
     layout: Layout,
+    family: Family,
     blob: &'a [u8],
 }
 
@@ -381,12 +504,22 @@ impl PolicyVisitor for Unmap<'_> {
         self,
         arch: Arch,
     ) -> Self::Out {
-        ensure!(
-            P::KIND != PolicyKind::Squashed,
-            "{}: exporting SAC/TD3 policies to safetensors is not supported yet",
-            arch.name()
-        );
-        unmap::<P, OBS>(self.layout, self.blob)
+        match (P::KIND == PolicyKind::Squashed, self.family) {
+            (true, Family::OnPolicy) => bail!(
+                "{} is a SAC/TD3 policy (tanh(μ(s)) scaled to the bounds) and its file does not say \
+                 which: pass --algo sac or --algo td3 to write that actor's tensor names",
+                arch.name()
+            ),
+            (false, Family::Sac | Family::Td3) => bail!(
+                "--algo names a SAC/TD3 actor; {} is a {} PPO-family policy: drop --algo",
+                arch.name(),
+                match P::KIND {
+                    PolicyKind::Categorical => "categorical",
+                    _ => "Gaussian",
+                }
+            ),
+            _ => unmap::<P, OBS>(self.layout, self.family, self.blob),
+        }
     }
 }
 
@@ -442,6 +575,21 @@ fn actor_tensors<P: Params>(
         }
     }
     out
+}
+
+/// The action bounds (`low`, `high`) of `policy`, if its type has them.
+fn bounds<P: Params>(policy: &P) -> Option<(&[f32], &[f32])> {
+    let first = (0..P::TENSORS).find(|&i| kind(P::shape(i).tag) == tag::BOUNDS)?;
+    Some((policy.tensor(first), policy.tensor(first + 1)))
+}
+
+/// CleanRL's `action_scale` and `action_bias` buffers for bounds `low`,
+/// `high`: `(high − low) / 2` and `(high + low) / 2`, in `f32` as numpy
+/// computes them from the `float32` bounds of a Gymnasium `Box`.
+fn cleanrl_buffers(low: &[f32], high: &[f32]) -> [(&'static str, Vec<f32>); 2] {
+    let scale = low.iter().zip(high).map(|(l, h)| (h - l) / 2.0).collect();
+    let bias = low.iter().zip(high).map(|(l, h)| (h + l) / 2.0).collect();
+    [("action_scale", scale), ("action_bias", bias)]
 }
 
 /// Index of the normaliser's first tensor (its mean) in policy type `P`.
@@ -569,6 +717,28 @@ impl Source<'_> {
             }
             names.push(name.clone());
         }
+        if self.family != Family::OnPolicy && self.layout == Layout::Cleanrl {
+            let (low, high) = bounds::<P>(&policy).context("a SAC/TD3 policy without bounds")?;
+            for (name, want) in cleanrl_buffers(low, high) {
+                let got = self.read(name, &[want.len()])?;
+                check_values(name, &[want.len()], &got, false)?;
+                if let Some(k) = (0..want.len())
+                    .find(|&k| (got[k] - want[k]).abs() > 1e-6 * want[k].abs().max(1.0))
+                {
+                    bail!(
+                        "tensor `{name}` holds {} at [{k}], expected {} for {}'s action bounds \
+                         [{}, {}] ({name} = (high {} low) / 2)",
+                        number_text(got[k]),
+                        number_text(want[k]),
+                        self.env.name(),
+                        low[k],
+                        high[k],
+                        if name == "action_scale" { "-" } else { "+" }
+                    );
+                }
+                names.push(name.to_owned());
+            }
+        }
         if let Some(stats) = stats {
             let norm = stats
                 .to_running_norm::<OBS>(self.env)
@@ -618,33 +788,97 @@ pub struct Exported {
 /// Writes a microrl policy file's actor as a safetensors `state_dict` under
 /// `layout`'s names (weights back to PyTorch's `[out, in]`), loadable with
 /// `policy.load_state_dict(load_file(path), strict=False)`; the normaliser,
-/// if it holds statistics, as [`VecNormalizeStats`].
+/// if it holds statistics, as [`VecNormalizeStats`]. A SAC/TD3 policy
+/// needs [`export_with`] (which actor's names).
 ///
 /// # Errors
-/// A blob that is not a policy of a known architecture.
+/// A blob that is not a policy of a known architecture; a SAC/TD3 policy.
 pub fn export(layout: Layout, blob: &[u8]) -> anyhow::Result<Exported> {
+    export_with(layout, None, blob)
+}
+
+/// [`export`] of a policy file, a `*-squashed` one under the names of
+/// `algo`'s actor (SB3: loadable into `model.policy` of a SAC or TD3 with
+/// the same `net_arch`; CleanRL: into its `Actor`, with the
+/// `action_scale`/`action_bias` buffers of the policy's bounds). SAC's
+/// `log_std` head is not written (the deployed policy has none). The
+/// metadata names `activation_fn`, and for a SAC/TD3 policy `net_arch`
+/// (as SB3's `policy_kwargs` spell them).
+///
+/// # Errors
+/// As [`export`]; a `*-squashed` policy without `algo`, or `algo` for a
+/// PPO-family policy.
+pub fn export_with(
+    layout: Layout,
+    algo: Option<OffPolicyAlgo>,
+    blob: &[u8],
+) -> anyhow::Result<Exported> {
     let arch = Arch::detect(blob).context("not a microrl policy of a known architecture")?;
-    let (tensors, stats) = arch.with_policy(Unmap { layout, blob })?;
-    // One metadata entry: the crate writes the metadata map in hash order,
-    // and a single entry keeps the file byte-for-byte reproducible.
+    let family = algo.map_or(Family::OnPolicy, Family::from_algo);
+    let (tensors, stats) = arch.with_policy(Unmap {
+        layout,
+        family,
+        blob,
+    })?;
     let activation = match arch.activation() {
         Activation::Tanh => "Tanh",
         Activation::Relu => "ReLU",
     };
-    let metadata = HashMap::from([("activation_fn".to_owned(), activation.to_owned())]);
+    let mut metadata = BTreeMap::from([("activation_fn".to_owned(), activation.to_owned())]);
+    if family != Family::OnPolicy {
+        let sizes = arch.hidden_sizes().replace('-', ", ");
+        metadata.insert("net_arch".to_owned(), format!("[{sizes}]"));
+    }
     let views = tensors
         .iter()
         .map(|(name, shape, bytes)| {
             TensorView::new(Dtype::F32, shape.clone(), bytes).map(|v| (name.clone(), v))
         })
         .collect::<Result<Vec<_>, _>>()?;
-    let safetensors = safetensors::serialize(views, Some(metadata))?;
+    let safetensors = with_metadata(&safetensors::serialize(views, None)?, &metadata)?;
     Ok(Exported {
         arch,
         safetensors,
         tensors: tensors.into_iter().map(|(name, ..)| name).collect(),
         stats,
     })
+}
+
+/// The safetensors file `plain` (written without metadata) with `metadata`
+/// as its header's first entry, in key order: the crate writes a metadata
+/// map in hash order, which would make the same export differ from run to
+/// run. A safetensors file is an 8-byte little-endian header length, the
+/// JSON header (padded with spaces to a multiple of 8 bytes) and the data,
+/// whose offsets are relative to the data's start and so unchanged.
+fn with_metadata(plain: &[u8], metadata: &BTreeMap<String, String>) -> anyhow::Result<Vec<u8>> {
+    let len = plain
+        .get(..8)
+        .and_then(|b| <[u8; 8]>::try_from(b).ok())
+        .map(u64::from_le_bytes)
+        .and_then(|n| usize::try_from(n).ok())
+        .context("safetensors header length")?;
+    let header = plain
+        .get(8..8 + len)
+        .and_then(|h| std::str::from_utf8(h).ok())
+        .context("safetensors header")?;
+    let rest = header
+        .trim_end()
+        .strip_prefix('{')
+        .context("safetensors header is not a JSON object")?;
+    let mut json = format!("{{\"__metadata__\":{}", serde_json::to_string(metadata)?);
+    if rest != "}" {
+        json.push(',');
+    }
+    json.push_str(rest);
+    while json.len() % 8 != 0 {
+        json.push(' ');
+    }
+    let mut out = Vec::with_capacity(8 + json.len() + plain.len() - 8 - len);
+    out.extend_from_slice(&(json.len() as u64).to_le_bytes());
+    out.extend_from_slice(json.as_bytes());
+    out.extend_from_slice(&plain[8 + len..]);
+    SafeTensors::deserialize(&out).context("the exported safetensors file")?;
+    Ok(out)
 }
 
 /// The named actor tensors (`f32` little-endian bytes in PyTorch's order)
@@ -654,10 +888,15 @@ type Unmapped = (
     Option<VecNormalizeStats>,
 );
 
-fn unmap<P: Params, const OBS: usize>(layout: Layout, blob: &[u8]) -> anyhow::Result<Unmapped> {
+fn unmap<P: Params, const OBS: usize>(
+    layout: Layout,
+    family: Family,
+    blob: &[u8],
+) -> anyhow::Result<Unmapped> {
     let policy = arch::load::<P>(blob)?;
+    let bytes = |values: &[f32]| values.iter().flat_map(|x| x.to_le_bytes()).collect();
     let mut out = Vec::new();
-    for (i, name, shape, is_weight) in actor_tensors::<P>(layout, Family::OnPolicy) {
+    for (i, name, shape, is_weight) in actor_tensors::<P>(layout, family) {
         let src = policy.tensor(i);
         let values: Vec<f32> = if is_weight {
             let (rows, cols) = (shape[0], shape[1]);
@@ -667,10 +906,17 @@ fn unmap<P: Params, const OBS: usize>(layout: Layout, blob: &[u8]) -> anyhow::Re
         } else {
             src.to_vec()
         };
-        let bytes = values.iter().flat_map(|x| x.to_le_bytes()).collect();
-        out.push((name, shape, bytes));
+        out.push((name, shape, bytes(&values)));
     }
-    let first = statistics_index::<P>().context("policy without a normaliser")?;
+    if family != Family::OnPolicy && layout == Layout::Cleanrl {
+        let (low, high) = bounds::<P>(&policy).context("a SAC/TD3 policy without bounds")?;
+        for (name, values) in cleanrl_buffers(low, high) {
+            out.push((name.to_owned(), vec![values.len()], bytes(&values)));
+        }
+    }
+    let Some(first) = statistics_index::<P>() else {
+        return Ok((out, None));
+    };
     let mut norm = RunningNorm::<OBS>::ZERO;
     for t in 0..<RunningNorm<OBS> as Params>::TENSORS {
         norm.tensor_mut(t).copy_from_slice(policy.tensor(first + t));

@@ -263,6 +263,7 @@ fn run(cli: Cli) -> anyhow::Result<bool> {
             out,
             format,
             to,
+            algo,
             vecnormalize,
             any_env,
         } => {
@@ -274,8 +275,8 @@ fn run(cli: Cli) -> anyhow::Result<bool> {
             paths::check_distinct(&outputs, &[("POLICY", Some(&policy))])?;
             match format {
                 ExportFormat::Mrlp => {
-                    if vecnormalize.is_some() || to.is_some() {
-                        anyhow::bail!("--to and --vecnormalize need --format safetensors");
+                    if vecnormalize.is_some() || to.is_some() || algo.is_some() {
+                        anyhow::bail!("--to, --algo and --vecnormalize need --format safetensors");
                     }
                     say(commands::backend_note(&policy));
                     let report;
@@ -287,6 +288,7 @@ fn run(cli: Cli) -> anyhow::Result<bool> {
                     let report;
                     (report, said) = interop::export_command(
                         to,
+                        algo,
                         env,
                         &policy,
                         &out,

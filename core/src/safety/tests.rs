@@ -640,12 +640,23 @@ fn fault_poisoned_update_is_refused_and_the_previous_policy_keeps_acting() {
     assert!(!u.held, "{u:?}");
 }
 
+/// The maths tier these tests run with (`micromath` takes precedence).
+const FAST_MATH: bool = cfg!(all(feature = "fast-math", not(feature = "micromath")));
+
 #[test]
 fn fault_nan_sensors_hand_control_to_the_fallback_which_coasts() {
     let (g, _) = assert_safe(Fault::NanSensors);
     // The switch itself, in the two episodes the learned policy still acts
     // in (the performance check latches the PD in after about 800 ticks)…
-    assert!(g.what.contains("(NaN 2, performance 1)"), "{}", g.what);
+    // (One with the `fast-math` backend, whose last bits move the first
+    // episode's performance latch ahead of the NaN readings.)
+    let nan_switches = if FAST_MATH { 1 } else { 2 };
+    assert!(
+        g.what
+            .contains(&std::format!("(NaN {nan_switches}, performance 1)")),
+        "{}",
+        g.what
+    );
     // …and every NaN reading seen.
     assert!(g.what.contains("readings NaN 50,"), "{}", g.what);
     assert!(g.policy_intact);
@@ -656,7 +667,13 @@ fn fault_stuck_sensor_is_detected_after_k_readings() {
     let (g, _) = assert_safe(Fault::StuckSensor);
     // The switch itself, in the two episodes the learned policy still acts
     // in (the performance check latches the PD in after about 800 ticks)…
-    assert!(g.what.contains("(stuck 2, performance 1)"), "{}", g.what);
+    let stuck_switches = if FAST_MATH { 1 } else { 2 };
+    assert!(
+        g.what
+            .contains(&std::format!("(stuck {stuck_switches}, performance 1)")),
+        "{}",
+        g.what
+    );
     // …and the reading of tick 99 repeats for 20 more ticks: 21 identical
     // readings per episode, judged stuck from the 5th on: 17.
     assert!(g.what.contains("stuck 85;"), "{}", g.what);

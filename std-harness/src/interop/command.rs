@@ -10,7 +10,7 @@ use anyhow::{Context, bail};
 use microrl::serialize;
 use serde_json::json;
 
-use super::{ActivationSource, Layout, VecNormalizeStats, export, import_with};
+use super::{ActivationSource, Layout, OffPolicyAlgo, VecNormalizeStats, export_with, import_with};
 use crate::arch::Activation;
 use crate::atomic;
 use crate::commands::Report;
@@ -36,13 +36,8 @@ pub fn import_command(
     };
     let imported = import_with(layout, &bytes, stats.as_ref(), env, activation)
         .with_context(|| format!("importing {}", file.display()))?;
-    if imported.activation_source == ActivationSource::Assumed && imported.arch.squashed() {
-        eprintln!(
-            "note: {} does not state its activation (no activation_fn metadata): assuming ReLU, \
-             SB3's default for SAC and TD3",
-            file.display()
-        );
-    } else if imported.activation_source == ActivationSource::Assumed {
+    // (A SAC/TD3 actor's activation is never assumed: see `import_with`.)
+    if imported.activation_source == ActivationSource::Assumed {
         eprintln!(
             "note: {} does not state its activation (no activation_fn metadata): assuming tanh, \
              SB3's and CleanRL's default; pass --activation relu for a policy trained with \
@@ -56,9 +51,12 @@ pub fn import_command(
     let crc = serialize::crc32(&imported.blob[..imported.blob.len() - 4]);
     Ok(Report {
         lines: vec![format!(
-            "imported {} ({}: {} actor tensors{}) as a {} policy ({}) to {} ({} bytes, CRC-32 {crc:08x})",
+            "imported {} ({}{}: {} actor tensors{}) as a {} policy ({}) to {} ({} bytes, CRC-32 {crc:08x})",
             file.display(),
             layout.name(),
+            imported
+                .algo
+                .map_or(String::new(), |a| format!(" {}", a.name())),
             imported.tensors.len(),
             if imported.normalised {
                 ", VecNormalize observation statistics"
@@ -71,7 +69,7 @@ pub fn import_command(
             imported.blob.len()
         )],
         json: json!({
-            "command": "import", "from": layout, "env": env.name(), "arch": imported.arch,
+            "command": "import", "from": layout, "algo": imported.algo, "env": env.name(), "arch": imported.arch,
             "activation": imported.activation, "activation_source": imported.activation_source,
             "tensors": imported.tensors, "normalised": imported.normalised, "path": out,
             "bytes": imported.blob.len(), "crc32": format!("{crc:08x}"),
@@ -82,10 +80,12 @@ pub fn import_command(
 /// `microrl export --format safetensors`: checks `policy` acts in `env`
 /// (default: the task it records, else its architecture's; another task
 /// than the recorded one is refused unless `any_env`), writes its actor under
-/// `layout`'s names to `out`, and its observation statistics to
-/// `vecnormalize` (required when the policy has any).
+/// `layout`'s names (a SAC/TD3 policy: those of `algo`'s actor) to `out`,
+/// and its observation statistics to `vecnormalize` (required when the
+/// policy has any).
 pub fn export_command(
     layout: Layout,
+    algo: Option<OffPolicyAlgo>,
     env: Option<EnvName>,
     policy: &Path,
     out: &Path,
@@ -94,7 +94,8 @@ pub fn export_command(
 ) -> anyhow::Result<(Report, Option<String>)> {
     let (file, env, said) = crate::commands::policy_for_task(policy, env, None, any_env)?;
     let blob = file.blob;
-    let exported = export(layout, &blob).with_context(|| policy.display().to_string())?;
+    let exported =
+        export_with(layout, algo, &blob).with_context(|| policy.display().to_string())?;
     // As for the firmware export: the policy must load and act in the task.
     crate::eval::eval(Some(env), &blob, 1, 0, &toml::Table::new())?;
     let stats = match (&exported.stats, vecnormalize) {
@@ -118,12 +119,13 @@ pub fn export_command(
     Ok((
         Report {
             lines: vec![format!(
-                "exported {} ({} policy, {}) to {} as {} tensors: {}{}",
+                "exported {} ({} policy, {}) to {} as {}{} tensors: {}{}",
                 policy.display(),
                 exported.arch.name(),
                 exported.arch.layers(),
                 out.display(),
                 layout.name(),
+                algo.map_or(String::new(), |a| format!(" {}", a.name())),
                 exported.tensors.join(", "),
                 match stats {
                     Some((_, path)) => format!("; VecNormalize statistics to {}", path.display()),
@@ -131,7 +133,8 @@ pub fn export_command(
                 }
             )],
             json: json!({
-                "command": "export", "format": "safetensors", "to": layout, "arch": exported.arch,
+                "command": "export", "format": "safetensors", "to": layout, "algo": algo,
+                "arch": exported.arch,
                 "policy": policy, "out": out, "tensors": exported.tensors,
                 "vecnormalize": stats.map(|(_, path)| path), "bytes": exported.safetensors.len(),
             }),

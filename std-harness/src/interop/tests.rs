@@ -54,27 +54,95 @@ fn sb3_and_cleanrl_names() {
     );
 }
 
+/// SAC's and TD3's actors in both libraries' names: SB3's module tree,
+/// CleanRL's `fc*` layers (its buffers are added by `unmap` and `map`).
+#[test]
+fn sac_and_td3_names() {
+    type P = crate::arch::Squashed<3, 400, 300, 1>;
+    let names = |layout, family| {
+        actor_tensors::<P>(layout, family)
+            .into_iter()
+            .map(|(_, n, s, _)| format!("{n} {s:?}"))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        names(Layout::Sb3, Family::Sac),
+        [
+            "actor.latent_pi.0.weight [400, 3]",
+            "actor.latent_pi.0.bias [400]",
+            "actor.latent_pi.2.weight [300, 400]",
+            "actor.latent_pi.2.bias [300]",
+            "actor.mu.weight [1, 300]",
+            "actor.mu.bias [1]",
+        ]
+    );
+    assert_eq!(
+        names(Layout::Sb3, Family::Td3)[4],
+        "actor.mu.4.weight [1, 300]"
+    );
+    assert_eq!(
+        names(Layout::Cleanrl, Family::Sac),
+        [
+            "fc1.weight [400, 3]",
+            "fc1.bias [400]",
+            "fc2.weight [300, 400]",
+            "fc2.bias [300]",
+            "fc_mean.weight [1, 300]",
+            "fc_mean.bias [1]",
+        ]
+    );
+    assert_eq!(names(Layout::Cleanrl, Family::Td3)[5], "fc_mu.bias [1]");
+}
+
 /// A fresh policy through export and import is the same file, for every
-/// architecture and both layouts; weights are transposed, not reshaped.
+/// architecture and both layouts (a SAC/TD3 one as either algorithm's
+/// actor); weights are transposed, not reshaped.
 #[test]
 fn export_then_import_is_the_identity() {
     for layout in [Layout::Sb3, Layout::Cleanrl] {
         for arch in Arch::ALL {
             let blob = arch::init_blob(arch, 7).unwrap();
-            if arch.squashed() {
-                let err = export(layout, &blob).unwrap_err().to_string();
-                assert!(err.contains("not supported yet"), "{err}");
-                continue;
+            let algos = if arch.squashed() {
+                let e = export(layout, &blob).unwrap_err().to_string();
+                assert!(e.contains("pass --algo sac or --algo td3"), "{e}");
+                vec![Some(OffPolicyAlgo::Sac), Some(OffPolicyAlgo::Td3)]
+            } else {
+                let e = export_with(layout, Some(OffPolicyAlgo::Sac), &blob).unwrap_err();
+                assert!(e.to_string().contains("drop --algo"), "{e}");
+                vec![None]
+            };
+            for algo in algos {
+                let out = export_with(layout, algo, &blob).unwrap();
+                assert_eq!(out.arch, arch);
+                assert!(out.stats.is_none());
+                let back = import(layout, &out.safetensors, None, arch.env()).unwrap();
+                assert_eq!(back.arch, arch);
+                assert_eq!(back.blob, blob, "{arch:?} {layout:?} {algo:?}");
+                assert_eq!(back.tensors, out.tensors);
+                assert_eq!(back.algo, algo);
             }
-            let out = export(layout, &blob).unwrap();
-            assert_eq!(out.arch, arch);
-            assert!(out.stats.is_none());
-            let back = import(layout, &out.safetensors, None, arch.env()).unwrap();
-            assert_eq!(back.arch, arch);
-            assert_eq!(back.blob, blob, "{arch:?} {layout:?}");
-            assert_eq!(back.tensors, out.tensors);
         }
     }
+    // The metadata of a SAC/TD3 export: its activation and sizes, in key
+    // order, so the same policy exports to the same bytes.
+    let blob = arch::init_blob(Arch::PendulumSquashed400, 7).unwrap();
+    let out = export_with(Layout::Sb3, Some(OffPolicyAlgo::Td3), &blob).unwrap();
+    let (_, header) = SafeTensors::read_metadata(&out.safetensors).unwrap();
+    let metadata = header.metadata().clone().unwrap();
+    assert_eq!(metadata["activation_fn"], "ReLU");
+    assert_eq!(metadata["net_arch"], "[400, 300]");
+    assert_eq!(metadata.len(), 2);
+    for _ in 0..4 {
+        let again = export_with(Layout::Sb3, Some(OffPolicyAlgo::Td3), &blob).unwrap();
+        assert!(again.safetensors == out.safetensors);
+    }
+    let len = u64::from_le_bytes(out.safetensors[..8].try_into().unwrap()) as usize;
+    let text = std::str::from_utf8(&out.safetensors[8..8 + len]).unwrap();
+    assert!(
+        text.starts_with(r#"{"__metadata__":{"activation_fn":"ReLU","net_arch":"[400, 300]"},"#),
+        "{text}"
+    );
+
     let blob = arch::init_blob(Arch::Cartpole, 7).unwrap();
     let policy = arch::load::<CartPolePolicy>(&blob).unwrap();
     let out = export(Layout::Sb3, &blob).unwrap();
